@@ -1,0 +1,17 @@
+// Checks on NVFP4 data shared by the layouts, the loaders and the converters (SPEC.md section 6).
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace nvfp4 {
+
+// Refuses a NaN scale byte (0x7F/0xFF) or one with the sign bit set, naming the tensor and the
+// flat index of the first bad byte.
+void check_scale_bytes(const uint8_t* bytes, int64_t count, const std::string& file,
+                       const std::string& tensor);
+// Refuses a tensor scale that is not finite and positive.
+void check_tensor_scale(float scale2, const std::string& file, const std::string& tensor);
+// Refuses n_in % 16 != 0 (or % 64 for the block layout when block64 is set).
+void check_n_in(int64_t n_in, bool block64, const std::string& file, const std::string& tensor);
+
+}  // namespace nvfp4
