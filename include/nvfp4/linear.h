@@ -1,0 +1,44 @@
+// The one place where the runtime meets the kernels: a prepared linear layer y = W x over a
+// window of n activation columns (x[t*n_in + i], y[t*n_out + r]).
+//
+// Linear::prepare() keeps whatever weight layout the fastest kernel of this machine wants
+// (repacking happens once, at load); forward() dispatches to the variant chosen at start
+// (see kernels.h: scalar reference, AVX2, AVX-512). Integer-exact modes give the reference's bits
+// for every ISA, thread count and n.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "nvfp4/kernels_ref.h"
+#include "nvfp4/matrix.h"
+#include "nvfp4/thread_pool.h"
+
+namespace nvfp4 {
+
+class Linear {
+ public:
+  Linear();
+  ~Linear();
+  Linear(Linear&&) noexcept;
+  Linear& operator=(Linear&&) noexcept;
+
+  // Copies the weights into the kernels' layout. input_scale: the checkpoint's activation scale
+  // (W4A4 checkpoints), 0 when it has none (then Mode::w4a4 is refused).
+  static Linear prepare(const RowView& w, float input_scale = 0.0f, const std::string& name = "");
+
+  int64_t n_out() const;
+  int64_t n_in() const;
+  bool has_input_scale() const;
+  // y = W x for n columns. Throws nvfp4::Error for a mode this layer cannot serve.
+  void forward(Mode mode, const float* x, int64_t n, float* y, ThreadPool& pool) const;
+  // The name of the kernel forward() runs for (mode, n), for logs: e.g. "gemv_a16q8_avx512vnni".
+  std::string kernel_name(Mode mode, int64_t n) const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nvfp4

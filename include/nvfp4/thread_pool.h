@@ -1,0 +1,42 @@
+// A small thread pool with a fixed partition: run(count, fn) splits [0, count) into one
+// contiguous range per thread by a formula of (count, threads) only, so which thread computes a
+// row never changes its result, and the integer-exact modes stay bit-identical for any count.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace nvfp4 {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads);  // threads >= 1; the calling thread is one of them
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int threads() const { return threads_; }
+  // Calls fn(begin, end) for each thread's range of [0, count); ranges are aligned to `align`
+  // items (the last range takes the rest). Returns when all are done.
+  void run(int64_t count, const std::function<void(int64_t, int64_t)>& fn, int64_t align = 1);
+
+ private:
+  void worker(int index);
+  int threads_;
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable cv_start_, cv_done_;
+  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+  int64_t count_ = 0, align_ = 1;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+};
+
+// [begin, end) of part `index` of `parts` for `count` items aligned to `align`.
+void partition(int64_t count, int parts, int index, int64_t align, int64_t& begin, int64_t& end);
+
+}  // namespace nvfp4
