@@ -14,6 +14,7 @@ namespace nvfp4 {
 namespace gguf {
 class File;
 }
+class Checkpoint;
 
 // GGUF token types (llama.cpp's llama_token_type).
 enum class TokenType : int32_t { undefined = 0, normal = 1, unknown = 2, control = 3,
@@ -43,6 +44,7 @@ class Tokenizer {
   // of range.
   static Tokenizer build(TokenizerData data);
   static Tokenizer from_gguf(const gguf::File& file);
+  static Tokenizer from_checkpoint(const Checkpoint& ck);
 
   // Token ids of `text` (no BOS added; see add_bos()). parse_special: text such as "<|im_end|>"
   // becomes its special token; otherwise it is tokenized as plain text.
