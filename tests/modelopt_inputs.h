@@ -24,6 +24,8 @@ struct ModeloptCase {
   uint32_t scale2_bits = 0;
   std::string expect;  // match | spec_zero | refuse
   int64_t sub_blocks = 0;
+  bool has_given_s2 = false;  // scale2 passed in (w4a4 activation path), not amax / 2688
+  uint32_t given_s2_bits = 0;
 };
 
 struct ModeloptFixture {
@@ -48,10 +50,12 @@ inline ModeloptFixture read_modelopt_cases() {
     }
     if (line[0] == '#') continue;
     ModeloptCase c;
-    std::string hash_hex, s2_hex;
+    std::string hash_hex, s2_hex, given_hex;
     if (!(ls >> c.name >> c.kind >> c.seed >> c.n_out >> c.n_in >> c.p1 >> c.p2 >> hash_hex >>
-          s2_hex >> c.expect >> c.sub_blocks))
+          s2_hex >> c.expect >> c.sub_blocks >> given_hex))
       throw std::runtime_error("bad cases.txt line: " + line);
+    c.has_given_s2 = given_hex != "-";
+    if (c.has_given_s2) c.given_s2_bits = static_cast<uint32_t>(std::stoul(given_hex, nullptr, 16));
     c.input_hash = std::stoull(hash_hex, nullptr, 16);
     c.scale2_bits = static_cast<uint32_t>(std::stoul(s2_hex, nullptr, 16));
     fx.cases.push_back(c);

@@ -2,7 +2,8 @@
 // byte: codes, E4M3 block scales and the float32 tensor scale, on the tensors of
 // fixtures/modelopt/cases.txt (normal weights, heavy outliers, 2^-100..2^127 dynamic ranges,
 // E4M3-subnormal block scales, exact ties at every E2M1 bound and at E4M3 scale midpoints,
-// all-zero blocks, float32 subnormals, values near FLT_MAX). The inputs are rebuilt from their
+// all-zero blocks, float32 subnormals, values near FLT_MAX; and, with a given scale2 as w4a4
+// activations use, scales clamped at 448 and 2^-9 with saturated codes). The inputs are rebuilt from their
 // recipe (tests/modelopt_inputs.h) and checked against the generator's hash before any compare.
 // Two cases are where SPEC departs from ModelOpt, and are tested as such:
 //   all_zero          ModelOpt divides 0 by 0: scale2 = 0, every scale byte 0xFF (NaN), every
@@ -92,13 +93,18 @@ TEST(ModelOpt, InputsAreRebuiltBitForBit) {
 
 TEST(ModelOpt, QuantizeEqualsModelOptByteForByte) {
   const auto& l = loaded();
-  int64_t blocks = 0, cases = 0;
+  int64_t blocks = 0, cases = 0, given = 0;
   for (size_t k = 0; k < l.fx.cases.size(); ++k) {
     const ModeloptCase& c = l.fx.cases[k];
     if (c.expect != "match") continue;
     const auto w = test::make_modelopt_input(c);
     ASSERT_EQ(test::fnv1a64(w.data(), w.size() * sizeof(float)), c.input_hash) << c.name;
-    const RowMatrix m = quantize(w.data(), c.n_out, c.n_in, c.name);
+    const RowMatrix m =
+        c.has_given_s2
+            ? quantize_with_scale2(w.data(), c.n_out, c.n_in,
+                                   std::bit_cast<float>(c.given_s2_bits), c.name)
+            : quantize(w.data(), c.n_out, c.n_in, c.name);
+    given += c.has_given_s2 ? c.n_out * c.n_in / 16 : 0;
     const uint8_t* codes = l.outputs.data() + offset_of(k);
     const uint8_t* scales = codes + c.n_out * c.n_in / 2;
     ASSERT_EQ(std::bit_cast<uint32_t>(m.scale2), c.scale2_bits) << c.name << ": tensor scale";
@@ -117,9 +123,12 @@ TEST(ModelOpt, QuantizeEqualsModelOptByteForByte) {
     blocks += groups;
     ++cases;
   }
-  std::printf("[ ModelOpt ] %lld blocks in %lld tensors compared with NVFP4QTensor: codes, "
-              "scale bytes and tensor scale byte for byte\n",
-              static_cast<long long>(blocks), static_cast<long long>(cases));
+  std::printf("[ ModelOpt ] %lld blocks in %lld tensors (%lld of them with a given scale2, the "
+              "w4a4 activation path) compared with NVFP4QTensor: codes, scale bytes and tensor "
+              "scale byte for byte\n",
+              static_cast<long long>(blocks), static_cast<long long>(cases),
+              static_cast<long long>(given));
+  EXPECT_GT(given, 0);
   EXPECT_GE(blocks, 100000);
 }
 

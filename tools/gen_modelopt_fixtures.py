@@ -35,10 +35,13 @@ a fixed number per element or per 16-value block:
 
 Files:
   cases.txt     one line per tensor: name kind seed n_out n_in p1 p2 input_fnv64 scale2_bits
-                expect sub_blocks. expect: `match` (ours must equal ModelOpt), `spec_zero` (all
+                expect sub_blocks given_s2. expect: `match` (ours must equal ModelOpt), `spec_zero` (all
                 zero tensor: SPEC section 4 departs from ModelOpt), `refuse` (amax > 0 but
                 amax / 2688 underflows to 0: we refuse; ModelOpt writes garbage). sub_blocks =
                 how many of ModelOpt's block scales are E4M3 subnormal (byte < 0x08).
+                given_s2: `-`, or the float32 bits of a scale2 passed in (ModelOpt's
+                weights_scaling_factor_2 argument; ours: quantize_with_scale2), as w4a4
+                activations are quantized with a calibrated input_scale.
   outputs.bin   for each case in order: ModelOpt's codes (n_out * n_in / 2 bytes, row layout),
                 then its scale bytes (n_out * n_in / 16). Its hash is on the `#outputs` line.
 """
@@ -82,6 +85,11 @@ CASES = [
     ("scale2_denormal", "bits", 122, 4, 64, 0, 0x1000),
     ("all_zero", "bits", 123, 4, 64, 0, 0),
     ("scale2_underflow", "bits", 124, 4, 64, 0, 0x3FF),
+    # The activation path of w4a4 (scale2 := a calibrated input_scale, given, not amax / 2688):
+    # blocks whose scale clamps at 448 and values that saturate at 6, or scales clamped at 2^-9.
+    ("given_s2_clamp", "gauss", 125, 128, 576, -27, 0, 0x35800000),        # 2^-20
+    ("given_s2_outlier", "outlier", 126, 64, 1536, -27, 12, 0x391055D2),   # 0.37 / 2688
+    ("given_s2_large", "gauss", 127, 128, 64, -27, 0, 0x3F800000),         # 1.0
 ]
 
 
@@ -188,8 +196,12 @@ def fnv1a64(data: bytes) -> int:
     return h
 
 
-def modelopt_quantize(w: np.ndarray):
-    q, scale, scale2 = NVFP4QTensor.quantize(torch.from_numpy(w.copy()), 16)
+def modelopt_quantize(w: np.ndarray, given_s2=None):
+    s2_in = None
+    if given_s2 is not None:
+        s2_in = torch.from_numpy(np.array(given_s2, dtype=np.uint32).view(np.float32)).reshape(())
+    q, scale, scale2 = NVFP4QTensor.quantize(torch.from_numpy(w.copy()), 16,
+                                              weights_scaling_factor_2=s2_in)
     codes = q._quantized_data.numpy().astype(np.uint8)
     scales = scale.view(torch.uint8).numpy().astype(np.uint8)
     s2 = np.array([scale2.float().item()], dtype=np.float32)
@@ -205,19 +217,21 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     lines, blobs = [], []
     total_blocks = total_sub = 0
-    for name, kind, seed, n_out, n_in, p1, p2 in CASES:
+    for name, kind, seed, n_out, n_in, p1, p2, *given in CASES:
+        given_s2 = given[0] if given else None
         w = make_input(kind, seed, n_out, n_in, p1, p2)
         assert np.all(np.isfinite(w))
         amax = float(np.max(np.abs(w)))
         expect = "match"
         if amax == 0.0:
             expect = "spec_zero"
-        elif np.float32(amax) / np.float32(2688.0) == 0.0:
+        elif given_s2 is None and np.float32(amax) / np.float32(2688.0) == 0.0:
             expect = "refuse"
-        codes, scales, s2_bits = modelopt_quantize(w)
+        codes, scales, s2_bits = modelopt_quantize(w, given_s2)
+        given_txt = "-" if given_s2 is None else f"{given_s2:08x}"
         sub = int(np.count_nonzero(scales < 0x08))
         lines.append(f"{name} {kind} {seed} {n_out} {n_in} {p1} {p2} "
-                     f"{fnv1a64(w.tobytes()):016x} {s2_bits:08x} {expect} {sub}")
+                     f"{fnv1a64(w.tobytes()):016x} {s2_bits:08x} {expect} {sub} {given_txt}")
         blobs += [codes.tobytes(), scales.tobytes()]
         blocks = scales.size
         if expect == "match":
@@ -230,7 +244,8 @@ def main():
     with open(out / "cases.txt", "w") as f:
         f.write(f"# written by tools/gen_modelopt_fixtures.py: nvidia-modelopt "
                 f"{__import__('modelopt').__version__}, torch {torch.__version__} (CPU)\n")
-        f.write("# name kind seed n_out n_in p1 p2 input_fnv64 scale2_bits expect sub_blocks\n")
+        f.write("# name kind seed n_out n_in p1 p2 input_fnv64 scale2_bits expect sub_blocks "
+                "given_s2\n")
         f.write(f"#outputs {len(blob)} {fnv1a64(blob):016x}\n")
         f.write("\n".join(lines) + "\n")
     print(f"{total_blocks} blocks to match ({total_sub} with subnormal scales); "
