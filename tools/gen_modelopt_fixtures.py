@@ -209,12 +209,27 @@ def modelopt_quantize(w: np.ndarray, given_s2=None):
     return codes, scales, int(s2.view(np.uint32)[0])
 
 
+def check_half_precision_inputs():
+    """ModelOpt's export quantizes bf16/fp16 weights as they are. Show that this equals quantizing
+    the same values widened to float32 (what our float quantizer does), so the fixtures cover it."""
+    w = make_input("outlier", 7, 64, 1536, -27, 12)
+    for dt in (torch.bfloat16, torch.float16):
+        narrow = torch.from_numpy(w).to(dt)
+        a = NVFP4QTensor.quantize(narrow, 16)
+        b = NVFP4QTensor.quantize(narrow.float(), 16)
+        assert torch.equal(a[0]._quantized_data, b[0]._quantized_data), dt
+        assert torch.equal(a[1].view(torch.uint8), b[1].view(torch.uint8)), dt
+        assert a[2].float().item() == b[2].float().item(), dt
+    print("bf16 and fp16 inputs quantize exactly as their float32 widening")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(pathlib.Path(__file__).resolve().parent.parent / "fixtures/modelopt"))
     args = ap.parse_args()
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    check_half_precision_inputs()
     lines, blobs = [], []
     total_blocks = total_sub = 0
     for name, kind, seed, n_out, n_in, p1, p2, *given in CASES:
