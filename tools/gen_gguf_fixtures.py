@@ -58,3 +58,44 @@ expected = {
 }
 (out / "small.expected.json").write_text(json.dumps(expected))
 print("wrote", out / "small.gguf")
+
+
+# ---- NVFP4 checkpoints in llama.cpp's form, good and broken (SPEC.md sections 3 and 6) ----------
+def nvfp4_file(fname, *, file_type=39, scale=0.0125, scale_dtype=np.float32, input_scale=None,
+               scale_byte=None, with_nvfp4=True):
+    w = gguf.GGUFWriter(str(out / fname), arch="llama")
+    w.add_uint32("general.file_type", file_type)
+    r = np.random.default_rng(9)
+    blocks = r.integers(0, 256, size=(3, 2 * 36), dtype=np.uint8)  # 3 rows x 128 values
+    for b in range(2):
+        blocks[:, 36 * b:36 * b + 4] = r.integers(0x28, 0x48, size=(3, 4), dtype=np.uint8)
+    if scale_byte is not None:
+        blocks[1, 36 + 2] = scale_byte
+    if with_nvfp4:
+        w.add_tensor("blk.0.ffn_up.weight", blocks, raw_dtype=gguf.GGMLQuantizationType.NVFP4)
+        if scale is not None:
+            w.add_tensor("blk.0.ffn_up.scale", np.array([scale], dtype=scale_dtype))
+        if input_scale is not None:
+            w.add_tensor("blk.0.ffn_up.input_scale", np.array([input_scale], dtype=np.float32))
+    w.add_tensor("blk.0.ffn_norm.weight", np.ones(128, dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    if with_nvfp4 and scale_byte is None:
+        deq = gguf.quants.dequantize(blocks, gguf.GGMLQuantizationType.NVFP4).astype(np.float32)
+        return deq
+    return None
+
+
+deq = nvfp4_file("nvfp4_good.gguf", input_scale=0.004)
+(out / "nvfp4_good.expected.json").write_text(json.dumps({"dequant_unscaled": deq.flatten().tolist()}))
+nvfp4_file("nvfp4_no_scale.gguf", scale=None)              # valid: absent scale means 1.0
+nvfp4_file("bad_scale_f16.gguf", scale_dtype=np.float16)   # companion scale of the wrong dtype
+nvfp4_file("bad_scale_zero.gguf", scale=0.0)               # tensor scale not positive
+nvfp4_file("bad_scale_nan.gguf", scale=float("nan"))       # tensor scale not finite
+nvfp4_file("bad_byte_nan.gguf", scale_byte=0x7F)           # NaN block scale byte
+nvfp4_file("bad_byte_sign.gguf", scale_byte=0xB8)          # block scale byte with the sign bit
+nvfp4_file("bad_ftype.gguf", file_type=1)                  # NVFP4 tensors, file type says F16
+nvfp4_file("bad_no_nvfp4.gguf", with_nvfp4=False)          # file type says NVFP4, no NVFP4 tensor
+print("wrote NVFP4 GGUF fixtures")
