@@ -19,6 +19,7 @@ class AtomicFile {
   void write(const void* data, size_t n);  // throws nvfp4::Error on a short write
   void zeros(size_t n);                     // n zero bytes (padding)
   uint64_t written() const { return written_; }
+  void sync();  // fsync the data so far (the temporary file is complete and readable by path)
   void commit();                            // fsync + rename + fsync(dir); throws on failure
   const std::string& path() const { return path_; }
   const std::string& temp_path() const { return tmp_; }

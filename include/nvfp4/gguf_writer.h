@@ -34,7 +34,10 @@ class Writer {
 
   uint64_t alignment() const;
   std::vector<uint8_t> serialize() const;    // the whole file in memory (tests, small files)
-  void write(const std::string& path) const;  // temp file + fsync + rename
+  // Temp file + fsync + rename. `before_commit`, when given, runs on the complete temporary file
+  // (its path) before the rename; if it throws, no output file exists.
+  void write(const std::string& path,
+             const std::function<void(const std::string&)>& before_commit = nullptr) const;
   // Called after each tensor is written with (tensors done, total), e.g. for a progress bar.
   std::function<void(size_t, size_t)> progress;
 

@@ -30,10 +30,13 @@ AtomicFile::AtomicFile(const std::string& path) : path_(path) {
   if (path.empty() || path.back() == '/') {
     throw Error(path, "", "output path names no file", "a file name", "'" + path + "'");
   }
-  std::string tmpl = dir_of(path) + "/." + base_of(path) + ".tmp.XXXXXX";
+  // ".tmp-XXXXXX-<name>": hidden, unique, and with the target's extension (readers pick by it).
+  std::string suffix = "-";
+  suffix += base_of(path);
+  std::string tmpl = dir_of(path) + "/.tmp-XXXXXX" + suffix;
   std::vector<char> buf(tmpl.begin(), tmpl.end());
   buf.push_back('\0');
-  fd_ = ::mkstemp(buf.data());
+  fd_ = ::mkstemps(buf.data(), static_cast<int>(suffix.size()));
   if (fd_ < 0) {
     throw Error(path, "", "cannot create the output's temporary file", "a writable directory",
                 std::strerror(errno));
@@ -69,6 +72,10 @@ void AtomicFile::zeros(size_t n) {
     write(z, k);
     n -= k;
   }
+}
+
+void AtomicFile::sync() {
+  if (fd_ >= 0 && ::fsync(fd_) != 0) throw Error(path_, "", "cannot fsync the output", "fsync to succeed", std::strerror(errno));
 }
 
 void AtomicFile::commit() {

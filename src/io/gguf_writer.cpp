@@ -200,7 +200,7 @@ std::vector<uint8_t> Writer::serialize() const {
   return out;
 }
 
-void Writer::write(const std::string& path) const {
+void Writer::write(const std::string& path, const std::function<void(const std::string&)>& before_commit) const {
   const uint64_t align = alignment();
   std::vector<uint8_t> h;
   try {
@@ -222,6 +222,10 @@ void Writer::write(const std::string& path) const {
     }
     f.zeros(pad(t.nbytes, align) - t.nbytes);
     if (progress) progress(++done, tensors_.size());
+  }
+  if (before_commit) {
+    f.sync();
+    before_commit(f.temp_path());
   }
   f.commit();
 }
