@@ -34,6 +34,14 @@ Linear Linear::prepare(const RowView& w, float input_scale, const std::string& n
 
 int64_t Linear::n_out() const { return impl_->w.n_out; }
 int64_t Linear::n_in() const { return impl_->w.n_in; }
+int64_t Linear::weight_bytes() const { return static_cast<int64_t>(impl_->w.bytes.size()); }
+
+Linear Linear::clone() const {
+  Linear l;
+  l.impl_ = std::make_unique<Impl>(*impl_);
+  return l;
+}
+
 bool Linear::has_input_scale() const { return impl_->input_scale > 0.0f; }
 
 std::string Linear::kernel_name(Mode mode, int64_t n) const {
