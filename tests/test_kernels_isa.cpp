@@ -115,16 +115,20 @@ TEST_P(ForcedIsa, A16Q8AndW4A4EqualTheReferenceBitForBit) {
 }
 
 TEST_P(ForcedIsa, PrefillWindowEqualsTheReference) {
-  const int64_t n_out = 37, n_in = 576, n = 40;  // n >= 32: the GEMM path
-  RowMatrix w = edge_weights(n_out, n_in, 5);
-  std::vector<float> x = edge_activations(n_in, n, 6);
-  std::vector<float> want(n * n_out), y(n * n_out);
-  matvec_ref(Mode::a16q8, w.view(), x.data(), n, want.data());
-  Linear lin = Linear::prepare(w.view());
-  for (int threads : {1, 2}) {
-    ThreadPool pool(threads);
-    lin.forward(Mode::a16q8, x.data(), n, y.data(), pool);
-    expect_same_bits(y, want.data(), y.size(), lin.kernel_name(Mode::a16q8, n).c_str());
+  // n >= 32 takes the GEMM path; at n_in 14352 its column blocks hold 72 columns, so n = 80 runs
+  // two blocks, the second a partial one.
+  for (const Shape s : {Shape{37, 576}, Shape{17, 14352}}) {
+    const int64_t n = s.n_in > 1000 ? 80 : 40;
+    RowMatrix w = edge_weights(s.n_out, s.n_in, 5);
+    std::vector<float> x = edge_activations(s.n_in, n, 6);
+    std::vector<float> want(n * s.n_out), y(n * s.n_out);
+    matvec_ref(Mode::a16q8, w.view(), x.data(), n, want.data());
+    Linear lin = Linear::prepare(w.view());
+    for (int threads : {1, 2}) {
+      ThreadPool pool(threads);
+      lin.forward(Mode::a16q8, x.data(), n, y.data(), pool);
+      expect_same_bits(y, want.data(), y.size(), lin.kernel_name(Mode::a16q8, n).c_str());
+    }
   }
 }
 

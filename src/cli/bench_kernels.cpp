@@ -143,7 +143,7 @@ int run(const Options& o) {
             }
             const bench::Stats st = bench::stats_of(ms);
             std::optional<bench::Stats> gg;
-            if (peer_ok) gg = bench::run_peer(peer, wfile, n_out, n_in, n, threads, static_cast<int>(ms.size()), dram, dram_bytes);
+            if (peer_ok) gg = bench::run_peer(peer, wfile, n_out, n_in, n, threads, o.reps, dram, dram_bytes, o.max_case_s);
             const double gbps = base.weight_bytes() / (st.median_ms * 1e6);
             const double blocks = static_cast<double>(n_out) * n_in / 64 * n;
             const double nspb = st.median_ms * 1e6 / blocks;

@@ -90,13 +90,13 @@ Peer find_peer(const std::string& hint) {
 
 std::optional<Stats> run_peer(const Peer& peer, const std::string& weights_file, int64_t n_out,
                               int64_t n_in, int64_t n, int threads, int reps, bool dram,
-                              int64_t dram_bytes) {
+                              int64_t dram_bytes, double max_s) {
   if (peer.path.empty()) return std::nullopt;
   const std::string cmd = peer.path + " --weights " + weights_file + " --n-out " + std::to_string(n_out) +
                           " --n-in " + std::to_string(n_in) + " --n " + std::to_string(n) +
                           " --threads " + std::to_string(threads) + " --reps " + std::to_string(reps) +
                           " --residency " + (dram ? "dram" : "cache") + " --dram-bytes " +
-                          std::to_string(dram_bytes);
+                          std::to_string(dram_bytes) + " --max-s " + std::to_string(max_s);
   std::unique_ptr<FILE, int (*)(FILE*)> f(popen(cmd.c_str(), "r"), pclose);
   if (!f) return std::nullopt;
   std::string out;

@@ -25,7 +25,7 @@ int64_t l3_bytes();
 double dram_read_gbps(ThreadPool& pool, int64_t bytes);
 
 // The ggml peer: `peer --weights F --n-out A --n-in B --n N --threads T --reps R
-// --residency dram|cache --dram-bytes X` prints one JSON line with median_ms, min_ms, max_ms.
+// --residency dram|cache --dram-bytes X --max-s S` prints one JSON line with median_ms, min_ms, max_ms.
 struct Peer {
   std::string path;  // empty: unavailable
   std::string why;   // why unavailable
@@ -33,6 +33,6 @@ struct Peer {
 Peer find_peer(const std::string& hint);
 std::optional<Stats> run_peer(const Peer& peer, const std::string& weights_file, int64_t n_out,
                               int64_t n_in, int64_t n, int threads, int reps, bool dram,
-                              int64_t dram_bytes);
+                              int64_t dram_bytes, double max_s);
 
 }  // namespace nvfp4::cli::bench

@@ -54,8 +54,8 @@ void tile_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
         const __m256i w3 = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(p1, 4), m4));
         const __m256 sc = q9_ps(p + 128 + 8 * h);
         for (int c = 0; c < NC; ++c) {
-          const int8_t* qg = a.qc(c0 + c) + g * kGroup;
-          __m256i s = _mm256_set1_epi32(a.corr[(c0 + c) * a.groups + g]);
+          const int8_t* qg = a.qg(g, c0 + c);
+          __m256i s = _mm256_set1_epi32(*a.corrg(g, c0 + c));
           s = dot4(s, w0, qg, ones);
           s = dot4(s, w1, qg + 4, ones);
           s = dot4(s, w2, qg + 8, ones);

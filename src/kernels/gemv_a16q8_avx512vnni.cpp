@@ -40,34 +40,42 @@ inline int32_t load4(const int8_t* p) {
   return v;
 }
 
+// The 64-entry byte table of vpermb: kU12 four times, so that an index's bits 4-5 (the other
+// nibble, or the neighbour's bits after vpsrlw) do not matter: the low nibble decodes without a
+// mask, the high one after one shift.
+inline __m512i lut64() {
+  return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kU12)));
+}
+
 // One tile, columns [c0, c0 + NC).
 template <int NC>
 void tile_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float* y) {
-  const __m512i lut = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kU12)));
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i lut = lut64();
   alignas(64) float acc[NC][16] = {};
   const uint8_t* p = w.tile(tile);
-  const int8_t* q[NC];
-  for (int c = 0; c < NC; ++c) q[c] = a.qc(c0 + c);
   const float s2 = w.scale2;
+  const int64_t qstride = a.n * kGroup;
   for (int64_t b = 0; b < a.blocks; ++b) {
-    const int64_t g_end = std::min<int64_t>(a.groups, (b + 1) * (kQ8Block / kGroup));
+    const int64_t g0 = b * (kQ8Block / kGroup);
+    const int64_t g_end = std::min<int64_t>(a.groups, g0 + kQ8Block / kGroup);
     __m512d tl[NC], th[NC];
     for (int c = 0; c < NC; ++c) tl[c] = th[c] = _mm512_setzero_pd();
-    for (int64_t g = b * (kQ8Block / kGroup); g < g_end; ++g, p += kRecordBytes) {
+    const int8_t* qb = a.qg(g0, c0);
+    const int32_t* cb = a.corrg(g0, c0);
+    for (int64_t g = g0; g < g_end; ++g, p += kRecordBytes, qb += qstride, cb += a.n) {
       if constexpr (NC >= 2) {
         _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch + 128), _MM_HINT_T0);
       }
       const __m512i p0 = _mm512_loadu_si512(p), p1 = _mm512_loadu_si512(p + 64);
-      const __m512i w0 = _mm512_shuffle_epi8(lut, _mm512_and_si512(p0, m4));
-      const __m512i w1 = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(p0, 4), m4));
-      const __m512i w2 = _mm512_shuffle_epi8(lut, _mm512_and_si512(p1, m4));
-      const __m512i w3 = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(p1, 4), m4));
+      const __m512i w0 = _mm512_permutexvar_epi8(p0, lut);
+      const __m512i w1 = _mm512_permutexvar_epi8(_mm512_srli_epi16(p0, 4), lut);
+      const __m512i w2 = _mm512_permutexvar_epi8(p1, lut);
+      const __m512i w3 = _mm512_permutexvar_epi8(_mm512_srli_epi16(p1, 4), lut);
       const __m512 sc = q9_ps(p + 128);
       for (int c = 0; c < NC; ++c) {
-        const int8_t* qg = q[c] + g * kGroup;
-        __m512i s = _mm512_set1_epi32(a.corr[(c0 + c) * a.groups + g]);
+        const int8_t* qg = qb + c * kGroup;
+        __m512i s = _mm512_set1_epi32(cb[c]);
         s = _mm512_dpbusd_epi32(s, w0, _mm512_set1_epi32(load4(qg)));
         s = _mm512_dpbusd_epi32(s, w1, _mm512_set1_epi32(load4(qg + 4)));
         s = _mm512_dpbusd_epi32(s, w2, _mm512_set1_epi32(load4(qg + 8)));
@@ -114,10 +122,23 @@ void gemv_a16q8_avx512vnni(const Packed& w, const ActQ8& a, int64_t tb, int64_t 
   }
 }
 
-// Prefill (N >= 32): the same passes, each tile's stream kept hot in L2 while all column passes
-// run over it; the arithmetic per (row, column) is the one above, so the bits are too.
+// Prefill (N >= 32): blocked like a GEMM. The window is cut into column blocks whose int8
+// activations fit in L2 (about 1 MiB: 128 columns of 4096); for each block every tile of this
+// thread is streamed once and run over the block in passes of 8 columns (the tile's records,
+// 36 KiB at n_in 4096, stay in L1/L2 across those passes). Without the blocking, every tile
+// would re-read all N columns' activations (2 MiB at N = 512) from beyond L2. The arithmetic
+// per (row, column) is the window kernel's, so the bits are the reference's.
 void gemm_a16q8_avx512vnni(const Packed& w, const ActQ8& a, int64_t tb, int64_t te, float* y) {
-  gemv_a16q8_avx512vnni(w, a, tb, te, y);
+  const int64_t cb = std::max<int64_t>(8, ((int64_t{1} << 20) / std::max<int64_t>(1, a.n_in)) / 8 * 8);
+  for (int64_t b0 = 0; b0 < a.n; b0 += cb) {
+    const int64_t b1 = std::min<int64_t>(a.n, b0 + cb);
+    for (int64_t t = tb; t < te; ++t) {
+      for (int64_t c0 = b0; c0 < b1; c0 += 8) {
+        const int nc = static_cast<int>(std::min<int64_t>(8, b1 - c0));
+        kPass[nc](w, a, t, c0, y);
+      }
+    }
+  }
 }
 
 }  // namespace nvfp4::kern

@@ -1,6 +1,7 @@
 // The scalar variants on the packed stream: each tile is unpacked to the row layout and run
 // through the reference dot products, so they give the reference's bits by construction. They
 // serve CPUs without AVX2 and any mode an ISA has no vector kernel for.
+#include <algorithm>
 #include <vector>
 
 #include "kernels/packed.h"
@@ -31,7 +32,8 @@ void gemv_a16q8_scalar(const Packed& w, const ActQ8& a, int64_t tb, int64_t te, 
   for (int64_t c = 0; c < a.n; ++c) {
     Q8Activations& q = cols[c];
     q.n_in = a.n_in;
-    q.q.assign(a.qc(c), a.qc(c) + a.n_in);
+    q.q.resize(static_cast<size_t>(a.n_in));
+    for (int64_t g = 0; g < a.groups; ++g) std::copy(a.qg(g, c), a.qg(g, c) + kGroup, q.q.begin() + g * kGroup);
     q.d.assign(a.d.begin() + c * a.blocks, a.d.begin() + (c + 1) * a.blocks);
     q.zero.assign(a.zero.begin() + c * a.blocks, a.zero.begin() + (c + 1) * a.blocks);
   }
@@ -48,14 +50,14 @@ void gemv_w4a4_scalar(const Packed& w, const ActFp4& a, int64_t tb, int64_t te, 
     f.codes.assign(static_cast<size_t>(a.n_in / 2), 0);
     f.scales.assign(static_cast<size_t>(a.groups), 0);
     for (int64_t i = 0; i < a.n_in; ++i) {
-      const int q = a.q1[c * a.n_in + i];
+      const int q = a.qg(i / kGroup, c)[i % kGroup];
       uint8_t code = 0;
       for (uint8_t k = 0; k < 16; ++k) if (e2m1_q1(k) == q) { code = k; break; }
       f.codes[i >> 1] = static_cast<uint8_t>(f.codes[i >> 1] | ((i & 1) ? code << 4 : code));
     }
     for (int64_t g = 0; g < a.groups; ++g) {
       for (int b = 0; b < 0x7F; ++b) {
-        if (e4m3_q9(static_cast<uint8_t>(b)) == a.q9[c * a.groups + g]) { f.scales[g] = static_cast<uint8_t>(b); break; }
+        if (e4m3_q9(static_cast<uint8_t>(b)) == a.q9[g * a.n + c]) { f.scales[g] = static_cast<uint8_t>(b); break; }
       }
     }
   }

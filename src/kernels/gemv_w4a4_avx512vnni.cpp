@@ -45,14 +45,14 @@ void tile_pass(const Packed& w, const ActFp4& a, int64_t tile, int64_t c0, float
     const __m512i sw = q9_epi32(p + 128);
     for (int c = 0; c < NC; ++c) {
       const int64_t col = c0 + c;
-      const int8_t* qg = a.q1.data() + col * a.n_in + g * kGroup;
-      __m512i s = _mm512_set1_epi32(a.corr[col * a.groups + g]);
+      const int8_t* qg = a.qg(g, col);
+      __m512i s = _mm512_set1_epi32(a.corr[g * a.n + col]);
       s = _mm512_dpbusd_epi32(s, w0, _mm512_set1_epi32(load4(qg)));
       s = _mm512_dpbusd_epi32(s, w1, _mm512_set1_epi32(load4(qg + 4)));
       s = _mm512_dpbusd_epi32(s, w2, _mm512_set1_epi32(load4(qg + 8)));
       s = _mm512_dpbusd_epi32(s, w3, _mm512_set1_epi32(load4(qg + 12)));
       const __m512i pw = _mm512_mullo_epi32(s, sw);
-      const __m512i sa = _mm512_set1_epi32(a.q9[col * a.groups + g]);
+      const __m512i sa = _mm512_set1_epi32(a.q9[g * a.n + col]);
       te[c] = _mm512_add_epi64(te[c], _mm512_mul_epi32(pw, sa));
       to[c] = _mm512_add_epi64(to[c], _mm512_mul_epi32(_mm512_srli_epi64(pw, 32), sa));
     }

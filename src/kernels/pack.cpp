@@ -75,13 +75,16 @@ void prepare_q8(const float* x, int64_t n, int64_t n_in, ActQ8& out) {
   Q8Activations a;
   for (int64_t t = 0; t < n; ++t) {
     quantize_act_q8(x + t * n_in, n_in, a);
-    std::copy(a.q.begin(), a.q.end(), out.q.begin() + t * n_in);
     std::copy(a.d.begin(), a.d.end(), out.d.begin() + t * out.blocks);
     std::copy(a.zero.begin(), a.zero.end(), out.zero.begin() + t * out.blocks);
     for (int64_t g = 0; g < out.groups; ++g) {
       int32_t s = 0;
-      for (int j = 0; j < kGroup; ++j) s += a.q[g * kGroup + j];
-      out.corr[t * out.groups + g] = -12 * s;
+      int8_t* dst = out.q.data() + (g * n + t) * kGroup;
+      for (int j = 0; j < kGroup; ++j) {
+        dst[j] = a.q[g * kGroup + j];
+        s += dst[j];
+      }
+      out.corr[g * n + t] = -12 * s;
     }
   }
 }
@@ -97,15 +100,16 @@ void prepare_fp4(const float* x, int64_t n, int64_t n_in, float input_scale, Act
   Fp4Activations a;
   for (int64_t t = 0; t < n; ++t) {
     quantize_act_fp4(x + t * n_in, n_in, input_scale, a);
-    int8_t* q1 = out.q1.data() + t * n_in;
-    for (int64_t i = 0; i < n_in; ++i) {
-      q1[i] = static_cast<int8_t>(e2m1_q1((i & 1) ? (a.codes[i >> 1] >> 4) : (a.codes[i >> 1] & 0xF)));
-    }
     for (int64_t g = 0; g < out.groups; ++g) {
+      int8_t* q1 = out.q1.data() + (g * n + t) * kGroup;
       int32_t s = 0;
-      for (int j = 0; j < kGroup; ++j) s += q1[g * kGroup + j];
-      out.corr[t * out.groups + g] = -12 * s;
-      out.q9[t * out.groups + g] = e4m3_q9(a.scales[g]);
+      for (int j = 0; j < kGroup; ++j) {
+        const int64_t i = g * kGroup + j;
+        q1[j] = static_cast<int8_t>(e2m1_q1((i & 1) ? (a.codes[i >> 1] >> 4) : (a.codes[i >> 1] & 0xF)));
+        s += q1[j];
+      }
+      out.corr[g * n + t] = -12 * s;
+      out.q9[g * n + t] = e4m3_q9(a.scales[g]);
     }
   }
 }

@@ -40,14 +40,17 @@ Packed pack_weights(const RowView& w);
 // Rows of tile t back in the row layout (16 rows, padding included): for fallbacks and tests.
 void unpack_tile(const Packed& p, int64_t t, RowMatrix& out);
 
-// a16q8 activations of n columns, each quantized by the reference quantize_act_q8.
+// a16q8 activations of n columns, each quantized by the reference quantize_act_q8. Group-major,
+// so that the columns of a window sit side by side for the record being decoded: the kernels
+// reach column c of group g at a fixed offset c*16 (c) from one pointer per group.
 struct ActQ8 {
   int64_t n = 0, n_in = 0, groups = 0, blocks = 0;
-  std::vector<int8_t> q;       // [n][n_in]
-  std::vector<int32_t> corr;   // [n][groups]: -12 * sum of the group's q
+  std::vector<int8_t> q;       // [groups][n][16]
+  std::vector<int32_t> corr;   // [groups][n]: -12 * sum of the group's q
   std::vector<float> d;        // [n][blocks]: 1 / iscale
   std::vector<uint8_t> zero;   // [n][blocks]: the block contributes nothing
-  const int8_t* qc(int64_t t) const { return q.data() + t * n_in; }
+  const int8_t* qg(int64_t g, int64_t c) const { return q.data() + (g * n + c) * kGroup; }
+  const int32_t* corrg(int64_t g, int64_t c) const { return corr.data() + g * n + c; }
 };
 void prepare_q8(const float* x, int64_t n, int64_t n_in, ActQ8& out);
 
@@ -55,9 +58,10 @@ void prepare_q8(const float* x, int64_t n, int64_t n_in, ActQ8& out);
 struct ActFp4 {
   int64_t n = 0, n_in = 0, groups = 0;
   float input_scale = 1.0f;
-  std::vector<int8_t> q1;      // [n][n_in]: e2m1_q1 of each activation code
-  std::vector<int32_t> corr;   // [n][groups]: -12 * sum of the group's q1
-  std::vector<int32_t> q9;     // [n][groups]: e4m3_q9 of the group's scale
+  std::vector<int8_t> q1;      // [groups][n][16]: e2m1_q1 of each activation code
+  std::vector<int32_t> corr;   // [groups][n]: -12 * sum of the group's q1
+  std::vector<int32_t> q9;     // [groups][n]: e4m3_q9 of the group's scale
+  const int8_t* qg(int64_t g, int64_t c) const { return q1.data() + (g * n + c) * kGroup; }
 };
 void prepare_fp4(const float* x, int64_t n, int64_t n_in, float input_scale, ActFp4& out);
 

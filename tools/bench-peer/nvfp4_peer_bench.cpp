@@ -18,6 +18,7 @@
 int main(int argc, char** argv) {
   std::string weights, residency = "cache";
   long long n_out = 0, n_in = 0, n = 1, threads = 1, reps = 9, dram_bytes = 1ll << 30;
+  double max_s = 1e9;  // stop after 3 reps once this much time has gone
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--weights") weights = v;
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
     else if (k == "--reps") reps = std::atoll(v.c_str());
     else if (k == "--residency") residency = v;
     else if (k == "--dram-bytes") dram_bytes = std::atoll(v.c_str());
+    else if (k == "--max-s") max_s = std::atof(v.c_str());
   }
   if (weights.empty() || n_out <= 0 || n_in <= 0 || n_in % 64 != 0 || n <= 0 || reps <= 0) {
     std::fprintf(stderr, "usage: nvfp4-peer-bench --weights F --n-out A --n-in B [--n N] [--threads T] "
@@ -71,7 +73,9 @@ int main(int argc, char** argv) {
   auto now = [] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count(); };
   if (!dram) ggml_graph_compute(graphs[0], &plan);  // warm
   std::vector<double> ms;
+  const double start = now();
   for (long long r = 0; r < reps; ++r) {
+    if (r >= 3 && now() - start > max_s * 1000) break;
     ggml_cgraph* g = graphs[r % copies];
     const double t0 = now();
     ggml_graph_compute(g, &plan);
