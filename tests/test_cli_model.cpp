@@ -41,6 +41,7 @@ TEST(CliModel, RunJsonGreedy) {
   EXPECT_GT(j["prompt_tps"].get<double>(), 0.0);
   EXPECT_GT(j["peak_rss_mb"].get<double>(), 50.0);
   EXPECT_EQ(j["prompt_ids"][0], 1);  // <|im_start|>
+  if (kUnderSanitizer) return;  // the second load costs a minute there
   // Greedy decoding is reproducible.
   const Result r2 = cli("run -m " + path + " --quantize -p 'What is 2+2?' --chat -n 6 -t 1 --batch 3 --ctx 128 --json");
   ASSERT_EQ(r2.rc, 0);
