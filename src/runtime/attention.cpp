@@ -96,6 +96,16 @@ int64_t attention_scratch(const ModelConfig& c, int64_t n_batch, int64_t n_ctx, 
 
 void attention_item_avx2(const void* item);
 void attention_item_avx512(const void* item);
+void swiglu_avx2(float* g, const float* u, int64_t n);
+void swiglu_avx512(float* g, const float* u, int64_t n);
+
+void swiglu_rows(float* g, const float* u, int64_t n) {
+  switch (runtime_isa()) {
+    case RuntimeIsa::avx512: swiglu_avx512(g, u, n); break;
+    case RuntimeIsa::avx2: swiglu_avx2(g, u, n); break;
+    default: swiglu(g, u, n); break;
+  }
+}
 
 void attention(const ModelConfig& c, const KvCache& kv, int64_t layer, const float* q, int64_t n,
                int64_t pos0, float* out, float* scratch, int64_t n_ctx, ThreadPool& pool) {

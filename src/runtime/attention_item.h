@@ -1,4 +1,4 @@
-// The body of attention for one (token, head), compiled three times (attention.cpp: baseline
+// The body of attention for one (token, head) and SwiGLU, compiled three times (attention.cpp: baseline
 // x86-64; attention_item_avx2.cpp; attention_item_avx512.cpp) so that the compiler vectorizes its
 // elementwise loops at each width. No loop here reassociates a sum (the build forbids
 // contraction and fast-math), so every copy gives the same bits; docs/DETERMINISM.md lists the order.
@@ -55,6 +55,11 @@ inline void attention_item(const AttnItem& a) {
     const float* __restrict vj = a.V + j * hd;
     for (int64_t d = 0; d < hd; ++d) o[d] = o[d] + w * vj[d];
   }
+}
+
+// SwiGLU in place: g[i] = silu(g[i]) * u[i] (pinned SiLU, float product).
+inline void swiglu(float* __restrict g, const float* __restrict u, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) g[i] = pinned::silu(g[i]) * u[i];
 }
 
 }  // namespace
