@@ -55,7 +55,7 @@ TEST(ThreadPool, PartitionCoversEveryItemOnce) {
           int64_t b, e;
           partition(count, parts, i, align, b, e);
           for (int64_t k = b; k < e; ++k) seen[k]++;
-          if (b < e && e < count) EXPECT_EQ(e % align, 0);
+          if (b < e && e < count) { EXPECT_EQ(e % align, 0); }
         }
         for (int64_t k = 0; k < count; ++k) EXPECT_EQ(seen[k], 1);
       }
