@@ -1,0 +1,35 @@
+#include "io/hf_names.h"
+
+#include <regex>
+
+namespace nvfp4::hf {
+
+std::string to_gguf_name(const std::string& hf) {
+  static const std::pair<const char*, const char*> fixed[] = {
+      {"model.embed_tokens", "token_embd"}, {"model.norm", "output_norm"}, {"lm_head", "output"}};
+  static const std::pair<const char*, const char*> layer[] = {
+      {"self_attn.q_proj", "attn_q"},     {"self_attn.k_proj", "attn_k"},
+      {"self_attn.v_proj", "attn_v"},     {"self_attn.o_proj", "attn_output"},
+      {"mlp.gate_proj", "ffn_gate"},      {"mlp.up_proj", "ffn_up"},
+      {"mlp.down_proj", "ffn_down"},      {"input_layernorm", "attn_norm"},
+      {"post_attention_layernorm", "ffn_norm"}};
+  const auto dot = hf.find_last_of('.');
+  if (dot == std::string::npos) return hf;
+  const std::string module = hf.substr(0, dot), suffix = hf.substr(dot);
+  for (const auto& [a, b] : fixed) if (module == a) return b + suffix;
+  static const std::regex re(R"(model\.layers\.(\d+)\.(.+))");
+  std::smatch m;
+  if (std::regex_match(module, m, re)) {
+    for (const auto& [a, b] : layer) if (m[2] == a) return "blk." + m[1].str() + "." + b + suffix;
+  }
+  return hf;
+}
+
+int64_t permuted_source_row(int64_t r, int64_t n_out, int64_t heads) {
+  const int64_t hd = n_out / heads, half = hd / 2;
+  const int64_t h = r / hd, k = r % hd;  // GGUF row k = 2*j + i
+  const int64_t j = k / 2, i = k % 2;
+  return h * hd + i * half + j;
+}
+
+}  // namespace nvfp4::hf
