@@ -182,6 +182,8 @@ TEST(CheckpointSafetensors, EveryLoadingRuleRefuses) {
   { Variant v = base; v.config.erase("quantization_config"); check(v, "no_config", "NVFP4 tensors present but the configuration does not say NVFP4 for this layer"); }
   { Variant v = base; v.config["quantization_config"]["ignore"].push_back("model.layers.0.mlp.*");
     check(v, "ignored_but_nvfp4", "NVFP4 tensors present but the configuration does not say NVFP4 for this layer"); }
+  { Variant v = base; v.config["quantization_config"]["ignore"].push_back("re:model[.]layers[.][0-9]+[.]mlp[.]up_proj");
+    check(v, "ignored_by_regex", "NVFP4 tensors present but the configuration does not say NVFP4 for this layer", UP + ".weight_packed"); }
   { Variant v("float"); v.hfq = {{"quantization", {{"quant_algo", "NVFP4"}}}}; check(v, "says_nvfp4_none", "the configuration says NVFP4 but no NVFP4 tensor exists"); }
   { Variant v = base; v.config["quantization_config"]["config_groups"]["group_0"]["input_activations"] = nullptr;
     check(v, "input_without_w4a4", "input scale present but the configuration does not declare W4A4 activations"); }

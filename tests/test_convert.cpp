@@ -140,6 +140,8 @@ TEST(Convert, KeepQuantizeAndKeepTypeOptions) {
 TEST(Convert, RefusedInputLeavesNoOutput) {
   test::ScratchDir dir;
   EXPECT_THROW(convert(test::fixture_path("gguf/bad_byte_nan.gguf"), dir / "o.gguf", ConvertOptions{}), Error);
+  // safetensors input: no GGUF tokenizer/hyperparameters to carry over yet, refused by name.
+  EXPECT_THROW(convert(test::fixture_path("hf/modelopt"), dir / "o.gguf", ConvertOptions{}), Error);
   EXPECT_TRUE(dir.entries().empty());
 }
 

@@ -1,6 +1,6 @@
 #include "io/hf_names.h"
 
-#include <regex>
+#include <cctype>
 
 namespace nvfp4::hf {
 
@@ -17,11 +17,13 @@ std::string to_gguf_name(const std::string& hf) {
   if (dot == std::string::npos) return hf;
   const std::string module = hf.substr(0, dot), suffix = hf.substr(dot);
   for (const auto& [a, b] : fixed) if (module == a) return b + suffix;
-  static const std::regex re(R"(model\.layers\.(\d+)\.(.+))");
-  std::smatch m;
-  if (std::regex_match(module, m, re)) {
-    for (const auto& [a, b] : layer) if (m[2] == a) return "blk." + m[1].str() + "." + b + suffix;
-  }
+  const std::string prefix = "model.layers.";
+  if (module.rfind(prefix, 0) != 0) return hf;
+  size_t k = prefix.size();
+  while (k < module.size() && std::isdigit(static_cast<unsigned char>(module[k]))) ++k;
+  if (k == prefix.size() || k >= module.size() || module[k] != '.') return hf;
+  const std::string n = module.substr(prefix.size(), k - prefix.size()), rest = module.substr(k + 1);
+  for (const auto& [a, b] : layer) if (rest == a) return "blk." + n + "." + b + suffix;
   return hf;
 }
 

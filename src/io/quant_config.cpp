@@ -1,8 +1,7 @@
 #include "io/quant_config.h"
 
 #include <fnmatch.h>
-
-#include <regex>
+#include <regex.h>
 
 #include "nvfp4/error.h"
 
@@ -20,11 +19,14 @@ LayerQuant modelopt_algo(const std::string& a, const std::string& file) {
 
 bool name_matches(const std::string& pat, const std::string& module) {
   if (pat.rfind("re:", 0) == 0) {
-    try {
-      return std::regex_match(module, std::regex(pat.substr(3)));
-    } catch (const std::regex_error&) {
+    // compressed-tensors matches with Python's re.match (anchored at the start): POSIX ERE here.
+    regex_t re;
+    if (::regcomp(&re, ("^(" + pat.substr(3) + ")").c_str(), REG_EXTENDED | REG_NOSUB) != 0) {
       throw Error("", "", "bad regular expression in the quantization config", "a valid regex", pat);
     }
+    const bool m = ::regexec(&re, module.c_str(), 0, nullptr, 0) == 0;
+    ::regfree(&re);
+    return m;
   }
   if (pat == module) return true;
   return ::fnmatch(pat.c_str(), module.c_str(), 0) == 0;
