@@ -4,6 +4,29 @@
 
 namespace nvfp4::hf {
 
+namespace {
+const std::pair<const char*, const char*> kFixed[] = {
+    {"model.embed_tokens", "token_embd"}, {"model.norm", "output_norm"}, {"lm_head", "output"}};
+const std::pair<const char*, const char*> kLayer[] = {
+    {"self_attn.q_proj", "attn_q"},  {"self_attn.k_proj", "attn_k"},   {"self_attn.v_proj", "attn_v"},
+    {"self_attn.o_proj", "attn_output"}, {"mlp.gate_proj", "ffn_gate"}, {"mlp.up_proj", "ffn_up"},
+    {"mlp.down_proj", "ffn_down"},   {"input_layernorm", "attn_norm"}, {"post_attention_layernorm", "ffn_norm"}};
+}  // namespace
+
+std::string to_hf_name(const std::string& g) {
+  const auto dot = g.find_last_of('.');
+  if (dot == std::string::npos) return g;
+  const std::string module = g.substr(0, dot), suffix = g.substr(dot);
+  for (const auto& [a, b] : kFixed) if (module == b) return a + suffix;
+  if (module.rfind("blk.", 0) != 0) return g;
+  size_t k = 4;
+  while (k < module.size() && std::isdigit(static_cast<unsigned char>(module[k]))) ++k;
+  if (k == 4 || k >= module.size() || module[k] != '.') return g;
+  const std::string n = module.substr(4, k - 4), rest = module.substr(k + 1);
+  for (const auto& [a, b] : kLayer) if (rest == b) return "model.layers." + n + "." + a + suffix;
+  return g;
+}
+
 std::string to_gguf_name(const std::string& hf) {
   static const std::pair<const char*, const char*> fixed[] = {
       {"model.embed_tokens", "token_embd"}, {"model.norm", "output_norm"}, {"lm_head", "output"}};
