@@ -1,5 +1,6 @@
-// Linear (the runtime's entry to the kernels) equals the reference for every mode, thread count
-// and window size, bit for bit.
+// Linear (the runtime's entry to the kernels) equals the reference bit for bit in the integer-exact
+// modes and f64, for every thread count and window size (float modes a16/f32 are bound-checked
+// against FP64 on every ISA in test_kernels_isa.cpp).
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -21,7 +22,7 @@ TEST(Linear, EqualsReferenceForEveryModeThreadCountAndWindow) {
   for (int64_t n : {1, 3, 16}) {
     std::vector<float> x(n * n_in);
     for (auto& v : x) v = rng.gauss();
-    for (Mode mode : {Mode::a16q8, Mode::w4a4, Mode::a16, Mode::f32, Mode::f64}) {
+    for (Mode mode : {Mode::a16q8, Mode::w4a4, Mode::f64}) {
       std::vector<float> want(n * n_out);
       matvec_ref(mode, w.view(), x.data(), n, want.data(), 0.003f);
       for (int threads : {1, 2, 3}) {
@@ -55,7 +56,9 @@ TEST(ThreadPool, PartitionCoversEveryItemOnce) {
           int64_t b, e;
           partition(count, parts, i, align, b, e);
           for (int64_t k = b; k < e; ++k) seen[k]++;
-          if (b < e && e < count) EXPECT_EQ(e % align, 0);
+          if (b < e && e < count) {
+            EXPECT_EQ(e % align, 0);
+          }
         }
         for (int64_t k = 0; k < count; ++k) EXPECT_EQ(seen[k], 1);
       }

@@ -34,6 +34,10 @@ class Linear {
   void forward(Mode mode, const float* x, int64_t n, float* y, ThreadPool& pool) const;
   // The name of the kernel forward() runs for (mode, n), for logs: e.g. "gemv_a16q8_avx512vnni".
   std::string kernel_name(Mode mode, int64_t n) const;
+  // Bytes of the prepared weight stream (what one forward() reads): benchmarks' roofline.
+  int64_t weight_bytes() const;
+  // A deep copy (benchmarks rotate among copies to stream them from DRAM).
+  Linear clone() const;
 
   struct Impl;
 

@@ -1,11 +1,13 @@
-// DenseLinear, reference version: float32 dot products over the stored dtype, rows split over the
-// pool. ISA variants replace the inner loop.
+// DenseLinear: float weights kept row-major in their stored dtype; forward() runs the active
+// ISA's dense kernel over a fixed partition of output rows.
 #include "nvfp4/dense.h"
 
 #include <cstring>
 #include <vector>
 
+#include "kernels/packed.h"
 #include "nvfp4/codec.h"
+#include "nvfp4/kernels.h"
 
 namespace nvfp4 {
 
@@ -13,16 +15,31 @@ struct DenseLinear::Impl {
   DType dtype;
   int64_t n_out, n_in;
   std::vector<uint8_t> bytes;
-  float at(int64_t r, int64_t i) const {
-    const int64_t k = r * n_in + i;
-    switch (dtype) {
-      case DType::f32: { float v; std::memcpy(&v, bytes.data() + 4 * k, 4); return v; }
-      case DType::f16: { uint16_t h; std::memcpy(&h, bytes.data() + 2 * k, 2); return half_to_float(h); }
-      case DType::bf16: { uint16_t h; std::memcpy(&h, bytes.data() + 2 * k, 2); return bf16_to_float(h); }
-    }
-    return 0.0f;
-  }
 };
+
+namespace kern {
+
+float dense_at(DType dtype, const uint8_t* bytes, int64_t k) {
+  switch (dtype) {
+    case DType::f32: { float v; std::memcpy(&v, bytes + 4 * k, 4); return v; }
+    case DType::f16: { uint16_t h; std::memcpy(&h, bytes + 2 * k, 2); return half_to_float(h); }
+    case DType::bf16: { uint16_t h; std::memcpy(&h, bytes + 2 * k, 2); return bf16_to_float(h); }
+  }
+  return 0.0f;
+}
+
+void gemv_dense_scalar(DType dtype, const uint8_t* w, int64_t n_out, int64_t n_in, const float* x,
+                       int64_t n, int64_t rb, int64_t re, float* y) {
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t r = rb; r < re; ++r) {
+      float acc = 0.0f;
+      for (int64_t i = 0; i < n_in; ++i) acc += dense_at(dtype, w, r * n_in + i) * x[t * n_in + i];
+      y[t * n_out + r] = acc;
+    }
+  }
+}
+
+}  // namespace kern
 
 DenseLinear::DenseLinear() = default;
 DenseLinear::~DenseLinear() = default;
@@ -44,23 +61,18 @@ DenseLinear DenseLinear::prepare(DType dtype, const void* w, int64_t n_out, int6
 int64_t DenseLinear::n_out() const { return impl_->n_out; }
 int64_t DenseLinear::n_in() const { return impl_->n_in; }
 DType DenseLinear::dtype() const { return impl_->dtype; }
-std::string DenseLinear::kernel_name(int64_t) const { return "gemv_dense_ref"; }
+std::string DenseLinear::kernel_name(int64_t) const {
+  return kern::table(active_isa()).dense_name;
+}
 
 void DenseLinear::row(int64_t r, float* out) const {
-  for (int64_t i = 0; i < impl_->n_in; ++i) out[i] = impl_->at(r, i);
+  for (int64_t i = 0; i < impl_->n_in; ++i) out[i] = kern::dense_at(impl_->dtype, impl_->bytes.data(), r * impl_->n_in + i);
 }
 
 void DenseLinear::forward(const float* x, int64_t n, float* y, ThreadPool& pool) const {
   const Impl& m = *impl_;
-  pool.run(m.n_out, [&](int64_t b, int64_t e) {
-    for (int64_t t = 0; t < n; ++t) {
-      for (int64_t r = b; r < e; ++r) {
-        float acc = 0.0f;
-        for (int64_t i = 0; i < m.n_in; ++i) acc += m.at(r, i) * x[t * m.n_in + i];
-        y[t * m.n_out + r] = acc;
-      }
-    }
-  });
+  const kern::DenseFn fn = kern::table(active_isa()).dense;
+  pool.run(m.n_out, [&](int64_t b, int64_t e) { fn(m.dtype, m.bytes.data(), m.n_out, m.n_in, x, n, b, e, y); }, 4);
 }
 
 }  // namespace nvfp4

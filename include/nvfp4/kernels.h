@@ -1,0 +1,31 @@
+// Which instruction set the kernels run on. The best variant the CPU supports is picked once, from
+// CPUID; NVFP4_ISA=scalar|avx2|avx512 in the environment, or force_isa() (tests, benchmarks),
+// overrides it. Every variant of an integer-exact mode gives the scalar reference's bits, so the
+// choice changes speed only; the float modes stay within their derived bound of FP64.
+#pragma once
+#include <string_view>
+#include <vector>
+
+namespace nvfp4 {
+
+enum class Isa { scalar, avx2, avx512 };
+
+// "scalar", "avx2", "avx512".
+std::string_view isa_name(Isa isa);
+// Parses the names above; throws nvfp4::Error on anything else.
+Isa parse_isa(std::string_view s);
+// avx2: AVX2 + FMA + F16C; avx512: F/BW/VL/DQ + VNNI + VBMI (and the AVX2 set). Checked once.
+bool isa_supported(Isa isa);
+// The best supported ISA on this machine.
+Isa detect_isa();
+// The ISA the kernels use now: force_isa()'s choice, else NVFP4_ISA, else detect_isa().
+// Throws nvfp4::Error when NVFP4_ISA names an unknown or unsupported ISA.
+Isa active_isa();
+// Forces an ISA for the whole process (tests, benchmarks); throws nvfp4::Error if unsupported.
+void force_isa(Isa isa);
+// Back to NVFP4_ISA / CPUID.
+void clear_forced_isa();
+// Every ISA this CPU supports, scalar first.
+std::vector<Isa> supported_isas();
+
+}  // namespace nvfp4

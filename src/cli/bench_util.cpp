@@ -1,0 +1,115 @@
+#include "cli/bench_util.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+namespace nvfp4::cli::bench {
+
+Stats stats_of(std::vector<double> ms) {
+  Stats s;
+  if (ms.empty()) return s;
+  std::sort(ms.begin(), ms.end());
+  const size_t k = ms.size();
+  s.median_ms = k % 2 ? ms[k / 2] : 0.5 * (ms[k / 2 - 1] + ms[k / 2]);
+  s.min_ms = ms.front();
+  s.max_ms = ms.back();
+  return s;
+}
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int64_t l3_bytes() {
+  for (int i = 0; i < 8; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::ifstream lv(dir + "level"), sz(dir + "size");
+    int level = 0;
+    std::string size;
+    if (!(lv >> level) || !(sz >> size) || level != 3 || size.empty()) continue;
+    int64_t v = std::stoll(size);
+    const char unit = size.back();
+    if (unit == 'K') v <<= 10;
+    if (unit == 'M') v <<= 20;
+    return v;
+  }
+  return int64_t{32} << 20;
+}
+
+double dram_read_gbps(ThreadPool& pool, int64_t bytes) {
+  static std::vector<uint64_t> buf;
+  const size_t words = static_cast<size_t>(bytes / 8);
+  if (buf.size() < words) buf.assign(words, 0x0101010101010101ull);
+  std::atomic<uint64_t> total{0};
+  const double t0 = now_ms();
+  pool.run(static_cast<int64_t>(words), [&](int64_t b, int64_t e) {
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int64_t i = b;
+    for (; i + 4 <= e; i += 4) { s0 += buf[i]; s1 += buf[i + 1]; s2 += buf[i + 2]; s3 += buf[i + 3]; }
+    for (; i < e; ++i) s0 += buf[i];
+    total += s0 + s1 + s2 + s3;
+  }, 512);
+  const double ms = now_ms() - t0;
+  volatile uint64_t sink = total.load();
+  (void)sink;
+  return static_cast<double>(words * 8) / (ms * 1e6);
+}
+
+Peer find_peer(const std::string& hint) {
+  Peer p;
+  std::vector<std::string> candidates;
+  if (!hint.empty()) candidates.push_back(hint);
+  if (const char* e = std::getenv("NVFP4_BENCH_PEER")) candidates.emplace_back(e);
+  candidates.emplace_back("build-peer/nvfp4-peer-bench");
+  char exe[4096];
+  const ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (k > 0) {
+    exe[k] = '\0';
+    std::string dir(exe);
+    dir = dir.substr(0, dir.rfind('/'));
+    candidates.push_back(dir + "/../build-peer/nvfp4-peer-bench");
+  }
+  for (const auto& c : candidates) {
+    if (access(c.c_str(), X_OK) == 0) {
+      p.path = c;
+      return p;
+    }
+  }
+  p.why = "ggml peer not built (run scripts/setup-bench-peer.sh, or pass --peer PATH)";
+  return p;
+}
+
+std::optional<Stats> run_peer(const Peer& peer, const std::string& weights_file, int64_t n_out,
+                              int64_t n_in, int64_t n, int threads, int reps, bool dram,
+                              int64_t dram_bytes, double max_s) {
+  if (peer.path.empty()) return std::nullopt;
+  const std::string cmd = peer.path + " --weights " + weights_file + " --n-out " + std::to_string(n_out) +
+                          " --n-in " + std::to_string(n_in) + " --n " + std::to_string(n) +
+                          " --threads " + std::to_string(threads) + " --reps " + std::to_string(reps) +
+                          " --residency " + (dram ? "dram" : "cache") + " --dram-bytes " +
+                          std::to_string(dram_bytes) + " --max-s " + std::to_string(max_s);
+  std::unique_ptr<FILE, int (*)(FILE*)> f(popen(cmd.c_str(), "r"), pclose);
+  if (!f) return std::nullopt;
+  std::string out;
+  char line[4096];
+  while (fgets(line, sizeof(line), f.get())) out += line;
+  const size_t brace = out.rfind('{');
+  if (brace == std::string::npos) return std::nullopt;
+  try {
+    const auto j = nlohmann::json::parse(out.substr(brace));
+    return Stats{j.at("median_ms").get<double>(), j.at("min_ms").get<double>(), j.at("max_ms").get<double>()};
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace nvfp4::cli::bench

@@ -1,0 +1,140 @@
+// The one dispatch point: which ISA runs (CPUID once, NVFP4_ISA, force_isa) and the table of
+// kernels of each ISA, filled once. No kernel body tests the ISA.
+#include <atomic>
+#include <cstdlib>
+#include <string>
+
+#include "kernels/packed.h"
+#include "nvfp4/error.h"
+#include "nvfp4/kernels.h"
+
+namespace nvfp4 {
+
+std::string_view isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::scalar: return "scalar";
+    case Isa::avx2: return "avx2";
+    case Isa::avx512: return "avx512";
+  }
+  return "?";
+}
+
+Isa parse_isa(std::string_view s) {
+  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+    if (s == isa_name(i)) return i;
+  }
+  throw Error("", "", "unknown instruction set (NVFP4_ISA or --isa)", "scalar, avx2 or avx512",
+              std::string(s));
+}
+
+namespace {
+
+bool cpu_has_avx2() {
+  static const bool v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                         __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
+  return v;
+}
+
+bool cpu_has_avx512() {
+  static const bool v = cpu_has_avx2() && __builtin_cpu_supports("avx512f") &&
+                        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni") &&
+                        __builtin_cpu_supports("avx512vbmi");
+  return v;
+}
+
+std::atomic<int> g_forced{-1};
+
+Isa from_env() {
+  static const Isa chosen = [] {
+    const char* e = std::getenv("NVFP4_ISA");
+    if (e == nullptr || *e == '\0') return detect_isa();
+    const Isa i = parse_isa(e);
+    if (!isa_supported(i)) {
+      throw Error("", "", "NVFP4_ISA names an instruction set this CPU lacks",
+                  "one of the supported ISAs (best: " + std::string(isa_name(detect_isa())) + ")",
+                  e);
+    }
+    return i;
+  }();
+  return chosen;
+}
+
+}  // namespace
+
+bool isa_supported(Isa isa) {
+  switch (isa) {
+    case Isa::scalar: return true;
+    case Isa::avx2: return cpu_has_avx2();
+    case Isa::avx512: return cpu_has_avx512();
+  }
+  return false;
+}
+
+Isa detect_isa() {
+  if (cpu_has_avx512()) return Isa::avx512;
+  if (cpu_has_avx2()) return Isa::avx2;
+  return Isa::scalar;
+}
+
+Isa active_isa() {
+  const int f = g_forced.load(std::memory_order_relaxed);
+  if (f >= 0) return static_cast<Isa>(f);
+  return from_env();
+}
+
+void force_isa(Isa isa) {
+  if (!isa_supported(isa)) {
+    throw Error("", "", "forced instruction set is not supported by this CPU",
+                "one of the supported ISAs", std::string(isa_name(isa)));
+  }
+  g_forced.store(static_cast<int>(isa), std::memory_order_relaxed);
+}
+
+void clear_forced_isa() { g_forced.store(-1, std::memory_order_relaxed); }
+
+std::vector<Isa> supported_isas() {
+  std::vector<Isa> v;
+  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+    if (isa_supported(i)) v.push_back(i);
+  }
+  return v;
+}
+
+namespace kern {
+
+const KernelTable& table(Isa isa) {
+  static const KernelTable scalar{Isa::scalar,
+                                  gemv_a16q8_scalar, "gemv_a16q8_ref",
+                                  gemv_a16q8_scalar, "gemv_a16q8_ref",
+                                  gemv_w4a4_scalar, "gemv_w4a4_ref",
+                                  gemv_a16_scalar, "gemv_a16_ref",
+                                  gemv_f32_scalar, "gemv_f32_ref",
+                                  gemv_f64_scalar, "gemv_f64_ref",
+                                  gemv_dense_scalar, "gemv_dense_ref"};
+  static const KernelTable avx2{Isa::avx2,
+                                gemv_a16q8_avx2, "gemv_a16q8_avx2",
+                                gemv_a16q8_avx2, "gemv_a16q8_avx2",
+                                gemv_w4a4_scalar, "gemv_w4a4_ref",
+                                gemv_a16_scalar, "gemv_a16_ref",
+                                gemv_f32_scalar, "gemv_f32_ref",
+                                gemv_f64_scalar, "gemv_f64_ref",
+                                gemv_dense_avx2, "gemv_dense_avx2"};
+  static const KernelTable avx512{Isa::avx512,
+                                  gemv_a16q8_avx512vnni, "gemv_a16q8_avx512vnni",
+                                  gemm_a16q8_avx512vnni, "gemm_a16q8_avx512vnni",
+                                  gemv_w4a4_avx512vnni, "gemv_w4a4_avx512vnni",
+                                  gemv_a16_avx512, "gemv_a16_avx512",
+                                  gemv_f32_avx512, "gemv_f32_avx512",
+                                  gemv_f64_scalar, "gemv_f64_ref",
+                                  gemv_dense_avx512, "gemv_dense_avx512"};
+  switch (isa) {
+    case Isa::avx512: return avx512;
+    case Isa::avx2: return avx2;
+    case Isa::scalar: break;
+  }
+  return scalar;
+}
+
+}  // namespace kern
+}  // namespace nvfp4

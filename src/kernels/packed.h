@@ -1,0 +1,116 @@
+// The kernels' private contract: the packed weight stream that Linear::prepare builds once, the
+// prepared activations of each integer-exact mode, and the table of kernels per ISA.
+//
+// Packed weights. Rows are grouped in tiles of 16 (the last tile padded with zero codes and zero
+// scales, which contribute exactly 0). A tile is one strictly sequential stream of n_in/16
+// records of 144 bytes, one per 16-value group g, in ascending g:
+//   bytes [0, 64):    for row r of the tile and j in 0..3, byte 4r+j = code(g*16+j)   | code(g*16+4+j)  << 4
+//   bytes [64, 128):  for row r of the tile and j in 0..3, byte 4r+j = code(g*16+8+j) | code(g*16+12+j) << 4
+//   bytes [128, 144): the E4M3 scale byte of each of the 16 rows.
+// So one 64-byte load holds 16 rows x 8 codes; its low nibbles are 16 rows x elements 0..3 (one
+// int32 lane per row, as vpdpbusd wants them) and its high nibbles elements 4..7. A byte shuffle
+// maps each code to the unsigned byte e2m1_q1(code) + 12 in [0, 24]; the +12 is cancelled by
+// starting each group sum at -12 * sum(q) (ActQ8::corr), the same for every row.
+// AVX2 reads the same bytes as two halves of 8 rows (bytes 0-31 / 32-63 of each 64).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nvfp4/dense.h"
+#include "nvfp4/kernels.h"
+#include "nvfp4/kernels_ref.h"
+#include "nvfp4/matrix.h"
+
+namespace nvfp4::kern {
+
+inline constexpr int kTileRows = 16;
+inline constexpr int kRecordBytes = 144;
+// Code -> e2m1_q1(code) + 12: the byte-shuffle table of the unsigned decode.
+inline constexpr uint8_t kU12[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0};
+
+struct Packed {
+  int64_t n_out = 0, n_in = 0, tiles = 0, groups = 0;
+  float scale2 = 1.0f;
+  std::vector<uint8_t> bytes;
+  const uint8_t* tile(int64_t t) const { return bytes.data() + t * groups * kRecordBytes; }
+};
+
+Packed pack_weights(const RowView& w);
+// Rows of tile t back in the row layout (16 rows, padding included): for fallbacks and tests.
+void unpack_tile(const Packed& p, int64_t t, RowMatrix& out);
+
+// a16q8 activations of n columns, each quantized by the reference quantize_act_q8. Group-major,
+// so that the columns of a window sit side by side for the record being decoded: the kernels
+// reach column c of group g at a fixed offset c*16 (c) from one pointer per group.
+struct ActQ8 {
+  int64_t n = 0, n_in = 0, groups = 0, blocks = 0;
+  std::vector<int8_t> q;       // [groups][n][16]
+  std::vector<int32_t> corr;   // [groups][n]: -12 * sum of the group's q
+  std::vector<float> d;        // [n][blocks]: 1 / iscale
+  std::vector<uint8_t> zero;   // [n][blocks]: the block contributes nothing
+  const int8_t* qg(int64_t g, int64_t c) const { return q.data() + (g * n + c) * kGroup; }
+  const int32_t* corrg(int64_t g, int64_t c) const { return corr.data() + g * n + c; }
+};
+void prepare_q8(const float* x, int64_t n, int64_t n_in, ActQ8& out);
+
+// w4a4 activations of n columns, each quantized by the reference quantize_act_fp4.
+struct ActFp4 {
+  int64_t n = 0, n_in = 0, groups = 0;
+  float input_scale = 1.0f;
+  std::vector<int8_t> q1;      // [groups][n][16]: e2m1_q1 of each activation code
+  std::vector<int32_t> corr;   // [groups][n]: -12 * sum of the group's q1
+  std::vector<int32_t> q9;     // [groups][n]: e4m3_q9 of the group's scale
+  const int8_t* qg(int64_t g, int64_t c) const { return q1.data() + (g * n + c) * kGroup; }
+};
+void prepare_fp4(const float* x, int64_t n, int64_t n_in, float input_scale, ActFp4& out);
+
+// Each kernel computes the output rows of tiles [tile_b, tile_e) for all n columns:
+// y[t * n_out + r]. Rows >= n_out (tile padding) are never written.
+using Q8Fn = void (*)(const Packed& w, const ActQ8& a, int64_t tile_b, int64_t tile_e, float* y);
+using Fp4Fn = void (*)(const Packed& w, const ActFp4& a, int64_t tile_b, int64_t tile_e, float* y);
+using FloatFn = void (*)(const Packed& w, const float* x, int64_t n, int64_t tile_b,
+                         int64_t tile_e, float* y);
+// Dense row-major W[n_out][n_in] of dtype, rows [r_b, r_e).
+using DenseFn = void (*)(DType dtype, const uint8_t* w, int64_t n_out, int64_t n_in,
+                         const float* x, int64_t n, int64_t r_b, int64_t r_e, float* y);
+
+struct KernelTable {
+  Isa isa;
+  Q8Fn a16q8;      const char* a16q8_name;
+  Q8Fn a16q8_gemm; const char* a16q8_gemm_name;  // n >= kPrefillN
+  Fp4Fn w4a4;      const char* w4a4_name;
+  FloatFn a16;     const char* a16_name;
+  FloatFn f32;     const char* f32_name;
+  FloatFn f64;     const char* f64_name;
+  DenseFn dense;   const char* dense_name;
+};
+inline constexpr int64_t kPrefillN = 32;
+
+// The table of an ISA (filled once). Entries without a vector kernel point at the scalar ones.
+const KernelTable& table(Isa isa);
+
+float dense_at(DType dtype, const uint8_t* bytes, int64_t k);  // element k as float32
+
+// ---- the variants (one file each) ----------------------------------------------------------
+void gemv_a16q8_scalar(const Packed&, const ActQ8&, int64_t, int64_t, float*);
+void gemv_w4a4_scalar(const Packed&, const ActFp4&, int64_t, int64_t, float*);
+void gemv_a16_scalar(const Packed&, const float*, int64_t, int64_t, int64_t, float*);
+void gemv_f32_scalar(const Packed&, const float*, int64_t, int64_t, int64_t, float*);
+void gemv_f64_scalar(const Packed&, const float*, int64_t, int64_t, int64_t, float*);
+void gemv_dense_scalar(DType, const uint8_t*, int64_t, int64_t, const float*, int64_t, int64_t,
+                       int64_t, float*);
+
+void gemv_a16q8_avx2(const Packed&, const ActQ8&, int64_t, int64_t, float*);
+void gemv_dense_avx2(DType, const uint8_t*, int64_t, int64_t, const float*, int64_t, int64_t,
+                     int64_t, float*);
+
+void gemv_a16q8_avx512vnni(const Packed&, const ActQ8&, int64_t, int64_t, float*);
+void gemm_a16q8_avx512vnni(const Packed&, const ActQ8&, int64_t, int64_t, float*);
+void gemv_w4a4_avx512vnni(const Packed&, const ActFp4&, int64_t, int64_t, float*);
+void gemv_a16_avx512(const Packed&, const float*, int64_t, int64_t, int64_t, float*);
+void gemv_f32_avx512(const Packed&, const float*, int64_t, int64_t, int64_t, float*);
+void gemv_dense_avx512(DType, const uint8_t*, int64_t, int64_t, const float*, int64_t, int64_t,
+                       int64_t, float*);
+
+}  // namespace nvfp4::kern

@@ -1,0 +1,248 @@
+// Every compiled kernel variant the CPU supports, over one edge-case battery: integer-exact modes
+// compared with the scalar reference with ==, float modes against FP64 with the derived bound.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "kernels/packed.h"
+#include "nvfp4/codec.h"
+#include "nvfp4/dense.h"
+#include "nvfp4/error.h"
+#include "nvfp4/kernels.h"
+#include "nvfp4/linear.h"
+#include "nvfp4/quantize.h"
+#include "test_util.h"
+
+using namespace nvfp4;
+
+namespace {
+
+class ForcedIsa : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!isa_supported(GetParam())) {
+      GTEST_SKIP() << "this CPU lacks " << isa_name(GetParam()) << ": its kernels are not run here";
+    }
+    force_isa(GetParam());
+  }
+  void TearDown() override { clear_forced_isa(); }
+};
+
+// Random codes; scale bytes drawn to hit the edges: 0 (a dead group), 0x01 (smallest subnormal),
+// 0x07/0x08 (the subnormal/normal seam), 0x7E (448) and anything in between, mixed inside a block.
+RowMatrix edge_weights(int64_t n_out, int64_t n_in, uint64_t seed) {
+  test::Rng rng(seed);
+  RowMatrix w;
+  w.n_out = n_out;
+  w.n_in = n_in;
+  w.scale2 = 0.0137f;
+  w.codes.resize(n_out * n_in / 2);
+  w.scales.resize(n_out * n_in / 16);
+  for (auto& c : w.codes) c = static_cast<uint8_t>(rng.next());
+  const uint8_t edges[] = {0x00, 0x01, 0x07, 0x08, 0x7E, 0x7E, 0x38};
+  for (auto& s : w.scales) {
+    const uint64_t k = rng.next() % 10;
+    s = k < 7 ? edges[k] : static_cast<uint8_t>(rng.next() % 0x7F);
+  }
+  // Row 0: every group at the largest scale with the largest codes (the int32 bounds).
+  for (int64_t i = 0; i < n_in / 2; ++i) w.codes[i] = (i % 3) ? 0x77 : 0xFF;
+  for (int64_t g = 0; g < n_in / 16; ++g) w.scales[g] = 0x7E;
+  // Last row: all zero codes.
+  if (n_out > 1) {
+    for (int64_t i = 0; i < n_in / 2; ++i) w.codes[(n_out - 1) * n_in / 2 + i] = 0;
+  }
+  return w;
+}
+
+// Gaussian activations with outliers, a zero 256-block, a block of one huge value and columns
+// whose largest value comes twice with both signs (the m = first-largest rule).
+std::vector<float> edge_activations(int64_t n_in, int64_t n, uint64_t seed) {
+  test::Rng rng(seed);
+  std::vector<float> x(n * n_in);
+  for (auto& v : x) v = rng.gauss();
+  for (int64_t t = 0; t < n; ++t) {
+    float* xt = x.data() + t * n_in;
+    xt[(t * 131) % n_in] = (t % 2 ? -1.0f : 1.0f) * 300.0f;
+    if (t % 3 == 1 && n_in >= 256) for (int64_t i = 0; i < 256; ++i) xt[i] = 0.0f;
+    if (t % 4 == 2) { xt[n_in - 1] = 50.0f; xt[n_in - 2] = -50.0f; }
+    if (t % 5 == 3) for (int64_t i = 0; i < n_in; ++i) xt[i] = (i % 16 == 5) ? 1e-3f : 0.0f;
+  }
+  return x;
+}
+
+struct Shape { int64_t n_out, n_in; };
+// n_in: 16, 64, 256, 576 (= 256+256+64), 1536, 4096, 14352 (14336 + 16: n_in % 256 != 0);
+// n_out: 1, a partial tile, a multiple of 16 plus a remainder.
+const Shape kShapes[] = {{1, 16}, {17, 64}, {33, 256}, {45, 576}, {16, 1536}, {35, 4096}, {19, 14352}};
+
+void expect_same_bits(const std::vector<float>& got, const float* want, size_t count, const char* what) {
+  for (size_t i = 0; i < count; ++i) {
+    ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << what << " i " << i;
+  }
+}
+
+}  // namespace
+
+TEST_P(ForcedIsa, A16Q8AndW4A4EqualTheReferenceBitForBit) {
+  constexpr int64_t kMaxN = 17;
+  for (const Shape& s : kShapes) {
+    RowMatrix w = edge_weights(s.n_out, s.n_in, 1000 + s.n_in);
+    std::vector<float> x = edge_activations(s.n_in, kMaxN, 7 + s.n_in);
+    const float input_scale = 300.0f / 2688.0f;
+    std::vector<float> want_q8(kMaxN * s.n_out), want_4(kMaxN * s.n_out);
+    matvec_ref(Mode::a16q8, w.view(), x.data(), kMaxN, want_q8.data());
+    matvec_ref(Mode::w4a4, w.view(), x.data(), kMaxN, want_4.data(), input_scale);
+    Linear lin = Linear::prepare(w.view(), input_scale, "edge");
+    for (int threads = 1; threads <= 3; ++threads) {
+      ThreadPool pool(threads);
+      for (int64_t n = 1; n <= kMaxN; ++n) {
+        SCOPED_TRACE(::testing::Message() << isa_name(GetParam()) << " " << s.n_out << "x" << s.n_in
+                                          << " n " << n << " threads " << threads);
+        std::vector<float> y(n * s.n_out);
+        lin.forward(Mode::a16q8, x.data(), n, y.data(), pool);
+        expect_same_bits(y, want_q8.data(), y.size(), lin.kernel_name(Mode::a16q8, n).c_str());
+        if (n <= 5 || n == kMaxN) {  // w4a4 is a parity mode: fewer windows keep the test short
+          lin.forward(Mode::w4a4, x.data(), n, y.data(), pool);
+          expect_same_bits(y, want_4.data(), y.size(), lin.kernel_name(Mode::w4a4, n).c_str());
+        }
+      }
+    }
+  }
+}
+
+TEST_P(ForcedIsa, PrefillWindowEqualsTheReference) {
+  // n >= 32 takes the GEMM path; at n_in 14352 its column blocks hold 72 columns, so n = 80 runs
+  // two blocks, the second a partial one.
+  for (const Shape s : {Shape{37, 576}, Shape{17, 14352}}) {
+    const int64_t n = s.n_in > 1000 ? 80 : 40;
+    RowMatrix w = edge_weights(s.n_out, s.n_in, 5);
+    std::vector<float> x = edge_activations(s.n_in, n, 6);
+    std::vector<float> want(n * s.n_out), y(n * s.n_out);
+    matvec_ref(Mode::a16q8, w.view(), x.data(), n, want.data());
+    Linear lin = Linear::prepare(w.view());
+    for (int threads : {1, 2}) {
+      ThreadPool pool(threads);
+      lin.forward(Mode::a16q8, x.data(), n, y.data(), pool);
+      expect_same_bits(y, want.data(), y.size(), lin.kernel_name(Mode::a16q8, n).c_str());
+    }
+  }
+}
+
+namespace {
+constexpr double kU = 0x1p-24;
+double gamma_k(double k) { return k * kU / (1 - k * kU); }
+}  // namespace
+
+TEST_P(ForcedIsa, FloatModesWithinDerivedBoundOfFp64) {
+  // Any summation order of the same nesting: per product at most n_in + 3 roundings on its path
+  // (FMA only removes some), so |y - y64| <= gamma_{n_in+3} * sum |w x| (Higham 3.5), as for the
+  // reference. The test also fails if a kernel drops or repeats a term (errors far beyond it).
+  for (const Shape& s : {Shape{33, 64}, Shape{45, 576}, Shape{17, 4096}}) {
+    test::Rng rng(s.n_in);
+    std::vector<float> wf(s.n_out * s.n_in);
+    for (auto& v : wf) v = rng.gauss() * 0.05f;
+    RowMatrix w = quantize(wf.data(), s.n_out, s.n_in);
+    const int64_t n = 6;
+    std::vector<float> x = edge_activations(s.n_in, n, 3);
+    std::vector<double> wd(s.n_out * s.n_in), xd(x.begin(), x.end()), y64(n * s.n_out);
+    dequantize_f64(w.view(), wd.data());
+    matvec_f64_ref(w.view(), xd.data(), n, y64.data());
+    Linear lin = Linear::prepare(w.view());
+    ThreadPool pool(2);
+    for (Mode mode : {Mode::a16, Mode::f32}) {
+      std::vector<float> y(n * s.n_out);
+      lin.forward(mode, x.data(), n, y.data(), pool);
+      for (int64_t t = 0; t < n; ++t) {
+        for (int64_t r = 0; r < s.n_out; ++r) {
+          double mag = 0;
+          for (int64_t i = 0; i < s.n_in; ++i) mag += std::fabs(wd[r * s.n_in + i] * xd[t * s.n_in + i]);
+          ASSERT_LE(std::fabs(y[t * s.n_out + r] - y64[t * s.n_out + r]), gamma_k(s.n_in + 3) * mag)
+              << lin.kernel_name(mode, n) << " " << s.n_out << "x" << s.n_in << " t " << t << " r " << r;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(ForcedIsa, DenseWithinDerivedBoundOfFp64) {
+  for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
+    for (const Shape& s : {Shape{1, 7}, Shape{9, 100}, Shape{13, 576}}) {
+      test::Rng rng(s.n_in + static_cast<int>(dt));
+      const int64_t n = 5;
+      std::vector<float> wf(s.n_out * s.n_in), x(n * s.n_in);
+      for (auto& v : x) v = rng.gauss();
+      std::vector<uint8_t> bytes(s.n_out * s.n_in * (dt == DType::f32 ? 4 : 2));
+      for (int64_t k = 0; k < s.n_out * s.n_in; ++k) {
+        const float v = rng.gauss();
+        if (dt == DType::f32) {
+          wf[k] = v;
+          std::memcpy(bytes.data() + 4 * k, &v, 4);
+        } else {
+          const uint16_t h = dt == DType::f16 ? float_to_half(v) : float_to_bf16(v);
+          wf[k] = dt == DType::f16 ? half_to_float(h) : bf16_to_float(h);
+          std::memcpy(bytes.data() + 2 * k, &h, 2);
+        }
+      }
+      DenseLinear d = DenseLinear::prepare(dt, bytes.data(), s.n_out, s.n_in);
+      ThreadPool pool(3);
+      std::vector<float> y(n * s.n_out);
+      d.forward(x.data(), n, y.data(), pool);
+      for (int64_t t = 0; t < n; ++t) {
+        for (int64_t r = 0; r < s.n_out; ++r) {
+          double want = 0, mag = 0;
+          for (int64_t i = 0; i < s.n_in; ++i) {
+            want += double(wf[r * s.n_in + i]) * x[t * s.n_in + i];
+            mag += std::fabs(double(wf[r * s.n_in + i]) * x[t * s.n_in + i]);
+          }
+          ASSERT_LE(std::fabs(y[t * s.n_out + r] - want), gamma_k(s.n_in + 1) * mag)
+              << d.kernel_name(n) << " dtype " << static_cast<int>(dt) << " " << s.n_out << "x" << s.n_in;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(ForcedIsa, KernelNameSaysTheIsa) {
+  std::vector<float> wf(32 * 64, 0.25f);
+  RowMatrix w = quantize(wf.data(), 32, 64);
+  Linear lin = Linear::prepare(w.view());
+  const std::string name = lin.kernel_name(Mode::a16q8, 1);
+  if (GetParam() == Isa::scalar) {
+    EXPECT_EQ(name, "gemv_a16q8_ref");
+  }
+  if (GetParam() == Isa::avx2) {
+    EXPECT_EQ(name, "gemv_a16q8_avx2");
+  }
+  if (GetParam() == Isa::avx512) {
+    EXPECT_EQ(name, "gemv_a16q8_avx512vnni");
+    EXPECT_EQ(lin.kernel_name(Mode::a16q8, 64), "gemm_a16q8_avx512vnni");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryIsa, ForcedIsa, ::testing::Values(Isa::scalar, Isa::avx2, Isa::avx512),
+                         [](const ::testing::TestParamInfo<Isa>& i) { return std::string(isa_name(i.param)); });
+
+TEST(Dispatch, NamesParseAndTheBestIsSupported) {
+  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512}) EXPECT_EQ(parse_isa(isa_name(i)), i);
+  EXPECT_THROW(parse_isa("sse9"), Error);
+  EXPECT_TRUE(isa_supported(detect_isa()));
+  EXPECT_TRUE(isa_supported(Isa::scalar));
+  std::printf("best ISA on this CPU: %s\n", std::string(isa_name(detect_isa())).c_str());
+}
+
+TEST(Dispatch, PackUnpackRoundTrips) {
+  RowMatrix w = edge_weights(21, 96, 4);
+  kern::Packed p = kern::pack_weights(w.view());
+  RowMatrix t;
+  for (int64_t tile = 0; tile < p.tiles; ++tile) {
+    kern::unpack_tile(p, tile, t);
+    for (int r = 0; r < 16 && tile * 16 + r < 21; ++r) {
+      for (int64_t i = 0; i < 96; ++i) ASSERT_EQ(t.view().code(r, i), w.view().code(tile * 16 + r, i));
+      for (int64_t g = 0; g < 6; ++g) ASSERT_EQ(t.scales[r * 6 + g], w.scales[(tile * 16 + r) * 6 + g]);
+    }
+  }
+}
