@@ -115,9 +115,9 @@ const KernelTable& table(Isa isa) {
   static const KernelTable avx2{Isa::avx2,
                                 gemv_a16q8_avx2, "gemv_a16q8_avx2",
                                 gemv_a16q8_avx2, "gemv_a16q8_avx2",
-                                gemv_w4a4_scalar, "gemv_w4a4_ref",
-                                gemv_a16_scalar, "gemv_a16_ref",
-                                gemv_f32_scalar, "gemv_f32_ref",
+                                gemv_w4a4_avx2, "gemv_w4a4_avx2",
+                                gemv_a16_avx2, "gemv_a16_avx2",
+                                gemv_f32_avx2, "gemv_f32_avx2",
                                 gemv_f64_scalar, "gemv_f64_ref",
                                 gemv_dense_avx2, "gemv_dense_avx2"};
   static const KernelTable avx512{Isa::avx512,
