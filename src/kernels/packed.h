@@ -53,6 +53,7 @@ struct ActQ8 {
   const int32_t* corrg(int64_t g, int64_t c) const { return corr.data() + g * n + c; }
 };
 void prepare_q8(const float* x, int64_t n, int64_t n_in, ActQ8& out);
+using PrepQ8Fn = void (*)(const float* x, int64_t n, int64_t n_in, ActQ8& out);
 
 // w4a4 activations of n columns, each quantized by the reference quantize_act_fp4.
 struct ActFp4 {
@@ -77,6 +78,7 @@ using DenseFn = void (*)(DType dtype, const uint8_t* w, int64_t n_out, int64_t n
 
 struct KernelTable {
   Isa isa;
+  PrepQ8Fn prep_q8;  // the a16q8 activation quantizer (same bits on every ISA)
   Q8Fn a16q8;      const char* a16q8_name;
   Q8Fn a16q8_gemm; const char* a16q8_gemm_name;  // n >= kPrefillN
   Fp4Fn w4a4;      const char* w4a4_name;
@@ -108,6 +110,7 @@ void gemv_f32_avx2(const Packed&, const float*, int64_t, int64_t, int64_t, float
 void gemv_dense_avx2(DType, const uint8_t*, int64_t, int64_t, const float*, int64_t, int64_t,
                      int64_t, float*);
 
+void prepare_q8_avx512(const float*, int64_t, int64_t, ActQ8&);
 void gemv_a16q8_avx512vnni(const Packed&, const ActQ8&, int64_t, int64_t, float*);
 void gemm_a16q8_avx512vnni(const Packed&, const ActQ8&, int64_t, int64_t, float*);
 void gemv_w4a4_avx512vnni(const Packed&, const ActFp4&, int64_t, int64_t, float*);
