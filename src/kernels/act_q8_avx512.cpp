@@ -13,14 +13,7 @@
 namespace nvfp4::kern {
 
 void prepare_q8_avx512(const float* x, int64_t n, int64_t n_in, ActQ8& out) {
-  out.n = n;
-  out.n_in = n_in;
-  out.groups = n_in / kGroup;
-  out.blocks = (n_in + kQ8Block - 1) / kQ8Block;
-  out.q.resize(static_cast<size_t>(n * n_in));
-  out.corr.resize(static_cast<size_t>(n * out.groups));
-  out.d.assign(static_cast<size_t>(n * out.blocks), 0.0f);
-  out.zero.assign(static_cast<size_t>(n * out.blocks), 0);
+  out.shape(n, n_in);
   const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
   for (int64_t t = 0; t < n; ++t) {
     const float* xt = x + t * n_in;
@@ -33,8 +26,8 @@ void prepare_q8_avx512(const float* x, int64_t n, int64_t n_in, ActQ8& out) {
       if (!(amax > 0.0f)) {  // all zero (NaN never reaches here: the reference's rule is the same)
         out.zero[t * out.blocks + b] = 1;
         for (int64_t g = g0; g < g1; ++g) {
-          std::fill_n(out.q.data() + (g * n + t) * kGroup, kGroup, int8_t{0});
-          out.corr[g * n + t] = 0;
+          std::fill_n(out.qg(g, t), kGroup, int8_t{0});
+          out.corr_at(g, t) = 0;
         }
         continue;
       }
@@ -47,8 +40,8 @@ void prepare_q8_avx512(const float* x, int64_t n, int64_t n_in, ActQ8& out) {
       for (int64_t g = g0; g < g1; ++g) {
         const __m512i q = _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xt + g * kGroup), vs)),
                                            _mm512_set1_epi32(127));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(out.q.data() + (g * n + t) * kGroup), _mm512_cvtepi32_epi8(q));
-        out.corr[g * n + t] = -12 * _mm512_reduce_add_epi32(q);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out.qg(g, t)), _mm512_cvtepi32_epi8(q));
+        out.corr_at(g, t) = -12 * _mm512_reduce_add_epi32(q);
       }
       out.d[t * out.blocks + b] = 1.0f / iscale;
     }

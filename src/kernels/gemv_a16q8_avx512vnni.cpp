@@ -109,7 +109,7 @@ void tile_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
   alignas(64) float acc[NC][16] = {};
   const uint8_t* p = w.tile(tile);
   const float s2 = w.scale2;
-  const int64_t qstride = a.n * kGroup;
+  constexpr int64_t qstride = ActQ8::kChunk * kGroup;  // c0 .. c0+NC lie in one chunk
   for (int64_t b = 0; b < a.blocks; ++b) {
     const int64_t g0 = b * (kQ8Block / kGroup);
     const int64_t g_end = std::min<int64_t>(a.groups, g0 + kQ8Block / kGroup);
@@ -120,7 +120,7 @@ void tile_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
     if (narrow_block(p, g_end - g0, emin)) {
       __m512i acc_i[NC];
       for (int c = 0; c < NC; ++c) acc_i[c] = _mm512_setzero_si512();
-      for (int64_t g = g0; g < g_end; ++g, p += kRecordBytes, qb += qstride, cb += a.n) {
+      for (int64_t g = g0; g < g_end; ++g, p += kRecordBytes, qb += qstride, cb += ActQ8::kChunk) {
         if constexpr (NC >= 2) {
           _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch), _MM_HINT_T0);
           _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch + 128), _MM_HINT_T0);
@@ -137,7 +137,7 @@ void tile_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
     } else {
       __m512d tl[NC], th[NC];
       for (int c = 0; c < NC; ++c) tl[c] = th[c] = _mm512_setzero_pd();
-      for (int64_t g = g0; g < g_end; ++g, p += kRecordBytes, qb += qstride, cb += a.n) {
+      for (int64_t g = g0; g < g_end; ++g, p += kRecordBytes, qb += qstride, cb += ActQ8::kChunk) {
         const Decoded d = decode(p, lut);
         const __m512 sc = q9_ps(p + 128);
         for (int c = 0; c < NC; ++c) {
