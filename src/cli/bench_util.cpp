@@ -51,12 +51,19 @@ double dram_read_gbps(ThreadPool& pool, int64_t bytes) {
   if (buf.size() < words) buf.assign(words, 0x0101010101010101ull);
   std::atomic<uint64_t> total{0};
   const double t0 = now_ms();
+  // 8 independent sums per 64-byte line and a software prefetch 8 KiB ahead (on this project's
+  // machines the hardware prefetcher alone left plain loads at about half the bandwidth the
+  // kernels reach; the roofline must be the best plain read, not a weak one).
   pool.run(static_cast<int64_t>(words), [&](int64_t b, int64_t e) {
-    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    uint64_t s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    const uint64_t* p = buf.data();
     int64_t i = b;
-    for (; i + 4 <= e; i += 4) { s0 += buf[i]; s1 += buf[i + 1]; s2 += buf[i + 2]; s3 += buf[i + 3]; }
-    for (; i < e; ++i) s0 += buf[i];
-    total += s0 + s1 + s2 + s3;
+    for (; i + 8 <= e; i += 8) {
+      __builtin_prefetch(p + i + 1024);
+      for (int k = 0; k < 8; ++k) s[k] += p[i + k];
+    }
+    for (; i < e; ++i) s[0] += p[i];
+    total += s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
   }, 512);
   const double ms = now_ms() - t0;
   volatile uint64_t sink = total.load();
