@@ -189,7 +189,7 @@ void gemv_a16q8_avx512vnni(const Packed& w, const ActQ8& a, int64_t tb, int64_t 
 }
 
 // Prefill (N >= 32): blocked like a GEMM. The window is cut into column blocks whose int8
-// activations fit in L2 (about 1 MiB: 128 columns of 4096); for each block every tile of this
+// activations fit in L2 (about 1 MiB: 256 columns of 4096); for each block every tile of this
 // thread is streamed once and run over the block in passes of 8 columns (the tile's records,
 // 36 KiB at n_in 4096, stay in L1/L2 across those passes). Without the blocking, every tile
 // would re-read all N columns' activations (2 MiB at N = 512) from beyond L2. The arithmetic
