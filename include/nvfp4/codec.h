@@ -17,7 +17,7 @@ inline int e2m1_q1(uint8_t code) { return kE2M1Q1[code & 0xF]; }
 uint8_t float_to_e2m1(float v);
 
 // ---- E4M3FN: sign, 4 exponent bits (bias 7), 3 mantissa bits. Max 448. NaN at 0x7F/0xFF. ----
-float e4m3_to_float(uint8_t byte);  // NaN for 0x7F and 0xFF
+float e4m3_to_float(uint8_t byte);  // quiet NaN for 0x7F and 0xFF, with the byte's sign
 bool e4m3_is_nan(uint8_t byte);
 // Round to nearest, ties to even. Magnitudes at or above the midpoint 464 between 448 and the
 // next (absent) step, Inf and NaN all give NaN (0x7F, sign kept), as ml_dtypes does.
@@ -30,10 +30,12 @@ int32_t e4m3_q9(uint8_t byte);
 float ue4m3_to_float(uint8_t byte);
 
 // ---- IEEE binary16 and bfloat16, round to nearest even both ways ---------------------------
+// NaN keeps its sign and payload and leaves quiet (quiet bit set), as x86 F16C's VCVTPH2PS and
+// VCVTPS2PH do; numpy keeps a signalling NaN signalling (docs/FORMAT.md, "ml_dtypes").
 float half_to_float(uint16_t h);
 uint16_t float_to_half(float f);
 float bf16_to_float(uint16_t b);
-uint16_t float_to_bf16(float f);  // NaN stays NaN (quiet), never becomes Inf
+uint16_t float_to_bf16(float f);  // NaN -> canonical quiet NaN 0x7FC0 | sign, never Inf
 
 // Round half to even for float -> integer, as the a16q8 contract pins it.
 int32_t round_half_even(float v);

@@ -15,7 +15,8 @@ float tensor_scale2(const float* w, int64_t count);
 uint8_t quantize_group(const float* w16, float scale2, uint8_t* codes8);
 
 // Quantize W[n_out][n_in] (n_in % 16 == 0). Throws nvfp4::Error naming `name` and the flat index
-// of the first NaN/Inf value, or the shape rule that fails.
+// of the first NaN/Inf value, or the shape rule that fails, or when amax(|W|) > 0 is so small
+// (<= about 1.9e-42) that scale2 = amax / 2688 underflows to 0 (ModelOpt would write scale2 = 0).
 RowMatrix quantize(const float* w, int64_t n_out, int64_t n_in, const std::string& name = "");
 // The same with a caller-chosen scale2 (ModelOpt's path with a given global amax).
 RowMatrix quantize_with_scale2(const float* w, int64_t n_out, int64_t n_in, float scale2,

@@ -39,7 +39,10 @@ uint8_t float_to_e2m1(float v) {
 bool e4m3_is_nan(uint8_t b) { return (b & 0x7F) == 0x7F; }
 
 float e4m3_to_float(uint8_t b) {
-  if (e4m3_is_nan(b)) return std::numeric_limits<float>::quiet_NaN();
+  if (e4m3_is_nan(b)) {  // 0x7F / 0xFF: a quiet NaN that keeps the byte's sign, as ml_dtypes does
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    return (b & 0x80) ? -nan : nan;
+  }
   const int e = (b >> 3) & 0xF;
   const int m = b & 0x7;
   const float mag = e == 0 ? std::ldexp(static_cast<float>(m), -9)
@@ -112,7 +115,9 @@ float bf16_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32
 
 uint16_t float_to_bf16(float f) {
   const uint32_t x = std::bit_cast<uint32_t>(f);
-  if ((x & 0x7FFFFFFF) > 0x7F800000) return static_cast<uint16_t>((x >> 16) | 0x0040);
+  // NaN: the canonical quiet NaN with the input's sign (payload dropped), as ml_dtypes and
+  // PyTorch write it.
+  if ((x & 0x7FFFFFFF) > 0x7F800000) return static_cast<uint16_t>(((x >> 16) & 0x8000) | 0x7FC0);
   const uint32_t rounded = x + 0x7FFF + ((x >> 16) & 1);
   return static_cast<uint16_t>(rounded >> 16);
 }

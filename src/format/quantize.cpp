@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "nvfp4/codec.h"
@@ -85,7 +86,18 @@ RowMatrix quantize_with_scale2(const float* w, int64_t n_out, int64_t n_in, floa
 RowMatrix quantize(const float* w, int64_t n_out, int64_t n_in, const std::string& name) {
   check_shape(n_out, n_in, name);
   check_finite(w, n_out * n_in, name);
-  return quantize_checked(w, n_out, n_in, tensor_scale2(w, n_out * n_in));
+  const float scale2 = tensor_scale2(w, n_out * n_in);
+  if (scale2 == 0.0f) {
+    // amax > 0 (an all-zero tensor gets 1) yet amax / 2688 rounds to 0 in float32. ModelOpt
+    // writes that 0 (and scale 448, code 7 everywhere); no loader accepts a zero tensor scale.
+    float amax = 0.0f;
+    for (int64_t i = 0; i < n_out * n_in; ++i) amax = std::max(amax, std::fabs(w[i]));
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "amax(|W|) = %a", static_cast<double>(amax));
+    throw Error("", name, "tensor scale underflows: amax(|W|) / 2688 rounds to 0 in float32",
+                "amax(|W|) > 2688 * 2^-150 (about 1.9e-42)", buf);
+  }
+  return quantize_checked(w, n_out, n_in, scale2);
 }
 
 void dequantize(const RowView& m, float* out) {

@@ -1,0 +1,65 @@
+// A checkpoint as the runtime sees it, whatever its container and producer: validated in full when
+// opened (SPEC.md section 6: nothing is used before every rule has passed), with tensors under
+// canonical GGUF names (`token_embd.weight`, `blk.N.attn_q.weight`, `output_norm.weight`, ...;
+// q/k rows in GGUF order, i.e. adjacent-pair RoPE as llama.cpp's LLAMA arch uses) and metadata
+// under GGUF keys (`general.architecture`, `llama.block_count`, `tokenizer.ggml.tokens`, ...).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nvfp4/dense.h"
+#include "nvfp4/gguf.h"
+#include "nvfp4/matrix.h"
+
+namespace nvfp4 {
+
+struct CheckpointInfo {
+  std::string path;
+  std::string container;   // "gguf" or "safetensors"
+  std::string producer;    // "llama.cpp", "modelopt", "compressed-tensors", "float"
+  std::string algorithm;   // "NVFP4", "W4A16_NVFP4", "MIXED_PRECISION", or the float/ggml type
+  bool has_input_scales = false;  // every NVFP4 layer carries an activation scale (W4A4 servable)
+};
+
+enum class Storage { nvfp4, fp8, f32, f16, bf16, ggml_quant, other };
+
+struct TensorEntry {
+  std::string name;             // canonical name
+  std::vector<int64_t> shape;   // outer dimension first: [n_out, n_in] for a matrix
+  Storage storage = Storage::other;
+  std::string storage_name;     // "NVFP4", "F16", "Q4_1", "F8_E4M3", ...
+  double bits_per_weight = 0;   // storage bits per value, scales included
+  float scale2 = 0;             // NVFP4 tensor scale (a multiplier), 0 otherwise
+  float input_scale = 0;        // NVFP4 activation scale, 0 when absent
+};
+
+class Checkpoint {
+ public:
+  // Recognizes and validates PATH (a .gguf; the safetensors families arrive with the io work).
+  // Throws nvfp4::Error naming the file, tensor, rule, expected and found.
+  static std::unique_ptr<Checkpoint> open(const std::string& path);
+  virtual ~Checkpoint() = default;
+
+  virtual const CheckpointInfo& info() const = 0;
+  // Metadata under GGUF keys; nullptr when absent.
+  virtual const gguf::Value* meta(const std::string& key) const = 0;
+  virtual const std::vector<TensorEntry>& tensors() const = 0;
+  const TensorEntry* find(const std::string& name) const;
+  const TensorEntry& tensor(const std::string& name) const;  // throws when absent
+
+  // The NVFP4 weight in the row layout (repacked when stored as ggml blocks), scale2 set.
+  // Throws when the tensor is not NVFP4.
+  virtual RowMatrix nvfp4(const std::string& name) const = 0;
+  // NVFP4_AWQ's per-input-channel pre_quant_scale; empty when the layer has none.
+  virtual std::vector<float> pre_quant_scale(const std::string& name) const;
+  // Any tensor's values as float32, row-major, outer dimension first (NVFP4 and FP8 dequantized in
+  // their pinned order, ggml block formats by ggml_dequantize_row).
+  virtual std::vector<float> to_f32(const std::string& name) const = 0;
+  // For F32/F16/BF16 storage: the dtype and a pointer to the stored values (zero copy); false
+  // otherwise.
+  virtual bool raw_float(const std::string& name, DType& dtype, const void*& data) const = 0;
+};
+
+}  // namespace nvfp4

@@ -1,0 +1,40 @@
+// `nvfp4 convert`: a checkpoint in, an NVFP4 GGUF out (ggml NVFP4 blocks, type 40, with
+// `<base>.scale` / `<base>.input_scale` F32 companions, general.file_type = 39 and every input
+// metadata key carried over). NVFP4 input is repacked losslessly; float and ggml-quantized input is
+// quantized by SPEC.md section 4. Written through a temporary file, fsynced and renamed.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace nvfp4 {
+
+struct ConvertOptions {
+  std::vector<std::string> keep;      // glob patterns (fnmatch) of tensors never quantized
+  std::vector<std::string> quantize;  // glob patterns of tensors quantized although the default keeps them
+  std::string keep_type = "f16";      // kept 2-D ggml-quantized tensors become f16, f32 or bf16
+  bool verify = false;                // re-read the output and compare it bit for bit
+  int threads = 0;                    // quantizer threads; 0 = hardware concurrency
+  // Called before each output tensor is written: (index, total, name).
+  std::function<void(size_t, size_t, const std::string&)> progress;
+};
+
+struct ConvertReport {
+  int quantized = 0;   // float / ggml-quantized -> NVFP4
+  int repacked = 0;    // NVFP4 in -> NVFP4 out (lossless)
+  int kept = 0;        // copied as they are
+  int retyped = 0;     // kept, but ggml-quantized -> keep_type
+  bool verified = false;
+  std::vector<std::string> notes;  // tensors the default kept for a reason worth telling
+};
+
+// The default rule: a 2-D tensor named `*.weight` that is not an embedding (token_embd), a norm,
+// a router (ffn_gate_inp) or the output head.
+bool default_quantizes(const std::string& name, size_t n_dims);
+
+// Converts IN (any checkpoint Checkpoint::open accepts; GGUF metadata is carried over) to OUT
+// (must end in .gguf). Throws nvfp4::Error; on any error OUT is not created.
+ConvertReport convert(const std::string& in, const std::string& out, const ConvertOptions& opt);
+
+}  // namespace nvfp4

@@ -1,0 +1,75 @@
+// GGUF (v2/v3) reader: the header, every metadata value type, tensor infos and alignment, parsed
+// and validated before any tensor data is used. Tensor data is read in place (zero copy).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nvfp4/mapped_file.h"
+
+namespace nvfp4::gguf {
+
+enum class ValueType : uint32_t {
+  u8 = 0, i8 = 1, u16 = 2, i16 = 3, u32 = 4, i32 = 5, f32 = 6, boolean = 7, string = 8,
+  array = 9, u64 = 10, i64 = 11, f64 = 12
+};
+const char* value_type_name(ValueType t);
+
+struct Value {
+  ValueType type = ValueType::u8;
+  uint64_t u = 0;          // unsigned integer types and bool
+  int64_t i = 0;           // signed integer types
+  double f = 0.0;          // f32 / f64
+  std::string s;           // string
+  ValueType elem_type = ValueType::u8;  // array
+  std::vector<Value> arr;  // array
+
+  bool is_integer() const;
+  // Throw nvfp4::Error (naming `key`) when the value is not of a fitting type.
+  int64_t as_int(const std::string& key = "") const;
+  double as_float(const std::string& key = "") const;  // integers convert too
+  const std::string& as_string(const std::string& key = "") const;
+  bool as_bool(const std::string& key = "") const;
+};
+
+struct TensorInfo {
+  std::string name;
+  std::vector<int64_t> ne;   // ggml order: ne[0] is the innermost (contiguous) dimension
+  uint32_t type = 0;         // ggml type id (see ggml_types.h)
+  uint64_t offset = 0;       // relative to the data section
+  const uint8_t* data = nullptr;
+  int64_t nbytes = 0;
+  int64_t elements() const;
+  int64_t rows() const { return ne.empty() ? 0 : elements() / ne[0]; }
+};
+
+class File {
+ public:
+  // Maps and parses `path`. Throws nvfp4::Error naming the file, the rule, expected and found.
+  static File open(const std::string& path);
+  // Parses a buffer the caller keeps alive (used by the fuzzer and tests).
+  static File parse(const uint8_t* data, size_t size, const std::string& name);
+
+  const std::string& path() const { return path_; }
+  uint32_t version() const { return version_; }
+  uint64_t alignment() const { return alignment_; }
+  uint64_t data_offset() const { return data_offset_; }
+  const std::vector<std::pair<std::string, Value>>& metadata() const { return kv_; }
+  const Value* find(const std::string& key) const;  // nullptr when absent
+  const Value& get(const std::string& key) const;   // throws nvfp4::Error when absent
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  const TensorInfo* find_tensor(const std::string& name) const;
+  const TensorInfo& tensor(const std::string& name) const;  // throws when absent
+
+ private:
+  std::shared_ptr<MappedFile> map_;
+  std::string path_;
+  uint32_t version_ = 0;
+  uint64_t alignment_ = 32;
+  uint64_t data_offset_ = 0;
+  std::vector<std::pair<std::string, Value>> kv_;
+  std::vector<TensorInfo> tensors_;
+};
+
+}  // namespace nvfp4::gguf

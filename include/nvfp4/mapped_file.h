@@ -1,0 +1,31 @@
+// A read-only memory map of a whole file (zero-copy reads of checkpoints).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace nvfp4 {
+
+class MappedFile {
+ public:
+  MappedFile() = default;
+  // Throws nvfp4::Error naming the path when the file cannot be opened or mapped.
+  explicit MappedFile(const std::string& path);
+  ~MappedFile();
+  MappedFile(MappedFile&& o) noexcept;
+  MappedFile& operator=(MappedFile&& o) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  void release();
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  std::string path_;
+};
+
+}  // namespace nvfp4

@@ -1,0 +1,51 @@
+// nvfp4 convert IN OUT.gguf [--keep PATTERN]... [--quantize PATTERN]... [--keep-type f16|f32|bf16]
+//                          [--verify] [--threads N]
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "cli/registry.h"
+#include "nvfp4/convert.h"
+
+namespace nvfp4::cli {
+namespace {
+
+struct ConvertArgs {
+  std::string in, out;
+  ConvertOptions opt;
+};
+
+Registrar reg(
+    "convert",
+    "Convert a checkpoint to an NVFP4 GGUF (ggml NVFP4 blocks + .scale tensors, file type 39); NVFP4 "
+    "input is repacked losslessly, float and ggml-quantized weights are quantized (SPEC section 4)",
+    [](CLI::App& sub) {
+      auto a = std::make_shared<ConvertArgs>();
+      sub.add_option("IN", a->in, "input checkpoint (.gguf)")->required()->check(CLI::ExistingPath);
+      sub.add_option("OUT", a->out, "output file (.gguf)")->required();
+      sub.add_option("--keep", a->opt.keep, "glob of tensors to keep unquantized (repeatable)");
+      sub.add_option("--quantize", a->opt.quantize, "glob of 2-D tensors to quantize although the default keeps them");
+      sub.add_option("--keep-type", a->opt.keep_type, "type of kept ggml-quantized matrices (embedding)")
+          ->check(CLI::IsMember({"f16", "f32", "bf16"}));
+      sub.add_flag("--verify", a->opt.verify, "re-read the output and compare it bit for bit before it is renamed into place");
+      sub.add_option("--threads", a->opt.threads, "quantizer threads (default: all cores)")->check(CLI::NonNegativeNumber);
+      return [a]() {
+        if (::isatty(2)) {
+          a->opt.progress = [](size_t i, size_t n, const std::string& name) {
+            std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", i + 1, n, name.c_str());
+            if (i + 1 == n) std::fprintf(stderr, "\n");
+            std::fflush(stderr);
+          };
+        }
+        const ConvertReport r = convert(a->in, a->out, a->opt);
+        for (const auto& n : r.notes) std::cerr << "note: " << n << "\n";
+        std::cout << a->out << ": " << r.quantized << " quantized to NVFP4, " << r.repacked
+                  << " NVFP4 repacked, " << r.kept << " copied, " << r.retyped << " converted to "
+                  << a->opt.keep_type << (r.verified ? "; verified bit for bit" : "") << "\n";
+        return 0;
+      };
+    });
+
+}  // namespace
+}  // namespace nvfp4::cli

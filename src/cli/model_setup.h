@@ -1,0 +1,41 @@
+// Shared by `run`, `quality` and `bench model`: the model options of the command line, loading
+// with a log of what runs, and the process's peak memory.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "nvfp4/checkpoint.h"
+#include "nvfp4/model.h"
+#include "nvfp4/tokenizer.h"
+
+namespace nvfp4::cli {
+
+struct ModelArgs {
+  std::string model;
+  std::string precision;  // empty: a16q8 for NVFP4 checkpoints, f32 for float ones
+  bool quantize = false;
+  std::string calibrate;  // text file for w4a4 activation scales (with --quantize)
+  int threads = 0;        // 0: all cores
+  int64_t n_ctx = 2048;
+  int64_t n_batch = 64;
+  std::string kv = "f32";
+  void add(CLI::App& app, bool model_required = true);
+};
+
+struct Loaded {
+  std::unique_ptr<Checkpoint> ck;
+  Tokenizer tok;
+  std::unique_ptr<Model> model;
+  Mode mode = Mode::f32;
+  int threads = 1;
+  double load_s = 0;
+};
+
+// Opens, validates and prepares; logs (to stderr unless quiet) what runs: mode, kernels, memory.
+Loaded load_model(const ModelArgs& a, bool quiet);
+ContextOptions context_options(const ModelArgs& a);
+double peak_rss_mib();
+std::string read_text_file(const std::string& path);
+
+}  // namespace nvfp4::cli

@@ -1,0 +1,32 @@
+// Checkpoint::open: picks the reader by what PATH is.
+#include <filesystem>
+
+#include "io/checkpoint_gguf.h"
+#include "nvfp4/checkpoint.h"
+#include "nvfp4/error.h"
+
+namespace nvfp4 {
+
+std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (!fs::exists(path)) throw Error(path, "", "no such file or directory", "an existing path", "nothing");
+  if (fs::is_regular_file(path) && path.size() >= 5 && path.substr(path.size() - 5) == ".gguf") {
+    return open_gguf_checkpoint(path);
+  }
+  throw Error(path, "", "unrecognized checkpoint", "a .gguf file", "something else");
+}
+
+const TensorEntry* Checkpoint::find(const std::string& name) const {
+  for (const auto& t : tensors()) if (t.name == name) return &t;
+  return nullptr;
+}
+
+const TensorEntry& Checkpoint::tensor(const std::string& name) const {
+  const TensorEntry* t = find(name);
+  if (!t) throw Error(info().path, name, "required tensor missing", "present", "absent");
+  return *t;
+}
+
+std::vector<float> Checkpoint::pre_quant_scale(const std::string&) const { return {}; }
+
+}  // namespace nvfp4

@@ -1,0 +1,251 @@
+// The converter. Each output tensor is a recipe (name, ggml shape, type, bytes, producer): the
+// writer runs the producers one at a time while writing (peak memory: one tensor), and --verify
+// runs them again and compares with what the re-read file holds, byte for byte.
+#include "nvfp4/convert.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "nvfp4/checkpoint.h"
+#include "nvfp4/codec.h"
+#include "nvfp4/error.h"
+#include "nvfp4/ggml_types.h"
+#include "nvfp4/gguf.h"
+#include "nvfp4/gguf_writer.h"
+#include "nvfp4/layout.h"
+#include "nvfp4/quantize.h"
+
+namespace nvfp4 {
+
+namespace {
+
+constexpr uint32_t kFtypeNvfp4 = 39;  // LLAMA_FTYPE_MOSTLY_NVFP4
+
+bool ends_with(const std::string& s, const std::string& suf) {
+  return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
+}
+
+bool matches_any(const std::vector<std::string>& pats, const std::string& name) {
+  for (const auto& p : pats) if (::fnmatch(p.c_str(), name.c_str(), 0) == 0) return true;
+  return false;
+}
+
+std::string base_name(const std::string& name) {
+  return ends_with(name, ".weight") ? name.substr(0, name.size() - 7) : name;
+}
+
+struct Recipe {
+  std::string name;
+  std::vector<int64_t> ne;  // ggml order
+  uint32_t type;
+  uint64_t nbytes;
+  std::function<void(uint8_t*)> produce;
+};
+
+// Quantizes W (float32, [n_out][n_in]) by SPEC section 4 into ggml NVFP4 blocks, rows split over
+// threads (each row is independent once scale2 is fixed, so the bytes do not depend on threads).
+float quantize_to_blocks(const std::vector<float>& w, int64_t n_out, int64_t n_in, const std::string& name,
+                         int threads, uint8_t* dst) {
+  // NaN/Inf refused with the tensor's name and flat index before anything else.
+  for (int64_t i = 0; i < n_out * n_in; ++i) {
+    if (!std::isfinite(w[static_cast<size_t>(i)])) {
+      throw Error("", name, "cannot quantize a tensor holding NaN or Inf", "finite values",
+                  std::to_string(w[static_cast<size_t>(i)]) + " at flat index " + std::to_string(i));
+    }
+  }
+  const float scale2 = tensor_scale2(w.data(), n_out * n_in);
+  const int64_t row_bytes = n_in / kGgmlBlock * kGgmlBlockBytes;
+  const int nt = std::max<int>(1, std::min<int64_t>(threads, n_out));
+  std::vector<std::thread> pool;
+  std::exception_ptr failure;
+  std::mutex mu;
+  for (int t = 0; t < nt; ++t) {
+    pool.emplace_back([&, t] {
+      try {
+        const int64_t r0 = n_out * t / nt, r1 = n_out * (t + 1) / nt;
+        if (r1 <= r0) return;
+        RowMatrix m = quantize_with_scale2(w.data() + r0 * n_in, r1 - r0, n_in, scale2, name);
+        for (int64_t r = 0; r < r1 - r0; ++r) {
+          row_to_ggml_row(m.codes.data() + r * (n_in / 2), m.scales.data() + r * (n_in / kGroup), n_in,
+                          dst + (r0 + r) * row_bytes);
+        }
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!failure) failure = std::current_exception();
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  if (failure) std::rethrow_exception(failure);
+  return scale2;
+}
+
+uint32_t keep_ggml_type(const std::string& t) {
+  if (t == "f16") return ggml::F16;
+  if (t == "f32") return ggml::F32;
+  if (t == "bf16") return ggml::BF16;
+  throw Error("", "", "unknown --keep-type", "f16, f32 or bf16", t);
+}
+
+void from_f32(const std::vector<float>& v, uint32_t type, uint8_t* dst) {
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (type == ggml::F32) {
+      std::memcpy(dst + 4 * i, &v[i], 4);
+    } else {
+      const uint16_t h = type == ggml::F16 ? float_to_half(v[i]) : float_to_bf16(v[i]);
+      std::memcpy(dst + 2 * i, &h, 2);
+    }
+  }
+}
+
+std::vector<int64_t> ggml_ne(const std::vector<int64_t>& shape) { return {shape.rbegin(), shape.rend()}; }
+
+std::vector<Recipe> plan(const Checkpoint& ck, const ConvertOptions& opt, ConvertReport& rep) {
+  const uint32_t keep_type = keep_ggml_type(opt.keep_type);
+  const int threads = opt.threads > 0 ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
+  const std::string& file = ck.info().path;
+  std::vector<Recipe> out;
+  const Checkpoint* c = &ck;
+  for (const TensorEntry& e : ck.tensors()) {
+    const std::string name = e.name;
+    const auto ne = ggml_ne(e.shape);
+    const int64_t n_in = e.shape.empty() ? 1 : e.shape.back();
+    int64_t elements = 1;
+    for (int64_t d : e.shape) elements *= d;
+    const int64_t n_out = n_in ? elements / n_in : 0;
+    if (e.storage == Storage::nvfp4) {
+      if (n_in % kGgmlBlock != 0) {
+        throw Error(file, name, "NVFP4 row does not fit ggml's 64-value blocks", "n_in % 64 == 0", "n_in = " + std::to_string(n_in));
+      }
+      if (matches_any(opt.keep, name)) rep.notes.push_back(name + ": already NVFP4, repacked (--keep does not dequantize)");
+      out.push_back({name, ne, ggml::NVFP4, static_cast<uint64_t>(n_out * (n_in / kGgmlBlock) * kGgmlBlockBytes),
+                     [c, name](uint8_t* dst) {
+                       RowMatrix m = c->nvfp4(name);
+                       GgmlMatrix g = row_to_ggml(m.view(), name);
+                       std::memcpy(dst, g.blocks.data(), g.blocks.size());
+                     }});
+      const float s2 = e.scale2, is = e.input_scale;
+      out.push_back({base_name(name) + ".scale", {1}, ggml::F32, 4, [s2](uint8_t* dst) { std::memcpy(dst, &s2, 4); }});
+      if (is > 0) out.push_back({base_name(name) + ".input_scale", {1}, ggml::F32, 4, [is](uint8_t* dst) { std::memcpy(dst, &is, 4); }});
+      ++rep.repacked;
+      continue;
+    }
+    bool q = default_quantizes(name, e.shape.size());
+    if (matches_any(opt.quantize, name)) {
+      if (e.shape.size() != 2) throw Error(file, name, "--quantize names a tensor that is not a matrix", "2 dimensions", std::to_string(e.shape.size()));
+      q = true;
+    }
+    if (matches_any(opt.keep, name)) q = false;
+    if (q && n_in % kGgmlBlock != 0) {
+      if (matches_any(opt.quantize, name)) {
+        throw Error(file, name, "cannot store this tensor as ggml NVFP4 blocks", "n_in % 64 == 0", "n_in = " + std::to_string(n_in));
+      }
+      rep.notes.push_back(name + ": kept, n_in = " + std::to_string(n_in) + " is not a multiple of 64");
+      q = false;
+    }
+    if (q) {
+      const uint64_t nb = static_cast<uint64_t>(n_out * (n_in / kGgmlBlock) * kGgmlBlockBytes);
+      auto s2 = std::make_shared<float>(0.0f);
+      out.push_back({name, ne, ggml::NVFP4, nb, [c, name, n_out, n_in, threads, s2](uint8_t* dst) {
+                       const std::vector<float> w = c->to_f32(name);
+                       *s2 = quantize_to_blocks(w, n_out, n_in, name, threads, dst);
+                     }});
+      // The tensor scale is known once the weight has been produced (written just before).
+      out.push_back({base_name(name) + ".scale", {1}, ggml::F32, 4, [s2](uint8_t* dst) { std::memcpy(dst, s2.get(), 4); }});
+      ++rep.quantized;
+      continue;
+    }
+    DType dt;
+    const void* raw = nullptr;
+    if (ck.raw_float(name, dt, raw)) {
+      const uint32_t type = dt == DType::f32 ? ggml::F32 : dt == DType::f16 ? ggml::F16 : ggml::BF16;
+      const uint64_t nb = static_cast<uint64_t>(elements) * (type == ggml::F32 ? 4 : 2);
+      out.push_back({name, ne, type, nb, [raw, nb](uint8_t* dst) { std::memcpy(dst, raw, nb); }});
+      ++rep.kept;
+      continue;
+    }
+    // Kept but stored in another form (ggml blocks, FP8): 1-D to F32, matrices to keep_type.
+    const uint32_t type = e.shape.size() >= 2 ? keep_type : ggml::F32;
+    const uint64_t nb = static_cast<uint64_t>(elements) * (type == ggml::F32 ? 4 : 2);
+    out.push_back({name, ne, type, nb, [c, name, type](uint8_t* dst) { from_f32(c->to_f32(name), type, dst); }});
+    ++rep.retyped;
+  }
+  return out;
+}
+
+void verify_output(const std::string& out, const std::vector<Recipe>& recipes) {
+  Checkpoint::open(out);  // every loading rule again
+  const auto f = gguf::File::open(out);
+  if (f.tensors().size() != recipes.size()) {
+    throw Error(out, "", "verify: tensor count differs", std::to_string(recipes.size()), std::to_string(f.tensors().size()));
+  }
+  std::vector<uint8_t> buf;
+  for (const Recipe& r : recipes) {
+    const gguf::TensorInfo& t = f.tensor(r.name);
+    if (t.type != r.type || t.ne != r.ne || static_cast<uint64_t>(t.nbytes) != r.nbytes) {
+      throw Error(out, r.name, "verify: type or shape differs", ggml_type_name(r.type), ggml_type_name(t.type));
+    }
+    buf.assign(r.nbytes, 0);
+    r.produce(buf.data());
+    if (r.nbytes && std::memcmp(buf.data(), t.data, r.nbytes) != 0) {
+      size_t i = 0;
+      while (buf[i] == t.data[i]) ++i;
+      throw Error(out, r.name, "verify: bytes differ", "byte " + std::to_string(i) + " = " + std::to_string(buf[i]),
+                  std::to_string(t.data[i]));
+    }
+  }
+}
+
+}  // namespace
+
+bool default_quantizes(const std::string& name, size_t n_dims) {
+  if (n_dims != 2 || !ends_with(name, ".weight")) return false;
+  if (name.rfind("token_embd", 0) == 0 || name == "output.weight") return false;
+  if (name.find("norm") != std::string::npos) return false;
+  if (name.find("ffn_gate_inp") != std::string::npos) return false;  // MoE router
+  return true;
+}
+
+ConvertReport convert(const std::string& in, const std::string& out, const ConvertOptions& opt) {
+  if (!ends_with(out, ".gguf")) {
+    throw Error(out, "", "unsupported output container", "a path ending in .gguf", out);
+  }
+  ConvertReport rep;
+  const auto ck = Checkpoint::open(in);  // validated in full before anything is written
+  const std::vector<Recipe> recipes = plan(*ck, opt, rep);
+
+  gguf::Writer w;
+  if (ck->info().container == "gguf") {
+    const auto src = gguf::File::open(in);
+    for (const auto& [k, v] : src.metadata()) w.set(k, v);
+  } else {
+    throw Error(in, "", "GGUF output needs GGUF metadata (tokenizer, hyperparameters)", "a .gguf input",
+                ck->info().container + " input");
+  }
+  if (rep.quantized + rep.repacked > 0) {
+    w.set_u32("general.file_type", kFtypeNvfp4);
+    if (!w.find("general.quantization_version")) w.set_u32("general.quantization_version", 2);
+  }
+  size_t index = 0;
+  for (const Recipe& r : recipes) {
+    w.add_tensor(r.name, r.ne, r.type, r.nbytes, [&, r](uint8_t* dst) {
+      if (opt.progress) opt.progress(index, recipes.size(), r.name);
+      ++index;
+      r.produce(dst);
+    });
+  }
+  // --verify checks the temporary file before it is renamed: a file that fails is never OUT.
+  w.write(out, [&](const std::string& tmp) {
+    if (opt.verify) verify_output(tmp, recipes);
+  });
+  rep.verified = opt.verify;
+  return rep;
+}
+
+}  // namespace nvfp4

@@ -1,0 +1,142 @@
+#include "runtime/attention.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "nvfp4/codec.h"
+#include "runtime/pinned_math.h"
+
+namespace nvfp4 {
+
+namespace {
+const float* half_table() {
+  static const std::vector<float> t = [] {
+    std::vector<float> v(65536);
+    for (uint32_t i = 0; i < 65536; ++i) v[i] = half_to_float(static_cast<uint16_t>(i));
+    return v;
+  }();
+  return t.data();
+}
+}  // namespace
+
+void RopeTable::build(int64_t n_ctx, int64_t head_dim, double theta) {
+  half = head_dim / 2;
+  cos.resize(static_cast<size_t>(n_ctx * half));
+  sin.resize(cos.size());
+  const double lt = pinned::log(theta);
+  for (int64_t i = 0; i < half; ++i) {
+    const double freq = pinned::exp(-(2.0 * static_cast<double>(i) / static_cast<double>(head_dim)) * lt);
+    for (int64_t p = 0; p < n_ctx; ++p) {
+      double s, c;
+      pinned::sincos(static_cast<double>(p) * freq, s, c);
+      cos[static_cast<size_t>(p * half + i)] = static_cast<float>(c);
+      sin[static_cast<size_t>(p * half + i)] = static_cast<float>(s);
+    }
+  }
+}
+
+void RopeTable::apply(float* x, int64_t n_heads, int64_t pos) const {
+  const float* c = cos.data() + pos * half;
+  const float* s = sin.data() + pos * half;
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* v = x + h * 2 * half;
+    for (int64_t i = 0; i < half; ++i) {
+      const float x0 = v[2 * i], x1 = v[2 * i + 1];
+      v[2 * i] = x0 * c[i] - x1 * s[i];
+      v[2 * i + 1] = x0 * s[i] + x1 * c[i];
+    }
+  }
+}
+
+void KvCache::init(int64_t n_layer, int64_t n_kv, int64_t head_dim, int64_t n_ctx, KvType type) {
+  n_kv_ = n_kv;
+  hd_ = head_dim;
+  n_ctx_ = n_ctx;
+  type_ = type;
+  const size_t total = static_cast<size_t>(n_layer * layer_size());
+  if (type == KvType::f32) f_.assign(total, 0.0f);
+  else h_.assign(total, 0);
+}
+
+void KvCache::store(int64_t l, int64_t pos, const float* k, const float* v) {
+  const int64_t base = l * layer_size(), vbase = base + n_kv_ * hd_ * n_ctx_;
+  for (int64_t h = 0; h < n_kv_; ++h)
+    for (int64_t d = 0; d < hd_; ++d) {
+      const size_t ki = static_cast<size_t>(base + (h * hd_ + d) * n_ctx_ + pos);
+      const size_t vi = static_cast<size_t>(vbase + (h * n_ctx_ + pos) * hd_ + d);
+      const float kv = k[h * hd_ + d], vv = v[h * hd_ + d];
+      if (type_ == KvType::f32) { f_[ki] = kv; f_[vi] = vv; }
+      else { h_[ki] = float_to_half(kv); h_[vi] = float_to_half(vv); }
+    }
+}
+
+const float* KvCache::keys(int64_t l, int64_t h, int64_t n, float* scratch) const {
+  const int64_t off = l * layer_size() + h * hd_ * n_ctx_;
+  if (type_ == KvType::f32) return f_.data() + off;
+  const float* t = half_table();
+  for (int64_t d = 0; d < hd_; ++d)
+    for (int64_t j = 0; j < n; ++j) scratch[d * n + j] = t[h_[static_cast<size_t>(off + d * n_ctx_ + j)]];
+  return scratch;
+}
+
+const float* KvCache::values(int64_t l, int64_t h, int64_t n, float* scratch) const {
+  const int64_t off = l * layer_size() + n_kv_ * hd_ * n_ctx_ + h * n_ctx_ * hd_;
+  if (type_ == KvType::f32) return f_.data() + off;
+  const float* t = half_table();
+  for (int64_t i = 0; i < n * hd_; ++i) scratch[i] = t[h_[static_cast<size_t>(off + i)]];
+  return scratch;
+}
+
+int64_t attention_scratch(const ModelConfig& c, int64_t n_batch, int64_t n_ctx, KvType kv) {
+  const int64_t per_item = n_ctx + (kv == KvType::f16 ? 2 * c.head_dim * n_ctx : 0);
+  return n_batch * c.n_head * per_item;
+}
+
+void attention(const ModelConfig& c, const KvCache& kv, int64_t layer, const float* q, int64_t n,
+               int64_t pos0, float* out, float* scratch, int64_t n_ctx, ThreadPool& pool) {
+  const int64_t hd = c.head_dim, group = c.n_head / c.n_head_kv;
+  const bool f16 = kv.is_f16();
+  const int64_t per_item = n_ctx + (f16 ? 2 * hd * n_ctx : 0);
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+  pool.run(n * c.n_head, [&](int64_t b, int64_t e) {
+    for (int64_t item = b; item < e; ++item) {
+      const int64_t t = item / c.n_head, h = item % c.n_head, kvh = h / group;
+      const int64_t len = pos0 + t + 1;
+      float* s = scratch + item * per_item;
+      float* conv = s + n_ctx;
+      const float* K = kv.keys(layer, kvh, len, conv);
+      const float* V = kv.values(layer, kvh, len, conv + hd * n_ctx);
+      const int64_t ks = kv.key_stride(len);
+      const float* qh = q + t * c.n_embd + h * hd;
+      // Scores: for each key j, sum over d ascending of q[d] * K[d][j], then times the scale.
+      for (int64_t j = 0; j < len; ++j) s[j] = 0.0f;
+      for (int64_t d = 0; d < hd; ++d) {
+        const float qd = qh[d];
+        const float* kd = K + d * ks;
+        for (int64_t j = 0; j < len; ++j) s[j] = s[j] + qd * kd[j];
+      }
+      float mx = -INFINITY;
+      for (int64_t j = 0; j < len; ++j) {
+        s[j] = s[j] * scale;
+        mx = std::max(mx, s[j]);
+      }
+      double sum = 0.0;
+      for (int64_t j = 0; j < len; ++j) {
+        s[j] = static_cast<float>(pinned::exp(static_cast<double>(s[j] - mx)));
+        sum += s[j];
+      }
+      const double inv = 1.0 / sum;
+      for (int64_t j = 0; j < len; ++j) s[j] = static_cast<float>(s[j] * inv);
+      // Output: for each value row j ascending, o[d] += w[j] * V[j][d].
+      float* o = out + t * c.n_embd + h * hd;
+      for (int64_t d = 0; d < hd; ++d) o[d] = 0.0f;
+      for (int64_t j = 0; j < len; ++j) {
+        const float w = s[j];
+        const float* vj = V + j * hd;
+        for (int64_t d = 0; d < hd; ++d) o[d] = o[d] + w * vj[d];
+      }
+    }
+  });
+}
+
+}  // namespace nvfp4

@@ -1,0 +1,49 @@
+// RoPE tables, the KV cache and causal grouped-query attention, each in a pinned float order
+// (docs/DETERMINISM.md): per (token, head) one thread computes everything, sequentially.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "nvfp4/model.h"
+#include "nvfp4/thread_pool.h"
+
+namespace nvfp4 {
+
+// cos/sin of pos * theta^(-2i/d) for pos < n_ctx, i < d/2, from the pinned double functions.
+struct RopeTable {
+  int64_t half = 0;
+  std::vector<float> cos, sin;  // [n_ctx][half]
+  void build(int64_t n_ctx, int64_t head_dim, double theta);
+  // Rotates adjacent pairs (x[2i], x[2i+1]) of each of n_heads heads of x at position pos.
+  void apply(float* x, int64_t n_heads, int64_t pos) const;
+};
+
+class KvCache {
+ public:
+  void init(int64_t n_layer, int64_t n_kv, int64_t head_dim, int64_t n_ctx, KvType type);
+  // Stores the k and v vectors ([n_kv * head_dim] each) of layer l at position pos.
+  void store(int64_t l, int64_t pos, const float* k, const float* v);
+  // Key d of head h at positions [0, n) as float into out[d * n + j] ([head_dim][n]); values as
+  // out[j * head_dim + d]. F32 caches are read in place (the pointer returned), F16 ones converted.
+  const float* keys(int64_t l, int64_t h, int64_t n, float* scratch) const;
+  const float* values(int64_t l, int64_t h, int64_t n, float* scratch) const;
+  int64_t key_stride(int64_t n) const { return type_ == KvType::f32 ? n_ctx_ : n; }  // stride of d rows
+  size_t bytes() const { return f_.size() * 4 + h_.size() * 2; }
+  bool is_f16() const { return type_ == KvType::f16; }
+
+ private:
+  int64_t n_kv_ = 0, hd_ = 0, n_ctx_ = 0;
+  KvType type_ = KvType::f32;
+  std::vector<float> f_;     // per layer: K [n_kv][hd][n_ctx], then V [n_kv][n_ctx][hd]
+  std::vector<uint16_t> h_;  // the same in F16
+  int64_t layer_size() const { return 2 * n_kv_ * hd_ * n_ctx_; }
+};
+
+// out[t][h*hd .. ] = softmax(q_t,h . K / sqrt(hd)) V for tokens t < n at positions pos0 + t
+// (causal: keys [0, pos0 + t]). q: [n][n_head*hd]. scratch: n_head*n floats of n_ctx, plus
+// 2 * hd * n_ctx per item for F16 caches, from attention_scratch().
+int64_t attention_scratch(const ModelConfig& c, int64_t n_batch, int64_t n_ctx, KvType kv);
+void attention(const ModelConfig& c, const KvCache& kv, int64_t layer, const float* q, int64_t n,
+               int64_t pos0, float* out, float* scratch, int64_t n_ctx, ThreadPool& pool);
+
+}  // namespace nvfp4

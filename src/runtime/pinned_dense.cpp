@@ -1,0 +1,83 @@
+#include "runtime/pinned_dense.h"
+
+#include <cstring>
+
+#include "nvfp4/codec.h"
+#include "runtime/runtime_isa.h"
+
+namespace nvfp4 {
+
+namespace pinned_dense_detail {
+void rows_scalar(const void* w, bool f16, int64_t n_in, int64_t n_out, const float* x, int64_t n,
+                 float* y, int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
+    for (int64_t t = 0; t < n; ++t) {
+      const float* xt = x + t * n_in;
+      float acc[16] = {};
+      for (int64_t i = 0; i < n_in; ++i) {
+        const float wv = f16 ? half_to_float(static_cast<const uint16_t*>(w)[r * n_in + i])
+                             : static_cast<const float*>(w)[r * n_in + i];
+        const float p = wv * xt[i];
+        acc[i & 15] = acc[i & 15] + p;
+      }
+      for (int h = 8; h >= 1; h >>= 1)
+        for (int l = 0; l < h; ++l) acc[l] = acc[l] + acc[l + h];
+      y[t * n_out + r] = acc[0];
+    }
+  }
+}
+}  // namespace pinned_dense_detail
+
+PinnedDense PinnedDense::prepare(DType dtype, const void* w, int64_t n_out, int64_t n_in) {
+  PinnedDense d;
+  d.n_out_ = n_out;
+  d.n_in_ = n_in;
+  const size_t count = static_cast<size_t>(n_out * n_in);
+  if (dtype == DType::f16) {
+    d.f16_ = true;
+    d.h_.resize(count);
+    std::memcpy(d.h_.data(), w, count * 2);
+  } else if (dtype == DType::f32) {
+    d.f_.resize(count);
+    std::memcpy(d.f_.data(), w, count * 4);
+  } else {
+    d.f_.resize(count);
+    const auto* h = static_cast<const uint16_t*>(w);
+    for (size_t i = 0; i < count; ++i) d.f_[i] = bf16_to_float(h[i]);
+  }
+  return d;
+}
+
+PinnedDense PinnedDense::from_f32(std::vector<float> w, int64_t n_out, int64_t n_in) {
+  PinnedDense d;
+  d.n_out_ = n_out;
+  d.n_in_ = n_in;
+  d.f_ = std::move(w);
+  return d;
+}
+
+void PinnedDense::row(int64_t r, float* out) const {
+  if (f16_) {
+    for (int64_t i = 0; i < n_in_; ++i) out[i] = half_to_float(h_[static_cast<size_t>(r * n_in_ + i)]);
+  } else {
+    std::memcpy(out, f_.data() + r * n_in_, static_cast<size_t>(n_in_) * 4);
+  }
+}
+
+std::string PinnedDense::kernel_name() const {
+  return std::string("gemv_pinned16_") + (f16_ ? "f16_" : "f32_") + std::string(runtime_isa_name());
+}
+
+void PinnedDense::forward(const float* x, int64_t n, float* y, ThreadPool& pool) const {
+  using namespace pinned_dense_detail;
+  RowsFn fn = rows_scalar;
+  switch (runtime_isa()) {
+    case RuntimeIsa::avx512: fn = rows_avx512; break;
+    case RuntimeIsa::avx2: fn = rows_avx2; break;
+    default: break;
+  }
+  const void* w = f16_ ? static_cast<const void*>(h_.data()) : static_cast<const void*>(f_.data());
+  pool.run(n_out_, [&](int64_t b, int64_t e) { fn(w, f16_, n_in_, n_out_, x, n, y, b, e); }, 4);
+}
+
+}  // namespace nvfp4

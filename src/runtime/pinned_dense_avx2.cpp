@@ -1,0 +1,67 @@
+// PinnedDense on AVX2: lanes 0-7 and 8-15 in two registers; multiply and add unfused.
+#include <immintrin.h>
+
+#include "runtime/pinned_dense.h"
+
+namespace nvfp4::pinned_dense_detail {
+
+namespace {
+inline float reduce16(__m256 lo, __m256 hi) {
+  __m256 a = _mm256_add_ps(lo, hi);
+  __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
+  __m128 d = _mm_add_ss(c, _mm_shuffle_ps(c, c, 1));
+  return _mm_cvtss_f32(d);
+}
+// 8 values from k, zero past `valid` (0..8).
+template <bool F16>
+inline __m256 load_w(const void* w, int64_t k, int64_t valid) {
+  if (valid >= 8) {
+    if constexpr (F16)
+      return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(w) + k)));
+    else
+      return _mm256_loadu_ps(static_cast<const float*>(w) + k);
+  }
+  alignas(32) float tmp[8] = {};
+  for (int64_t j = 0; j < valid; ++j) {
+    if constexpr (F16) {
+      const uint16_t h = static_cast<const uint16_t*>(w)[k + j];
+      tmp[j] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
+    } else {
+      tmp[j] = static_cast<const float*>(w)[k + j];
+    }
+  }
+  return _mm256_load_ps(tmp);
+}
+inline __m256 load_x(const float* x, int64_t valid) {
+  if (valid >= 8) return _mm256_loadu_ps(x);
+  alignas(32) float tmp[8] = {};
+  for (int64_t j = 0; j < valid; ++j) tmp[j] = x[j];
+  return _mm256_load_ps(tmp);
+}
+template <bool F16>
+void rows(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n, float* y,
+          int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
+    for (int64_t t = 0; t < n; ++t) {
+      const float* xt = x + t * n_in;
+      __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+      for (int64_t i = 0; i < n_in; i += 16) {
+        const int64_t v0 = n_in - i, v1 = n_in - i - 8;
+        lo = _mm256_add_ps(lo, _mm256_mul_ps(load_w<F16>(w, r * n_in + i, v0), load_x(xt + i, v0)));
+        if (v1 > 0)
+          hi = _mm256_add_ps(hi, _mm256_mul_ps(load_w<F16>(w, r * n_in + i + 8, v1), load_x(xt + i + 8, v1)));
+      }
+      y[t * n_out + r] = reduce16(lo, hi);
+    }
+  }
+}
+}  // namespace
+
+void rows_avx2(const void* w, bool f16, int64_t n_in, int64_t n_out, const float* x, int64_t n,
+               float* y, int64_t r0, int64_t r1) {
+  if (f16) rows<true>(w, n_in, n_out, x, n, y, r0, r1);
+  else rows<false>(w, n_in, n_out, x, n, y, r0, r1);
+}
+
+}  // namespace nvfp4::pinned_dense_detail

@@ -1,0 +1,63 @@
+// PinnedDense on AVX-512: the 16 lanes in one register; multiply and add unfused.
+// GCC 12 warns about the _mm512_undefined_ps() inside its own intrinsic headers.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include "runtime/pinned_dense.h"
+
+namespace nvfp4::pinned_dense_detail {
+
+namespace {
+inline float reduce16(__m512 v) {
+  // l + (l+8), then l + (l+4), l + (l+2), l + (l+1): the order of the scalar code.
+  __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_maskz_extractf32x8_ps(__mmask8(0xFF), v, 1));
+  __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
+  __m128 d = _mm_add_ss(c, _mm_shuffle_ps(c, c, 1));
+  return _mm_cvtss_f32(d);
+}
+template <bool F16>
+inline __m512 load_w(const void* w, int64_t k, __mmask16 m) {
+  if constexpr (F16)
+    return _mm512_maskz_cvtph_ps(__mmask16(0xFFFF), _mm256_mask_loadu_epi16(_mm256_setzero_si256(), m, static_cast<const uint16_t*>(w) + k));
+  else
+    return _mm512_mask_loadu_ps(_mm512_setzero_ps(), m, static_cast<const float*>(w) + k);
+}
+template <bool F16>
+void rows(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n, float* y,
+          int64_t r0, int64_t r1) {
+  int64_t r = r0;
+  for (; r + 4 <= r1; r += 4) {
+    for (int64_t t = 0; t < n; ++t) {
+      const float* xt = x + t * n_in;
+      __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+      for (int64_t i = 0; i < n_in; i += 16) {
+        const __mmask16 m = n_in - i >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (n_in - i)) - 1);
+        const __m512 xv = _mm512_mask_loadu_ps(_mm512_setzero_ps(), m, xt + i);
+        for (int k = 0; k < 4; ++k)
+          acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(load_w<F16>(w, (r + k) * n_in + i, m), xv));
+      }
+      for (int k = 0; k < 4; ++k) y[t * n_out + r + k] = reduce16(acc[k]);
+    }
+  }
+  for (; r < r1; ++r) {
+    for (int64_t t = 0; t < n; ++t) {
+      const float* xt = x + t * n_in;
+      __m512 acc = _mm512_setzero_ps();
+      for (int64_t i = 0; i < n_in; i += 16) {
+        const __mmask16 m = n_in - i >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (n_in - i)) - 1);
+        acc = _mm512_add_ps(acc, _mm512_mul_ps(load_w<F16>(w, r * n_in + i, m), _mm512_mask_loadu_ps(_mm512_setzero_ps(), m, xt + i)));
+      }
+      y[t * n_out + r] = reduce16(acc);
+    }
+  }
+}
+}  // namespace
+
+void rows_avx512(const void* w, bool f16, int64_t n_in, int64_t n_out, const float* x, int64_t n,
+                 float* y, int64_t r0, int64_t r1) {
+  if (f16) rows<true>(w, n_in, n_out, x, n, y, r0, r1);
+  else rows<false>(w, n_in, n_out, x, n, y, r0, r1);
+}
+
+}  // namespace nvfp4::pinned_dense_detail

@@ -1,0 +1,64 @@
+// Tokenizer data from GGUF-style tokenizer.ggml.* metadata: of a GGUF file, or of any checkpoint
+// (Checkpoint::meta presents every container's metadata under these keys).
+#include <functional>
+
+#include "nvfp4/checkpoint.h"
+#include "nvfp4/error.h"
+#include "nvfp4/gguf.h"
+#include "nvfp4/tokenizer.h"
+
+namespace nvfp4 {
+
+namespace {
+using Lookup = std::function<const gguf::Value*(const std::string&)>;
+
+const gguf::Value& need(const Lookup& find, const std::string& src, const std::string& key) {
+  const gguf::Value* v = find(key);
+  if (!v) throw Error(src, "", "missing tokenizer metadata '" + key + "'", "present", "absent");
+  return *v;
+}
+const gguf::Value& array_of(const Lookup& find, const std::string& src, const std::string& key) {
+  const gguf::Value& v = need(find, src, key);
+  if (v.type != gguf::ValueType::array)
+    throw Error(src, "", "metadata '" + key + "' type", "an array", gguf::value_type_name(v.type));
+  return v;
+}
+int32_t opt_id(const Lookup& find, const std::string& src, const std::string& key) {
+  const gguf::Value* v = find(key);
+  if (!v) return -1;
+  const int64_t id = v->as_int(key);
+  if (id < -1 || id > INT32_MAX) throw Error(src, "", "metadata '" + key + "'", "a token id", std::to_string(id));
+  return static_cast<int32_t>(id);
+}
+
+Tokenizer from_meta(const Lookup& find, const std::string& src) {
+  TokenizerData d;
+  d.source = src;
+  d.model = need(find, src, "tokenizer.ggml.model").as_string("tokenizer.ggml.model");
+  if (const auto* p = find("tokenizer.ggml.pre")) d.pre = p->as_string("tokenizer.ggml.pre");
+  for (const auto& v : array_of(find, src, "tokenizer.ggml.tokens").arr) d.tokens.push_back(v.as_string("tokenizer.ggml.tokens"));
+  if (find("tokenizer.ggml.token_type"))
+    for (const auto& v : array_of(find, src, "tokenizer.ggml.token_type").arr)
+      d.token_types.push_back(static_cast<int32_t>(v.as_int("tokenizer.ggml.token_type")));
+  if (find("tokenizer.ggml.merges"))
+    for (const auto& v : array_of(find, src, "tokenizer.ggml.merges").arr) d.merges.push_back(v.as_string("tokenizer.ggml.merges"));
+  d.bos = opt_id(find, src, "tokenizer.ggml.bos_token_id");
+  d.eos = opt_id(find, src, "tokenizer.ggml.eos_token_id");
+  d.eot = opt_id(find, src, "tokenizer.ggml.eot_token_id");
+  d.pad = opt_id(find, src, "tokenizer.ggml.padding_token_id");
+  d.unk = opt_id(find, src, "tokenizer.ggml.unknown_token_id");
+  if (const auto* v = find("tokenizer.ggml.add_bos_token")) d.add_bos = v->as_bool("tokenizer.ggml.add_bos_token");
+  if (const auto* v = find("tokenizer.chat_template")) d.chat_template = v->as_string("tokenizer.chat_template");
+  return Tokenizer::build(std::move(d));
+}
+}  // namespace
+
+Tokenizer Tokenizer::from_gguf(const gguf::File& f) {
+  return from_meta([&](const std::string& k) { return f.find(k); }, f.path());
+}
+
+Tokenizer Tokenizer::from_checkpoint(const Checkpoint& ck) {
+  return from_meta([&](const std::string& k) { return ck.meta(k); }, ck.info().path);
+}
+
+}  // namespace nvfp4

@@ -1,0 +1,88 @@
+// The GGUF checkpoint: llama.cpp's NVFP4 form (fixtures written by PyPI gguf), every refusal rule
+// that applies to it, and the real SmolLM2 file.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "nvfp4/checkpoint.h"
+#include "nvfp4/error.h"
+#include "nvfp4/ggml_types.h"
+#include "test_util.h"
+
+using namespace nvfp4;
+
+TEST(CheckpointGguf, Nvfp4WeightWithCompanionScales) {
+  auto ck = Checkpoint::open(test::fixture_path("gguf/nvfp4_good.gguf"));
+  EXPECT_EQ(ck->info().container, "gguf");
+  EXPECT_EQ(ck->info().algorithm, "NVFP4");
+  EXPECT_TRUE(ck->info().has_input_scales);
+  ASSERT_EQ(ck->tensors().size(), 2u);  // the companions are attributes, not tensors
+  const auto& e = ck->tensor("blk.0.ffn_up.weight");
+  EXPECT_EQ(e.storage, Storage::nvfp4);
+  EXPECT_EQ(e.shape, (std::vector<int64_t>{3, 128}));
+  EXPECT_EQ(e.scale2, 0.0125f);
+  EXPECT_EQ(e.input_scale, 0.004f);
+  EXPECT_DOUBLE_EQ(e.bits_per_weight, 4.5);
+  RowMatrix m = ck->nvfp4("blk.0.ffn_up.weight");
+  EXPECT_EQ(m.scale2, 0.0125f);
+  // Values: gguf's dequantization (scale 1) times the tensor scale, in the pinned order.
+  std::ifstream js(test::fixture_path("gguf/nvfp4_good.expected.json"));
+  const auto want = nlohmann::json::parse(js)["dequant_unscaled"];
+  const auto got = ck->to_f32("blk.0.ffn_up.weight");
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], want[i].get<float>() * 0.0125f) << i;
+  EXPECT_THROW(ck->nvfp4("blk.0.ffn_norm.weight"), Error);
+}
+
+TEST(CheckpointGguf, AbsentTensorScaleMeansOne) {
+  auto ck = Checkpoint::open(test::fixture_path("gguf/nvfp4_no_scale.gguf"));
+  EXPECT_EQ(ck->tensor("blk.0.ffn_up.weight").scale2, 1.0f);
+  EXPECT_FALSE(ck->info().has_input_scales);
+  EXPECT_EQ(ck->info().algorithm, "W4A16_NVFP4");
+}
+
+TEST(CheckpointGguf, EveryBrokenFileIsRefusedWithItsRule) {
+  struct { const char* file; const char* rule; const char* tensor; } cases[] = {
+      {"bad_scale_f16.gguf", "NVFP4 companion scale must be one F32 value", "blk.0.ffn_up.scale"},
+      {"bad_scale_zero.gguf", "tensor scale must be finite and positive", "blk.0.ffn_up.scale"},
+      {"bad_scale_nan.gguf", "tensor scale must be finite and positive", "blk.0.ffn_up.scale"},
+      {"bad_byte_nan.gguf", "block scale byte is NaN", "blk.0.ffn_up.weight"},
+      {"bad_byte_sign.gguf", "block scale byte has its sign bit set", "blk.0.ffn_up.weight"},
+      {"bad_ftype.gguf", "NVFP4 tensors present but general.file_type does not say NVFP4", ""},
+      {"bad_no_nvfp4.gguf", "general.file_type says NVFP4 but no tensor is NVFP4", ""},
+  };
+  for (auto c : cases) {
+    const std::string path = test::fixture_path(std::string("gguf/") + c.file);
+    try {
+      Checkpoint::open(path);
+      ADD_FAILURE() << c.file << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.file(), path);
+      EXPECT_EQ(e.rule(), c.rule) << c.file << ": " << e.what();
+      EXPECT_EQ(e.tensor(), c.tensor) << c.file;
+      EXPECT_FALSE(e.found().empty()) << c.file;
+    }
+  }
+  EXPECT_THROW(Checkpoint::open("/nonexistent/model.gguf"), Error);
+}
+
+TEST(CheckpointGguf, RealSmolLM2) {
+  const char* path = std::getenv("NVFP4_SMOLLM2_GGUF");
+  if (!path) GTEST_SKIP() << "NVFP4_SMOLLM2_GGUF not set (scripts/test.sh sets it)";
+  auto ck = Checkpoint::open(path);
+  EXPECT_EQ(ck->tensors().size(), 272u);
+  EXPECT_EQ(ck->meta("llama.embedding_length")->as_int(), 576);
+  const auto& q = ck->tensor("blk.0.attn_q.weight");
+  EXPECT_EQ(q.shape, (std::vector<int64_t>{576, 576}));
+  EXPECT_EQ(q.storage, Storage::ggml_quant);
+  EXPECT_EQ(q.storage_name, "Q4_1");
+  EXPECT_DOUBLE_EQ(q.bits_per_weight, 5.0);
+  EXPECT_EQ(ck->to_f32("blk.0.attn_k.weight").size(), 192u * 576u);
+  DType dt;
+  const void* data;
+  EXPECT_TRUE(ck->raw_float("blk.0.attn_norm.weight", dt, data));
+  EXPECT_EQ(dt, DType::f32);
+  EXPECT_FALSE(ck->raw_float("blk.0.attn_q.weight", dt, data));
+}

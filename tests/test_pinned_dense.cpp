@@ -1,0 +1,71 @@
+// PinnedDense: the same bits for every ISA, thread count and batch size, and close to FP64.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "nvfp4/codec.h"
+#include "runtime/pinned_dense.h"
+#include "runtime/runtime_isa.h"
+#include "test_util.h"
+
+using namespace nvfp4;
+
+namespace {
+struct IsaEnv {  // sets NVFP4_ISA for a scope
+  explicit IsaEnv(const char* v) { setenv("NVFP4_ISA", v, 1); }
+  ~IsaEnv() { unsetenv("NVFP4_ISA"); }
+};
+bool supported(const char* isa) {
+  IsaEnv e(isa);
+  try { runtime_isa(); return true; } catch (...) { return false; }
+}
+}  // namespace
+
+TEST(PinnedDense, BitIdenticalAcrossIsaThreadsBatch) {
+  test::Rng rng(11);
+  for (int64_t n_in : {576, 1536, 40, 7}) {
+    const int64_t n_out = 37, n = 5;
+    std::vector<float> w(static_cast<size_t>(n_out * n_in)), x(static_cast<size_t>(n * n_in));
+    std::vector<uint16_t> h(w.size());
+    for (size_t i = 0; i < w.size(); ++i) { w[i] = rng.gauss(); h[i] = float_to_half(w[i]); }
+    for (auto& v : x) v = rng.gauss() * 3.0f;
+    for (bool f16 : {false, true}) {
+      const PinnedDense d = f16 ? PinnedDense::prepare(DType::f16, h.data(), n_out, n_in)
+                                : PinnedDense::prepare(DType::f32, w.data(), n_out, n_in);
+      std::vector<float> ref(static_cast<size_t>(n * n_out));
+      {
+        IsaEnv e("scalar");
+        ThreadPool p1(1);
+        d.forward(x.data(), n, ref.data(), p1);
+      }
+      // FP64 bound: |err| <= n_in * 2^-24 * sum|w x| (loose, sequential-sum style).
+      for (int64_t t = 0; t < n; ++t)
+        for (int64_t r = 0; r < n_out; ++r) {
+          double exact = 0, mag = 0;
+          for (int64_t i = 0; i < n_in; ++i) {
+            const double wv = f16 ? half_to_float(h[static_cast<size_t>(r * n_in + i)]) : w[static_cast<size_t>(r * n_in + i)];
+            exact += wv * x[static_cast<size_t>(t * n_in + i)];
+            mag += std::fabs(wv * x[static_cast<size_t>(t * n_in + i)]);
+          }
+          EXPECT_LE(std::fabs(ref[static_cast<size_t>(t * n_out + r)] - exact), mag * static_cast<double>(n_in) * 0x1p-24);
+        }
+      for (const char* isa : {"scalar", "avx2", "avx512"}) {
+        if (!supported(isa)) continue;
+        IsaEnv e(isa);
+        for (int threads : {1, 2, 3}) {
+          ThreadPool pool(threads);
+          std::vector<float> all(ref.size());
+          d.forward(x.data(), n, all.data(), pool);
+          EXPECT_EQ(all, ref) << isa << " threads " << threads << " n_in " << n_in;
+          for (int64_t t = 0; t < n; ++t) {  // one column at a time
+            std::vector<float> one(static_cast<size_t>(n_out));
+            d.forward(x.data() + t * n_in, 1, one.data(), pool);
+            EXPECT_EQ(0, std::memcmp(one.data(), ref.data() + t * n_out, one.size() * 4)) << isa;
+          }
+        }
+      }
+    }
+  }
+}
