@@ -26,3 +26,10 @@ inline std::string smollm2_path() {
   const std::string var = nvfp4::test::smollm2_path();                               \
   if (var.empty()) GTEST_SKIP() << "SmolLM2 GGUF not found: run scripts/setup.sh or " \
                                    "set NVFP4_SMOLLM2_GGUF"
+
+// Sanitizer builds run 3-10x slower: the model tests shrink their workloads there.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kUnderSanitizer = true;
+#else
+inline constexpr bool kUnderSanitizer = false;
+#endif

@@ -1,6 +1,6 @@
 // docs/DETERMINISM.md, tested: SmolLM2 quantized to NVFP4 at load, a16q8, a 64-token prompt; the
 // logits of every position are the same bits for 1 and 2 threads, prompt batches of 1, 7 and 64
-// tokens, and every ISA this CPU supports (NVFP4_ISA).
+// tokens, and every ISA this CPU supports (force_isa, as NVFP4_ISA does).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -10,19 +10,17 @@
 #include "nvfp4/checkpoint.h"
 #include "nvfp4/model.h"
 #include "nvfp4/tokenizer.h"
+#include "nvfp4/kernels.h"
 #include "runtime/runtime_isa.h"
 
 using namespace nvfp4;
 
 namespace {
 struct IsaEnv {
-  explicit IsaEnv(const char* v) { setenv("NVFP4_ISA", v, 1); }
-  ~IsaEnv() { unsetenv("NVFP4_ISA"); }
+  explicit IsaEnv(const char* v) { force_isa(parse_isa(v)); }
+  ~IsaEnv() { clear_forced_isa(); }
 };
-bool isa_ok(const char* isa) {
-  IsaEnv e(isa);
-  try { runtime_isa(); return true; } catch (...) { return false; }
-}
+bool isa_ok(const char* isa) { return isa_supported(parse_isa(isa)); }
 }  // namespace
 
 TEST(ModelDeterminism, A16q8LogitsBitIdenticalAcrossThreadsBatchesIsas) {
@@ -37,32 +35,35 @@ TEST(ModelDeterminism, A16q8LogitsBitIdenticalAcrossThreadsBatchesIsas) {
       "The NVFP4 format stores each weight in four bits with a shared eight-bit scale per sixteen "
       "values and one float scale per tensor. def f(x):\n    return [v * 2 for v in x if v > 0]\n"
       "Les modèles de langue prédisent le prochain mot. 你好，世界！");
-  ASSERT_GE(ids.size(), 64u);
-  ids.resize(64);
+  // 64 tokens (16 under the sanitizers, with batches 1, 7 and 16).
+  const int64_t n_tok = kUnderSanitizer ? 16 : 64;
+  ASSERT_GE(ids.size(), static_cast<size_t>(n_tok));
+  ids.resize(static_cast<size_t>(n_tok));
   const int64_t nv = model->config().n_vocab;
   auto run = [&](int threads, int64_t batch) {
     ThreadPool pool(threads);
     ContextOptions co;
-    co.n_ctx = 64;
+    co.n_ctx = n_tok;
     co.n_batch = batch;
     Context ctx(*model, co, pool);
-    std::vector<float> logits(64 * static_cast<size_t>(nv));
-    ctx.eval(ids.data(), 64, logits.data(), true);
+    std::vector<float> logits(static_cast<size_t>(n_tok * nv));
+    ctx.eval(ids.data(), n_tok, logits.data(), true);
     return logits;
   };
-  const std::vector<float> ref = run(2, 64);
+  const std::vector<float> ref = run(2, n_tok);
   int compared = 0;
   auto same = [&](const std::vector<float>& got, const std::string& what) {
     ++compared;
     EXPECT_EQ(0, std::memcmp(got.data(), ref.data(), ref.size() * 4)) << what;
   };
-  same(run(1, 64), "1 thread, batch 64");
+  same(run(1, n_tok), "1 thread, batch of all");
   same(run(2, 7), "2 threads, batch 7");
   same(run(1, 1), "1 thread, batch 1");
   for (const char* isa : {"scalar", "avx2", "avx512"}) {
     if (!isa_ok(isa)) continue;
     IsaEnv e(isa);
-    same(run(2, 64), std::string("ISA ") + isa);
+    EXPECT_EQ(runtime_isa_name(), std::string_view(isa));
+    same(run(2, n_tok), std::string("ISA ") + isa);
   }
-  EXPECT_GE(compared, 4);
+  EXPECT_GE(compared, 5);  // this CPU has at least scalar and avx2
 }

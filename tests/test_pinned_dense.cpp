@@ -7,20 +7,18 @@
 
 #include "nvfp4/codec.h"
 #include "runtime/pinned_dense.h"
+#include "nvfp4/kernels.h"
 #include "runtime/runtime_isa.h"
 #include "test_util.h"
 
 using namespace nvfp4;
 
 namespace {
-struct IsaEnv {  // sets NVFP4_ISA for a scope
-  explicit IsaEnv(const char* v) { setenv("NVFP4_ISA", v, 1); }
-  ~IsaEnv() { unsetenv("NVFP4_ISA"); }
+struct IsaEnv {  // forces the kernels' (and so the runtime's) ISA for a scope
+  explicit IsaEnv(const char* v) { force_isa(parse_isa(v)); }
+  ~IsaEnv() { clear_forced_isa(); }
 };
-bool supported(const char* isa) {
-  IsaEnv e(isa);
-  try { runtime_isa(); return true; } catch (...) { return false; }
-}
+bool supported(const char* isa) { return isa_supported(parse_isa(isa)); }
 }  // namespace
 
 TEST(PinnedDense, BitIdenticalAcrossIsaThreadsBatch) {
@@ -54,6 +52,7 @@ TEST(PinnedDense, BitIdenticalAcrossIsaThreadsBatch) {
       for (const char* isa : {"scalar", "avx2", "avx512"}) {
         if (!supported(isa)) continue;
         IsaEnv e(isa);
+        EXPECT_EQ(runtime_isa_name(), std::string_view(isa));
         for (int threads : {1, 2, 3}) {
           ThreadPool pool(threads);
           std::vector<float> all(ref.size());

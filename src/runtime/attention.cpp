@@ -4,7 +4,9 @@
 #include <cmath>
 
 #include "nvfp4/codec.h"
+#include "runtime/attention_item.h"
 #include "runtime/pinned_math.h"
+#include "runtime/runtime_isa.h"
 
 namespace nvfp4 {
 
@@ -92,49 +94,48 @@ int64_t attention_scratch(const ModelConfig& c, int64_t n_batch, int64_t n_ctx, 
   return n_batch * c.n_head * per_item;
 }
 
+void attention_item_avx2(const void* item);
+void attention_item_avx512(const void* item);
+void swiglu_avx2(float* g, const float* u, int64_t n);
+void swiglu_avx512(float* g, const float* u, int64_t n);
+
+void swiglu_rows(float* g, const float* u, int64_t n) {
+  switch (runtime_isa()) {
+    case RuntimeIsa::avx512: swiglu_avx512(g, u, n); break;
+    case RuntimeIsa::avx2: swiglu_avx2(g, u, n); break;
+    default: swiglu(g, u, n); break;
+  }
+}
+
 void attention(const ModelConfig& c, const KvCache& kv, int64_t layer, const float* q, int64_t n,
                int64_t pos0, float* out, float* scratch, int64_t n_ctx, ThreadPool& pool) {
   const int64_t hd = c.head_dim, group = c.n_head / c.n_head_kv;
   const bool f16 = kv.is_f16();
   const int64_t per_item = n_ctx + (f16 ? 2 * hd * n_ctx : 0);
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+  void (*item_fn)(const void*) = [](const void* it) { attention_item(*static_cast<const AttnItem*>(it)); };
+  switch (runtime_isa()) {
+    case RuntimeIsa::avx512: item_fn = attention_item_avx512; break;
+    case RuntimeIsa::avx2: item_fn = attention_item_avx2; break;
+    default: break;
+  }
   pool.run(n * c.n_head, [&](int64_t b, int64_t e) {
     for (int64_t item = b; item < e; ++item) {
       const int64_t t = item / c.n_head, h = item % c.n_head, kvh = h / group;
       const int64_t len = pos0 + t + 1;
       float* s = scratch + item * per_item;
       float* conv = s + n_ctx;
-      const float* K = kv.keys(layer, kvh, len, conv);
-      const float* V = kv.values(layer, kvh, len, conv + hd * n_ctx);
-      const int64_t ks = kv.key_stride(len);
-      const float* qh = q + t * c.n_embd + h * hd;
-      // Scores: for each key j, sum over d ascending of q[d] * K[d][j], then times the scale.
-      for (int64_t j = 0; j < len; ++j) s[j] = 0.0f;
-      for (int64_t d = 0; d < hd; ++d) {
-        const float qd = qh[d];
-        const float* kd = K + d * ks;
-        for (int64_t j = 0; j < len; ++j) s[j] = s[j] + qd * kd[j];
-      }
-      float mx = -INFINITY;
-      for (int64_t j = 0; j < len; ++j) {
-        s[j] = s[j] * scale;
-        mx = std::max(mx, s[j]);
-      }
-      double sum = 0.0;
-      for (int64_t j = 0; j < len; ++j) {
-        s[j] = static_cast<float>(pinned::exp(static_cast<double>(s[j] - mx)));
-        sum += s[j];
-      }
-      const double inv = 1.0 / sum;
-      for (int64_t j = 0; j < len; ++j) s[j] = static_cast<float>(s[j] * inv);
-      // Output: for each value row j ascending, o[d] += w[j] * V[j][d].
-      float* o = out + t * c.n_embd + h * hd;
-      for (int64_t d = 0; d < hd; ++d) o[d] = 0.0f;
-      for (int64_t j = 0; j < len; ++j) {
-        const float w = s[j];
-        const float* vj = V + j * hd;
-        for (int64_t d = 0; d < hd; ++d) o[d] = o[d] + w * vj[d];
-      }
+      AttnItem a;
+      a.K = kv.keys(layer, kvh, len, conv);
+      a.ks = kv.key_stride(len);
+      a.V = kv.values(layer, kvh, len, conv + hd * n_ctx);
+      a.q = q + t * c.n_embd + h * hd;
+      a.len = len;
+      a.hd = hd;
+      a.scale = scale;
+      a.s = s;
+      a.o = out + t * c.n_embd + h * hd;
+      item_fn(&a);
     }
   });
 }

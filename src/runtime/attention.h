@@ -43,6 +43,9 @@ class KvCache {
 // (causal: keys [0, pos0 + t]). q: [n][n_head*hd]. scratch: n_head*n floats of n_ctx, plus
 // 2 * hd * n_ctx per item for F16 caches, from attention_scratch().
 int64_t attention_scratch(const ModelConfig& c, int64_t n_batch, int64_t n_ctx, KvType kv);
+// g[i] = silu(g[i]) * u[i] for i < n, vectorized for the active ISA (same bits on each).
+void swiglu_rows(float* g, const float* u, int64_t n);
+
 void attention(const ModelConfig& c, const KvCache& kv, int64_t layer, const float* q, int64_t n,
                int64_t pos0, float* out, float* scratch, int64_t n_ctx, ThreadPool& pool);
 

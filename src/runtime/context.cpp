@@ -64,9 +64,7 @@ struct Context::Impl {
       rmsnorm(x.data(), w.ffn_norm, xn.data(), n);
       run(w.gate, xn.data(), n, g.data());
       run(w.up, xn.data(), n, u.data());
-      pool.run(n * c.n_ff, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) g[static_cast<size_t>(i)] = pinned::silu(g[static_cast<size_t>(i)]) * u[static_cast<size_t>(i)];
-      });
+      pool.run(n * c.n_ff, [&](int64_t b, int64_t e) { swiglu_rows(g.data() + b, u.data() + b, e - b); }, 16);
       run(w.down, g.data(), n, o.data());
       for (int64_t i = 0; i < n * d; ++i) x[static_cast<size_t>(i)] = x[static_cast<size_t>(i)] + o[static_cast<size_t>(i)];
     }

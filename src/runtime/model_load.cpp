@@ -2,6 +2,7 @@
 // shape, linear layers prepared for their kernels, refusals before any inference.
 #include <cmath>
 
+#include "nvfp4/codec.h"
 #include "nvfp4/error.h"
 #include "nvfp4/quantize.h"
 #include "runtime/model_impl.h"
@@ -88,7 +89,13 @@ struct Loader {
     DType dt;
     const void* data = nullptr;
     if (ck.raw_float(name, dt, data)) return PinnedDense::prepare(dt, data, n_out, n_in);
-    return PinnedDense::from_f32(ck.to_f32(name), n_out, n_in);
+    std::vector<float> w = ck.to_f32(name);
+    if (opt.quantize) {  // as `nvfp4 convert` keeps ggml-quantized embeddings: F16
+      std::vector<uint16_t> h(w.size());
+      for (size_t i = 0; i < w.size(); ++i) h[i] = float_to_half(w[i]);
+      return PinnedDense::prepare(DType::f16, h.data(), n_out, n_in);
+    }
+    return PinnedDense::from_f32(std::move(w), n_out, n_in);
   }
 };
 

@@ -15,34 +15,7 @@ double round_int(double v) {
   return t - kRound;
 }
 
-double pow2i(int64_t k) {  // 2^k for -1022 <= k <= 1023
-  const uint64_t bits = static_cast<uint64_t>(k + 1023) << 52;
-  double d;
-  std::memcpy(&d, &bits, 8);
-  return d;
-}
 }  // namespace
-
-double exp(double x) {
-  if (x != x) return x;
-  if (x < -708.0) x = -708.0;
-  if (x > 709.0) x = 709.0;
-  constexpr double kInvLn2 = 1.4426950408889634;
-  constexpr double kLn2Hi = 6.93147180369123816490e-01;  // 32 significant bits
-  constexpr double kLn2Lo = 1.90821492927058770002e-10;
-  const double k = round_int(x * kInvLn2);
-  const double r = (x - k * kLn2Hi) - k * kLn2Lo;  // |r| <= 0.3466
-  // Taylor series to r^13 (remainder < 2e-17 relative), Horner from the highest term.
-  double p = 1.0 / 6227020800.0;
-  const double inv[] = {1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0,
-                        1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0,
-                        1.0 / 6.0, 0.5, 1.0, 1.0};
-  for (double c : inv) p = p * r + c;
-  const int64_t ki = static_cast<int64_t>(k);
-  // k in [-1022, 1023] after the clamp; split the scaling for the smallest results.
-  if (ki < -1000) return p * pow2i(ki + 100) * pow2i(-100);
-  return p * pow2i(ki);
-}
 
 double log(double x) {
   // x = m * 2^e with m in [sqrt(1/2), sqrt(2)); log m = 2 atanh(s), s = (m-1)/(m+1), |s| < 0.1716.
@@ -89,11 +62,6 @@ void sincos(double x, double& s, double& c) {
     case 2: s = -sr; c = -cr; break;
     default: s = -cr; c = sr; break;
   }
-}
-
-float silu(float x) {
-  const double xd = x;
-  return static_cast<float>(xd / (1.0 + exp(-xd)));
 }
 
 }  // namespace nvfp4::pinned

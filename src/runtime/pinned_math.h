@@ -3,14 +3,48 @@
 // every machine, ISA and libm. Accuracy: a few double ulps over the ranges the runtime uses
 // (|x| < 700 for exp, |x| < 2^20 for sin/cos), far below float's resolution.
 #pragma once
+#include <bit>
+#include <cstdint>
 
 namespace nvfp4::pinned {
 
-double exp(double x);           // x clamped to [-708, 709]
+// exp(x) for x clamped to [-700, 709] (e^-700 is already 0 in float). Inline and branch-free so
+// that loops over it vectorize; the vector code performs the same IEEE operations per element.
+inline double exp(double x) {
+  x = x < -700.0 ? -700.0 : x;
+  x = x > 709.0 ? 709.0 : x;
+  constexpr double kInvLn2 = 1.4426950408889634;
+  constexpr double kLn2Hi = 6.93147180369123816490e-01;  // 32 significant bits
+  constexpr double kLn2Lo = 1.90821492927058770002e-10;
+  constexpr double kRound = 6755399441055744.0;  // 1.5 * 2^52: (v + kRound) - kRound rounds v
+  const double k = (x * kInvLn2 + kRound) - kRound;  // not folded: no fast-math in this build
+  const double r = (x - k * kLn2Hi) - k * kLn2Lo;     // |r| <= 0.3466
+  // Taylor series to r^13 (remainder < 2e-17 relative), Horner from the highest term.
+  double p = 1.0 / 6227020800.0;
+  p = p * r + 1.0 / 479001600.0;
+  p = p * r + 1.0 / 39916800.0;
+  p = p * r + 1.0 / 3628800.0;
+  p = p * r + 1.0 / 362880.0;
+  p = p * r + 1.0 / 40320.0;
+  p = p * r + 1.0 / 5040.0;
+  p = p * r + 1.0 / 720.0;
+  p = p * r + 1.0 / 120.0;
+  p = p * r + 1.0 / 24.0;
+  p = p * r + 1.0 / 6.0;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  const int64_t ki = static_cast<int64_t>(k);  // in [-1010, 1023]
+  return p * std::bit_cast<double>(static_cast<uint64_t>(ki + 1023) << 52);
+}
+
 double log(double x);           // x > 0, finite
 void sincos(double x, double& s, double& c);
 
 // SiLU in float with the pinned exp: x / (1 + e^-x), computed in double, rounded once.
-float silu(float x);
+inline float silu(float x) {
+  const double xd = x;
+  return static_cast<float>(xd / (1.0 + exp(-xd)));
+}
 
 }  // namespace nvfp4::pinned

@@ -1,5 +1,5 @@
 // The ISA the runtime's own pinned kernels use: NVFP4_ISA (scalar|avx2|avx512) when set, else the
-// best this CPU has. Follows the kernels' choice so that forcing an ISA covers both.
+// best this CPU has: the kernels' active_isa(), so that forcing an ISA covers both.
 #pragma once
 #include <string_view>
 

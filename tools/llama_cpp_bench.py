@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""The llama.cpp peer of `nvfp4 bench model`: prompt and generation tokens/s of a GGUF through PyPI
+`llama-cpp-python`, on the same token counts and threads. Prints one JSON line.
+
+  python tools/llama_cpp_bench.py MODEL.gguf --prompt 512 --gen 128 --threads T --reps R
+  python tools/llama_cpp_bench.py SRC.gguf --quantize-q4_0 DST.gguf   (llama.cpp's own Q4_0 of SRC)
+
+Timings: prompt = one llama_decode of the whole prompt (batch = prompt), generation = greedy
+single-token decodes; median over repeats. Exit 3 with {"error": ...} when llama_cpp is missing or
+cannot load the file (e.g. a llama.cpp without NVFP4 support).
+"""
+import argparse
+import json
+import statistics
+import sys
+import time
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model")
+    ap.add_argument("--prompt", type=int, default=512)
+    ap.add_argument("--gen", type=int, default=128)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--quantize-q4_0")
+    a = ap.parse_args()
+    try:
+        import llama_cpp
+    except Exception as e:  # noqa: BLE001
+        print(json.dumps({"error": f"llama_cpp unavailable: {e}"}))
+        return 3
+    if a.quantize_q4_0:
+        p = llama_cpp.llama_model_quantize_default_params()
+        p.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_0
+        p.allow_requantize = True
+        p.nthread = a.threads
+        rc = llama_cpp.llama_model_quantize(a.model.encode(), a.quantize_q4_0.encode(), p)
+        print(json.dumps({"quantized": a.quantize_q4_0, "rc": rc}))
+        return 0 if rc == 0 else 3
+    try:
+        llm = llama_cpp.Llama(model_path=a.model, n_ctx=a.prompt + a.gen + 8, n_batch=a.prompt,
+                              n_ubatch=a.prompt, n_threads=a.threads, n_threads_batch=a.threads,
+                              logits_all=False, verbose=False)
+    except Exception as e:  # noqa: BLE001
+        print(json.dumps({"error": f"llama.cpp cannot load {a.model}: {e}"}))
+        return 3
+    vocab = llm.n_vocab()
+    prompt = [100 + (i * 7919) % (vocab - 200) for i in range(a.prompt)]
+    pp, tg = [], []
+    for _ in range(a.reps):
+        llm.reset()
+        t0 = time.perf_counter()
+        llm.eval(prompt)
+        pp.append(a.prompt / (time.perf_counter() - t0))
+        tok = prompt[-1]
+        t0 = time.perf_counter()
+        for _ in range(a.gen):
+            llm.eval([tok])
+            tok = int(llm.scores[llm.n_tokens - 1].argmax())
+        tg.append(a.gen / (time.perf_counter() - t0))
+    print(json.dumps({"prompt_tps": statistics.median(pp), "gen_tps": statistics.median(tg),
+                      "llama_cpp": llama_cpp.__version__}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
