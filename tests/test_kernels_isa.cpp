@@ -58,7 +58,32 @@ RowMatrix edge_weights(int64_t n_out, int64_t n_in, uint64_t seed) {
   return w;
 }
 
-// Gaussian activations with outliers, a zero 256-block, a block of one huge value and columns
+// Realistic weights (ModelOpt quantizer on Gaussian rows of different magnitudes): their 256-blocks
+// take the kernels' narrow exact path. kind 1; kinds 2 and 3: every group's scale 0x4F (E = 8)
+// except the first of each 256-block at 0x08 (E = 0), i.e. an exponent range of exactly 8 (narrow,
+// the int32 bound), or 0x57 (E = 9: range 9, the wide path); kind 0: edge_weights.
+RowMatrix weights_of_kind(int kind, int64_t n_out, int64_t n_in, uint64_t seed) {
+  if (kind == 0) return edge_weights(n_out, n_in, seed);
+  if (kind == 1) {
+    test::Rng rng(seed);
+    std::vector<float> wf(n_out * n_in);
+    for (int64_t r = 0; r < n_out; ++r) {
+      const float mag = 0.01f * static_cast<float>(1 + r % 7);
+      for (int64_t i = 0; i < n_in; ++i) wf[r * n_in + i] = rng.gauss() * mag;
+    }
+    return quantize(wf.data(), n_out, n_in);
+  }
+  RowMatrix w = edge_weights(n_out, n_in, seed);
+  for (int64_t r = 0; r < n_out; ++r) {
+    for (int64_t g = 0; g < n_in / 16; ++g) {
+      w.scales[r * (n_in / 16) + g] = g % 16 == 0 ? 0x08 : (kind == 2 ? 0x4F : 0x57);
+    }
+  }
+  for (int64_t i = 0; i < n_in / 2; ++i) w.codes[i] = 0x77;  // row 0: the largest positive codes
+  return w;
+}
+
+// Gaussian activations with outliers, a zero 256-block, all-equal columns, a block of one huge value and columns
 // whose largest value comes twice with both signs (the m = first-largest rule).
 std::vector<float> edge_activations(int64_t n_in, int64_t n, uint64_t seed) {
   test::Rng rng(seed);
@@ -70,6 +95,8 @@ std::vector<float> edge_activations(int64_t n_in, int64_t n, uint64_t seed) {
     if (t % 3 == 1 && n_in >= 256) for (int64_t i = 0; i < 256; ++i) xt[i] = 0.0f;
     if (t % 4 == 2) { xt[n_in - 1] = 50.0f; xt[n_in - 2] = -50.0f; }
     if (t % 5 == 3) for (int64_t i = 0; i < n_in; ++i) xt[i] = (i % 16 == 5) ? 1e-3f : 0.0f;
+    // All equal: q = -127 everywhere, the largest group sums (the int32 bounds of the kernels).
+    if (t % 6 == 4) for (int64_t i = 0; i < n_in; ++i) xt[i] = 1.0f;
   }
   return x;
 }
@@ -89,8 +116,9 @@ void expect_same_bits(const std::vector<float>& got, const float* want, size_t c
 
 TEST_P(ForcedIsa, A16Q8AndW4A4EqualTheReferenceBitForBit) {
   constexpr int64_t kMaxN = 17;
-  for (const Shape& s : kShapes) {
-    RowMatrix w = edge_weights(s.n_out, s.n_in, 1000 + s.n_in);
+  for (int kind = 0; kind < 4; ++kind) for (const Shape& s : kShapes) {
+    if (kind > 0 && s.n_in > 4096) continue;  // keep the test short
+    RowMatrix w = weights_of_kind(kind, s.n_out, s.n_in, 1000 + s.n_in);
     std::vector<float> x = edge_activations(s.n_in, kMaxN, 7 + s.n_in);
     const float input_scale = 300.0f / 2688.0f;
     std::vector<float> want_q8(kMaxN * s.n_out), want_4(kMaxN * s.n_out);
@@ -100,7 +128,7 @@ TEST_P(ForcedIsa, A16Q8AndW4A4EqualTheReferenceBitForBit) {
     for (int threads = 1; threads <= 3; ++threads) {
       ThreadPool pool(threads);
       for (int64_t n = 1; n <= kMaxN; ++n) {
-        SCOPED_TRACE(::testing::Message() << isa_name(GetParam()) << " " << s.n_out << "x" << s.n_in
+        SCOPED_TRACE(::testing::Message() << isa_name(GetParam()) << " kind " << kind << " " << s.n_out << "x" << s.n_in
                                           << " n " << n << " threads " << threads);
         std::vector<float> y(n * s.n_out);
         lin.forward(Mode::a16q8, x.data(), n, y.data(), pool);
@@ -244,5 +272,23 @@ TEST(Dispatch, PackUnpackRoundTrips) {
       for (int64_t i = 0; i < 96; ++i) ASSERT_EQ(t.view().code(r, i), w.view().code(tile * 16 + r, i));
       for (int64_t g = 0; g < 6; ++g) ASSERT_EQ(t.scales[r * 6 + g], w.scales[(tile * 16 + r) * 6 + g]);
     }
+  }
+}
+
+TEST(Dispatch, VectorActivationQuantizerEqualsTheReference) {
+  if (!isa_supported(Isa::avx512)) GTEST_SKIP() << "this CPU lacks avx512: prepare_q8_avx512 not run";
+  for (int64_t n_in : {16, 64, 576, 4096, 14352}) {
+    const int64_t n = 9;
+    std::vector<float> x = edge_activations(n_in, n, n_in);
+    // Column 8: m = 127 (iscale = -1) and halves everywhere else: every q is a tie to even.
+    for (int64_t i = 0; i < n_in; ++i) x[8 * n_in + i] = i == 0 ? 127.0f : static_cast<float>(i % 200 - 100) + 0.5f;
+    kern::ActQ8 want, got;
+    kern::prepare_q8(x.data(), n, n_in, want);
+    kern::prepare_q8_avx512(x.data(), n, n_in, got);
+    EXPECT_EQ(got.q, want.q) << n_in;
+    EXPECT_EQ(got.corr, want.corr) << n_in;
+    EXPECT_EQ(got.zero, want.zero) << n_in;
+    ASSERT_EQ(got.d.size(), want.d.size());
+    for (size_t i = 0; i < got.d.size(); ++i) EXPECT_EQ(std::bit_cast<uint32_t>(got.d[i]), std::bit_cast<uint32_t>(want.d[i]));
   }
 }

@@ -1,7 +1,10 @@
-// `nvfp4 convert`: a checkpoint in, an NVFP4 GGUF out (ggml NVFP4 blocks, type 40, with
-// `<base>.scale` / `<base>.input_scale` F32 companions, general.file_type = 39 and every input
-// metadata key carried over). NVFP4 input is repacked losslessly; float and ggml-quantized input is
-// quantized by SPEC.md section 4. Written through a temporary file, fsynced and renamed.
+// `nvfp4 convert`: a checkpoint in, NVFP4 out. OUT ending in .gguf: ggml NVFP4 blocks (type 40)
+// with `<base>.scale` / `<base>.input_scale` F32 companions, general.file_type = 39 and every input
+// metadata key carried over (GGUF input only: safetensors input has no GGUF tokenizer to carry).
+// Any other OUT is a directory in ModelOpt's export layout (model.safetensors, config.json,
+// hf_quant_config.json; HF names, q/k rows in HF order). NVFP4 input is repacked losslessly; float,
+// FP8 and ggml-quantized input is quantized by SPEC.md section 4. Written under a temporary name,
+// fsynced, (verified,) renamed: on any error OUT does not appear.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -33,8 +36,8 @@ struct ConvertReport {
 // a router (ffn_gate_inp) or the output head.
 bool default_quantizes(const std::string& name, size_t n_dims);
 
-// Converts IN (any checkpoint Checkpoint::open accepts; GGUF metadata is carried over) to OUT
-// (must end in .gguf). Throws nvfp4::Error; on any error OUT is not created.
+// Converts IN (any checkpoint Checkpoint::open accepts) to OUT (.gguf, or a new or empty directory;
+// .safetensors alone is refused: the quantization config needs a directory). Throws nvfp4::Error.
 ConvertReport convert(const std::string& in, const std::string& out, const ConvertOptions& opt);
 
 }  // namespace nvfp4

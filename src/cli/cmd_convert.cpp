@@ -1,4 +1,4 @@
-// nvfp4 convert IN OUT.gguf [--keep PATTERN]... [--quantize PATTERN]... [--keep-type f16|f32|bf16]
+// nvfp4 convert IN OUT.gguf|OUT_DIR [--keep PATTERN]... [--quantize PATTERN]... [--keep-type f16|f32|bf16]
 //                          [--verify] [--threads N]
 #include <unistd.h>
 
@@ -18,12 +18,13 @@ struct ConvertArgs {
 
 Registrar reg(
     "convert",
-    "Convert a checkpoint to an NVFP4 GGUF (ggml NVFP4 blocks + .scale tensors, file type 39); NVFP4 "
-    "input is repacked losslessly, float and ggml-quantized weights are quantized (SPEC section 4)",
+    "Convert a checkpoint to NVFP4: OUT.gguf (ggml NVFP4 blocks + .scale tensors, file type 39) or OUT "
+    "directory (ModelOpt layout); NVFP4 input is repacked losslessly, float/FP8/ggml-quantized weights "
+    "are quantized (SPEC section 4)",
     [](CLI::App& sub) {
       auto a = std::make_shared<ConvertArgs>();
-      sub.add_option("IN", a->in, "input checkpoint (.gguf)")->required()->check(CLI::ExistingPath);
-      sub.add_option("OUT", a->out, "output file (.gguf)")->required();
+      sub.add_option("IN", a->in, "input checkpoint (.gguf, .safetensors or HF directory)")->required()->check(CLI::ExistingPath);
+      sub.add_option("OUT", a->out, "output: a .gguf file, or a new directory (ModelOpt layout)")->required();
       sub.add_option("--keep", a->opt.keep, "glob of tensors to keep unquantized (repeatable)");
       sub.add_option("--quantize", a->opt.quantize, "glob of 2-D tensors to quantize although the default keeps them");
       sub.add_option("--keep-type", a->opt.keep_type, "type of kept ggml-quantized matrices (embedding)")

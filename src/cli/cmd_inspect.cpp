@@ -29,7 +29,7 @@ Registrar reg("inspect", "Show what a checkpoint is (producer, algorithm, modes 
               [](CLI::App& sub) {
                 auto path = std::make_shared<std::string>();
                 auto json = std::make_shared<bool>(false);
-                sub.add_option("PATH", *path, "checkpoint (.gguf)")->required()->check(CLI::ExistingPath);
+                sub.add_option("PATH", *path, "checkpoint (.gguf, .safetensors or HF directory)")->required()->check(CLI::ExistingPath);
                 sub.add_flag("--json", *json, "print JSON");
                 return [path, json]() {
                   const auto ck = Checkpoint::open(*path);

@@ -2,6 +2,7 @@
 #include <filesystem>
 
 #include "io/checkpoint_gguf.h"
+#include "io/checkpoint_safetensors.h"
 #include "nvfp4/checkpoint.h"
 #include "nvfp4/error.h"
 
@@ -13,7 +14,9 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) {
   if (fs::is_regular_file(path) && path.size() >= 5 && path.substr(path.size() - 5) == ".gguf") {
     return open_gguf_checkpoint(path);
   }
-  throw Error(path, "", "unrecognized checkpoint", "a .gguf file", "something else");
+  const bool st_file = fs::is_regular_file(path) && path.size() >= 12 && path.substr(path.size() - 12) == ".safetensors";
+  if (st_file || fs::is_directory(path)) return open_safetensors_checkpoint(path);
+  throw Error(path, "", "unrecognized checkpoint", "a .gguf or .safetensors file or an HF-style directory", "something else");
 }
 
 const TensorEntry* Checkpoint::find(const std::string& name) const {

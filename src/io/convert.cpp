@@ -3,6 +3,8 @@
 // runs them again and compares with what the re-read file holds, byte for byte.
 #include "nvfp4/convert.h"
 
+#include "io/convert_modelopt.h"
+
 #include <fnmatch.h>
 
 #include <algorithm>
@@ -213,11 +215,12 @@ bool default_quantizes(const std::string& name, size_t n_dims) {
 }
 
 ConvertReport convert(const std::string& in, const std::string& out, const ConvertOptions& opt) {
-  if (!ends_with(out, ".gguf")) {
-    throw Error(out, "", "unsupported output container", "a path ending in .gguf", out);
+  if (ends_with(out, ".safetensors")) {
+    throw Error(out, "", "unsupported output container", "a .gguf file or a directory (ModelOpt layout with config.json)", out);
   }
   ConvertReport rep;
   const auto ck = Checkpoint::open(in);  // validated in full before anything is written
+  if (!ends_with(out, ".gguf")) return convert_to_modelopt_dir(*ck, out, opt);
   const std::vector<Recipe> recipes = plan(*ck, opt, rep);
 
   gguf::Writer w;
@@ -225,7 +228,7 @@ ConvertReport convert(const std::string& in, const std::string& out, const Conve
     const auto src = gguf::File::open(in);
     for (const auto& [k, v] : src.metadata()) w.set(k, v);
   } else {
-    throw Error(in, "", "GGUF output needs GGUF metadata (tokenizer, hyperparameters)", "a .gguf input",
+    throw Error(in, "", "GGUF output needs GGUF metadata (tokenizer, hyperparameters)", "a .gguf input (or a directory OUT)",
                 ck->info().container + " input");
   }
   if (rep.quantized + rep.repacked > 0) {

@@ -3,14 +3,20 @@
 //
 // Why the result equals the reference bit for bit:
 //  - group sum s = -12*sum(q) + sum_j u_j*q_j with u = e2m1_q1 + 12 (vpdpbusd, int32, exact:
-//    |partial sums| <= 16*24*127);
-//  - s * e4m3_q9(scale) in float32 is exact: |s| <= 24384 needs 15 bits, the scale's q9 has a
-//    4-bit mantissa (or is an integer <= 7), so the product has <= 19 significant bits;
-//  - the 16 products of a 256-block are summed in float64: integers below 2^37, exact, so
-//    this is T of the reference whatever the order;
-//  - float(T) by vcvtpd2ps (round to nearest even, as the reference's int64 -> float), then the
-//    pinned steps c = T*2^-10, c*d, c*scale2, acc + c, one vector lane per row, blocks ascending,
-//    zero blocks skipped; y = half(acc) by vcvtps2ph (round to nearest even).
+//    |s| <= 16*12*127 = 24384, so s also fits int16);
+//  - T = sum_g s_g * q9_g over a 256-block is an exact integer, formed one of two ways:
+//    wide: s * q9 in float32 is exact (15 + 4 significant bits), the 16 products summed in
+//      float64 (integers below 2^37: exact);
+//    narrow (the usual case, chosen per tile and block): write q9 = M * 2^E (M <= 15, E <= 14)
+//      and let Emin be the row's smallest E among its nonzero scales in the block; when every
+//      row's E - Emin <= 8, mult = M << (E - Emin) <= 3840 and S = sum_g s_g * mult_g stays
+//      below 16 * 24384 * 3840 < 2^31: exact int32 (vpmaddwd of s's low half by mult), and
+//      T = S * 2^Emin;
+//  - float(T) * 2^-10: wide: vcvtpd2ps then the multiply; narrow: vcvtdq2ps(S) * 2^(Emin-10).
+//    Scaling by a power of two commutes with rounding to float (no overflow/underflow here), so
+//    both give the reference's float(T) * 2^-10 (int64 -> float rounds to nearest even);
+//  - then the pinned steps c * d, c * scale2, acc + c, one lane per row, blocks ascending, zero
+//    blocks skipped; y = half(acc) by vcvtps2ph (round to nearest even).
 // Thread count and window size only choose which rows/columns a pass computes, never the order.
 #include <immintrin.h>
 
@@ -22,7 +28,10 @@ namespace nvfp4::kern {
 
 namespace {
 
-inline constexpr int64_t kPrefetch = 8192;  // bytes ahead in the weight stream (N >= 2)
+// Software prefetch this many bytes ahead in the weight stream, at every N: on this project's
+// machine (a VM) the hardware prefetcher alone left a 14336x4096 N = 1 stream at half speed
+// (13.5 ms vs 7.7 ms measured side by side).
+inline constexpr int64_t kPrefetch = 8192;
 
 // e4m3_q9 of 16 scale bytes as exact floats: normal bytes (e >= 1) are (1 + m/8) * 2^(e+2), i.e.
 // float bits (v << 20) + (129 << 23); subnormal bytes (v < 8) are the integer m = v.
@@ -47,6 +56,55 @@ inline __m512i lut64() {
   return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kU12)));
 }
 
+// E of q9 = M * 2^E per scale byte: e - 1 for normal bytes, 0 for subnormal ones (and 0).
+inline __m512i scale_exp(__m512i v) {
+  return _mm512_max_epi32(_mm512_sub_epi32(_mm512_srli_epi32(v, 3), _mm512_set1_epi32(1)), _mm512_setzero_si512());
+}
+inline __m512i scale_bytes(const uint8_t* s16) {
+  return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s16)));
+}
+
+// Per row, Emin over the nonzero scales of groups [0, count) of the records at p; false when some
+// row's E range exceeds 8 (the block then takes the wide path).
+inline bool narrow_block(const uint8_t* p, int64_t count, __m512i& emin) {
+  __m512i lo = _mm512_set1_epi32(64), hi = _mm512_setzero_si512();
+  for (int64_t g = 0; g < count; ++g, p += kRecordBytes) {
+    const __m512i v = scale_bytes(p + 128);
+    const __mmask16 nz = _mm512_test_epi32_mask(v, v);
+    const __m512i e = scale_exp(v);
+    lo = _mm512_mask_min_epi32(lo, nz, lo, e);
+    hi = _mm512_mask_max_epi32(hi, nz, hi, e);
+  }
+  lo = _mm512_min_epi32(lo, hi);  // rows whose scales are all 0: Emin = 0
+  emin = lo;
+  return _mm512_cmpgt_epi32_mask(_mm512_sub_epi32(hi, lo), _mm512_set1_epi32(8)) == 0;
+}
+
+// mult = M << (E - Emin) for 16 scale bytes (0 for byte 0).
+inline __m512i scale_mult(const uint8_t* s16, __m512i emin) {
+  const __m512i v = scale_bytes(s16);
+  const __m512i m = _mm512_mask_mov_epi32(
+      _mm512_or_si512(_mm512_and_si512(v, _mm512_set1_epi32(7)), _mm512_set1_epi32(8)),
+      _mm512_cmplt_epu32_mask(v, _mm512_set1_epi32(8)), v);
+  return _mm512_sllv_epi32(m, _mm512_sub_epi32(scale_exp(v), emin));
+}
+
+struct Decoded {
+  __m512i w0, w1, w2, w3;
+};
+inline Decoded decode(const uint8_t* p, __m512i lut) {
+  const __m512i p0 = _mm512_loadu_si512(p), p1 = _mm512_loadu_si512(p + 64);
+  return {_mm512_permutexvar_epi8(p0, lut), _mm512_permutexvar_epi8(_mm512_srli_epi16(p0, 4), lut),
+          _mm512_permutexvar_epi8(p1, lut), _mm512_permutexvar_epi8(_mm512_srli_epi16(p1, 4), lut)};
+}
+inline __m512i group_sum(const Decoded& d, const int8_t* qg, int32_t corr) {
+  __m512i s = _mm512_set1_epi32(corr);
+  s = _mm512_dpbusd_epi32(s, d.w0, _mm512_set1_epi32(load4(qg)));
+  s = _mm512_dpbusd_epi32(s, d.w1, _mm512_set1_epi32(load4(qg + 4)));
+  s = _mm512_dpbusd_epi32(s, d.w2, _mm512_set1_epi32(load4(qg + 8)));
+  return _mm512_dpbusd_epi32(s, d.w3, _mm512_set1_epi32(load4(qg + 12)));
+}
+
 // One tile, columns [c0, c0 + NC).
 template <int NC>
 void tile_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float* y) {
@@ -54,46 +112,54 @@ void tile_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
   alignas(64) float acc[NC][16] = {};
   const uint8_t* p = w.tile(tile);
   const float s2 = w.scale2;
-  const int64_t qstride = a.n * kGroup;
+  constexpr int64_t qstride = ActQ8::kChunk * kGroup;  // c0 .. c0+NC lie in one chunk
   for (int64_t b = 0; b < a.blocks; ++b) {
     const int64_t g0 = b * (kQ8Block / kGroup);
     const int64_t g_end = std::min<int64_t>(a.groups, g0 + kQ8Block / kGroup);
-    __m512d tl[NC], th[NC];
-    for (int c = 0; c < NC; ++c) tl[c] = th[c] = _mm512_setzero_pd();
     const int8_t* qb = a.qg(g0, c0);
     const int32_t* cb = a.corrg(g0, c0);
-    for (int64_t g = g0; g < g_end; ++g, p += kRecordBytes, qb += qstride, cb += a.n) {
-      if constexpr (NC >= 2) {
+    __m512 t[NC];  // float(T) * 2^-10 per column
+    __m512i emin;
+    if (narrow_block(p, g_end - g0, emin)) {
+      __m512i acc_i[NC];
+      for (int c = 0; c < NC; ++c) acc_i[c] = _mm512_setzero_si512();
+      for (int64_t g = g0; g < g_end; ++g, p += kRecordBytes, qb += qstride, cb += ActQ8::kChunk) {
         _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch + 128), _MM_HINT_T0);
+        const Decoded d = decode(p, lut);
+        const __m512i mult = scale_mult(p + 128, emin);
+        for (int c = 0; c < NC; ++c) {
+          acc_i[c] = _mm512_add_epi32(acc_i[c], _mm512_madd_epi16(group_sum(d, qb + c * kGroup, cb[c]), mult));
+        }
       }
-      const __m512i p0 = _mm512_loadu_si512(p), p1 = _mm512_loadu_si512(p + 64);
-      const __m512i w0 = _mm512_permutexvar_epi8(p0, lut);
-      const __m512i w1 = _mm512_permutexvar_epi8(_mm512_srli_epi16(p0, 4), lut);
-      const __m512i w2 = _mm512_permutexvar_epi8(p1, lut);
-      const __m512i w3 = _mm512_permutexvar_epi8(_mm512_srli_epi16(p1, 4), lut);
-      const __m512 sc = q9_ps(p + 128);
+      // 2^(Emin - 10) as float bits: (Emin - 10 + 127) << 23.
+      const __m512 pow2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(emin, _mm512_set1_epi32(117)), 23));
+      for (int c = 0; c < NC; ++c) t[c] = _mm512_mul_ps(_mm512_cvtepi32_ps(acc_i[c]), pow2);
+    } else {
+      __m512d tl[NC], th[NC];
+      for (int c = 0; c < NC; ++c) tl[c] = th[c] = _mm512_setzero_pd();
+      for (int64_t g = g0; g < g_end; ++g, p += kRecordBytes, qb += qstride, cb += ActQ8::kChunk) {
+        _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch + 128), _MM_HINT_T0);
+        const Decoded d = decode(p, lut);
+        const __m512 sc = q9_ps(p + 128);
+        for (int c = 0; c < NC; ++c) {
+          const __m512 pr = _mm512_mul_ps(_mm512_cvtepi32_ps(group_sum(d, qb + c * kGroup, cb[c])), sc);
+          tl[c] = _mm512_add_pd(tl[c], _mm512_cvtps_pd(_mm512_castps512_ps256(pr)));
+          th[c] = _mm512_add_pd(th[c], _mm512_cvtps_pd(_mm512_extractf32x8_ps(pr, 1)));
+        }
+      }
       for (int c = 0; c < NC; ++c) {
-        const int8_t* qg = qb + c * kGroup;
-        __m512i s = _mm512_set1_epi32(cb[c]);
-        s = _mm512_dpbusd_epi32(s, w0, _mm512_set1_epi32(load4(qg)));
-        s = _mm512_dpbusd_epi32(s, w1, _mm512_set1_epi32(load4(qg + 4)));
-        s = _mm512_dpbusd_epi32(s, w2, _mm512_set1_epi32(load4(qg + 8)));
-        s = _mm512_dpbusd_epi32(s, w3, _mm512_set1_epi32(load4(qg + 12)));
-        const __m512 pr = _mm512_mul_ps(_mm512_cvtepi32_ps(s), sc);  // exact (see top)
-        tl[c] = _mm512_add_pd(tl[c], _mm512_cvtps_pd(_mm512_castps512_ps256(pr)));
-        th[c] = _mm512_add_pd(th[c], _mm512_cvtps_pd(_mm512_extractf32x8_ps(pr, 1)));
+        t[c] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(tl[c])), _mm512_cvtpd_ps(th[c]), 1);
+        t[c] = _mm512_mul_ps(t[c], _mm512_set1_ps(0x1p-10f));
       }
     }
     for (int c = 0; c < NC; ++c) {
       const int64_t col = c0 + c;
       if (a.zero[col * a.blocks + b]) continue;
-      __m512 t = _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(tl[c])),
-                                    _mm512_cvtpd_ps(th[c]), 1);
-      t = _mm512_mul_ps(t, _mm512_set1_ps(0x1p-10f));
-      t = _mm512_mul_ps(t, _mm512_set1_ps(a.d[col * a.blocks + b]));
-      t = _mm512_mul_ps(t, _mm512_set1_ps(s2));
-      _mm512_store_ps(acc[c], _mm512_add_ps(_mm512_load_ps(acc[c]), t));
+      __m512 v = _mm512_mul_ps(t[c], _mm512_set1_ps(a.d[col * a.blocks + b]));
+      v = _mm512_mul_ps(v, _mm512_set1_ps(s2));
+      _mm512_store_ps(acc[c], _mm512_add_ps(_mm512_load_ps(acc[c]), v));
     }
   }
   const int64_t r0 = tile * kTileRows;
@@ -123,7 +189,7 @@ void gemv_a16q8_avx512vnni(const Packed& w, const ActQ8& a, int64_t tb, int64_t 
 }
 
 // Prefill (N >= 32): blocked like a GEMM. The window is cut into column blocks whose int8
-// activations fit in L2 (about 1 MiB: 128 columns of 4096); for each block every tile of this
+// activations fit in L2 (about 1 MiB: 256 columns of 4096); for each block every tile of this
 // thread is streamed once and run over the block in passes of 8 columns (the tile's records,
 // 36 KiB at n_in 4096, stay in L1/L2 across those passes). Without the blocking, every tile
 // would re-read all N columns' activations (2 MiB at N = 512) from beyond L2. The arithmetic

@@ -67,7 +67,7 @@ void Linear::forward(Mode mode, const float* x, int64_t n, float* y, ThreadPool&
   switch (mode) {
     case Mode::a16q8: {
       kern::ActQ8 a;
-      kern::prepare_q8(x, n, w.n_in, a);
+      k.prep_q8(x, n, w.n_in, a);
       const kern::Q8Fn fn = n >= kern::kPrefillN ? k.a16q8_gemm : k.a16q8;
       pool.run(w.tiles, [&](int64_t b, int64_t e) { fn(w, a, b, e, y); });
       break;

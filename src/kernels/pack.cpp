@@ -64,14 +64,7 @@ void unpack_tile(const Packed& p, int64_t t, RowMatrix& out) {
 }
 
 void prepare_q8(const float* x, int64_t n, int64_t n_in, ActQ8& out) {
-  out.n = n;
-  out.n_in = n_in;
-  out.groups = n_in / kGroup;
-  out.blocks = (n_in + kQ8Block - 1) / kQ8Block;
-  out.q.resize(static_cast<size_t>(n * n_in));
-  out.corr.resize(static_cast<size_t>(n * out.groups));
-  out.d.resize(static_cast<size_t>(n * out.blocks));
-  out.zero.resize(static_cast<size_t>(n * out.blocks));
+  out.shape(n, n_in);
   Q8Activations a;
   for (int64_t t = 0; t < n; ++t) {
     quantize_act_q8(x + t * n_in, n_in, a);
@@ -79,12 +72,12 @@ void prepare_q8(const float* x, int64_t n, int64_t n_in, ActQ8& out) {
     std::copy(a.zero.begin(), a.zero.end(), out.zero.begin() + t * out.blocks);
     for (int64_t g = 0; g < out.groups; ++g) {
       int32_t s = 0;
-      int8_t* dst = out.q.data() + (g * n + t) * kGroup;
+      int8_t* dst = out.qg(g, t);
       for (int j = 0; j < kGroup; ++j) {
         dst[j] = a.q[g * kGroup + j];
         s += dst[j];
       }
-      out.corr[g * n + t] = -12 * s;
+      out.corr_at(g, t) = -12 * s;
     }
   }
 }

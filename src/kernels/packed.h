@@ -40,19 +40,37 @@ Packed pack_weights(const RowView& w);
 // Rows of tile t back in the row layout (16 rows, padding included): for fallbacks and tests.
 void unpack_tile(const Packed& p, int64_t t, RowMatrix& out);
 
-// a16q8 activations of n columns, each quantized by the reference quantize_act_q8. Group-major,
-// so that the columns of a window sit side by side for the record being decoded: the kernels
-// reach column c of group g at a fixed offset c*16 (c) from one pointer per group.
+// a16q8 activations of n columns, each quantized by the reference quantize_act_q8. Laid out in
+// chunks of kChunk columns, group-major inside a chunk: a pass over up to 8 columns of one chunk
+// reads one sequential stream (128 bytes per group), and column c of group g sits at a fixed
+// offset from the pass's pointer. (Column-major strides of n * 16 bytes defeated the prefetchers
+// and the TLB at n = 512.) Columns past n in the last chunk are padding, never read.
 struct ActQ8 {
+  static constexpr int64_t kChunk = 8;
   int64_t n = 0, n_in = 0, groups = 0, blocks = 0;
-  std::vector<int8_t> q;       // [groups][n][16]
-  std::vector<int32_t> corr;   // [groups][n]: -12 * sum of the group's q
+  std::vector<int8_t> q;       // [chunk][groups][kChunk][16]
+  std::vector<int32_t> corr;   // [chunk][groups][kChunk]: -12 * sum of the group's q
   std::vector<float> d;        // [n][blocks]: 1 / iscale
   std::vector<uint8_t> zero;   // [n][blocks]: the block contributes nothing
-  const int8_t* qg(int64_t g, int64_t c) const { return q.data() + (g * n + c) * kGroup; }
-  const int32_t* corrg(int64_t g, int64_t c) const { return corr.data() + g * n + c; }
+  int64_t slot(int64_t g, int64_t c) const { return ((c / kChunk) * groups + g) * kChunk + c % kChunk; }
+  int64_t chunks() const { return (n + kChunk - 1) / kChunk; }
+  int8_t* qg(int64_t g, int64_t c) { return q.data() + slot(g, c) * kGroup; }
+  const int8_t* qg(int64_t g, int64_t c) const { return q.data() + slot(g, c) * kGroup; }
+  int32_t& corr_at(int64_t g, int64_t c) { return corr[static_cast<size_t>(slot(g, c))]; }
+  const int32_t* corrg(int64_t g, int64_t c) const { return corr.data() + slot(g, c); }
+  void shape(int64_t n_, int64_t n_in_) {
+    n = n_;
+    n_in = n_in_;
+    groups = n_in / kGroup;
+    blocks = (n_in + kQ8Block - 1) / kQ8Block;
+    q.resize(static_cast<size_t>(chunks() * groups * kChunk * kGroup));
+    corr.resize(static_cast<size_t>(chunks() * groups * kChunk));
+    d.assign(static_cast<size_t>(n * blocks), 0.0f);
+    zero.assign(static_cast<size_t>(n * blocks), 0);
+  }
 };
 void prepare_q8(const float* x, int64_t n, int64_t n_in, ActQ8& out);
+using PrepQ8Fn = void (*)(const float* x, int64_t n, int64_t n_in, ActQ8& out);
 
 // w4a4 activations of n columns, each quantized by the reference quantize_act_fp4.
 struct ActFp4 {
@@ -77,6 +95,7 @@ using DenseFn = void (*)(DType dtype, const uint8_t* w, int64_t n_out, int64_t n
 
 struct KernelTable {
   Isa isa;
+  PrepQ8Fn prep_q8;  // the a16q8 activation quantizer (same bits on every ISA)
   Q8Fn a16q8;      const char* a16q8_name;
   Q8Fn a16q8_gemm; const char* a16q8_gemm_name;  // n >= kPrefillN
   Fp4Fn w4a4;      const char* w4a4_name;
@@ -102,9 +121,13 @@ void gemv_dense_scalar(DType, const uint8_t*, int64_t, int64_t, const float*, in
                        int64_t, float*);
 
 void gemv_a16q8_avx2(const Packed&, const ActQ8&, int64_t, int64_t, float*);
+void gemv_w4a4_avx2(const Packed&, const ActFp4&, int64_t, int64_t, float*);
+void gemv_a16_avx2(const Packed&, const float*, int64_t, int64_t, int64_t, float*);
+void gemv_f32_avx2(const Packed&, const float*, int64_t, int64_t, int64_t, float*);
 void gemv_dense_avx2(DType, const uint8_t*, int64_t, int64_t, const float*, int64_t, int64_t,
                      int64_t, float*);
 
+void prepare_q8_avx512(const float*, int64_t, int64_t, ActQ8&);
 void gemv_a16q8_avx512vnni(const Packed&, const ActQ8&, int64_t, int64_t, float*);
 void gemm_a16q8_avx512vnni(const Packed&, const ActQ8&, int64_t, int64_t, float*);
 void gemv_w4a4_avx512vnni(const Packed&, const ActFp4&, int64_t, int64_t, float*);

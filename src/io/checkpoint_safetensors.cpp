@@ -1,0 +1,422 @@
+#include "io/checkpoint_safetensors.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "io/hf_names.h"
+#include "io/quant_config.h"
+#include "nvfp4/codec.h"
+#include "nvfp4/error.h"
+#include "nvfp4/quantize.h"
+#include "nvfp4/safetensors.h"
+#include "nvfp4/validate.h"
+
+namespace nvfp4 {
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace st = safetensors;
+using Json = nlohmann::json;
+
+bool ends_with(const std::string& s, const std::string& suf) {
+  return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
+}
+
+std::optional<Json> read_json(const fs::path& p) {
+  if (!fs::exists(p)) return std::nullopt;
+  std::ifstream f(p);
+  try {
+    return Json::parse(f);
+  } catch (const Json::exception& e) {
+    throw Error(p.string(), "", "not valid JSON", "a JSON document", e.what());
+  }
+}
+
+struct Ref {
+  const st::TensorInfo* t = nullptr;
+  std::string file;
+};
+
+// One scalar F32 ([] or [1]).
+float scalar_f32(const Ref& r, const std::string& role) {
+  if (r.t->dtype != st::Dtype::F32 || r.t->elements() != 1 || r.t->shape.size() > 1) {
+    std::string shape = "[";
+    for (auto d : r.t->shape) shape += std::to_string(d) + ",";
+    throw Error(r.file, r.t->name, role + " must be one F32 value", "F32 [] or [1]",
+                std::string(st::dtype_name(r.t->dtype)) + " " + shape + "]");
+  }
+  float v;
+  std::memcpy(&v, r.t->data, 4);
+  return v;
+}
+
+struct Source {
+  enum Kind { nvfp4, fp8, plain } kind = plain;
+  Ref w, scale;                 // codes (or FP8 / float values) and block scales (or FP8 scale)
+  std::string module;           // HF module
+  int64_t heads = 0;            // q/k row permutation (0: none)
+  int64_t n_out = 0, n_in = 0;
+  std::vector<float> pqs;       // AWQ pre_quant_scale
+};
+
+class StCheckpoint final : public Checkpoint {
+ public:
+  explicit StCheckpoint(const std::string& path) {
+    info_.path = path;
+    info_.container = "safetensors";
+    load_files(path);
+    recognise();
+  }
+  const CheckpointInfo& info() const override { return info_; }
+  const gguf::Value* meta(const std::string& key) const override {
+    for (const auto& [k, v] : meta_) if (k == key) return &v;
+    return nullptr;
+  }
+  const std::vector<TensorEntry>& tensors() const override { return entries_; }
+
+  RowMatrix nvfp4(const std::string& name) const override {
+    const TensorEntry& e = tensor(name);
+    const Source& s = src_.at(name);
+    if (s.kind != Source::nvfp4) throw Error(info_.path, name, "tensor is not NVFP4", "NVFP4", e.storage_name);
+    RowMatrix m;
+    m.n_out = s.n_out;
+    m.n_in = s.n_in;
+    m.scale2 = e.scale2;
+    m.codes.resize(static_cast<size_t>(s.n_out * s.n_in / 2));
+    m.scales.resize(static_cast<size_t>(s.n_out * s.n_in / 16));
+    const int64_t cb = s.n_in / 2, sb = s.n_in / 16;
+    for (int64_t r = 0; r < s.n_out; ++r) {
+      const int64_t from = s.heads ? hf::permuted_source_row(r, s.n_out, s.heads) : r;
+      std::memcpy(m.codes.data() + r * cb, s.w.t->data + from * cb, static_cast<size_t>(cb));
+      std::memcpy(m.scales.data() + r * sb, s.scale.t->data + from * sb, static_cast<size_t>(sb));
+    }
+    return m;
+  }
+
+  std::vector<float> pre_quant_scale(const std::string& name) const override { return src_.at(tensor(name).name).pqs; }
+
+  std::vector<float> to_f32(const std::string& name) const override {
+    const TensorEntry& e = tensor(name);
+    const Source& s = src_.at(name);
+    if (s.kind == Source::nvfp4) {
+      const RowMatrix m = nvfp4(name);
+      std::vector<float> out(static_cast<size_t>(m.n_out * m.n_in));
+      dequantize(m.view(), out.data());
+      return out;
+    }
+    std::vector<float> raw(static_cast<size_t>(s.w.t->elements()));
+    st::to_float(*s.w.t, raw.data(), s.w.file);
+    if (s.kind == Source::fp8) {
+      std::vector<float> sc(static_cast<size_t>(s.scale.t->elements()));
+      st::to_float(*s.scale.t, sc.data(), s.scale.file);
+      for (int64_t r = 0; r < s.n_out; ++r) {
+        const float f = sc.size() == 1 ? sc[0] : sc[static_cast<size_t>(r)];
+        for (int64_t i = 0; i < s.n_in; ++i) raw[static_cast<size_t>(r * s.n_in + i)] *= f;
+      }
+    }
+    if (!s.heads) return raw;
+    std::vector<float> out(raw.size());
+    for (int64_t r = 0; r < s.n_out; ++r) {
+      const int64_t from = hf::permuted_source_row(r, s.n_out, s.heads);
+      std::memcpy(out.data() + r * s.n_in, raw.data() + from * s.n_in, static_cast<size_t>(s.n_in) * 4);
+    }
+    (void)e;
+    return out;
+  }
+
+  bool raw_float(const std::string& name, DType& dtype, const void*& data) const override {
+    const Source& s = src_.at(tensor(name).name);
+    if (s.kind != Source::plain || s.heads) return false;
+    switch (s.w.t->dtype) {
+      case st::Dtype::F32: dtype = DType::f32; break;
+      case st::Dtype::F16: dtype = DType::f16; break;
+      case st::Dtype::BF16: dtype = DType::bf16; break;
+      default: return false;
+    }
+    data = s.w.t->data;
+    return true;
+  }
+
+ private:
+  void load_files(const std::string& path) {
+    fs::path dir;
+    std::vector<std::string> files;
+    if (fs::is_directory(path)) {
+      dir = path;
+      if (auto idx = read_json(dir / "model.safetensors.index.json")) {
+        const std::string ip = (dir / "model.safetensors.index.json").string();
+        if (!idx->contains("weight_map") || !(*idx)["weight_map"].is_object()) {
+          throw Error(ip, "", "index without weight_map", "\"weight_map\": {...}", "absent");
+        }
+        std::set<std::string> shards;
+        for (auto it = (*idx)["weight_map"].begin(); it != (*idx)["weight_map"].end(); ++it) {
+          if (!it.value().is_string()) throw Error(ip, it.key(), "weight_map entry is not a file name", "a string", it.value().dump());
+          const std::string f = it.value().get<std::string>();
+          if (f.find('/') != std::string::npos) throw Error(ip, it.key(), "weight_map names a file outside the directory", "a file name", f);
+          shards.insert(f);
+          index_[it.key()] = f;
+        }
+        for (const auto& s : shards) files.push_back((dir / s).string());
+      } else if (fs::exists(dir / "model.safetensors")) {
+        files.push_back((dir / "model.safetensors").string());
+      } else {
+        throw Error(path, "", "directory holds no checkpoint", "model.safetensors or model.safetensors.index.json", "neither");
+      }
+    } else {
+      dir = fs::path(path).parent_path();
+      if (dir.empty()) dir = ".";
+      files.push_back(path);
+    }
+    dir_ = dir.string();
+    for (const auto& f : files) {
+      if (!fs::exists(f)) throw Error(f, "", "shard listed in the index is missing", "the file", "absent");
+      files_.push_back(std::make_unique<st::File>(st::File::open(f)));
+    }
+    for (const auto& f : files_) {
+      for (const auto& t : f->tensors()) {
+        if (refs_.count(t.name)) throw Error(f->path(), t.name, "tensor present in two shards", "one shard", refs_[t.name].file + " and " + f->path());
+        if (!index_.empty()) {
+          auto it = index_.find(t.name);
+          const std::string base = fs::path(f->path()).filename().string();
+          if (it == index_.end() || it->second != base) {
+            throw Error(f->path(), t.name, "tensor not where the index says", it == index_.end() ? "listed in the index" : it->second, base);
+          }
+        }
+        refs_[t.name] = Ref{&t, f->path()};
+      }
+    }
+    for (const auto& [name, file] : index_) {
+      if (!refs_.count(name)) throw Error(dir_ + "/model.safetensors.index.json", name, "tensor listed in the index is missing", file, "absent");
+    }
+  }
+
+  const Ref* find(const std::string& n) const {
+    auto it = refs_.find(n);
+    return it == refs_.end() ? nullptr : &it->second;
+  }
+
+  void set_meta_u32(const std::string& k, const Json& c, const char* key) {
+    if (c.contains(key) && c[key].is_number_integer()) {
+      gguf::Value v;
+      v.type = gguf::ValueType::u32;
+      v.u = c[key].get<uint32_t>();
+      meta_.emplace_back(k, v);
+    }
+  }
+  void set_meta_f32(const std::string& k, const Json& c, const char* key) {
+    if (c.contains(key) && c[key].is_number()) {
+      gguf::Value v;
+      v.type = gguf::ValueType::f32;
+      v.f = static_cast<float>(c[key].get<double>());
+      meta_.emplace_back(k, v);
+    }
+  }
+
+  void recognise() {
+    const auto config = read_json(fs::path(dir_) / "config.json");
+    const auto hfq = read_json(fs::path(dir_) / "hf_quant_config.json");
+    const QuantConfig qc = QuantConfig::parse(config ? &*config : nullptr, hfq ? &*hfq : nullptr, dir_);
+    info_.producer = qc.producer;
+    info_.algorithm = qc.algorithm;
+    std::string arch;
+    int64_t n_head = 0, n_head_kv = 0;
+    if (config) {
+      arch = config->value("model_type", "");
+      n_head = config->value("num_attention_heads", 0);
+      n_head_kv = config->value("num_key_value_heads", n_head);
+      gguf::Value a;
+      a.type = gguf::ValueType::string;
+      a.s = arch;
+      meta_.emplace_back("general.architecture", a);
+      set_meta_u32(arch + ".block_count", *config, "num_hidden_layers");
+      set_meta_u32(arch + ".embedding_length", *config, "hidden_size");
+      set_meta_u32(arch + ".feed_forward_length", *config, "intermediate_size");
+      set_meta_u32(arch + ".attention.head_count", *config, "num_attention_heads");
+      set_meta_u32(arch + ".attention.head_count_kv", *config, "num_key_value_heads");
+      set_meta_u32(arch + ".context_length", *config, "max_position_embeddings");
+      set_meta_u32(arch + ".vocab_size", *config, "vocab_size");
+      set_meta_f32(arch + ".rope.freq_base", *config, "rope_theta");
+      set_meta_f32(arch + ".attention.layer_norm_rms_epsilon", *config, "rms_norm_eps");
+    }
+    // llama.cpp permutes q/k rows for its LLAMA arch (Llama, Mistral), not for e.g. Qwen2.
+    const bool permute = (arch == "llama" || arch == "mistral") && n_head > 0;
+
+    std::set<std::string> used;
+    int nvfp4_layers = 0, with_input = 0;
+    // NVFP4 and FP8 layers first: they own their companion tensors.
+    for (const auto& [name, ref] : refs_) {
+      std::string module;
+      bool ct = false;
+      if (ends_with(name, ".weight_packed")) {
+        module = name.substr(0, name.size() - 14);
+        ct = true;
+      } else if (ends_with(name, ".weight") && (ref.t->dtype == st::Dtype::U8 || ref.t->dtype == st::Dtype::F8_E4M3)) {
+        module = name.substr(0, name.size() - 7);
+      } else {
+        continue;
+      }
+      const LayerQuant lq = qc.layer(module);
+      const Ref* sc = find(module + ".weight_scale");
+      Source s;
+      s.module = module;
+      s.w = ref;
+      const std::string canon = hf::to_gguf_name(module + ".weight");
+      TensorEntry e;
+      e.name = canon;
+      if (ref.t->dtype == st::Dtype::F8_E4M3 && !ct) {  // FP8 layer
+        if (lq != LayerQuant::fp8) {
+          throw Error(ref.file, name, "FP8 weight in a layer the configuration does not declare FP8", "FP8 declared", layer_quant_name(lq));
+        }
+        if (ref.t->shape.size() != 2) throw Error(ref.file, name, "FP8 weight must be a matrix", "2 dimensions", std::to_string(ref.t->shape.size()));
+        if (!sc) throw Error(ref.file, name, "FP8 weight without its scale", module + ".weight_scale", "absent");
+        s.kind = Source::fp8;
+        s.n_out = ref.t->shape[0];
+        s.n_in = ref.t->shape[1];
+        s.scale = *sc;
+        const int64_t ne = sc->t->elements();
+        if (!st::dtype_is_float(sc->t->dtype) || sc->t->dtype == st::Dtype::F8_E4M3 || (ne != 1 && ne != s.n_out)) {
+          throw Error(sc->file, sc->t->name, "FP8 weight scale must be per tensor or per output channel", "F32/F16/BF16 with 1 or " + std::to_string(s.n_out) + " values",
+                      std::string(st::dtype_name(sc->t->dtype)) + " with " + std::to_string(ne));
+        }
+        std::vector<float> v(static_cast<size_t>(ne));
+        st::to_float(*sc->t, v.data(), sc->file);
+        for (size_t i = 0; i < v.size(); ++i) check_tensor_scale(v[i], sc->file, sc->t->name);
+        e.storage = Storage::fp8;
+        e.storage_name = "F8_E4M3";
+        e.bits_per_weight = 8.0;
+        used.insert({name, module + ".weight_scale", module + ".input_scale"});
+      } else {
+        // NVFP4: codes U8 [n_out][n_in/2].
+        if (lq != LayerQuant::nvfp4_w4a4 && lq != LayerQuant::nvfp4_w4a16 && lq != LayerQuant::nvfp4_awq) {
+          throw Error(ref.file, name, "NVFP4 tensors present but the configuration does not say NVFP4 for this layer",
+                      "NVFP4 declared (" + (qc.source.empty() ? std::string("no quantization config found") : qc.source) + ")",
+                      layer_quant_name(lq));
+        }
+        if (ref.t->dtype != st::Dtype::U8) throw Error(ref.file, name, "NVFP4 codes must be U8", "U8", st::dtype_name(ref.t->dtype));
+        if (ref.t->shape.size() != 2) {
+          throw Error(ref.file, name, "NVFP4 weight must be a matrix (stacked experts are not supported yet)", "2 dimensions", std::to_string(ref.t->shape.size()));
+        }
+        s.kind = Source::nvfp4;
+        s.n_out = ref.t->shape[0];
+        s.n_in = ref.t->shape[1] * 2;
+        check_n_in(s.n_in, false, ref.file, name);
+        if (!sc) throw Error(ref.file, name, "NVFP4 weight without its block scale", module + ".weight_scale", "absent");
+        if (sc->t->dtype != st::Dtype::F8_E4M3) throw Error(sc->file, sc->t->name, "NVFP4 block scale must be F8_E4M3", "F8_E4M3", st::dtype_name(sc->t->dtype));
+        const std::vector<int64_t> want = {s.n_out, s.n_in / 16};
+        if (sc->t->shape != want) {
+          throw Error(sc->file, sc->t->name, "NVFP4 block scale has the wrong shape",
+                      "[" + std::to_string(want[0]) + ", " + std::to_string(want[1]) + "]",
+                      "[" + std::to_string(sc->t->shape.empty() ? 0 : sc->t->shape[0]) + ", " +
+                          std::to_string(sc->t->shape.size() > 1 ? sc->t->shape[1] : 0) + "]");
+        }
+        check_scale_bytes(sc->t->data, sc->t->elements(), sc->file, sc->t->name);
+        s.scale = *sc;
+        // Tensor scale: a multiplier (ModelOpt) or its reciprocal (compressed-tensors).
+        const std::string s2n = ct ? module + ".weight_global_scale" : module + ".weight_scale_2";
+        const Ref* s2 = find(s2n);
+        if (!s2) throw Error(ref.file, name, "NVFP4 weight without its tensor scale", s2n, "absent");
+        const float raw = scalar_f32(*s2, "NVFP4 tensor scale");
+        check_tensor_scale(raw, s2->file, s2n);  // a compressed-tensors 0 (uncalibrated) is refused too
+        e.scale2 = ct ? 1.0f / raw : raw;
+        check_tensor_scale(e.scale2, s2->file, s2n);
+        const std::string isn = ct ? module + ".input_global_scale" : module + ".input_scale";
+        if (const Ref* is = find(isn)) {
+          const float v = scalar_f32(*is, "NVFP4 input scale");
+          check_tensor_scale(v, is->file, isn);
+          e.input_scale = ct ? 1.0f / v : v;
+          if (lq != LayerQuant::nvfp4_w4a4) {
+            throw Error(is->file, isn, "input scale present but the configuration does not declare W4A4 activations", "no input scale for " + std::string(layer_quant_name(lq)), "an input scale");
+          }
+          used.insert(isn);
+          ++with_input;
+        } else if (lq == LayerQuant::nvfp4_w4a4 && qc.producer == "modelopt") {
+          throw Error(ref.file, name, "W4A4 declared (quant_algo NVFP4) but the layer has no input scale", isn, "absent");
+        } else if (lq == LayerQuant::nvfp4_w4a4) {
+          throw Error(ref.file, name, "W4A4 declared (FP4 input_activations) but the layer has no input scale", isn, "absent");
+        }
+        const std::string pq = module + ".pre_quant_scale";
+        if (const Ref* p = find(pq)) {
+          if (lq != LayerQuant::nvfp4_awq) throw Error(p->file, pq, "pre_quant_scale present but the layer is not NVFP4_AWQ", "NVFP4_AWQ", layer_quant_name(lq));
+          if (!st::dtype_is_float(p->t->dtype) || p->t->elements() != s.n_in) {
+            throw Error(p->file, pq, "pre_quant_scale must hold one float per input", std::to_string(s.n_in) + " values", std::to_string(p->t->elements()));
+          }
+          s.pqs.resize(static_cast<size_t>(s.n_in));
+          st::to_float(*p->t, s.pqs.data(), p->file);
+          for (float v : s.pqs) if (!std::isfinite(v)) throw Error(p->file, pq, "pre_quant_scale not finite", "finite", std::to_string(v));
+          used.insert(pq);
+        } else if (lq == LayerQuant::nvfp4_awq) {
+          throw Error(ref.file, name, "NVFP4_AWQ layer without pre_quant_scale", pq, "absent");
+        }
+        e.storage = Storage::nvfp4;
+        e.storage_name = "NVFP4";
+        e.bits_per_weight = 4.5;
+        ++nvfp4_layers;
+        used.insert({name, module + ".weight_scale", s2n});
+      }
+      const std::string base = module.substr(module.find_last_of('.') + 1);
+      if (permute && (base == "q_proj" || base == "k_proj")) s.heads = base == "q_proj" ? n_head : n_head_kv;
+      if (s.heads && s.n_out % (2 * s.heads) != 0) throw Error(ref.file, name, "rows do not split into heads", "n_out % (2 x heads) == 0", std::to_string(s.n_out));
+      e.shape = {s.n_out, s.n_in};
+      add(std::move(e), std::move(s));
+    }
+    if (qc.declares_nvfp4() && nvfp4_layers == 0) {
+      throw Error(qc.source, "", "the configuration says NVFP4 but no NVFP4 tensor exists", "at least one NVFP4 layer", "none");
+    }
+    // Everything else must be a plain float tensor.
+    for (const auto& [name, ref] : refs_) {
+      if (used.count(name)) continue;
+      if (!st::dtype_is_float(ref.t->dtype) || ref.t->dtype == st::Dtype::F8_E4M3 || ref.t->dtype == st::Dtype::F8_E5M2) {
+        throw Error(ref.file, name, "tensor of a form this project does not read",
+                    "an NVFP4 or FP8 layer's part, or F32/F16/BF16/F64", st::dtype_name(ref.t->dtype));
+      }
+      Source s;
+      s.w = ref;
+      s.kind = Source::plain;
+      TensorEntry e;
+      e.name = hf::to_gguf_name(name);
+      e.shape = ref.t->shape;
+      e.storage = ref.t->dtype == st::Dtype::F32 ? Storage::f32 : ref.t->dtype == st::Dtype::F16 ? Storage::f16 : ref.t->dtype == st::Dtype::BF16 ? Storage::bf16 : Storage::other;
+      e.storage_name = st::dtype_name(ref.t->dtype);
+      e.bits_per_weight = st::dtype_bits(ref.t->dtype);
+      if (ends_with(name, ".weight") && ref.t->shape.size() == 2) {
+        const std::string module = name.substr(0, name.size() - 7);
+        const std::string base = module.substr(module.find_last_of('.') + 1);
+        s.n_out = ref.t->shape[0];
+        s.n_in = ref.t->shape[1];
+        if (permute && (base == "q_proj" || base == "k_proj")) s.heads = base == "q_proj" ? n_head : n_head_kv;
+      }
+      add(std::move(e), std::move(s));
+    }
+    info_.has_input_scales = nvfp4_layers > 0 && with_input == nvfp4_layers;
+    if (qc.producer == "float") info_.algorithm = "float";
+  }
+
+  void add(TensorEntry e, Source s) {
+    if (src_.count(e.name)) throw Error(info_.path, e.name, "two tensors map to the same canonical name", "unique names", e.name);
+    src_[e.name] = std::move(s);
+    entries_.push_back(std::move(e));
+  }
+
+  CheckpointInfo info_;
+  std::string dir_;
+  std::vector<std::unique_ptr<st::File>> files_;
+  std::map<std::string, std::string> index_;
+  std::map<std::string, Ref> refs_;
+  std::vector<std::pair<std::string, gguf::Value>> meta_;
+  std::vector<TensorEntry> entries_;
+  std::unordered_map<std::string, Source> src_;
+};
+
+}  // namespace
+
+std::unique_ptr<Checkpoint> open_safetensors_checkpoint(const std::string& path) {
+  return std::make_unique<StCheckpoint>(path);
+}
+
+}  // namespace nvfp4

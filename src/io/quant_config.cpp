@@ -1,0 +1,165 @@
+#include "io/quant_config.h"
+
+#include <fnmatch.h>
+#include <regex.h>
+
+#include "nvfp4/error.h"
+
+namespace nvfp4 {
+
+namespace {
+
+LayerQuant modelopt_algo(const std::string& a, const std::string& file) {
+  if (a == "NVFP4") return LayerQuant::nvfp4_w4a4;
+  if (a == "W4A16_NVFP4") return LayerQuant::nvfp4_w4a16;
+  if (a == "NVFP4_AWQ") return LayerQuant::nvfp4_awq;
+  if (a == "FP8") return LayerQuant::fp8;
+  throw Error(file, "", "unsupported ModelOpt quant_algo", "NVFP4, W4A16_NVFP4, NVFP4_AWQ, FP8 or MIXED_PRECISION", a);
+}
+
+bool name_matches(const std::string& pat, const std::string& module) {
+  if (pat.rfind("re:", 0) == 0) {
+    // compressed-tensors matches with Python's re.match (anchored at the start): POSIX ERE here.
+    regex_t re;
+    if (::regcomp(&re, ("^(" + pat.substr(3) + ")").c_str(), REG_EXTENDED | REG_NOSUB) != 0) {
+      throw Error("", "", "bad regular expression in the quantization config", "a valid regex", pat);
+    }
+    const bool m = ::regexec(&re, module.c_str(), 0, nullptr, 0) == 0;
+    ::regfree(&re);
+    return m;
+  }
+  if (pat == module) return true;
+  return ::fnmatch(pat.c_str(), module.c_str(), 0) == 0;
+}
+
+std::vector<std::string> strings(const nlohmann::json& j, const char* key, const std::string& file) {
+  std::vector<std::string> out;
+  if (!j.contains(key) || j[key].is_null()) return out;
+  if (!j[key].is_array()) throw Error(file, "", std::string("'") + key + "' is not a list", "a list of strings", j[key].type_name());
+  for (const auto& e : j[key]) {
+    if (!e.is_string()) throw Error(file, "", std::string("'") + key + "' holds a non-string", "strings", e.dump());
+    out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+LayerQuant ct_group(const nlohmann::json& g, const std::string& file, const std::string& gname) {
+  const auto& w = g.contains("weights") ? g["weights"] : nlohmann::json();
+  if (!w.is_object()) throw Error(file, "", "compressed-tensors group without weights", "config_groups." + gname + ".weights", "absent");
+  const int bits = w.value("num_bits", 0);
+  const std::string type = w.value("type", "");
+  if (bits == 4 && type == "float") {
+    if (w.value("group_size", 0) != 16) {
+      throw Error(file, "", "compressed-tensors FP4 group size", "16", std::to_string(w.value("group_size", 0)));
+    }
+    const auto ia = g.contains("input_activations") ? g["input_activations"] : nlohmann::json();
+    if (ia.is_object() && ia.value("num_bits", 0) == 4 && ia.value("type", "") == "float") return LayerQuant::nvfp4_w4a4;
+    if (!ia.is_null() && ia.is_object()) {
+      throw Error(file, "", "compressed-tensors group with unsupported input activations",
+                  "FP4 (W4A4) or none (W4A16)", ia.dump());
+    }
+    return LayerQuant::nvfp4_w4a16;
+  }
+  if (bits == 8 && type == "float") return LayerQuant::fp8;
+  throw Error(file, "", "unsupported compressed-tensors weight format", "4-bit float (NVFP4) or 8-bit float (FP8)",
+              std::to_string(bits) + "-bit " + type + " in group " + gname);
+}
+
+}  // namespace
+
+const char* layer_quant_name(LayerQuant q) {
+  switch (q) {
+    case LayerQuant::none: return "none";
+    case LayerQuant::nvfp4_w4a4: return "NVFP4";
+    case LayerQuant::nvfp4_w4a16: return "W4A16_NVFP4";
+    case LayerQuant::nvfp4_awq: return "NVFP4_AWQ";
+    case LayerQuant::fp8: return "FP8";
+  }
+  return "?";
+}
+
+QuantConfig QuantConfig::parse(const nlohmann::json* config, const nlohmann::json* hfq, const std::string& dir) {
+  QuantConfig c;
+  const nlohmann::json* q = nullptr;
+  std::string method;
+  if (hfq) {
+    c.source = dir + "/hf_quant_config.json";
+    if (!hfq->contains("quantization") || !(*hfq)["quantization"].is_object()) {
+      throw Error(c.source, "", "hf_quant_config.json without a quantization object", "\"quantization\": {...}", "absent");
+    }
+    q = &(*hfq)["quantization"];
+    method = "modelopt";
+  } else if (config && config->contains("quantization_config")) {
+    c.source = dir + "/config.json";
+    q = &(*config)["quantization_config"];
+    if (!q->is_object()) throw Error(c.source, "", "quantization_config is not an object", "an object", q->type_name());
+    method = q->value("quant_method", "");
+  } else {
+    return c;
+  }
+  if (method == "modelopt") {
+    c.producer = "modelopt";
+    c.algorithm = q->value("quant_algo", "");
+    c.exclude = strings(*q, "exclude_modules", c.source);
+    for (const auto& s : strings(*q, "ignore", c.source)) c.exclude.push_back(s);
+    if (c.algorithm == "MIXED_PRECISION") {
+      c.mixed = true;
+      if (!q->contains("quantized_layers") || !(*q)["quantized_layers"].is_object()) {
+        throw Error(c.source, "", "MIXED_PRECISION without quantized_layers", "\"quantized_layers\": {...}", "absent");
+      }
+      for (auto it = (*q)["quantized_layers"].begin(); it != (*q)["quantized_layers"].end(); ++it) {
+        const std::string a = it.value().is_object() ? it.value().value("quant_algo", "") : "";
+        c.per_layer.emplace_back(it.key(), modelopt_algo(a, c.source));
+      }
+    } else {
+      c.global = modelopt_algo(c.algorithm, c.source);
+      if (q->value("group_size", 16) != 16) {
+        throw Error(c.source, "", "ModelOpt NVFP4 group size", "16", std::to_string(q->value("group_size", 16)));
+      }
+    }
+    return c;
+  }
+  if (method == "compressed-tensors") {
+    c.producer = "compressed-tensors";
+    const std::string fmt = q->value("format", "");
+    c.exclude = strings(*q, "ignore", c.source);
+    if (!q->contains("config_groups") || !(*q)["config_groups"].is_object()) {
+      throw Error(c.source, "", "compressed-tensors config without config_groups", "\"config_groups\": {...}", "absent");
+    }
+    for (auto it = (*q)["config_groups"].begin(); it != (*q)["config_groups"].end(); ++it) {
+      const std::string gfmt = it.value().value("format", fmt);
+      const LayerQuant lq = ct_group(it.value(), c.source, it.key());
+      if ((lq == LayerQuant::nvfp4_w4a4 || lq == LayerQuant::nvfp4_w4a16) && gfmt != "nvfp4-pack-quantized") {
+        throw Error(c.source, "", "unsupported compressed-tensors format for FP4 weights", "nvfp4-pack-quantized", gfmt);
+      }
+      c.groups.push_back({strings(it.value(), "targets", c.source), lq});
+    }
+    c.algorithm = fmt.empty() ? "compressed-tensors" : fmt;
+    return c;
+  }
+  throw Error(c.source, "", "unsupported quantization method", "modelopt or compressed-tensors", method.empty() ? "none named" : method);
+}
+
+LayerQuant QuantConfig::layer(const std::string& module) const {
+  for (const auto& p : exclude) if (name_matches(p, module)) return LayerQuant::none;
+  if (producer == "modelopt") {
+    if (!mixed) return global;
+    for (const auto& [name, q] : per_layer) if (name == module) return q;
+    return LayerQuant::none;
+  }
+  for (const auto& g : groups) {
+    for (const auto& t : g.targets) {
+      if (t == "Linear" || name_matches(t, module)) return g.q;
+    }
+  }
+  return LayerQuant::none;
+}
+
+bool QuantConfig::declares_nvfp4() const {
+  if (global == LayerQuant::nvfp4_w4a4 || global == LayerQuant::nvfp4_w4a16 || global == LayerQuant::nvfp4_awq) return true;
+  for (const auto& [n, q] : per_layer) if (q != LayerQuant::none && q != LayerQuant::fp8) return true;
+  for (const auto& g : groups) if (g.q != LayerQuant::none && g.q != LayerQuant::fp8) return true;
+  return false;
+}
+
+}  // namespace nvfp4

@@ -1,0 +1,36 @@
+// What a safetensors checkpoint's configuration declares, per module: ModelOpt
+// (hf_quant_config.json, or config.json quantization_config with quant_method "modelopt") or
+// compressed-tensors (quantization_config with format "nvfp4-pack-quantized" / config_groups).
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace nvfp4 {
+
+enum class LayerQuant { none, nvfp4_w4a4, nvfp4_w4a16, nvfp4_awq, fp8 };
+const char* layer_quant_name(LayerQuant q);
+
+struct QuantConfig {
+  std::string producer = "float";  // "modelopt", "compressed-tensors" or "float"
+  std::string algorithm = "float";
+  std::string source;              // the file it came from
+  // Throws nvfp4::Error for a quantization method or algorithm we do not support (by name).
+  static QuantConfig parse(const nlohmann::json* config, const nlohmann::json* hf_quant, const std::string& dir);
+  // What the configuration says about module `module` (HF name without ".weight").
+  LayerQuant layer(const std::string& module) const;
+  bool declares_nvfp4() const;
+
+ private:
+  LayerQuant global = LayerQuant::none;
+  std::vector<std::string> exclude;                          // fnmatch wildcards / "re:" regexes
+  std::vector<std::pair<std::string, LayerQuant>> per_layer; // MIXED_PRECISION quantized_layers
+  bool mixed = false;
+  struct Group {
+    std::vector<std::string> targets;
+    LayerQuant q;
+  };
+  std::vector<Group> groups;  // compressed-tensors config_groups
+};
+
+}  // namespace nvfp4
