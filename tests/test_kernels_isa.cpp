@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -291,4 +292,21 @@ TEST(Dispatch, VectorActivationQuantizerEqualsTheReference) {
     ASSERT_EQ(got.d.size(), want.d.size());
     for (size_t i = 0; i < got.d.size(); ++i) EXPECT_EQ(std::bit_cast<uint32_t>(got.d[i]), std::bit_cast<uint32_t>(want.d[i]));
   }
+}
+
+TEST(Dispatch, EnvironmentChoosesTheIsaAtEachCall) {
+  clear_forced_isa();
+  setenv("NVFP4_ISA", "scalar", 1);
+  EXPECT_EQ(active_isa(), Isa::scalar);
+  setenv("NVFP4_ISA", "sse9", 1);
+  EXPECT_THROW(active_isa(), Error);
+  if (isa_supported(Isa::avx2)) {
+    setenv("NVFP4_ISA", "avx2", 1);
+    EXPECT_EQ(active_isa(), Isa::avx2);
+    force_isa(Isa::scalar);  // the API call wins over the environment
+    EXPECT_EQ(active_isa(), Isa::scalar);
+    clear_forced_isa();
+  }
+  unsetenv("NVFP4_ISA");
+  EXPECT_EQ(active_isa(), detect_isa());
 }

@@ -18,7 +18,8 @@ Isa parse_isa(std::string_view s);
 bool isa_supported(Isa isa);
 // The best supported ISA on this machine.
 Isa detect_isa();
-// The ISA the kernels use now: force_isa()'s choice, else NVFP4_ISA, else detect_isa().
+// The ISA the kernels use now: force_isa()'s choice, else NVFP4_ISA (read at each call), else
+// detect_isa(). Linear and DenseLinear ask at every forward().
 // Throws nvfp4::Error when NVFP4_ISA names an unknown or unsupported ISA.
 Isa active_isa();
 // Forces an ISA for the whole process (tests, benchmarks); throws nvfp4::Error if unsupported.

@@ -45,19 +45,17 @@ bool cpu_has_avx512() {
 
 std::atomic<int> g_forced{-1};
 
+// Read at every call (a getenv and at most three string compares): a process may change
+// NVFP4_ISA between calls, as the model tests do; the packed weights are the same for every ISA.
 Isa from_env() {
-  static const Isa chosen = [] {
-    const char* e = std::getenv("NVFP4_ISA");
-    if (e == nullptr || *e == '\0') return detect_isa();
-    const Isa i = parse_isa(e);
-    if (!isa_supported(i)) {
-      throw Error("", "", "NVFP4_ISA names an instruction set this CPU lacks",
-                  "one of the supported ISAs (best: " + std::string(isa_name(detect_isa())) + ")",
-                  e);
-    }
-    return i;
-  }();
-  return chosen;
+  const char* e = std::getenv("NVFP4_ISA");
+  if (e == nullptr || *e == '\0') return detect_isa();
+  const Isa i = parse_isa(e);
+  if (!isa_supported(i)) {
+    throw Error("", "", "NVFP4_ISA names an instruction set this CPU lacks",
+                "one of the supported ISAs (best: " + std::string(isa_name(detect_isa())) + ")", e);
+  }
+  return i;
 }
 
 }  // namespace
