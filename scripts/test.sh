@@ -16,3 +16,5 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 echo "== ASan+UBSan tests"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
+echo "== Fuzzing the checkpoint parsers (libFuzzer, bounded)"
+bash scripts/fuzz.sh "${NVFP4_FUZZ_SECONDS:-30}"

@@ -294,19 +294,16 @@ TEST(Dispatch, VectorActivationQuantizerEqualsTheReference) {
   }
 }
 
-TEST(Dispatch, EnvironmentChoosesTheIsaAtEachCall) {
-  clear_forced_isa();
-  setenv("NVFP4_ISA", "scalar", 1);
-  EXPECT_EQ(active_isa(), Isa::scalar);
-  setenv("NVFP4_ISA", "sse9", 1);
-  EXPECT_THROW(active_isa(), Error);
+TEST(Dispatch, EnvironmentValueChoosesTheIsaAndForceWins) {
+  EXPECT_EQ(isa_from_env_value("scalar"), Isa::scalar);
+  EXPECT_EQ(isa_from_env_value(nullptr), detect_isa());
+  EXPECT_EQ(isa_from_env_value(""), detect_isa());
+  EXPECT_THROW(isa_from_env_value("sse9"), Error);
   if (isa_supported(Isa::avx2)) {
-    setenv("NVFP4_ISA", "avx2", 1);
-    EXPECT_EQ(active_isa(), Isa::avx2);
-    force_isa(Isa::scalar);  // the API call wins over the environment
-    EXPECT_EQ(active_isa(), Isa::scalar);
-    clear_forced_isa();
+    EXPECT_EQ(isa_from_env_value("avx2"), Isa::avx2);
   }
-  unsetenv("NVFP4_ISA");
-  EXPECT_EQ(active_isa(), detect_isa());
+  force_isa(Isa::scalar);  // the API call wins over the environment
+  EXPECT_EQ(active_isa(), Isa::scalar);
+  clear_forced_isa();
+  EXPECT_EQ(active_isa(), isa_from_env_value(std::getenv("NVFP4_ISA")));
 }

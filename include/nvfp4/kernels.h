@@ -18,10 +18,13 @@ Isa parse_isa(std::string_view s);
 bool isa_supported(Isa isa);
 // The best supported ISA on this machine.
 Isa detect_isa();
-// The ISA the kernels use now: force_isa()'s choice, else NVFP4_ISA (read at each call), else
-// detect_isa(). Linear and DenseLinear ask at every forward().
+// The ISA the kernels use now: force_isa()'s choice, else NVFP4_ISA (read once per process),
+// else detect_isa().
 // Throws nvfp4::Error when NVFP4_ISA names an unknown or unsupported ISA.
 Isa active_isa();
+// What a value of NVFP4_ISA selects (null or empty: detect_isa()); throws nvfp4::Error for an
+// unknown or unsupported ISA.
+Isa isa_from_env_value(const char* value);
 // Forces an ISA for the whole process (tests, benchmarks); throws nvfp4::Error if unsupported.
 void force_isa(Isa isa);
 // Back to NVFP4_ISA / CPUID.

@@ -45,10 +45,16 @@ bool cpu_has_avx512() {
 
 std::atomic<int> g_forced{-1};
 
-// Read at every call (a getenv and at most three string compares): a process may change
-// NVFP4_ISA between calls, as the model tests do; the packed weights are the same for every ISA.
+// NVFP4_ISA is read once, at the first dispatch: one choice for the whole process. Tests that
+// switch ISAs within a process use force_isa().
 Isa from_env() {
-  const char* e = std::getenv("NVFP4_ISA");
+  static const Isa chosen = isa_from_env_value(std::getenv("NVFP4_ISA"));
+  return chosen;
+}
+
+}  // namespace
+
+Isa isa_from_env_value(const char* e) {
   if (e == nullptr || *e == '\0') return detect_isa();
   const Isa i = parse_isa(e);
   if (!isa_supported(i)) {
@@ -57,8 +63,6 @@ Isa from_env() {
   }
   return i;
 }
-
-}  // namespace
 
 bool isa_supported(Isa isa) {
   switch (isa) {
