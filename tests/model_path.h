@@ -28,7 +28,7 @@ inline std::string smollm2_path() {
                                    "set NVFP4_SMOLLM2_GGUF"
 
 // Sanitizer builds run 3-10x slower: the model tests shrink their workloads there.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(NVFP4_SANITIZED)
 inline constexpr bool kUnderSanitizer = true;
 #else
 inline constexpr bool kUnderSanitizer = false;

@@ -160,7 +160,7 @@ TEST(Convert, CliExitCodes) {
   EXPECT_EQ(run_cli("convert " + kSrc + " " + (dir / "e.gguf") + " --keep-type f8"), 2);
 }
 
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(NVFP4_SANITIZED)
 TEST(Convert, RealSmolLM2ToNvfp4Verified) {
   const char* path = std::getenv("NVFP4_SMOLLM2_GGUF");
   if (!path || !test::exists(path)) GTEST_SKIP() << "NVFP4_SMOLLM2_GGUF not set";

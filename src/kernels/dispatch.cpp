@@ -1,5 +1,7 @@
 // The one dispatch point: which ISA runs (CPUID once, NVFP4_ISA, force_isa) and the table of
 // kernels of each ISA, filled once. No kernel body tests the ISA.
+#include <cpuid.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <string>
@@ -29,9 +31,17 @@ Isa parse_isa(std::string_view s) {
 
 namespace {
 
+// F16C and BMI2 straight from CPUID: clang 14's __builtin_cpu_supports does not know them.
+bool cpuid_f16c_bmi2() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 29))) return false;  // leaf 1 ECX.29: F16C
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  return (b & (1u << 8)) != 0;                                             // leaf 7 EBX.8: BMI2
+}
+
 bool cpu_has_avx2() {
   static const bool v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                         __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
+                         cpuid_f16c_bmi2();
   return v;
 }
 

@@ -1,6 +1,4 @@
 // PinnedDense on AVX-512: the 16 lanes in one register; multiply and add unfused.
-// GCC 12 warns about the _mm512_undefined_ps() inside its own intrinsic headers.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include "runtime/pinned_dense.h"
