@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds a Release tree (g++) and a sanitizer tree
-# (clang, ASan + UBSan, with the libFuzzer targets), runs every test in both with CTest, then
-# fuzzes the checkpoint parsers for a bounded time (NVFP4_FUZZ_SECONDS per target, default 30).
+# (clang, ASan + UBSan, with the libFuzzer targets), fuzzes the checkpoint parsers for a bounded
+# time (NVFP4_FUZZ_SECONDS per target, default 30), then runs every test in both trees with CTest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -10,13 +10,17 @@ NVFP4_SMOLLM2_GGUF="$(bash scripts/model-path.sh)"
 export NVFP4_SMOLLM2_GGUF
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$jobs"
+# A build-asan/ left by an older g++ configuration cannot switch compilers: start it afresh.
+if [ -f build-asan/CMakeCache.txt ] && ! grep -qE '^CMAKE_CXX_COMPILER:[A-Z]+=.*clang\+\+' build-asan/CMakeCache.txt; then
+  rm -rf build-asan
+fi
 CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DNVFP4_SANITIZE=ON -DNVFP4_FUZZ=ON >/dev/null
 cmake --build build-asan -j "$jobs"
+echo "== Fuzzing the checkpoint parsers (libFuzzer, bounded)"
+NVFP4_FUZZ_BUILD_DIR=build-asan bash scripts/fuzz.sh "${NVFP4_FUZZ_SECONDS:-30}"
 echo "== Release tests"
 ctest --test-dir build --output-on-failure -j "$jobs"
 echo "== ASan+UBSan tests"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
-echo "== Fuzzing the checkpoint parsers (libFuzzer, bounded)"
-NVFP4_FUZZ_BUILD_DIR=build-asan bash scripts/fuzz.sh "${NVFP4_FUZZ_SECONDS:-30}"
