@@ -1,8 +1,16 @@
-// The runtime's own exp/log/sin/cos (runtime/pinned_math.h) against libm in long double.
+// The runtime's own exp/log/sin/cos (runtime/pinned_math.h) against libm in long double, and
+// its vector loops against the scalar code, bit for bit.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "nvfp4/kernels.h"
+#include "runtime/attention.h"
 #include "runtime/pinned_math.h"
 #include "test_util.h"
 
@@ -31,4 +39,62 @@ TEST(PinnedMath, ExpLogSinCosMatchLibm) {
   EXPECT_EQ(pinned::exp(0.0), 1.0);
   EXPECT_EQ(pinned::exp(-1000.0) >= 0.0, true);
   EXPECT_NEAR(pinned::silu(1.0f), 1.0f / (1.0f + std::exp(-1.0f)), 1e-7f);
+}
+
+// The vector softmax-numerator and SwiGLU loops (pinned_exp_avx2.h / pinned_exp_avx512.h) give the
+// scalar code's bits on every input: random values over exp's whole range and beyond its clamps,
+// and the edges (signed zeros, infinities, NaN, subnormals, the clamp points, odd lengths).
+namespace {
+std::vector<float> exp_inputs() {
+  test::Rng rng(17);
+  std::vector<float> v = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-45f, -1e-45f, 1e-38f, -700.0f,
+                          -700.5f, -699.5f, 709.0f, 709.5f, 708.9f, 88.7f, -87.3f, -103.9f, -104.0f,
+                          1.0f, -1.0f, 0.5f, 3.4e38f, -3.4e38f};
+  for (int i = 0; i < 100000; ++i) {
+    const double u = rng.uniform() * 2.0 - 1.0;  // [-1, 1)
+    switch (i % 4) {
+      case 0: v.push_back(static_cast<float>(u * 20.0)); break;     // activations
+      case 1: v.push_back(static_cast<float>(u * 800.0)); break;    // past the clamps
+      case 2: v.push_back(static_cast<float>(-std::fabs(u) * 120.0)); break;  // softmax shifts
+      default: v.push_back(static_cast<float>(std::ldexp(u, static_cast<int>(rng.next() % 60) - 40)));
+    }
+  }
+  return v;
+}
+using ExpFn = void (*)(const float*, float, float*, int64_t);
+using SwigluFn = void (*)(float*, const float*, int64_t);
+std::vector<std::pair<std::string, std::pair<ExpFn, SwigluFn>>> vector_variants() {
+  std::vector<std::pair<std::string, std::pair<ExpFn, SwigluFn>>> v;
+  if (isa_supported(Isa::avx2)) v.push_back({"avx2", {exp_shifted_avx2, swiglu_avx2}});
+  if (isa_supported(Isa::avx512)) v.push_back({"avx512", {exp_shifted_avx512, swiglu_avx512}});
+  return v;
+}
+}  // namespace
+
+TEST(PinnedMath, VectorExpAndSwigluEqualScalarBits) {
+  const std::vector<float> x = exp_inputs();
+  test::Rng rng(5);
+  std::vector<float> u(x.size());
+  for (auto& e : u) e = static_cast<float>(rng.uniform() * 4.0 - 2.0);
+  const auto variants = vector_variants();
+  if (variants.empty()) GTEST_SKIP() << "no vector ISA on this CPU";
+  for (const auto& [name, fns] : variants) {
+    for (const float mx : {0.0f, 3.25f, -17.5f}) {
+      // Lengths that leave every tail size.
+      for (const int64_t n : {int64_t(x.size()), int64_t(x.size()) - 1, int64_t(7), int64_t(3)}) {
+        std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n));
+        exp_shifted_scalar(x.data(), mx, want.data(), n);
+        fns.first(x.data(), mx, got.data(), n);
+        ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0) << name << " exp, mx " << mx << ", n " << n;
+        std::vector<float> in_place(x.begin(), x.begin() + n);
+        fns.first(in_place.data(), mx, in_place.data(), n);
+        ASSERT_EQ(std::memcmp(want.data(), in_place.data(), want.size() * 4), 0) << name << " exp in place";
+      }
+    }
+    std::vector<float> want(x), got(x);
+    swiglu_scalar(want.data(), u.data(), static_cast<int64_t>(x.size()));
+    fns.second(got.data(), u.data(), static_cast<int64_t>(x.size()));
+    for (size_t i = 0; i < x.size(); ++i)
+      ASSERT_EQ(std::bit_cast<uint32_t>(want[i]), std::bit_cast<uint32_t>(got[i])) << name << " swiglu x " << x[i];
+  }
 }

@@ -27,6 +27,7 @@ def main():
     a = ap.parse_args()
     try:
         import llama_cpp
+        import numpy as np
     except Exception as e:  # noqa: BLE001
         print(json.dumps({"error": f"llama_cpp unavailable: {e}"}))
         return 3
@@ -57,7 +58,9 @@ def main():
         t0 = time.perf_counter()
         for _ in range(a.gen):
             llm.eval([tok])
-            tok = int(llm.scores[llm.n_tokens - 1].argmax())
+            # The Llama object keeps no logits without logits_all; read the last row from the
+            # context, as its sampler does.
+            tok = int(np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(vocab,)).argmax())
         tg.append(a.gen / (time.perf_counter() - t0))
     print(json.dumps({"prompt_tps": statistics.median(pp), "gen_tps": statistics.median(tg),
                       "llama_cpp": llama_cpp.__version__}))

@@ -1,7 +1,13 @@
 // A small thread pool with a fixed partition: run(count, fn) splits [0, count) into one
 // contiguous range per thread by a formula of (count, threads) only, so which thread computes a
 // row never changes its result, and the integer-exact modes stay bit-identical for any count.
+//
+// Hand-off: a decode step dispatches a few hundred short jobs (tens of microseconds each), so
+// waking sleeping threads through the kernel for each one costs a large share of the step.
+// Workers and the caller therefore spin (with pause) for a short while before they sleep on a
+// condition variable; with more threads than cores they sleep at once.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -26,14 +32,16 @@ class ThreadPool {
  private:
   void worker(int index);
   int threads_;
+  int64_t spin_ns_;  // how long to spin before sleeping (0: sleep at once)
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable cv_start_, cv_done_;
+  // Written by run() before the release increment of generation_, read after its acquire load.
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t count_ = 0, align_ = 1;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stop_{false};
 };
 
 // [begin, end) of part `index` of `parts` for `count` items aligned to `align`.

@@ -96,14 +96,15 @@ int64_t attention_scratch(const ModelConfig& c, int64_t n_batch, int64_t n_ctx, 
 
 void attention_item_avx2(const void* item);
 void attention_item_avx512(const void* item);
-void swiglu_avx2(float* g, const float* u, int64_t n);
-void swiglu_avx512(float* g, const float* u, int64_t n);
+
+void swiglu_scalar(float* g, const float* u, int64_t n) { swiglu(g, u, n); }
+void exp_shifted_scalar(const float* s, float mx, float* out, int64_t n) { exp_shifted_scalar_body(s, mx, out, n); }
 
 void swiglu_rows(float* g, const float* u, int64_t n) {
   switch (runtime_isa()) {
     case RuntimeIsa::avx512: swiglu_avx512(g, u, n); break;
     case RuntimeIsa::avx2: swiglu_avx2(g, u, n); break;
-    default: swiglu(g, u, n); break;
+    default: swiglu_scalar(g, u, n); break;
   }
 }
 
@@ -113,7 +114,9 @@ void attention(const ModelConfig& c, const KvCache& kv, int64_t layer, const flo
   const bool f16 = kv.is_f16();
   const int64_t per_item = n_ctx + (f16 ? 2 * hd * n_ctx : 0);
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
-  void (*item_fn)(const void*) = [](const void* it) { attention_item(*static_cast<const AttnItem*>(it)); };
+  void (*item_fn)(const void*) = [](const void* it) {
+    attention_item<32, 16>(*static_cast<const AttnItem*>(it), exp_shifted_scalar_body);
+  };
   switch (runtime_isa()) {
     case RuntimeIsa::avx512: item_fn = attention_item_avx512; break;
     case RuntimeIsa::avx2: item_fn = attention_item_avx2; break;

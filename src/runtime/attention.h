@@ -46,6 +46,16 @@ int64_t attention_scratch(const ModelConfig& c, int64_t n_batch, int64_t n_ctx, 
 // g[i] = silu(g[i]) * u[i] for i < n, vectorized for the active ISA (same bits on each).
 void swiglu_rows(float* g, const float* u, int64_t n);
 
+// The per-ISA bodies behind swiglu_rows and the softmax numerators (exp_shifted: out[j] =
+// float(exp(double(s[j] - mx)))), exposed so the tests can hold every compiled variant to the
+// scalar one; call the avx2/avx512 ones only where the CPU has them.
+void swiglu_scalar(float* g, const float* u, int64_t n);
+void swiglu_avx2(float* g, const float* u, int64_t n);
+void swiglu_avx512(float* g, const float* u, int64_t n);
+void exp_shifted_scalar(const float* s, float mx, float* out, int64_t n);
+void exp_shifted_avx2(const float* s, float mx, float* out, int64_t n);
+void exp_shifted_avx512(const float* s, float mx, float* out, int64_t n);
+
 void attention(const ModelConfig& c, const KvCache& kv, int64_t layer, const float* q, int64_t n,
                int64_t pos0, float* out, float* scratch, int64_t n_ctx, ThreadPool& pool);
 

@@ -1,7 +1,10 @@
 // The body of attention for one (token, head) and SwiGLU, compiled three times (attention.cpp: baseline
 // x86-64; attention_item_avx2.cpp; attention_item_avx512.cpp) so that the compiler vectorizes its
-// elementwise loops at each width. No loop here reassociates a sum (the build forbids
-// contraction and fast-math), so every copy gives the same bits; docs/DETERMINISM.md lists the order.
+// elementwise loops at each width. The pinned exp does not auto-vectorize (its clamps and int64
+// conversion stay scalar), so each copy passes its own softmax-numerator step: the scalar loop
+// below, or pinned_exp_avx2.h / pinned_exp_avx512.h, which do the same IEEE operations per lane.
+// No loop here reassociates a sum (the build forbids contraction and fast-math), so every copy
+// gives the same bits; docs/DETERMINISM.md lists the order.
 // Internal linkage on purpose: each translation unit keeps its own copy.
 #pragma once
 #include <algorithm>
@@ -24,15 +27,38 @@ struct AttnItem {
   float* o;  // [hd]
 };
 
-inline void attention_item(const AttnItem& a) {
+// out[j] = float(exp(double(s[j] - mx))) for j < n; out may be s.
+inline void exp_shifted_scalar_body(const float* s, float mx, float* out, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) out[j] = static_cast<float>(pinned::exp(static_cast<double>(s[j] - mx)));
+}
+
+// kKeys / kDims: keys (scores) and head dimensions (output) per register-held chunk, chosen per
+// ISA: kKeys gives 8 independent add chains (8 x 16 lanes on AVX-512, 8 x 8 on AVX2, 8 x 4 on
+// SSE2); kDims must not exceed the head dimension (64 here) to be used at all. The order per key
+// and per dimension never changes.
+template <int64_t kKeys, int64_t kDims, class ExpShifted>
+inline void attention_item(const AttnItem& a, ExpShifted exp_shifted) {
   float* __restrict s = a.s;
   const int64_t len = a.len, hd = a.hd;
-  // Scores: for each key j, sum over d ascending of q[d] * K[d][j], then times the scale.
-  for (int64_t j = 0; j < len; ++j) s[j] = 0.0f;
+  // Scores: for each key j, sum over d ascending of q[d] * K[d][j], then times the scale. Keys in
+  // chunks of kKeys held in a local array across the d loop (registers, once vectorized), so s
+  // is not re-read and re-written per d; the sum per key is the same.
+  int64_t j0 = 0;
+  for (; j0 + kKeys <= len; j0 += kKeys) {
+    float acc[kKeys];
+    for (int64_t jj = 0; jj < kKeys; ++jj) acc[jj] = 0.0f;
+    for (int64_t d = 0; d < hd; ++d) {
+      const float qd = a.q[d];
+      const float* __restrict kd = a.K + d * a.ks + j0;
+      for (int64_t jj = 0; jj < kKeys; ++jj) acc[jj] = acc[jj] + qd * kd[jj];
+    }
+    for (int64_t jj = 0; jj < kKeys; ++jj) s[j0 + jj] = acc[jj];
+  }
+  for (int64_t j = j0; j < len; ++j) s[j] = 0.0f;
   for (int64_t d = 0; d < hd; ++d) {
     const float qd = a.q[d];
     const float* __restrict kd = a.K + d * a.ks;
-    for (int64_t j = 0; j < len; ++j) s[j] = s[j] + qd * kd[j];
+    for (int64_t j = j0; j < len; ++j) s[j] = s[j] + qd * kd[j];
   }
   float mx = -INFINITY;
   for (int64_t j = 0; j < len; ++j) {
@@ -40,20 +66,30 @@ inline void attention_item(const AttnItem& a) {
     mx = std::max(mx, s[j]);
   }
   // Softmax: exp in double by the pinned function, the sum in double with j ascending.
+  exp_shifted(s, mx, s, len);
   double sum = 0.0;
-  for (int64_t j = 0; j < len; ++j) {
-    s[j] = static_cast<float>(pinned::exp(static_cast<double>(s[j] - mx)));
-    sum += s[j];
-  }
+  for (int64_t j = 0; j < len; ++j) sum += s[j];
   const double inv = 1.0 / sum;
   for (int64_t j = 0; j < len; ++j) s[j] = static_cast<float>(s[j] * inv);
-  // Output: for each value row j ascending, o[d] += w[j] * V[j][d].
+  // Output: for each value row j ascending, o[d] += w[j] * V[j][d]; d in chunks of kDims held
+  // in a local array across the j loop.
   float* __restrict o = a.o;
-  for (int64_t d = 0; d < hd; ++d) o[d] = 0.0f;
+  int64_t d0 = 0;
+  for (; d0 + kDims <= hd; d0 += kDims) {
+    float acc[kDims];
+    for (int64_t dd = 0; dd < kDims; ++dd) acc[dd] = 0.0f;
+    for (int64_t j = 0; j < len; ++j) {
+      const float w = s[j];
+      const float* __restrict vj = a.V + j * hd + d0;
+      for (int64_t dd = 0; dd < kDims; ++dd) acc[dd] = acc[dd] + w * vj[dd];
+    }
+    for (int64_t dd = 0; dd < kDims; ++dd) o[d0 + dd] = acc[dd];
+  }
+  for (int64_t d = d0; d < hd; ++d) o[d] = 0.0f;
   for (int64_t j = 0; j < len; ++j) {
     const float w = s[j];
     const float* __restrict vj = a.V + j * hd;
-    for (int64_t d = 0; d < hd; ++d) o[d] = o[d] + w * vj[d];
+    for (int64_t d = d0; d < hd; ++d) o[d] = o[d] + w * vj[d];
   }
 }
 

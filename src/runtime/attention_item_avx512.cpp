@@ -1,7 +1,12 @@
 // attention_item and swiglu compiled for avx512 (flags from the file name, see CMakeLists.txt).
+#include "runtime/attention.h"
 #include "runtime/attention_item.h"
+#include "runtime/pinned_exp_avx512.h"
 
 namespace nvfp4 {
-void attention_item_avx512(const void* item) { attention_item(*static_cast<const AttnItem*>(item)); }
-void swiglu_avx512(float* g, const float* u, int64_t n) { swiglu(g, u, n); }
+void attention_item_avx512(const void* item) {
+  attention_item<128, 64>(*static_cast<const AttnItem*>(item), pinned::exp_shifted_avx512);
+}
+void swiglu_avx512(float* g, const float* u, int64_t n) { pinned::swiglu_avx512_body(g, u, n); }
+void exp_shifted_avx512(const float* s, float mx, float* out, int64_t n) { pinned::exp_shifted_avx512(s, mx, out, n); }
 }  // namespace nvfp4

@@ -77,7 +77,7 @@ void PinnedDense::forward(const float* x, int64_t n, float* y, ThreadPool& pool)
     default: break;
   }
   const void* w = f16_ ? static_cast<const void*>(h_.data()) : static_cast<const void*>(f_.data());
-  pool.run(n_out_, [&](int64_t b, int64_t e) { fn(w, f16_, n_in_, n_out_, x, n, y, b, e); }, 4);
+  pool.run(n_out_, [&](int64_t b, int64_t e) { fn(w, f16_, n_in_, n_out_, x, n, y, b, e); }, 8);
 }
 
 }  // namespace nvfp4

@@ -1,6 +1,8 @@
 // PinnedDense on AVX-512: the 16 lanes in one register; multiply and add unfused.
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "runtime/pinned_dense.h"
 
 namespace nvfp4::pinned_dense_detail {
@@ -21,34 +23,48 @@ inline __m512 load_w(const void* w, int64_t k, __mmask16 m) {
   else
     return _mm512_mask_loadu_ps(_mm512_setzero_ps(), m, static_cast<const float*>(w) + k);
 }
+// R rows for every token. Each row's sum keeps the one pinned order (16 lanes, i ascending);
+// blocking rows only adds independent chains and memory streams. The next block's weights are
+// prefetched: a decode step reads the head once, from beyond the caches.
+template <bool F16, int R>
+void block(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n, float* y,
+           int64_t r) {
+  const int64_t full = n_in & ~int64_t{15};
+  const int64_t esz = F16 ? 2 : 4;
+  const int64_t next_rows = std::max<int64_t>(0, std::min<int64_t>(R, n_out - r - R));
+  const int64_t next_bytes = next_rows * n_in * esz;
+  const char* next = next_rows > 0 ? static_cast<const char*>(w) + (r + R) * n_in * esz : nullptr;
+  for (int64_t t = 0; t < n; ++t) {
+    const float* xt = x + t * n_in;
+    __m512 acc[R];
+    for (int k = 0; k < R; ++k) acc[k] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i < full; i += 16) {
+      if (t == 0 && next) {
+        const int64_t off = (i * R * esz) & ~int64_t{63};
+        for (int64_t o = off; o < std::min(next_bytes, off + R * 16 * esz); o += 64)
+          _mm_prefetch(next + o, _MM_HINT_T0);
+      }
+      const __m512 xv = _mm512_loadu_ps(xt + i);
+      for (int k = 0; k < R; ++k)
+        acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(load_w<F16>(w, (r + k) * n_in + i, __mmask16(0xFFFF)), xv));
+    }
+    if (i < n_in) {
+      const __mmask16 m = static_cast<__mmask16>((1u << (n_in - i)) - 1);
+      const __m512 xv = _mm512_mask_loadu_ps(_mm512_setzero_ps(), m, xt + i);
+      for (int k = 0; k < R; ++k)
+        acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(load_w<F16>(w, (r + k) * n_in + i, m), xv));
+    }
+    for (int k = 0; k < R; ++k) y[t * n_out + r + k] = reduce16(acc[k]);
+  }
+}
 template <bool F16>
 void rows(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n, float* y,
           int64_t r0, int64_t r1) {
   int64_t r = r0;
-  for (; r + 4 <= r1; r += 4) {
-    for (int64_t t = 0; t < n; ++t) {
-      const float* xt = x + t * n_in;
-      __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-      for (int64_t i = 0; i < n_in; i += 16) {
-        const __mmask16 m = n_in - i >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (n_in - i)) - 1);
-        const __m512 xv = _mm512_mask_loadu_ps(_mm512_setzero_ps(), m, xt + i);
-        for (int k = 0; k < 4; ++k)
-          acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(load_w<F16>(w, (r + k) * n_in + i, m), xv));
-      }
-      for (int k = 0; k < 4; ++k) y[t * n_out + r + k] = reduce16(acc[k]);
-    }
-  }
-  for (; r < r1; ++r) {
-    for (int64_t t = 0; t < n; ++t) {
-      const float* xt = x + t * n_in;
-      __m512 acc = _mm512_setzero_ps();
-      for (int64_t i = 0; i < n_in; i += 16) {
-        const __mmask16 m = n_in - i >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (n_in - i)) - 1);
-        acc = _mm512_add_ps(acc, _mm512_mul_ps(load_w<F16>(w, r * n_in + i, m), _mm512_mask_loadu_ps(_mm512_setzero_ps(), m, xt + i)));
-      }
-      y[t * n_out + r] = reduce16(acc);
-    }
-  }
+  for (; r + 8 <= r1; r += 8) block<F16, 8>(w, n_in, n_out, x, n, y, r);
+  for (; r + 4 <= r1; r += 4) block<F16, 4>(w, n_in, n_out, x, n, y, r);
+  for (; r < r1; ++r) block<F16, 1>(w, n_in, n_out, x, n, y, r);
 }
 }  // namespace
 
