@@ -96,6 +96,6 @@ nvfp4_file("bad_scale_zero.gguf", scale=0.0)               # tensor scale not po
 nvfp4_file("bad_scale_nan.gguf", scale=float("nan"))       # tensor scale not finite
 nvfp4_file("bad_byte_nan.gguf", scale_byte=0x7F)           # NaN block scale byte
 nvfp4_file("bad_byte_sign.gguf", scale_byte=0xB8)          # block scale byte with the sign bit
-nvfp4_file("bad_ftype.gguf", file_type=1)                  # NVFP4 tensors, file type says F16
+nvfp4_file("mixed_ftype.gguf", file_type=1)                # NVFP4 tensors, file type says F16 (accepted)
 nvfp4_file("bad_no_nvfp4.gguf", with_nvfp4=False)          # file type says NVFP4, no NVFP4 tensor
 print("wrote NVFP4 GGUF fixtures")

@@ -4,6 +4,8 @@
 
   python tools/llama_cpp_bench.py MODEL.gguf --prompt 512 --gen 128 --threads T --reps R
   python tools/llama_cpp_bench.py SRC.gguf --quantize-q4_0 DST.gguf   (llama.cpp's own Q4_0 of SRC)
+  python tools/llama_cpp_bench.py SRC.gguf --quantize-nvfp4 DST.gguf  (ggml's own NVFP4 of SRC)
+  add --embd-f16 to keep token_embd/output in F16, as `nvfp4 convert` does by default
 
 Timings: prompt = one llama_decode of the whole prompt (batch = prompt), generation = greedy
 single-token decodes; median over repeats. Exit 3 with {"error": ...} when llama_cpp is missing or
@@ -24,6 +26,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--quantize-q4_0")
+    ap.add_argument("--quantize-nvfp4")
+    ap.add_argument("--embd-f16", action="store_true")
     a = ap.parse_args()
     try:
         import llama_cpp
@@ -31,13 +35,25 @@ def main():
     except Exception as e:  # noqa: BLE001
         print(json.dumps({"error": f"llama_cpp unavailable: {e}"}))
         return 3
-    if a.quantize_q4_0:
+    if a.quantize_q4_0 or a.quantize_nvfp4:
+        dst = a.quantize_q4_0 or a.quantize_nvfp4
         p = llama_cpp.llama_model_quantize_default_params()
         p.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_0
+        if a.quantize_nvfp4:
+            # llama.cpp's quantizer has no NVFP4 file type yet (it refuses ftype 39); a tensor
+            # type override puts every linear weight of the blocks through ggml's quantize_nvfp4.
+            over = (llama_cpp.llama_model_tensor_override * 2)()
+            over[0].pattern = rb"blk\.[0-9]+\.(attn_(q|k|v|output)|ffn_(gate|up|down))\.weight"
+            over[0].type = getattr(llama_cpp, "GGML_TYPE_NVFP4", 40)
+            over[1].pattern = None
+            p.tt_overrides = over
         p.allow_requantize = True
         p.nthread = a.threads
-        rc = llama_cpp.llama_model_quantize(a.model.encode(), a.quantize_q4_0.encode(), p)
-        print(json.dumps({"quantized": a.quantize_q4_0, "rc": rc}))
+        if a.embd_f16:
+            p.token_embedding_type = llama_cpp.GGML_TYPE_F16
+            p.output_tensor_type = llama_cpp.GGML_TYPE_F16
+        rc = llama_cpp.llama_model_quantize(a.model.encode(), dst.encode(), p)
+        print(json.dumps({"quantized": dst, "rc": rc}))
         return 0 if rc == 0 else 3
     try:
         llm = llama_cpp.Llama(model_path=a.model, n_ctx=a.prompt + a.gen + 8, n_batch=a.prompt,

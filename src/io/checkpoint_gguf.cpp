@@ -141,10 +141,8 @@ class GgufCheckpoint final : public Checkpoint {
     const gguf::Value* ft = file_.find("general.file_type");
     if (ft && ft->is_integer()) {
       const int64_t ftype = ft->as_int("general.file_type");
-      if (nvfp4_count > 0 && ftype != kFtypeNvfp4) {
-        throw Error(info_.path, "", "NVFP4 tensors present but general.file_type does not say NVFP4",
-                    "general.file_type = 39 (LLAMA_FTYPE_MOSTLY_NVFP4)", std::to_string(ftype));
-      }
+      // NVFP4 tensors under another file type are accepted: llama.cpp's quantizer keeps its base
+      // ftype when tensor-type overrides make some tensors NVFP4. The reverse claim is refused.
       if (nvfp4_count == 0 && ftype == kFtypeNvfp4) {
         throw Error(info_.path, "", "general.file_type says NVFP4 but no tensor is NVFP4",
                     "at least one NVFP4 (type 40) tensor", "none");
