@@ -122,9 +122,14 @@ void attention(const ModelConfig& c, const KvCache& kv, int64_t layer, const flo
     case RuntimeIsa::avx2: item_fn = attention_item_avx2; break;
     default: break;
   }
+  // Causal cost grows with t, so the items go to the pool in zigzag token order (0, n-1, 1, n-2,
+  // ...): each thread's contiguous range then holds about the same number of keys. Which thread
+  // computes an item never changes its bits.
   pool.run(n * c.n_head, [&](int64_t b, int64_t e) {
-    for (int64_t item = b; item < e; ++item) {
-      const int64_t t = item / c.n_head, h = item % c.n_head, kvh = h / group;
+    for (int64_t slot = b; slot < e; ++slot) {
+      const int64_t i = slot / c.n_head, h = slot % c.n_head, kvh = h / group;
+      const int64_t t = (i % 2 == 0) ? i / 2 : n - 1 - i / 2;
+      const int64_t item = t * c.n_head + h;
       const int64_t len = pos0 + t + 1;
       float* s = scratch + item * per_item;
       float* conv = s + n_ctx;

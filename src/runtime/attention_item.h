@@ -32,6 +32,19 @@ inline void exp_shifted_scalar_body(const float* s, float mx, float* out, int64_
   for (int64_t j = 0; j < n; ++j) out[j] = static_cast<float>(pinned::exp(static_cast<double>(s[j] - mx)));
 }
 
+// Scores of keys [j0, j0 + C): per key, d ascending, held in a local array (registers) across d.
+template <int64_t C>
+inline void score_chunk(const AttnItem& a, int64_t j0, float* __restrict s) {
+  float acc[C];
+  for (int64_t jj = 0; jj < C; ++jj) acc[jj] = 0.0f;
+  for (int64_t d = 0; d < a.hd; ++d) {
+    const float qd = a.q[d];
+    const float* __restrict kd = a.K + d * a.ks + j0;
+    for (int64_t jj = 0; jj < C; ++jj) acc[jj] = acc[jj] + qd * kd[jj];
+  }
+  for (int64_t jj = 0; jj < C; ++jj) s[j0 + jj] = acc[jj];
+}
+
 // kKeys / kDims: keys (scores) and head dimensions (output) per register-held chunk, chosen per
 // ISA: kKeys gives 8 independent add chains (8 x 16 lanes on AVX-512, 8 x 8 on AVX2, 8 x 4 on
 // SSE2); kDims must not exceed the head dimension (64 here) to be used at all. The order per key
@@ -44,27 +57,30 @@ inline void attention_item(const AttnItem& a, ExpShifted exp_shifted) {
   // chunks of kKeys held in a local array across the d loop (registers, once vectorized), so s
   // is not re-read and re-written per d; the sum per key is the same.
   int64_t j0 = 0;
-  for (; j0 + kKeys <= len; j0 += kKeys) {
-    float acc[kKeys];
-    for (int64_t jj = 0; jj < kKeys; ++jj) acc[jj] = 0.0f;
-    for (int64_t d = 0; d < hd; ++d) {
-      const float qd = a.q[d];
-      const float* __restrict kd = a.K + d * a.ks + j0;
-      for (int64_t jj = 0; jj < kKeys; ++jj) acc[jj] = acc[jj] + qd * kd[jj];
-    }
-    for (int64_t jj = 0; jj < kKeys; ++jj) s[j0 + jj] = acc[jj];
-  }
+  for (; j0 + kKeys <= len; j0 += kKeys) score_chunk<kKeys>(a, j0, s);
+  for (; j0 + 16 <= len; j0 += 16) score_chunk<16>(a, j0, s);
   for (int64_t j = j0; j < len; ++j) s[j] = 0.0f;
   for (int64_t d = 0; d < hd; ++d) {
     const float qd = a.q[d];
     const float* __restrict kd = a.K + d * a.ks;
     for (int64_t j = j0; j < len; ++j) s[j] = s[j] + qd * kd[j];
   }
-  float mx = -INFINITY;
-  for (int64_t j = 0; j < len; ++j) {
-    s[j] = s[j] * a.scale;
-    mx = std::max(mx, s[j]);
+  // Scale, and the maximum in 16 lanes (which of two equal zeros wins cannot change s - max).
+  float lane_max[16];
+  for (int l = 0; l < 16; ++l) lane_max[l] = -INFINITY;
+  int64_t jm = 0;
+  for (; jm + 16 <= len; jm += 16)
+    for (int l = 0; l < 16; ++l) {
+      const float v = s[jm + l] * a.scale;
+      s[jm + l] = v;
+      lane_max[l] = lane_max[l] < v ? v : lane_max[l];
+    }
+  for (; jm < len; ++jm) {
+    s[jm] = s[jm] * a.scale;
+    lane_max[0] = lane_max[0] < s[jm] ? s[jm] : lane_max[0];
   }
+  float mx = -INFINITY;
+  for (int l = 0; l < 16; ++l) mx = mx < lane_max[l] ? lane_max[l] : mx;
   // Softmax: exp in double by the pinned function, the sum in double with j ascending.
   exp_shifted(s, mx, s, len);
   double sum = 0.0;
