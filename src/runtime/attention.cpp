@@ -10,14 +10,18 @@
 
 namespace nvfp4 {
 
+void f16_to_f32_scalar(const uint16_t* h, float* f, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) f[i] = half_to_float(h[i]);
+}
+
 namespace {
-const float* half_table() {
-  static const std::vector<float> t = [] {
-    std::vector<float> v(65536);
-    for (uint32_t i = 0; i < 65536; ++i) v[i] = half_to_float(static_cast<uint16_t>(i));
-    return v;
-  }();
-  return t.data();
+using F16Fn = void (*)(const uint16_t*, float*, int64_t);
+F16Fn f16_fn() {
+  switch (runtime_isa()) {
+    case RuntimeIsa::avx512: return f16_to_f32_avx512;
+    case RuntimeIsa::avx2: return f16_to_f32_avx2;
+    default: return f16_to_f32_scalar;
+  }
 }
 }  // namespace
 
@@ -75,23 +79,20 @@ void KvCache::store(int64_t l, int64_t pos, const float* k, const float* v) {
 const float* KvCache::keys(int64_t l, int64_t h, int64_t n, float* scratch) const {
   const int64_t off = l * layer_size() + h * hd_ * n_ctx_;
   if (type_ == KvType::f32) return f_.data() + off;
-  const float* t = half_table();
-  for (int64_t d = 0; d < hd_; ++d)
-    for (int64_t j = 0; j < n; ++j) scratch[d * n + j] = t[h_[static_cast<size_t>(off + d * n_ctx_ + j)]];
+  const F16Fn conv = f16_fn();
+  for (int64_t d = 0; d < hd_; ++d) conv(h_.data() + off + d * n_ctx_, scratch + d * n, n);
   return scratch;
 }
 
 const float* KvCache::values(int64_t l, int64_t h, int64_t n, float* scratch) const {
   const int64_t off = l * layer_size() + n_kv_ * hd_ * n_ctx_ + h * n_ctx_ * hd_;
   if (type_ == KvType::f32) return f_.data() + off;
-  const float* t = half_table();
-  for (int64_t i = 0; i < n * hd_; ++i) scratch[i] = t[h_[static_cast<size_t>(off + i)]];
+  f16_fn()(h_.data() + off, scratch, n * hd_);
   return scratch;
 }
 
 int64_t attention_scratch(const ModelConfig& c, int64_t n_batch, int64_t n_ctx, KvType kv) {
-  const int64_t per_item = n_ctx + (kv == KvType::f16 ? 2 * c.head_dim * n_ctx : 0);
-  return n_batch * c.n_head * per_item;
+  return n_batch * c.n_head * n_ctx + (kv == KvType::f16 ? 2 * c.n_head_kv * c.head_dim * n_ctx : 0);
 }
 
 void attention_item_avx2(const void* item);
@@ -112,7 +113,6 @@ void attention(const ModelConfig& c, const KvCache& kv, int64_t layer, const flo
                int64_t pos0, float* out, float* scratch, int64_t n_ctx, ThreadPool& pool) {
   const int64_t hd = c.head_dim, group = c.n_head / c.n_head_kv;
   const bool f16 = kv.is_f16();
-  const int64_t per_item = n_ctx + (f16 ? 2 * hd * n_ctx : 0);
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
   void (*item_fn)(const void*) = [](const void* it) {
     attention_item<32, 16>(*static_cast<const AttnItem*>(it), exp_shifted_scalar_body);
@@ -121,6 +121,20 @@ void attention(const ModelConfig& c, const KvCache& kv, int64_t layer, const flo
     case RuntimeIsa::avx512: item_fn = attention_item_avx512; break;
     case RuntimeIsa::avx2: item_fn = attention_item_avx2; break;
     default: break;
+  }
+  // An F16 cache is converted once per call, each KV head's keys and values for every position
+  // this batch reads, into the front of scratch; the items then read floats.
+  const int64_t len_all = pos0 + n;
+  float* conv = scratch;
+  float* scores = scratch + (f16 ? 2 * c.n_head_kv * hd * n_ctx : 0);
+  if (f16) {
+    pool.run(2 * c.n_head_kv, [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) {
+        float* dst = conv + k * hd * n_ctx;
+        if (k % 2 == 0) kv.keys(layer, k / 2, len_all, dst);
+        else kv.values(layer, k / 2, len_all, dst);
+      }
+    });
   }
   // Causal cost grows with t, so the items go to the pool in zigzag token order (0, n-1, 1, n-2,
   // ...): each thread's contiguous range then holds about the same number of keys. Which thread
@@ -131,21 +145,25 @@ void attention(const ModelConfig& c, const KvCache& kv, int64_t layer, const flo
       const int64_t t = (i % 2 == 0) ? i / 2 : n - 1 - i / 2;
       const int64_t item = t * c.n_head + h;
       const int64_t len = pos0 + t + 1;
-      float* s = scratch + item * per_item;
-      float* conv = s + n_ctx;
       AttnItem a;
-      a.K = kv.keys(layer, kvh, len, conv);
-      a.ks = kv.key_stride(len);
-      a.V = kv.values(layer, kvh, len, conv + hd * n_ctx);
+      if (f16) {
+        a.K = conv + (2 * kvh) * hd * n_ctx;
+        a.ks = len_all;
+        a.V = conv + (2 * kvh + 1) * hd * n_ctx;
+      } else {
+        a.K = kv.keys(layer, kvh, len, nullptr);
+        a.ks = kv.key_stride(len);
+        a.V = kv.values(layer, kvh, len, nullptr);
+      }
       a.q = q + t * c.n_embd + h * hd;
       a.len = len;
       a.hd = hd;
       a.scale = scale;
-      a.s = s;
+      a.s = scores + item * n_ctx;
       a.o = out + t * c.n_embd + h * hd;
       item_fn(&a);
     }
-  });
+  }, 1);
 }
 
 }  // namespace nvfp4

@@ -24,7 +24,8 @@ class KvCache {
   // Stores the k and v vectors ([n_kv * head_dim] each) of layer l at position pos.
   void store(int64_t l, int64_t pos, const float* k, const float* v);
   // Key d of head h at positions [0, n) as float into out[d * n + j] ([head_dim][n]); values as
-  // out[j * head_dim + d]. F32 caches are read in place (the pointer returned), F16 ones converted.
+  // out[j * head_dim + d]. F32 caches are read in place (the pointer returned), F16 ones converted
+  // (exactly: every F16 value is a float) by the active ISA's F16C loop.
   const float* keys(int64_t l, int64_t h, int64_t n, float* scratch) const;
   const float* values(int64_t l, int64_t h, int64_t n, float* scratch) const;
   int64_t key_stride(int64_t n) const { return type_ == KvType::f32 ? n_ctx_ : n; }  // stride of d rows
@@ -40,8 +41,9 @@ class KvCache {
 };
 
 // out[t][h*hd .. ] = softmax(q_t,h . K / sqrt(hd)) V for tokens t < n at positions pos0 + t
-// (causal: keys [0, pos0 + t]). q: [n][n_head*hd]. scratch: n_head*n floats of n_ctx, plus
-// 2 * hd * n_ctx per item for F16 caches, from attention_scratch().
+// (causal: keys [0, pos0 + t]). q: [n][n_head*hd]. scratch: n_head*n floats of n_ctx, plus, for
+// F16 caches, 2 * n_kv * hd * n_ctx for the keys and values converted once per call (every item
+// of a KV head reads the same converted rows), from attention_scratch().
 int64_t attention_scratch(const ModelConfig& c, int64_t n_batch, int64_t n_ctx, KvType kv);
 // g[i] = silu(g[i]) * u[i] for i < n, vectorized for the active ISA (same bits on each).
 void swiglu_rows(float* g, const float* u, int64_t n);
@@ -55,6 +57,10 @@ void swiglu_avx512(float* g, const float* u, int64_t n);
 void exp_shifted_scalar(const float* s, float mx, float* out, int64_t n);
 void exp_shifted_avx2(const float* s, float mx, float* out, int64_t n);
 void exp_shifted_avx512(const float* s, float mx, float* out, int64_t n);
+// F16 -> F32 (exact), per ISA: the avx2/avx512 ones with F16C.
+void f16_to_f32_scalar(const uint16_t* h, float* f, int64_t n);
+void f16_to_f32_avx2(const uint16_t* h, float* f, int64_t n);
+void f16_to_f32_avx512(const uint16_t* h, float* f, int64_t n);
 
 void attention(const ModelConfig& c, const KvCache& kv, int64_t layer, const float* q, int64_t n,
                int64_t pos0, float* out, float* scratch, int64_t n_ctx, ThreadPool& pool);

@@ -9,4 +9,10 @@ void attention_item_avx2(const void* item) {
 }
 void swiglu_avx2(float* g, const float* u, int64_t n) { pinned::swiglu_avx2_body(g, u, n); }
 void exp_shifted_avx2(const float* s, float mx, float* out, int64_t n) { pinned::exp_shifted_avx2(s, mx, out, n); }
+void f16_to_f32_avx2(const uint16_t* h, float* f, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(f + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i))));
+  f16_to_f32_scalar(h + i, f + i, n - i);
+}
 }  // namespace nvfp4
