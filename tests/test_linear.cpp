@@ -3,6 +3,9 @@
 // against FP64 on every ISA in test_kernels_isa.cpp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
+#include <thread>
 #include <vector>
 
 #include "nvfp4/error.h"
@@ -45,6 +48,77 @@ TEST(Linear, W4A4WithoutInputScaleIsRefused) {
   ThreadPool pool(1);
   std::vector<float> x(16, 1.0f), y(2);
   EXPECT_THROW(lin.forward(Mode::w4a4, x.data(), 1, y.data(), pool), Error);
+}
+
+// forward_group (q/k/v, gate/up) gives each layer its own forward()'s bits: every mode, one
+// token, a window and a prefill-sized window, layers of different heights (tiles split unevenly
+// across threads).
+TEST(Linear, GroupEqualsOneByOne) {
+  test::Rng rng(12);
+  const int64_t n_in = 576;
+  std::vector<RowMatrix> ws;
+  std::vector<Linear> lins;
+  for (int64_t n_out : {45, 16, 100}) {
+    std::vector<float> wf(n_out * n_in);
+    for (auto& v : wf) v = rng.gauss() * 0.05f;
+    ws.push_back(quantize(wf.data(), n_out, n_in));
+    lins.push_back(Linear::prepare(ws.back().view(), 0.003f + 0.001f * static_cast<float>(lins.size()), "g"));
+  }
+  const Linear* ls[3] = {&lins[0], &lins[1], &lins[2]};
+  for (int64_t n : {1, 3, 40}) {
+    std::vector<float> x(n * n_in);
+    for (auto& v : x) v = rng.gauss();
+    for (Mode mode : {Mode::a16q8, Mode::a16, Mode::w4a4, Mode::f32, Mode::f64}) {
+      for (int threads : {1, 2, 3}) {
+        ThreadPool pool(threads);
+        std::vector<std::vector<float>> want(3), got(3);
+        float* ys[3];
+        for (int i = 0; i < 3; ++i) {
+          want[i].resize(n * lins[i].n_out());
+          got[i].assign(n * lins[i].n_out(), -1.0f);
+          lins[i].forward(mode, x.data(), n, want[i].data(), pool);
+          ys[i] = got[i].data();
+        }
+        Linear::forward_group(mode, ls, x.data(), n, ys, pool);
+        for (int i = 0; i < 3; ++i)
+          for (size_t j = 0; j < want[i].size(); ++j)
+            ASSERT_EQ(std::bit_cast<uint32_t>(got[i][j]), std::bit_cast<uint32_t>(want[i][j]))
+                << mode_name(mode) << " n " << n << " threads " << threads << " layer " << i << " j " << j;
+      }
+    }
+  }
+  std::vector<float> wf(16 * 32, 0.5f);
+  RowMatrix narrow = quantize(wf.data(), 16, 32);
+  Linear other = Linear::prepare(narrow.view(), 0.0f, "narrow");
+  const Linear* mixed[2] = {&lins[0], &other};
+  std::vector<float> x(n_in, 1.0f), y0(45), y1(16);
+  float* ys[2] = {y0.data(), y1.data()};
+  ThreadPool pool(2);
+  EXPECT_THROW(Linear::forward_group(Mode::a16q8, mixed, x.data(), 1, ys, pool), Error);
+}
+
+// The spinning hand-off: many short jobs in a row, each item run exactly once, for thread counts
+// below, at and above the core count (the last sleeps instead of spinning).
+TEST(ThreadPool, ManyShortJobsRunEveryItemOnce) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (int threads : {2, cores, cores + 2}) {
+    ThreadPool pool(threads);
+    std::vector<int> hits(257);
+    for (int job = 0; job < 2000; ++job) {
+      const int64_t count = 1 + job % 257;
+      pool.run(count, [&](int64_t b, int64_t e) { for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++; });
+    }
+    int64_t want_total = 0, total = 0;
+    for (int job = 0; job < 2000; ++job) want_total += 1 + job % 257;
+    for (int h : hits) total += h;
+    EXPECT_EQ(total, want_total) << threads << " threads";
+    // Item i runs in every job with count > i.
+    for (int64_t i = 0; i < 257; ++i) {
+      int64_t want = 0;
+      for (int job = 0; job < 2000; ++job) want += (1 + job % 257) > i ? 1 : 0;
+      ASSERT_EQ(hits[static_cast<size_t>(i)], want) << "item " << i << ", " << threads << " threads";
+    }
+  }
 }
 
 TEST(ThreadPool, PartitionCoversEveryItemOnce) {

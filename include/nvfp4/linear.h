@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "nvfp4/kernels_ref.h"
@@ -32,6 +33,12 @@ class Linear {
   bool has_input_scale() const;
   // y = W x for n columns. Throws nvfp4::Error for a mode this layer cannot serve.
   void forward(Mode mode, const float* x, int64_t n, float* y, ThreadPool& pool) const;
+  // forward() of several layers that read the same x (n_in equal), e.g. q/k/v or gate/up: the
+  // activations are prepared once and one dispatch covers the union of their row tiles. Each
+  // layer's y[i] equals its own forward() bit for bit (a tile's arithmetic does not depend on
+  // which call or thread runs it). w4a4 layers, whose input scales differ, run one by one.
+  static void forward_group(Mode mode, std::span<const Linear* const> layers, const float* x, int64_t n,
+                            std::span<float* const> y, ThreadPool& pool);
   // The name of the kernel forward() runs for (mode, n), for logs: e.g. "gemv_a16q8_avx512vnni".
   std::string kernel_name(Mode mode, int64_t n) const;
   // Bytes of the prepared weight stream (what one forward() reads): benchmarks' roofline.

@@ -3,6 +3,9 @@
 // once for the window and runs the active ISA's kernel over a fixed partition of row tiles.
 #include "nvfp4/linear.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "kernels/packed.h"
 #include "nvfp4/error.h"
 #include "nvfp4/kernels.h"
@@ -88,6 +91,42 @@ void Linear::forward(Mode mode, const float* x, int64_t n, float* y, ThreadPool&
       pool.run(w.tiles, [&](int64_t b, int64_t e) { k.f64(w, x, n, b, e, y); });
       break;
   }
+}
+
+void Linear::forward_group(Mode mode, std::span<const Linear* const> layers, const float* x, int64_t n,
+                           std::span<float* const> y, ThreadPool& pool) {
+  if (layers.size() != y.size()) throw Error("", "", "forward_group: one output per layer", std::to_string(layers.size()), std::to_string(y.size()));
+  if (n <= 0 || layers.empty()) return;
+  const int64_t n_in = layers[0]->n_in();
+  for (const Linear* l : layers) {
+    if (l->n_in() != n_in) throw Error("", l->impl_->name, "forward_group: layers must read the same input width", std::to_string(n_in), std::to_string(l->n_in()));
+  }
+  if (mode == Mode::w4a4 || layers.size() == 1) {
+    for (size_t i = 0; i < layers.size(); ++i) layers[i]->forward(mode, x, n, y[i], pool);
+    return;
+  }
+  // Tile t of the union belongs to the layer whose [first[i], first[i + 1]) holds it.
+  std::vector<int64_t> first(layers.size() + 1, 0);
+  for (size_t i = 0; i < layers.size(); ++i) first[i + 1] = first[i] + layers[i]->impl_->w.tiles;
+  const kern::KernelTable& k = kern::table(active_isa());
+  kern::ActQ8 a;
+  if (mode == Mode::a16q8) k.prep_q8(x, n, n_in, a);
+  const auto run_tiles = [&](size_t i, int64_t tb, int64_t te) {
+    const kern::Packed& w = layers[i]->impl_->w;
+    switch (mode) {
+      case Mode::a16q8: (n >= kern::kPrefillN ? k.a16q8_gemm : k.a16q8)(w, a, tb, te, y[i]); break;
+      case Mode::a16: k.a16(w, x, n, tb, te, y[i]); break;
+      case Mode::f32: k.f32(w, x, n, tb, te, y[i]); break;
+      case Mode::f64: k.f64(w, x, n, tb, te, y[i]); break;
+      case Mode::w4a4: break;  // handled above
+    }
+  };
+  pool.run(first.back(), [&](int64_t b, int64_t e) {
+    for (size_t i = 0; i < layers.size(); ++i) {
+      const int64_t lo = std::max(b, first[i]), hi = std::min(e, first[i + 1]);
+      if (lo < hi) run_tiles(i, lo - first[i], hi - first[i]);
+    }
+  });
 }
 
 }  // namespace nvfp4

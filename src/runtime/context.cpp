@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
+#include <span>
+#include <utility>
 
 #include "nvfp4/error.h"
 #include "runtime/attention.h"
@@ -43,6 +46,26 @@ struct Context::Impl {
     mm.forward(m.mode, in, n, out, pool);
   }
 
+  // Layers that read the same input (q/k/v, gate/up): NVFP4 ones share one activation
+  // preparation and one dispatch (Linear::forward_group, same bits as one by one).
+  void run_group(std::initializer_list<std::pair<const MatMul*, float*>> mms, const float* in, int64_t n) {
+    const Linear* lin[4];
+    float* ys[4];
+    size_t k = 0;
+    bool nvfp4 = mms.size() <= 4;
+    for (const auto& [mm, y] : mms) nvfp4 = nvfp4 && mm->nvfp4;
+    for (const auto& [mm, y] : mms) {
+      if (!nvfp4) {
+        run(*mm, in, n, y);
+        continue;
+      }
+      if (obs) obs(mm->name, in, n, mm->n_in);
+      lin[k] = &mm->lin;
+      ys[k++] = y;
+    }
+    if (nvfp4) Linear::forward_group(m.mode, std::span<const Linear* const>(lin, k), in, n, std::span<float* const>(ys, k), pool);
+  }
+
   void batch(const int32_t* tok, int64_t n, float* logits, bool all) {
     const ModelConfig& c = m.cfg;
     const int64_t d = c.n_embd, kvd = c.n_head_kv * c.head_dim;
@@ -50,9 +73,7 @@ struct Context::Impl {
     for (int64_t l = 0; l < c.n_layer; ++l) {
       const LayerWeights& w = m.layers[static_cast<size_t>(l)];
       rmsnorm(x.data(), w.attn_norm, xn.data(), n);
-      run(w.q, xn.data(), n, q.data());
-      run(w.k, xn.data(), n, k.data());
-      run(w.v, xn.data(), n, v.data());
+      run_group({{&w.q, q.data()}, {&w.k, k.data()}, {&w.v, v.data()}}, xn.data(), n);
       for (int64_t t = 0; t < n; ++t) {
         rope.apply(q.data() + t * d, c.n_head, pos + t);
         rope.apply(k.data() + t * kvd, c.n_head_kv, pos + t);
@@ -62,8 +83,7 @@ struct Context::Impl {
       run(w.o, att.data(), n, o.data());
       for (int64_t i = 0; i < n * d; ++i) x[static_cast<size_t>(i)] = x[static_cast<size_t>(i)] + o[static_cast<size_t>(i)];
       rmsnorm(x.data(), w.ffn_norm, xn.data(), n);
-      run(w.gate, xn.data(), n, g.data());
-      run(w.up, xn.data(), n, u.data());
+      run_group({{&w.gate, g.data()}, {&w.up, u.data()}}, xn.data(), n);
       pool.run(n * c.n_ff, [&](int64_t b, int64_t e) { swiglu_rows(g.data() + b, u.data() + b, e - b); }, 16);
       run(w.down, g.data(), n, o.data());
       for (int64_t i = 0; i < n * d; ++i) x[static_cast<size_t>(i)] = x[static_cast<size_t>(i)] + o[static_cast<size_t>(i)];
