@@ -136,14 +136,20 @@ void attention(const ModelConfig& c, const KvCache& kv, int64_t layer, const flo
       }
     });
   }
-  // Causal cost grows with t, so the items go to the pool in zigzag token order (0, n-1, 1, n-2,
-  // ...): each thread's contiguous range then holds about the same number of keys. Which thread
-  // computes an item never changes its bits.
-  pool.run(n * c.n_head, [&](int64_t b, int64_t e) {
+  // Items: one token and up to kMaxGroup query heads of one KV head (their keys and values are
+  // loaded once for all of them). With few items (decoding one token) the heads go one per item,
+  // so that the threads get even shares. Causal cost grows with t, so the tokens go to the pool
+  // in zigzag order (0, n-1, 1, n-2, ...): each thread's contiguous range then holds about the
+  // same number of keys. Which thread computes an item never changes its bits.
+  int64_t gs = std::min<int64_t>(group, kMaxGroup);
+  if (n * c.n_head_kv < 4 * pool.threads()) gs = 1;
+  const int64_t parts = (group + gs - 1) / gs;  // items per KV head and token
+  const int64_t per_token = c.n_head_kv * parts;
+  pool.run(n * per_token, [&](int64_t b, int64_t e) {
     for (int64_t slot = b; slot < e; ++slot) {
-      const int64_t i = slot / c.n_head, h = slot % c.n_head, kvh = h / group;
+      const int64_t i = slot / per_token, r = slot % per_token, kvh = r / parts, part = r % parts;
       const int64_t t = (i % 2 == 0) ? i / 2 : n - 1 - i / 2;
-      const int64_t item = t * c.n_head + h;
+      const int64_t h0 = kvh * group + part * gs;
       const int64_t len = pos0 + t + 1;
       AttnItem a;
       if (f16) {
@@ -155,12 +161,16 @@ void attention(const ModelConfig& c, const KvCache& kv, int64_t layer, const flo
         a.ks = kv.key_stride(len);
         a.V = kv.values(layer, kvh, len, nullptr);
       }
-      a.q = q + t * c.n_embd + h * hd;
+      a.g = static_cast<int>(std::min(gs, group - part * gs));
+      for (int k = 0; k < a.g; ++k) {
+        const int64_t h = h0 + k;
+        a.q[k] = q + t * c.n_embd + h * hd;
+        a.s[k] = scores + (t * c.n_head + h) * n_ctx;
+        a.o[k] = out + t * c.n_embd + h * hd;
+      }
       a.len = len;
       a.hd = hd;
       a.scale = scale;
-      a.s = scores + item * n_ctx;
-      a.o = out + t * c.n_embd + h * hd;
       item_fn(&a);
     }
   }, 1);
