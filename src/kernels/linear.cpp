@@ -69,7 +69,11 @@ void Linear::forward(Mode mode, const float* x, int64_t n, float* y, ThreadPool&
   const kern::KernelTable& k = kern::table(active_isa());
   switch (mode) {
     case Mode::a16q8: {
-      kern::ActQ8 a;
+      // Reused across calls (the vectors keep their capacity): a prefill window's activations
+      // are megabytes, and a fresh allocation would be zero-filled and page-faulted each time.
+      // A reference, so that the workers' lambda reads this thread's buffer, not their own.
+      thread_local kern::ActQ8 reused;
+      kern::ActQ8& a = reused;
       k.prep_q8(x, n, w.n_in, a);
       const kern::Q8Fn fn = n >= kern::kPrefillN ? k.a16q8_gemm : k.a16q8;
       pool.run(w.tiles, [&](int64_t b, int64_t e) { fn(w, a, b, e, y); });
@@ -109,7 +113,8 @@ void Linear::forward_group(Mode mode, std::span<const Linear* const> layers, con
   std::vector<int64_t> first(layers.size() + 1, 0);
   for (size_t i = 0; i < layers.size(); ++i) first[i + 1] = first[i] + layers[i]->impl_->w.tiles;
   const kern::KernelTable& k = kern::table(active_isa());
-  kern::ActQ8 a;
+  thread_local kern::ActQ8 reused;  // as in forward(), through a reference
+  kern::ActQ8& a = reused;
   if (mode == Mode::a16q8) k.prep_q8(x, n, n_in, a);
   const auto run_tiles = [&](size_t i, int64_t tb, int64_t te) {
     const kern::Packed& w = layers[i]->impl_->w;
