@@ -62,7 +62,9 @@ RowMatrix edge_weights(int64_t n_out, int64_t n_in, uint64_t seed) {
 // Realistic weights (ModelOpt quantizer on Gaussian rows of different magnitudes): their 256-blocks
 // take the kernels' narrow exact path. kind 1; kinds 2 and 3: every group's scale 0x4F (E = 8)
 // except the first of each 256-block at 0x08 (E = 0), i.e. an exponent range of exactly 8 (narrow,
-// the int32 bound), or 0x57 (E = 9: range 9, the wide path); kind 0: edge_weights.
+// the int32 bound), or 0x57 (E = 9: range 9, the wide path); kind 4: rows 0-7 of each tile as kind
+// 2 and rows 8-15 as kind 3 (the AVX2 kernel chooses per 8-row half: one narrow, one wide half in
+// the same block); kind 0: edge_weights.
 RowMatrix weights_of_kind(int kind, int64_t n_out, int64_t n_in, uint64_t seed) {
   if (kind == 0) return edge_weights(n_out, n_in, seed);
   if (kind == 1) {
@@ -77,10 +79,14 @@ RowMatrix weights_of_kind(int kind, int64_t n_out, int64_t n_in, uint64_t seed) 
   RowMatrix w = edge_weights(n_out, n_in, seed);
   for (int64_t r = 0; r < n_out; ++r) {
     for (int64_t g = 0; g < n_in / 16; ++g) {
-      w.scales[r * (n_in / 16) + g] = g % 16 == 0 ? 0x08 : (kind == 2 ? 0x4F : 0x57);
+      const bool narrow = kind == 2 || (kind == 4 && r % 16 < 8);
+      w.scales[r * (n_in / 16) + g] = g % 16 == 0 ? 0x08 : (narrow ? 0x4F : 0x57);
     }
   }
   for (int64_t i = 0; i < n_in / 2; ++i) w.codes[i] = 0x77;  // row 0: the largest positive codes
+  if (kind == 4 && n_out > 8) {  // and row 8, the first of the wide half
+    for (int64_t i = 0; i < n_in / 2; ++i) w.codes[8 * n_in / 2 + i] = 0x77;
+  }
   return w;
 }
 
@@ -117,7 +123,7 @@ void expect_same_bits(const std::vector<float>& got, const float* want, size_t c
 
 TEST_P(ForcedIsa, A16Q8AndW4A4EqualTheReferenceBitForBit) {
   constexpr int64_t kMaxN = 17;
-  for (int kind = 0; kind < 4; ++kind) for (const Shape& s : kShapes) {
+  for (int kind = 0; kind < 5; ++kind) for (const Shape& s : kShapes) {
     if (kind > 0 && s.n_in > 4096) continue;  // keep the test short
     RowMatrix w = weights_of_kind(kind, s.n_out, s.n_in, 1000 + s.n_in);
     std::vector<float> x = edge_activations(s.n_in, kMaxN, 7 + s.n_in);
@@ -144,19 +150,26 @@ TEST_P(ForcedIsa, A16Q8AndW4A4EqualTheReferenceBitForBit) {
 }
 
 TEST_P(ForcedIsa, PrefillWindowEqualsTheReference) {
-  // n >= 32 takes the GEMM path; at n_in 14352 its column blocks hold 72 columns, so n = 80 runs
-  // two blocks, the second a partial one.
+  // n >= 32 takes the GEMM path; at n_in 14352 its column blocks hold 72 columns (AVX-512) or 32
+  // (AVX2), so n = 80 runs two or three blocks, the last a partial one. n = 33 and 40 end in a
+  // partial window of 8. Edge weights (mostly wide blocks), realistic ones (narrow) and kind 4
+  // (a narrow and a wide half in each block).
   for (const Shape s : {Shape{37, 576}, Shape{17, 14352}}) {
-    const int64_t n = s.n_in > 1000 ? 80 : 40;
-    RowMatrix w = edge_weights(s.n_out, s.n_in, 5);
-    std::vector<float> x = edge_activations(s.n_in, n, 6);
-    std::vector<float> want(n * s.n_out), y(n * s.n_out);
-    matvec_ref(Mode::a16q8, w.view(), x.data(), n, want.data());
-    Linear lin = Linear::prepare(w.view());
-    for (int threads : {1, 2}) {
-      ThreadPool pool(threads);
-      lin.forward(Mode::a16q8, x.data(), n, y.data(), pool);
-      expect_same_bits(y, want.data(), y.size(), lin.kernel_name(Mode::a16q8, n).c_str());
+    for (int kind : {0, 1, 4}) {
+      RowMatrix w = weights_of_kind(kind, s.n_out, s.n_in, 5);
+      Linear lin = Linear::prepare(w.view());
+      for (const int64_t n : {int64_t{33}, s.n_in > 1000 ? int64_t{80} : int64_t{40}}) {
+        std::vector<float> x = edge_activations(s.n_in, n, 6);
+        std::vector<float> want(n * s.n_out), y(n * s.n_out);
+        matvec_ref(Mode::a16q8, w.view(), x.data(), n, want.data());
+        for (int threads : {1, 2}) {
+          SCOPED_TRACE(::testing::Message() << isa_name(GetParam()) << " kind " << kind << " " << s.n_out << "x"
+                                            << s.n_in << " n " << n << " threads " << threads);
+          ThreadPool pool(threads);
+          lin.forward(Mode::a16q8, x.data(), n, y.data(), pool);
+          expect_same_bits(y, want.data(), y.size(), lin.kernel_name(Mode::a16q8, n).c_str());
+        }
+      }
     }
   }
 }
@@ -245,6 +258,7 @@ TEST_P(ForcedIsa, KernelNameSaysTheIsa) {
   }
   if (GetParam() == Isa::avx2) {
     EXPECT_EQ(name, "gemv_a16q8_avx2");
+    EXPECT_EQ(lin.kernel_name(Mode::a16q8, 64), "gemm_a16q8_avx2");
   }
   if (GetParam() == Isa::avx512) {
     EXPECT_EQ(name, "gemv_a16q8_avx512vnni");

@@ -126,7 +126,7 @@ const KernelTable& table(Isa isa) {
                                   gemv_dense_scalar, "gemv_dense_ref"};
   static const KernelTable avx2{Isa::avx2, prepare_q8,
                                 gemv_a16q8_avx2, "gemv_a16q8_avx2",
-                                gemv_a16q8_avx2, "gemv_a16q8_avx2",
+                                gemm_a16q8_avx2, "gemm_a16q8_avx2",
                                 gemv_w4a4_avx2, "gemv_w4a4_avx2",
                                 gemv_a16_avx2, "gemv_a16_avx2",
                                 gemv_f32_avx2, "gemv_f32_avx2",
