@@ -291,15 +291,17 @@ TEST(Dispatch, PackUnpackRoundTrips) {
 }
 
 TEST(Dispatch, VectorActivationQuantizerEqualsTheReference) {
-  if (!isa_supported(Isa::avx512)) GTEST_SKIP() << "this CPU lacks avx512: prepare_q8_avx512 not run";
-  for (int64_t n_in : {16, 64, 576, 4096, 14352}) {
+  if (!isa_supported(Isa::avx2)) GTEST_SKIP() << "this CPU lacks avx2: no vector quantizer runs";
+  for (Isa isa : {Isa::avx2, Isa::avx512}) for (int64_t n_in : {16, 64, 576, 4096, 14352}) {
+    if (!isa_supported(isa)) continue;
+    SCOPED_TRACE(isa_name(isa));
     const int64_t n = 9;
     std::vector<float> x = edge_activations(n_in, n, n_in);
     // Column 8: m = 127 (iscale = -1) and halves everywhere else: every q is a tie to even.
     for (int64_t i = 0; i < n_in; ++i) x[8 * n_in + i] = i == 0 ? 127.0f : static_cast<float>(i % 200 - 100) + 0.5f;
     kern::ActQ8 want, got;
     kern::prepare_q8(x.data(), n, n_in, want);
-    kern::prepare_q8_avx512(x.data(), n, n_in, got);
+    (isa == Isa::avx2 ? kern::prepare_q8_avx2 : kern::prepare_q8_avx512)(x.data(), n, n_in, got);
     EXPECT_EQ(got.q, want.q) << n_in;
     EXPECT_EQ(got.corr, want.corr) << n_in;
     EXPECT_EQ(got.zero, want.zero) << n_in;

@@ -124,7 +124,7 @@ const KernelTable& table(Isa isa) {
                                   gemv_f32_scalar, "gemv_f32_ref",
                                   gemv_f64_scalar, "gemv_f64_ref",
                                   gemv_dense_scalar, "gemv_dense_ref"};
-  static const KernelTable avx2{Isa::avx2, prepare_q8,
+  static const KernelTable avx2{Isa::avx2, prepare_q8_avx2,
                                 gemv_a16q8_avx2, "gemv_a16q8_avx2",
                                 gemm_a16q8_avx2, "gemm_a16q8_avx2",
                                 gemv_w4a4_avx2, "gemv_w4a4_avx2",

@@ -182,14 +182,18 @@ void tile_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
   }
   const int64_t r0 = tile * kTileRows;
   const int rows = static_cast<int>(std::min<int64_t>(kTileRows, w.n_out - r0));
+  // Lane r of half h is stored when 8h + r < rows (masked stores: no copy through memory).
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   for (int c = 0; c < NC; ++c) {
-    alignas(32) float out[16];
+    float* yc = y + (c0 + c) * w.n_out + r0;
     for (int h = 0; h < 2; ++h) {
       const __m128i hv = _mm256_cvtps_ph(_mm256_load_ps(acc[c] + 8 * h), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      _mm256_store_ps(out + 8 * h, _mm256_cvtph_ps(hv));
+      if (rows == kTileRows) {
+        _mm256_storeu_ps(yc + 8 * h, _mm256_cvtph_ps(hv));
+      } else {
+        _mm256_maskstore_ps(yc + 8 * h, _mm256_cmpgt_epi32(_mm256_set1_epi32(rows - 8 * h), lane), _mm256_cvtph_ps(hv));
+      }
     }
-    float* yc = y + (c0 + c) * w.n_out + r0;
-    for (int r = 0; r < rows; ++r) yc[r] = out[r];
   }
 }
 

@@ -122,6 +122,7 @@ void gemv_dense_scalar(DType, const uint8_t*, int64_t, int64_t, const float*, in
 
 void gemv_a16q8_avx2(const Packed&, const ActQ8&, int64_t, int64_t, float*);
 void gemm_a16q8_avx2(const Packed&, const ActQ8&, int64_t, int64_t, float*);
+void prepare_q8_avx2(const float*, int64_t, int64_t, ActQ8&);
 void gemv_w4a4_avx2(const Packed&, const ActFp4&, int64_t, int64_t, float*);
 void gemv_a16_avx2(const Packed&, const float*, int64_t, int64_t, int64_t, float*);
 void gemv_f32_avx2(const Packed&, const float*, int64_t, int64_t, int64_t, float*);
