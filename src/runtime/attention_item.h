@@ -40,8 +40,9 @@ inline void exp_shifted_scalar_body(const float* s, float mx, float* out, int64_
 
 // Scores of keys [j0, j0 + C) for the G heads: per key, d ascending, in local arrays (registers)
 // across d, one load of each key row chunk for all heads.
+// noinline: inlined into the item function, GCC 12 kept the G = 1 accumulators on the stack.
 template <int G, int64_t C>
-inline void score_chunk(const AttnItem& a, int64_t j0) {
+__attribute__((noinline)) void score_chunk(const AttnItem& a, int64_t j0) {
   float acc[G][C];
   for (int h = 0; h < G; ++h)
     for (int64_t jj = 0; jj < C; ++jj) acc[h][jj] = 0.0f;
@@ -58,7 +59,7 @@ inline void score_chunk(const AttnItem& a, int64_t j0) {
 
 // Output dimensions [d0, d0 + C) for the G heads: per dimension, j ascending.
 template <int G, int64_t C>
-inline void output_chunk(const AttnItem& a, int64_t d0) {
+__attribute__((noinline)) void output_chunk(const AttnItem& a, int64_t d0) {
   float acc[G][C];
   for (int h = 0; h < G; ++h)
     for (int64_t dd = 0; dd < C; ++dd) acc[h][dd] = 0.0f;
