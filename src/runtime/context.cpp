@@ -29,16 +29,21 @@ struct Context::Impl {
 
   Impl(const Model::Impl& model, const ContextOptions& o_, ThreadPool& p) : m(model), opt(o_), pool(p) {}
 
-  void rmsnorm(const float* in, const std::vector<float>& w, float* out, int64_t n) const {
+  void rmsnorm(const float* in, const std::vector<float>& w, float* out, int64_t n) {
     const int64_t d = m.cfg.n_embd;
-    for (int64_t t = 0; t < n; ++t) {
-      const float* xi = in + t * d;
-      double ss = 0.0;
-      for (int64_t i = 0; i < d; ++i) ss += static_cast<double>(xi[i]) * static_cast<double>(xi[i]);
-      const double mean = ss / static_cast<double>(d);
-      const float scale = static_cast<float>(1.0 / std::sqrt(mean + static_cast<double>(m.cfg.rms_eps)));
-      for (int64_t i = 0; i < d; ++i) out[t * d + i] = (xi[i] * scale) * w[static_cast<size_t>(i)];
-    }
+    const auto rows = [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const float* xi = in + t * d;
+        double ss = 0.0;
+        for (int64_t i = 0; i < d; ++i) ss += static_cast<double>(xi[i]) * static_cast<double>(xi[i]);
+        const double mean = ss / static_cast<double>(d);
+        const float scale = static_cast<float>(1.0 / std::sqrt(mean + static_cast<double>(m.cfg.rms_eps)));
+        for (int64_t i = 0; i < d; ++i) out[t * d + i] = (xi[i] * scale) * w[static_cast<size_t>(i)];
+      }
+    };
+    // Tokens are independent: a prompt window's rows split across the pool (same bits).
+    if (n < 16) rows(0, n);
+    else pool.run(n, rows);
   }
 
   void run(const MatMul& mm, const float* in, int64_t n, float* out) {
