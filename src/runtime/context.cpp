@@ -79,11 +79,15 @@ struct Context::Impl {
       const LayerWeights& w = m.layers[static_cast<size_t>(l)];
       rmsnorm(x.data(), w.attn_norm, xn.data(), n);
       run_group({{&w.q, q.data()}, {&w.k, k.data()}, {&w.v, v.data()}}, xn.data(), n);
-      for (int64_t t = 0; t < n; ++t) {
-        rope.apply(q.data() + t * d, c.n_head, pos + t);
-        rope.apply(k.data() + t * kvd, c.n_head_kv, pos + t);
-        kv.store(l, pos + t, k.data() + t * kvd, v.data() + t * kvd);
-      }
+      const auto rope_store = [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) {
+          rope.apply(q.data() + t * d, c.n_head, pos + t);
+          rope.apply(k.data() + t * kvd, c.n_head_kv, pos + t);
+          kv.store(l, pos + t, k.data() + t * kvd, v.data() + t * kvd);
+        }
+      };
+      if (n < 16) rope_store(0, n);
+      else pool.run(n, rope_store);  // tokens are independent (own positions in the cache)
       attention(c, kv, l, q.data(), n, pos, att.data(), scratch.data(), opt.n_ctx, pool);
       run(w.o, att.data(), n, o.data());
       for (int64_t i = 0; i < n * d; ++i) x[static_cast<size_t>(i)] = x[static_cast<size_t>(i)] + o[static_cast<size_t>(i)];
