@@ -25,7 +25,7 @@ struct Opt {
 
 std::optional<nlohmann::json> peer(const Opt& o, const std::string& args) {
   if (o.peer_python.empty()) return std::nullopt;
-  const std::string cmd = o.peer_python + " tools/llama_cpp_bench.py " + args + " 2>/dev/null";
+  const std::string cmd = o.peer_python + " " + bench::repo_file("tools/llama_cpp_bench.py") + " " + args + " 2>/dev/null";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return std::nullopt;
   std::string out;
