@@ -93,3 +93,27 @@ TEST(CliModel, QualityAgainstItselfAndFloat) {
   EXPECT_EQ(jq["ppl_ref"], js["ppl_ref"]);
   std::filesystem::remove_all(dir);
 }
+
+// `nvfp4 bench model --json` carries the fields; without a usable llama.cpp peer its
+// columns are null, not made up.
+TEST(CliModel, BenchModelJson) {
+  NVFP4_REQUIRE_SMOLLM2(path);
+  if (kUnderSanitizer) GTEST_SKIP() << "the roofline streams 1 GiB: Release tree only";
+  const Result r = cli("bench model -m " + path + " --quantize -t 2 --prompt-tokens 16 --gen-tokens 4 --reps 1 "
+                       "--peer-python /nonexistent/python --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"prompt_tps", "gen_tps", "roofline_gen_tps", "dram_gbps", "peak_rss_mb",
+                        "prompt_tps_min", "prompt_tps_max", "gen_tps_min", "gen_tps_max"}) {
+    ASSERT_TRUE(j.contains(k)) << k;
+    EXPECT_GT(j[k].get<double>(), 0.0) << k;
+  }
+  EXPECT_LE(j["gen_tps_min"].get<double>(), j["gen_tps"].get<double>());
+  EXPECT_GE(j["gen_tps_max"].get<double>(), j["gen_tps"].get<double>());
+  for (const char* k : {"llama_cpp_nvfp4_prompt_tps", "llama_cpp_nvfp4_gen_tps", "llama_cpp_q4_0_prompt_tps",
+                        "llama_cpp_q4_0_gen_tps"}) {
+    ASSERT_TRUE(j.contains(k)) << k;
+    EXPECT_TRUE(j[k].is_null()) << k;
+  }
+  EXPECT_EQ(j["kv"], "f32");
+}

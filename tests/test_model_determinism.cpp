@@ -1,5 +1,5 @@
 // docs/DETERMINISM.md, tested: SmolLM2 quantized to NVFP4 at load, a16q8, a 64-token prompt; the
-// logits of every position are the same bits for 1 and 2 threads, prompt batches of 1, 7 and 64
+// logits of every position are the same bits for 1 and 2 threads, prompt batches of 1, 2, 7 and 64
 // tokens, and every ISA this CPU supports (force_isa, as NVFP4_ISA does).
 #include <gtest/gtest.h>
 
@@ -60,16 +60,23 @@ TEST(ModelDeterminism, A16q8LogitsBitIdenticalAcrossThreadsBatchesIsas) {
   same(run(1, n_tok), "1 thread, batch of all");
   same(run(2, 7), "2 threads, batch 7");
   same(run(1, 1), "1 thread, batch 1");
+  // Decoding-sized calls take attention's three-phase path (keys, heads and dimensions split
+  // across the threads): 1 and 2 tokens per call on 2 threads.
+  same(run(2, 1), "2 threads, batch 1");
+  same(run(2, 2), "2 threads, batch 2");
   for (const char* isa : {"scalar", "avx2", "avx512"}) {
     if (!isa_ok(isa)) continue;
     IsaEnv e(isa);
     EXPECT_EQ(runtime_isa_name(), std::string_view(isa));
     same(run(2, n_tok), std::string("ISA ") + isa);
+    if (std::string_view(isa) != "scalar") same(run(2, 1), std::string("ISA ") + isa + ", batch 1");
   }
-  EXPECT_GE(compared, 5);
+  EXPECT_GE(compared, 7);
   // The F16 KV cache: pinned as well (batches and threads agree).
-  const std::vector<float> h_all = run(2, n_tok, KvType::f16), h_7 = run(1, 7, KvType::f16);
+  const std::vector<float> h_all = run(2, n_tok, KvType::f16), h_7 = run(1, 7, KvType::f16),
+                           h_1 = run(2, 1, KvType::f16);
   EXPECT_EQ(0, std::memcmp(h_all.data(), h_7.data(), h_all.size() * 4));
+  EXPECT_EQ(0, std::memcmp(h_all.data(), h_1.data(), h_all.size() * 4));
   // (Its distance from the F32 cache is checked in f32 mode, test_model_reference.cpp: in a16q8 any
   // perturbation moves int8 roundings and the logits by the mode's own noise, max ~3 here.)
 }

@@ -28,6 +28,8 @@ def main():
     ap.add_argument("--quantize-q4_0")
     ap.add_argument("--quantize-nvfp4")
     ap.add_argument("--embd-f16", action="store_true")
+    ap.add_argument("--kv", choices=["f16", "f32"], default="f16",
+                    help="KV cache type (llama.cpp's default is f16)")
     a = ap.parse_args()
     try:
         import llama_cpp
@@ -56,9 +58,10 @@ def main():
         print(json.dumps({"quantized": dst, "rc": rc}))
         return 0 if rc == 0 else 3
     try:
+        kv_type = llama_cpp.GGML_TYPE_F16 if a.kv == "f16" else llama_cpp.GGML_TYPE_F32
         llm = llama_cpp.Llama(model_path=a.model, n_ctx=a.prompt + a.gen + 8, n_batch=a.prompt,
                               n_ubatch=a.prompt, n_threads=a.threads, n_threads_batch=a.threads,
-                              logits_all=False, verbose=False)
+                              type_k=kv_type, type_v=kv_type, logits_all=False, verbose=False)
     except Exception as e:  # noqa: BLE001
         print(json.dumps({"error": f"llama.cpp cannot load {a.model}: {e}"}))
         return 3
@@ -79,6 +82,8 @@ def main():
             tok = int(np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(vocab,)).argmax())
         tg.append(a.gen / (time.perf_counter() - t0))
     print(json.dumps({"prompt_tps": statistics.median(pp), "gen_tps": statistics.median(tg),
+                      "prompt_tps_min": min(pp), "prompt_tps_max": max(pp),
+                      "gen_tps_min": min(tg), "gen_tps_max": max(tg), "kv": a.kv,
                       "llama_cpp": llama_cpp.__version__}))
     return 0
 

@@ -5,7 +5,9 @@
 // Hand-off: a decode step dispatches a few hundred short jobs (tens of microseconds each), so
 // waking sleeping threads through the kernel for each one costs a large share of the step.
 // Workers and the caller therefore spin (with pause) for a short while before they sleep on a
-// condition variable; with more threads than cores they sleep at once.
+// condition variable; with more threads than cores they sleep at once. The spin budget adapts:
+// when the caller's wait outlasts it (another process holds a core and a worker is descheduled),
+// it halves; when waits end within it, it doubles back up to kMaxSpinNs.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -31,8 +33,10 @@ class ThreadPool {
 
  private:
   void worker(int index);
+  static constexpr int64_t kMaxSpinNs = 200000;
   int threads_;
-  int64_t spin_ns_;  // how long to spin before sleeping (0: sleep at once)
+  int64_t max_spin_ns_;             // 0 when threads > cores
+  std::atomic<int64_t> spin_ns_{0};  // how long to spin before sleeping now
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable cv_start_, cv_done_;

@@ -25,7 +25,7 @@ struct Opt {
 
 std::optional<nlohmann::json> peer(const Opt& o, const std::string& args) {
   if (o.peer_python.empty()) return std::nullopt;
-  const std::string cmd = o.peer_python + " tools/llama_cpp_bench.py " + args + " 2>/dev/null";
+  const std::string cmd = o.peer_python + " " + bench::repo_file("tools/llama_cpp_bench.py") + " " + args + " 2>/dev/null";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return std::nullopt;
   std::string out;
@@ -64,8 +64,9 @@ int run(const Opt& o) {
     }
     tg_ms.push_back(bench::now_ms() - t0);
   }
-  const double pp = static_cast<double>(o.prompt) * 1000.0 / bench::stats_of(pp_ms).median_ms;
-  const double tg = static_cast<double>(o.gen) * 1000.0 / bench::stats_of(tg_ms).median_ms;
+  const bench::Stats pps = bench::stats_of(pp_ms), tgs = bench::stats_of(tg_ms);
+  const double pp = static_cast<double>(o.prompt) * 1000.0 / pps.median_ms;
+  const double tg = static_cast<double>(o.gen) * 1000.0 / tgs.median_ms;
   const double gbps = bench::dram_read_gbps(pool, int64_t{1} << 30);
   const double bpt = static_cast<double>(L.model->bytes_per_token());
   nlohmann::json j;
@@ -75,15 +76,22 @@ int run(const Opt& o) {
   j["prompt_tokens"] = o.prompt;
   j["gen_tokens"] = o.gen;
   j["reps"] = o.reps;
+  j["kv"] = o.m.kv;
   j["prompt_tps"] = pp;
   j["gen_tps"] = tg;
+  // Spread: the slowest and fastest repeat.
+  j["prompt_tps_min"] = static_cast<double>(o.prompt) * 1000.0 / pps.max_ms;
+  j["prompt_tps_max"] = static_cast<double>(o.prompt) * 1000.0 / pps.min_ms;
+  j["gen_tps_min"] = static_cast<double>(o.gen) * 1000.0 / tgs.max_ms;
+  j["gen_tps_max"] = static_cast<double>(o.gen) * 1000.0 / tgs.min_ms;
   j["bytes_per_token"] = bpt;
   j["dram_gbps"] = gbps;
   j["roofline_gen_tps"] = gbps * 1e9 / bpt;
   j["roofline_pct"] = 100.0 * tg / (gbps * 1e9 / bpt);
   j["peak_rss_mb"] = peak_rss_mib();
   const std::string common = " --prompt " + std::to_string(o.prompt) + " --gen " + std::to_string(o.gen) +
-                             " --threads " + std::to_string(L.threads) + " --reps " + std::to_string(o.reps);
+                             " --threads " + std::to_string(L.threads) + " --reps " + std::to_string(o.reps) +
+                             " --kv " + o.m.kv;
   j["llama_cpp_nvfp4_prompt_tps"] = nullptr;
   j["llama_cpp_nvfp4_gen_tps"] = nullptr;
   j["llama_cpp_q4_0_prompt_tps"] = nullptr;
@@ -91,6 +99,10 @@ int run(const Opt& o) {
   if (auto r = peer(o, o.m.model + common); r && r->contains("prompt_tps")) {
     j["llama_cpp_nvfp4_prompt_tps"] = (*r)["prompt_tps"];
     j["llama_cpp_nvfp4_gen_tps"] = (*r)["gen_tps"];
+    j["llama_cpp_nvfp4"] = *r;  // with its spread
+    // The ratios the targets are stated in, from this one run.
+    j["prompt_vs_llama_cpp_nvfp4"] = pp / (*r)["prompt_tps"].get<double>();
+    j["gen_vs_llama_cpp_nvfp4"] = tg / (*r)["gen_tps"].get<double>();
   }
   if (!o.peer_q4_0_source.empty()) {
     const std::string q4 = "/tmp/nvfp4-bench-q4_0-" + std::to_string(getpid()) + ".gguf";
@@ -98,6 +110,7 @@ int run(const Opt& o) {
       if (auto r = peer(o, q4 + common); r && r->contains("prompt_tps")) {
         j["llama_cpp_q4_0_prompt_tps"] = (*r)["prompt_tps"];
         j["llama_cpp_q4_0_gen_tps"] = (*r)["gen_tps"];
+        j["llama_cpp_q4_0"] = *r;
       }
     std::remove(q4.c_str());
   }
@@ -105,11 +118,24 @@ int run(const Opt& o) {
     std::cout << j.dump(1) << "\n";
     return 0;
   }
-  auto num = [&](const char* k) { return j[k].is_null() ? std::string("n/a") : std::to_string(j[k].get<double>()); };
-  std::printf("%-34s %12s %12s\n", "", "prompt t/s", "gen t/s");
-  std::printf("%-34s %12.1f %12.1f\n", ("nvfp4 " + std::string(mode_name(L.mode))).c_str(), pp, tg);
-  std::printf("%-34s %12s %12s\n", "llama.cpp, same NVFP4 GGUF", num("llama_cpp_nvfp4_prompt_tps").c_str(), num("llama_cpp_nvfp4_gen_tps").c_str());
-  std::printf("%-34s %12s %12s\n", "llama.cpp, its Q4_0", num("llama_cpp_q4_0_prompt_tps").c_str(), num("llama_cpp_q4_0_gen_tps").c_str());
+  // "median (min-max)" of one side's prompt or generation tokens/s.
+  auto cell = [](const nlohmann::json& r, const std::string& k) {
+    if (!r.is_object() || !r.contains(k)) return std::string("n/a");
+    char b[64];
+    std::snprintf(b, sizeof b, "%.1f (%.1f-%.1f)", r[k].get<double>(), r[k + "_min"].get<double>(), r[k + "_max"].get<double>());
+    return std::string(b);
+  };
+  const std::string kv = "KV " + o.m.kv;
+  std::printf("%-36s %24s %24s\n", "", "prompt t/s", "gen t/s");
+  std::printf("%-36s %24s %24s\n", ("nvfp4 " + std::string(mode_name(L.mode)) + ", " + kv).c_str(), cell(j, "prompt_tps").c_str(), cell(j, "gen_tps").c_str());
+  const nlohmann::json none;
+  const auto& ln = j.contains("llama_cpp_nvfp4") ? j["llama_cpp_nvfp4"] : none;
+  const auto& lq = j.contains("llama_cpp_q4_0") ? j["llama_cpp_q4_0"] : none;
+  std::printf("%-36s %24s %24s\n", ("llama.cpp, same NVFP4 GGUF, " + kv).c_str(), cell(ln, "prompt_tps").c_str(), cell(ln, "gen_tps").c_str());
+  std::printf("%-36s %24s %24s\n", ("llama.cpp, its Q4_0, " + kv).c_str(), cell(lq, "prompt_tps").c_str(), cell(lq, "gen_tps").c_str());
+  if (j.contains("gen_vs_llama_cpp_nvfp4"))
+    std::printf("against llama.cpp on the same NVFP4 GGUF: prompt %.2fx, generation %.2fx\n",
+                j["prompt_vs_llama_cpp_nvfp4"].get<double>(), j["gen_vs_llama_cpp_nvfp4"].get<double>());
   std::printf("roofline: %.1f MB/token at %.1f GB/s = %.1f t/s; generation at %.1f %% of it; peak RSS %.0f MiB\n",
               bpt / 1e6, gbps, gbps * 1e9 / bpt, j["roofline_pct"].get<double>(), peak_rss_mib());
   return 0;

@@ -102,20 +102,27 @@ double dram_read_gbps(ThreadPool& pool, int64_t bytes) {
   return static_cast<double>(words * 8) / (ms * 1e6);
 }
 
+std::string exe_dir() {
+  char exe[4096];
+  const ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (k <= 0) return ".";
+  exe[k] = '\0';
+  const std::string path(exe);
+  return path.substr(0, path.rfind('/'));
+}
+
+std::string repo_file(const std::string& rel) {
+  const std::string beside = exe_dir() + "/../" + rel;
+  return access(beside.c_str(), R_OK) == 0 ? beside : rel;
+}
+
 Peer find_peer(const std::string& hint) {
   Peer p;
   std::vector<std::string> candidates;
   if (!hint.empty()) candidates.push_back(hint);
   if (const char* e = std::getenv("NVFP4_BENCH_PEER")) candidates.emplace_back(e);
   candidates.emplace_back("build-peer/nvfp4-peer-bench");
-  char exe[4096];
-  const ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (k > 0) {
-    exe[k] = '\0';
-    std::string dir(exe);
-    dir = dir.substr(0, dir.rfind('/'));
-    candidates.push_back(dir + "/../build-peer/nvfp4-peer-bench");
-  }
+  candidates.push_back(exe_dir() + "/../build-peer/nvfp4-peer-bench");
   for (const auto& c : candidates) {
     if (access(c.c_str(), X_OK) == 0) {
       p.path = c;

@@ -17,6 +17,11 @@ struct Stats {
 Stats stats_of(std::vector<double> ms);
 double now_ms();
 
+// The directory of the running nvfp4 binary, and a repository file found beside it (build/..)
+// or else relative to the working directory.
+std::string exe_dir();
+std::string repo_file(const std::string& rel);
+
 // L3 size in bytes from sysfs (index with level 3 of cpu0); 32 MiB when sysfs says nothing.
 int64_t l3_bytes();
 

@@ -34,11 +34,16 @@ inline int32_t hsum(__m256i v) {
 
 void prepare_q8_avx2(const float* x, int64_t n, int64_t n_in, ActQ8& out) {
   out.shape(n, n_in);
+  prepare_q8_cols_avx2(x, 0, n, out);
+}
+
+void prepare_q8_cols_avx2(const float* x, int64_t t0, int64_t t1, ActQ8& out) {
+  const int64_t n_in = out.n_in;
   const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
   const __m256i q127 = _mm256_set1_epi32(127);
   // packs of two 8-lane vectors leave dwords (a0-3, b0-3, a0-3, b0-3 | a4-7, b4-7, ...): 0, 4, 1, 5.
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5);
-  for (int64_t t = 0; t < n; ++t) {
+  for (int64_t t = t0; t < t1; ++t) {
     const float* xt = x + t * n_in;
     for (int64_t b = 0; b < out.blocks; ++b) {
       const int64_t lo = b * kQ8Block, hi = std::min<int64_t>(n_in, lo + kQ8Block);

@@ -14,8 +14,13 @@ namespace nvfp4::kern {
 
 void prepare_q8_avx512(const float* x, int64_t n, int64_t n_in, ActQ8& out) {
   out.shape(n, n_in);
+  prepare_q8_cols_avx512(x, 0, n, out);
+}
+
+void prepare_q8_cols_avx512(const float* x, int64_t t0, int64_t t1, ActQ8& out) {
+  const int64_t n_in = out.n_in;
   const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
-  for (int64_t t = 0; t < n; ++t) {
+  for (int64_t t = t0; t < t1; ++t) {
     const float* xt = x + t * n_in;
     for (int64_t b = 0; b < out.blocks; ++b) {
       const int64_t lo = b * kQ8Block, hi = std::min<int64_t>(n_in, lo + kQ8Block);

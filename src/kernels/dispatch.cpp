@@ -116,7 +116,7 @@ std::vector<Isa> supported_isas() {
 namespace kern {
 
 const KernelTable& table(Isa isa) {
-  static const KernelTable scalar{Isa::scalar, prepare_q8,
+  static const KernelTable scalar{Isa::scalar, prepare_q8_cols,
                                   gemv_a16q8_scalar, "gemv_a16q8_ref",
                                   gemv_a16q8_scalar, "gemv_a16q8_ref",
                                   gemv_w4a4_scalar, "gemv_w4a4_ref",
@@ -124,7 +124,7 @@ const KernelTable& table(Isa isa) {
                                   gemv_f32_scalar, "gemv_f32_ref",
                                   gemv_f64_scalar, "gemv_f64_ref",
                                   gemv_dense_scalar, "gemv_dense_ref"};
-  static const KernelTable avx2{Isa::avx2, prepare_q8_avx2,
+  static const KernelTable avx2{Isa::avx2, prepare_q8_cols_avx2,
                                 gemv_a16q8_avx2, "gemv_a16q8_avx2",
                                 gemm_a16q8_avx2, "gemm_a16q8_avx2",
                                 gemv_w4a4_avx2, "gemv_w4a4_avx2",
@@ -132,7 +132,7 @@ const KernelTable& table(Isa isa) {
                                 gemv_f32_avx2, "gemv_f32_avx2",
                                 gemv_f64_scalar, "gemv_f64_ref",
                                 gemv_dense_avx2, "gemv_dense_avx2"};
-  static const KernelTable avx512{Isa::avx512, prepare_q8_avx512,
+  static const KernelTable avx512{Isa::avx512, prepare_q8_cols_avx512,
                                   gemv_a16q8_avx512vnni, "gemv_a16q8_avx512vnni",
                                   gemm_a16q8_avx512vnni, "gemm_a16q8_avx512vnni",
                                   gemv_w4a4_avx512vnni, "gemv_w4a4_avx512vnni",

@@ -13,6 +13,20 @@
 
 namespace nvfp4 {
 
+namespace {
+// The a16q8 activations of a window, split by column across the pool when the window is wide
+// enough to pay for the hand-off (each column's quantization is independent: same bits).
+void prepare_q8_pooled(const kern::KernelTable& k, const float* x, int64_t n, int64_t n_in, kern::ActQ8& a,
+                       ThreadPool& pool) {
+  a.shape(n, n_in);
+  if (n < 16) {
+    k.prep_q8(x, 0, n, a);
+    return;
+  }
+  pool.run(n, [&](int64_t b, int64_t e) { k.prep_q8(x, b, e, a); });
+}
+}  // namespace
+
 struct Linear::Impl {
   kern::Packed w;
   float input_scale = 0.0f;
@@ -74,7 +88,7 @@ void Linear::forward(Mode mode, const float* x, int64_t n, float* y, ThreadPool&
       // A reference, so that the workers' lambda reads this thread's buffer, not their own.
       thread_local kern::ActQ8 reused;
       kern::ActQ8& a = reused;
-      k.prep_q8(x, n, w.n_in, a);
+      prepare_q8_pooled(k, x, n, w.n_in, a, pool);
       const kern::Q8Fn fn = n >= kern::kPrefillN ? k.a16q8_gemm : k.a16q8;
       pool.run(w.tiles, [&](int64_t b, int64_t e) { fn(w, a, b, e, y); });
       break;
@@ -115,7 +129,7 @@ void Linear::forward_group(Mode mode, std::span<const Linear* const> layers, con
   const kern::KernelTable& k = kern::table(active_isa());
   thread_local kern::ActQ8 reused;  // as in forward(), through a reference
   kern::ActQ8& a = reused;
-  if (mode == Mode::a16q8) k.prep_q8(x, n, n_in, a);
+  if (mode == Mode::a16q8) prepare_q8_pooled(k, x, n, n_in, a, pool);
   const auto run_tiles = [&](size_t i, int64_t tb, int64_t te) {
     const kern::Packed& w = layers[i]->impl_->w;
     switch (mode) {

@@ -65,8 +65,13 @@ void unpack_tile(const Packed& p, int64_t t, RowMatrix& out) {
 
 void prepare_q8(const float* x, int64_t n, int64_t n_in, ActQ8& out) {
   out.shape(n, n_in);
+  prepare_q8_cols(x, 0, n, out);
+}
+
+void prepare_q8_cols(const float* x, int64_t t0, int64_t t1, ActQ8& out) {
+  const int64_t n_in = out.n_in;
   Q8Activations a;
-  for (int64_t t = 0; t < n; ++t) {
+  for (int64_t t = t0; t < t1; ++t) {
     quantize_act_q8(x + t * n_in, n_in, a);
     std::copy(a.d.begin(), a.d.end(), out.d.begin() + t * out.blocks);
     std::copy(a.zero.begin(), a.zero.end(), out.zero.begin() + t * out.blocks);

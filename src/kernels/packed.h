@@ -69,8 +69,12 @@ struct ActQ8 {
     zero.assign(static_cast<size_t>(n * blocks), 0);
   }
 };
+// Quantizes columns [t0, t1) of x ([n][n_in]) into out, which out.shape(n, n_in) has sized: the
+// columns are independent, so callers may split them across threads.
+void prepare_q8_cols(const float* x, int64_t t0, int64_t t1, ActQ8& out);
+using PrepQ8Fn = void (*)(const float* x, int64_t t0, int64_t t1, ActQ8& out);
+// out.shape(n, n_in), then every column: the whole preparation on one thread.
 void prepare_q8(const float* x, int64_t n, int64_t n_in, ActQ8& out);
-using PrepQ8Fn = void (*)(const float* x, int64_t n, int64_t n_in, ActQ8& out);
 
 // w4a4 activations of n columns, each quantized by the reference quantize_act_fp4.
 struct ActFp4 {
@@ -122,14 +126,16 @@ void gemv_dense_scalar(DType, const uint8_t*, int64_t, int64_t, const float*, in
 
 void gemv_a16q8_avx2(const Packed&, const ActQ8&, int64_t, int64_t, float*);
 void gemm_a16q8_avx2(const Packed&, const ActQ8&, int64_t, int64_t, float*);
-void prepare_q8_avx2(const float*, int64_t, int64_t, ActQ8&);
+void prepare_q8_cols_avx2(const float*, int64_t, int64_t, ActQ8&);
+void prepare_q8_avx2(const float* x, int64_t n, int64_t n_in, ActQ8& out);  // shape, then all columns
 void gemv_w4a4_avx2(const Packed&, const ActFp4&, int64_t, int64_t, float*);
 void gemv_a16_avx2(const Packed&, const float*, int64_t, int64_t, int64_t, float*);
 void gemv_f32_avx2(const Packed&, const float*, int64_t, int64_t, int64_t, float*);
 void gemv_dense_avx2(DType, const uint8_t*, int64_t, int64_t, const float*, int64_t, int64_t,
                      int64_t, float*);
 
-void prepare_q8_avx512(const float*, int64_t, int64_t, ActQ8&);
+void prepare_q8_cols_avx512(const float*, int64_t, int64_t, ActQ8&);
+void prepare_q8_avx512(const float* x, int64_t n, int64_t n_in, ActQ8& out);  // shape, then all columns
 void gemv_a16q8_avx512vnni(const Packed&, const ActQ8&, int64_t, int64_t, float*);
 void gemm_a16q8_avx512vnni(const Packed&, const ActQ8&, int64_t, int64_t, float*);
 void gemv_w4a4_avx512vnni(const Packed&, const ActFp4&, int64_t, int64_t, float*);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
@@ -47,7 +48,8 @@ bool spin_until(int64_t spin_ns, Done done) {
 
 ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)) {
   const unsigned cores = std::thread::hardware_concurrency();
-  spin_ns_ = (cores == 0 || static_cast<unsigned>(threads_) <= cores) ? 200000 : 0;
+  max_spin_ns_ = (cores == 0 || static_cast<unsigned>(threads_) <= cores) ? kMaxSpinNs : 0;
+  spin_ns_.store(max_spin_ns_);
   for (int i = 1; i < threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
 }
 
@@ -67,7 +69,7 @@ void ThreadPool::worker(int index) {
       return stop_.load(std::memory_order_acquire) ||
              generation_.load(std::memory_order_acquire) != seen;
     };
-    if (!spin_until(spin_ns_, started)) {
+    if (!spin_until(spin_ns_.load(std::memory_order_relaxed), started)) {
       std::unique_lock<std::mutex> lock(mu_);
       cv_start_.wait(lock, started);
     }
@@ -104,7 +106,15 @@ void ThreadPool::run(int64_t count, const std::function<void(int64_t, int64_t)>&
   partition(count, threads_, 0, align_, b, e);
   if (b < e) fn(b, e);
   const auto done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
-  if (!spin_until(spin_ns_, done)) {
+  const int64_t budget = spin_ns_.load(std::memory_order_relaxed);
+  static const bool fixed = std::getenv("NVFP4_AB_SPIN_FIXED") != nullptr;  // TEMP A/B
+  if (spin_until(budget, done)) {
+    // The workers kept up: spin longer next time (up to the maximum).
+    if (!fixed) spin_ns_.store(std::min(max_spin_ns_, budget * 2 + 1000), std::memory_order_relaxed);
+  } else {
+    // They did not (a busy machine descheduled one): spinning only burned the time slice that
+    // thread needs, so halve the budget.
+    if (!fixed) spin_ns_.store(budget / 2, std::memory_order_relaxed);
     std::unique_lock<std::mutex> lock(mu_);
     cv_done_.wait(lock, done);
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "nvfp4/codec.h"
 #include "runtime/attention_item.h"
@@ -97,6 +98,8 @@ int64_t attention_scratch(const ModelConfig& c, int64_t n_batch, int64_t n_ctx, 
 
 void attention_item_avx2(const void* item);
 void attention_item_avx512(const void* item);
+void attention_phase_avx2(const void* item, int phase, int64_t b, int64_t e);
+void attention_phase_avx512(const void* item, int phase, int64_t b, int64_t e);
 
 void swiglu_scalar(float* g, const float* u, int64_t n) { swiglu(g, u, n); }
 void exp_shifted_scalar(const float* s, float mx, float* out, int64_t n) { exp_shifted_scalar_body(s, mx, out, n); }
@@ -109,24 +112,73 @@ void swiglu_rows(float* g, const float* u, int64_t n) {
   }
 }
 
+namespace {
+
+using ItemFn = void (*)(const void*);
+using PhaseFn = void (*)(const void*, int, int64_t, int64_t);
+
+void attention_item_scalar(const void* it) {
+  attention_item<32, 16>(*static_cast<const AttnItem*>(it), exp_shifted_scalar_body);
+}
+void attention_phase_scalar(const void* it, int phase, int64_t b, int64_t e) {
+  attention_phase<32, 16>(*static_cast<const AttnItem*>(it), static_cast<AttnPhase>(phase), b, e,
+                          exp_shifted_scalar_body);
+}
+
+// One call's view of the cache and buffers: builds the item of (token t, KV head, part).
+struct Call {
+  const ModelConfig& c;
+  const KvCache& kv;
+  int64_t layer, pos0, n, n_ctx, hd, group, gs, parts;
+  const float* q;
+  float* out;
+  float* conv;    // F16 caches: the converted keys/values of every KV head, else null
+  float* scores;  // [n][n_head][n_ctx]
+  float scale;
+
+  AttnItem item(int64_t t, int64_t kvh, int64_t part) const {
+    const int64_t len = pos0 + t + 1;
+    AttnItem a;
+    if (conv) {
+      a.K = conv + (2 * kvh) * hd * n_ctx;
+      a.ks = pos0 + n;
+      a.V = conv + (2 * kvh + 1) * hd * n_ctx;
+    } else {
+      a.K = kv.keys(layer, kvh, len, nullptr);
+      a.ks = kv.key_stride(len);
+      a.V = kv.values(layer, kvh, len, nullptr);
+    }
+    a.g = static_cast<int>(std::min(gs, group - part * gs));
+    for (int k = 0; k < a.g; ++k) {
+      const int64_t h = kvh * group + part * gs + k;
+      a.q[k] = q + t * c.n_embd + h * hd;
+      a.s[k] = scores + (t * c.n_head + h) * n_ctx;
+      a.o[k] = out + t * c.n_embd + h * hd;
+    }
+    a.len = len;
+    a.hd = hd;
+    a.scale = scale;
+    return a;
+  }
+};
+
+}  // namespace
+
 void attention(const ModelConfig& c, const KvCache& kv, int64_t layer, const float* q, int64_t n,
                int64_t pos0, float* out, float* scratch, int64_t n_ctx, ThreadPool& pool) {
   const int64_t hd = c.head_dim, group = c.n_head / c.n_head_kv;
   const bool f16 = kv.is_f16();
-  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
-  void (*item_fn)(const void*) = [](const void* it) {
-    attention_item<32, 16>(*static_cast<const AttnItem*>(it), exp_shifted_scalar_body);
-  };
+  ItemFn item_fn = attention_item_scalar;
+  PhaseFn phase_fn = attention_phase_scalar;
   switch (runtime_isa()) {
-    case RuntimeIsa::avx512: item_fn = attention_item_avx512; break;
-    case RuntimeIsa::avx2: item_fn = attention_item_avx2; break;
+    case RuntimeIsa::avx512: item_fn = attention_item_avx512; phase_fn = attention_phase_avx512; break;
+    case RuntimeIsa::avx2: item_fn = attention_item_avx2; phase_fn = attention_phase_avx2; break;
     default: break;
   }
   // An F16 cache is converted once per call, each KV head's keys and values for every position
   // this batch reads, into the front of scratch; the items then read floats.
   const int64_t len_all = pos0 + n;
-  float* conv = scratch;
-  float* scores = scratch + (f16 ? 2 * c.n_head_kv * hd * n_ctx : 0);
+  float* conv = f16 ? scratch : nullptr;
   if (f16) {
     pool.run(2 * c.n_head_kv, [&](int64_t b, int64_t e) {
       for (int64_t k = b; k < e; ++k) {
@@ -137,40 +189,58 @@ void attention(const ModelConfig& c, const KvCache& kv, int64_t layer, const flo
     });
   }
   // Items: one token and up to kMaxGroup query heads of one KV head (their keys and values are
-  // loaded once for all of them). With few items (decoding one token) the heads go one per item,
-  // so that the threads get even shares. Causal cost grows with t, so the tokens go to the pool
-  // in zigzag order (0, n-1, 1, n-2, ...): each thread's contiguous range then holds about the
-  // same number of keys. Which thread computes an item never changes its bits.
-  int64_t gs = std::min<int64_t>(group, kMaxGroup);
-  if (n * c.n_head_kv < 4 * pool.threads()) gs = 1;
+  // loaded once for all of them). Which thread computes an item never changes its bits.
+  const int64_t gs = std::min<int64_t>(group, kMaxGroup);
   const int64_t parts = (group + gs - 1) / gs;  // items per KV head and token
   const int64_t per_token = c.n_head_kv * parts;
+  const Call call{c, kv, layer, pos0, n, n_ctx, hd, group, gs, parts, q, out, conv,
+                  scratch + (f16 ? 2 * c.n_head_kv * hd * n_ctx : 0),
+                  static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)))};
+  const int threads = pool.threads();
+  static const bool ab_items = std::getenv("NVFP4_AB_ITEMS") != nullptr;  // TEMP A/B
+  if (!ab_items && n * per_token < 4 * threads) {
+    // Few items (decoding): three phases, each split evenly. Scores by key range (16-aligned),
+    // softmax by head, output by dimension range: every key's and every dimension's sum keeps
+    // its order, and the threads share the reading of the keys and values.
+    const int64_t pieces = threads;
+    pool.run(n * per_token * pieces, [&](int64_t b, int64_t e) {
+      for (int64_t u = b; u < e; ++u) {
+        const int64_t it = u / pieces, piece = u % pieces, t = it / per_token, r = it % per_token;
+        const AttnItem a = call.item(t, r / parts, r % parts);
+        int64_t j0, j1;
+        partition(a.len, static_cast<int>(pieces), static_cast<int>(piece), 16, j0, j1);
+        if (j0 < j1) phase_fn(&a, static_cast<int>(AttnPhase::scores), j0, j1);
+      }
+    }, 1);
+    pool.run(n * c.n_head, [&](int64_t b, int64_t e) {
+      for (int64_t u = b; u < e; ++u) {
+        const int64_t t = u / c.n_head, h = u % c.n_head, kvh = h / group, part = (h % group) / gs;
+        AttnItem a = call.item(t, kvh, part);
+        const int k = static_cast<int>((h % group) % gs);
+        a.s[0] = a.s[k];
+        a.g = 1;
+        phase_fn(&a, static_cast<int>(AttnPhase::softmax), 0, 0);
+      }
+    }, 1);
+    pool.run(n * per_token * pieces, [&](int64_t b, int64_t e) {
+      for (int64_t u = b; u < e; ++u) {
+        const int64_t it = u / pieces, piece = u % pieces, t = it / per_token, r = it % per_token;
+        const AttnItem a = call.item(t, r / parts, r % parts);
+        int64_t d0, d1;
+        partition(hd, static_cast<int>(pieces), static_cast<int>(piece), 16, d0, d1);
+        if (d0 < d1) phase_fn(&a, static_cast<int>(AttnPhase::output), d0, d1);
+      }
+    }, 1);
+    return;
+  }
+  // Many items (a prompt window): whole items. Causal cost grows with t, so the tokens go to the
+  // pool in zigzag order (0, n-1, 1, n-2, ...): each thread's contiguous range then holds about
+  // the same number of keys.
   pool.run(n * per_token, [&](int64_t b, int64_t e) {
     for (int64_t slot = b; slot < e; ++slot) {
-      const int64_t i = slot / per_token, r = slot % per_token, kvh = r / parts, part = r % parts;
+      const int64_t i = slot / per_token, r = slot % per_token;
       const int64_t t = (i % 2 == 0) ? i / 2 : n - 1 - i / 2;
-      const int64_t h0 = kvh * group + part * gs;
-      const int64_t len = pos0 + t + 1;
-      AttnItem a;
-      if (f16) {
-        a.K = conv + (2 * kvh) * hd * n_ctx;
-        a.ks = len_all;
-        a.V = conv + (2 * kvh + 1) * hd * n_ctx;
-      } else {
-        a.K = kv.keys(layer, kvh, len, nullptr);
-        a.ks = kv.key_stride(len);
-        a.V = kv.values(layer, kvh, len, nullptr);
-      }
-      a.g = static_cast<int>(std::min(gs, group - part * gs));
-      for (int k = 0; k < a.g; ++k) {
-        const int64_t h = h0 + k;
-        a.q[k] = q + t * c.n_embd + h * hd;
-        a.s[k] = scores + (t * c.n_head + h) * n_ctx;
-        a.o[k] = out + t * c.n_embd + h * hd;
-      }
-      a.len = len;
-      a.hd = hd;
-      a.scale = scale;
+      const AttnItem a = call.item(t, r / parts, r % parts);
       item_fn(&a);
     }
   }, 1);

@@ -40,8 +40,9 @@ inline void exp_shifted_scalar_body(const float* s, float mx, float* out, int64_
 
 // Scores of keys [j0, j0 + C) for the G heads: per key, d ascending, in local arrays (registers)
 // across d, one load of each key row chunk for all heads.
+// noinline: inlined into the item function, GCC 12 kept the G = 1 accumulators on the stack.
 template <int G, int64_t C>
-inline void score_chunk(const AttnItem& a, int64_t j0) {
+__attribute__((noinline)) void score_chunk(const AttnItem& a, int64_t j0) {
   float acc[G][C];
   for (int h = 0; h < G; ++h)
     for (int64_t jj = 0; jj < C; ++jj) acc[h][jj] = 0.0f;
@@ -58,7 +59,7 @@ inline void score_chunk(const AttnItem& a, int64_t j0) {
 
 // Output dimensions [d0, d0 + C) for the G heads: per dimension, j ascending.
 template <int G, int64_t C>
-inline void output_chunk(const AttnItem& a, int64_t d0) {
+__attribute__((noinline)) void output_chunk(const AttnItem& a, int64_t d0) {
   float acc[G][C];
   for (int h = 0; h < G; ++h)
     for (int64_t dd = 0; dd < C; ++dd) acc[h][dd] = 0.0f;
@@ -104,36 +105,78 @@ inline void softmax_row(float* __restrict s, int64_t len, float scale, ExpShifte
 // chosen per ISA (8 x 16 lanes of keys on AVX-512, 8 x 8 on AVX2, 8 x 4 on SSE2); with G heads
 // the key chunk is halved to fit the registers. kDims must not exceed the head dimension (64
 // here) to be used at all. The order per key and per dimension never changes.
-template <int G, int64_t kKeys, int64_t kDims, class ExpShifted>
-inline void attention_group(const AttnItem& a, ExpShifted exp_shifted) {
+// Scores of keys [j0, j1) (j0 a multiple of 16; j1 = len or a multiple of 16).
+template <int G, int64_t kKeys>
+inline void scores_range(const AttnItem& a, int64_t j0, int64_t j1) {
   constexpr int64_t kC = G == 1 ? kKeys : kKeys / 2;
-  const int64_t len = a.len, hd = a.hd;
-  // Scores: for each key j, sum over d ascending of q[d] * K[d][j].
-  int64_t j0 = 0;
-  for (; j0 + kC <= len; j0 += kC) score_chunk<G, kC>(a, j0);
-  for (; j0 + 16 <= len; j0 += 16) score_chunk<G, 16>(a, j0);
+  for (; j0 + kC <= j1; j0 += kC) score_chunk<G, kC>(a, j0);
+  for (; j0 + 16 <= j1; j0 += 16) score_chunk<G, 16>(a, j0);
   for (int h = 0; h < G; ++h) {
     float* __restrict s = a.s[h];
-    for (int64_t j = j0; j < len; ++j) s[j] = 0.0f;
-    for (int64_t d = 0; d < hd; ++d) {
+    for (int64_t j = j0; j < j1; ++j) s[j] = 0.0f;
+    for (int64_t d = 0; d < a.hd; ++d) {
       const float qd = a.q[h][d];
       const float* __restrict kd = a.K + d * a.ks;
-      for (int64_t j = j0; j < len; ++j) s[j] = s[j] + qd * kd[j];
+      for (int64_t j = j0; j < j1; ++j) s[j] = s[j] + qd * kd[j];
     }
   }
-  for (int h = 0; h < G; ++h) softmax_row(a.s[h], len, a.scale, exp_shifted);
-  // Output: for each value row j ascending, o[d] += w[j] * V[j][d].
-  int64_t d0 = 0;
-  for (; d0 + kDims <= hd; d0 += kDims) output_chunk<G, kDims>(a, d0);
+}
+
+// Output dimensions [d0, d1) (d0 a multiple of kDims or of 16; d1 = hd or a multiple of 16).
+template <int G, int64_t kDims>
+inline void output_range(const AttnItem& a, int64_t d0, int64_t d1) {
+  for (; d0 + kDims <= d1; d0 += kDims) output_chunk<G, kDims>(a, d0);
+  if constexpr (kDims > 32)
+    for (; d0 + 32 <= d1; d0 += 32) output_chunk<G, 32>(a, d0);
+  for (; d0 + 16 <= d1; d0 += 16) output_chunk<G, 16>(a, d0);
   for (int h = 0; h < G; ++h) {
     float* __restrict o = a.o[h];
     const float* __restrict s = a.s[h];
-    for (int64_t d = d0; d < hd; ++d) o[d] = 0.0f;
-    for (int64_t j = 0; j < len; ++j) {
+    for (int64_t d = d0; d < d1; ++d) o[d] = 0.0f;
+    for (int64_t j = 0; j < a.len; ++j) {
       const float w = s[j];
-      const float* __restrict vj = a.V + j * hd;
-      for (int64_t d = d0; d < hd; ++d) o[d] = o[d] + w * vj[d];
+      const float* __restrict vj = a.V + j * a.hd;
+      for (int64_t d = d0; d < d1; ++d) o[d] = o[d] + w * vj[d];
     }
+  }
+}
+
+// kKeys / kDims: keys (scores) and head dimensions (output) per register-held chunk for one head,
+// chosen per ISA (8 x 16 lanes of keys on AVX-512, 8 x 8 on AVX2, 8 x 4 on SSE2); with G heads
+// the key chunk is halved to fit the registers. The order per key and per dimension never
+// changes, however the keys and dimensions are cut into ranges and chunks.
+template <int G, int64_t kKeys, int64_t kDims, class ExpShifted>
+inline void attention_group(const AttnItem& a, ExpShifted exp_shifted) {
+  scores_range<G, kKeys>(a, 0, a.len);  // for each key j, sum over d ascending of q[d] * K[d][j]
+  for (int h = 0; h < G; ++h) softmax_row(a.s[h], a.len, a.scale, exp_shifted);
+  output_range<G, kDims>(a, 0, a.hd);  // for each value row j ascending, o[d] += w[j] * V[j][d]
+}
+
+// The three phases alone, for decoding one token split across threads by keys, by heads and by
+// dimensions (attention.cpp): the same arithmetic as attention_group.
+enum class AttnPhase { scores, softmax, output };
+template <int64_t kKeys, int64_t kDims, class ExpShifted>
+inline void attention_phase(const AttnItem& a, AttnPhase phase, int64_t b, int64_t e, ExpShifted exp_shifted) {
+  switch (phase) {
+    case AttnPhase::scores:
+      switch (a.g) {
+        case 1: scores_range<1, kKeys>(a, b, e); break;
+        case 2: scores_range<2, kKeys>(a, b, e); break;
+        case 3: scores_range<3, kKeys>(a, b, e); break;
+        default: scores_range<4, kKeys>(a, b, e); break;
+      }
+      break;
+    case AttnPhase::softmax:
+      for (int h = 0; h < a.g; ++h) softmax_row(a.s[h], a.len, a.scale, exp_shifted);
+      break;
+    case AttnPhase::output:
+      switch (a.g) {
+        case 1: output_range<1, kDims>(a, b, e); break;
+        case 2: output_range<2, kDims>(a, b, e); break;
+        case 3: output_range<3, kDims>(a, b, e); break;
+        default: output_range<4, kDims>(a, b, e); break;
+      }
+      break;
   }
 }
 

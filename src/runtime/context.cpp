@@ -29,16 +29,21 @@ struct Context::Impl {
 
   Impl(const Model::Impl& model, const ContextOptions& o_, ThreadPool& p) : m(model), opt(o_), pool(p) {}
 
-  void rmsnorm(const float* in, const std::vector<float>& w, float* out, int64_t n) const {
+  void rmsnorm(const float* in, const std::vector<float>& w, float* out, int64_t n) {
     const int64_t d = m.cfg.n_embd;
-    for (int64_t t = 0; t < n; ++t) {
-      const float* xi = in + t * d;
-      double ss = 0.0;
-      for (int64_t i = 0; i < d; ++i) ss += static_cast<double>(xi[i]) * static_cast<double>(xi[i]);
-      const double mean = ss / static_cast<double>(d);
-      const float scale = static_cast<float>(1.0 / std::sqrt(mean + static_cast<double>(m.cfg.rms_eps)));
-      for (int64_t i = 0; i < d; ++i) out[t * d + i] = (xi[i] * scale) * w[static_cast<size_t>(i)];
-    }
+    const auto rows = [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const float* xi = in + t * d;
+        double ss = 0.0;
+        for (int64_t i = 0; i < d; ++i) ss += static_cast<double>(xi[i]) * static_cast<double>(xi[i]);
+        const double mean = ss / static_cast<double>(d);
+        const float scale = static_cast<float>(1.0 / std::sqrt(mean + static_cast<double>(m.cfg.rms_eps)));
+        for (int64_t i = 0; i < d; ++i) out[t * d + i] = (xi[i] * scale) * w[static_cast<size_t>(i)];
+      }
+    };
+    // Tokens are independent: a prompt window's rows split across the pool (same bits).
+    if (n < 16) rows(0, n);
+    else pool.run(n, rows);
   }
 
   void run(const MatMul& mm, const float* in, int64_t n, float* out) {
@@ -74,11 +79,15 @@ struct Context::Impl {
       const LayerWeights& w = m.layers[static_cast<size_t>(l)];
       rmsnorm(x.data(), w.attn_norm, xn.data(), n);
       run_group({{&w.q, q.data()}, {&w.k, k.data()}, {&w.v, v.data()}}, xn.data(), n);
-      for (int64_t t = 0; t < n; ++t) {
-        rope.apply(q.data() + t * d, c.n_head, pos + t);
-        rope.apply(k.data() + t * kvd, c.n_head_kv, pos + t);
-        kv.store(l, pos + t, k.data() + t * kvd, v.data() + t * kvd);
-      }
+      const auto rope_store = [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) {
+          rope.apply(q.data() + t * d, c.n_head, pos + t);
+          rope.apply(k.data() + t * kvd, c.n_head_kv, pos + t);
+          kv.store(l, pos + t, k.data() + t * kvd, v.data() + t * kvd);
+        }
+      };
+      if (n < 16) rope_store(0, n);
+      else pool.run(n, rope_store);  // tokens are independent (own positions in the cache)
       attention(c, kv, l, q.data(), n, pos, att.data(), scratch.data(), opt.n_ctx, pool);
       run(w.o, att.data(), n, o.data());
       for (int64_t i = 0; i < n * d; ++i) x[static_cast<size_t>(i)] = x[static_cast<size_t>(i)] + o[static_cast<size_t>(i)];
