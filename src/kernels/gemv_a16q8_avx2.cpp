@@ -1,6 +1,7 @@
 // a16q8 on AVX2: the packed 16-row tile read as two halves of 8 rows (one int32 lane per row),
 // a window of up to 8 columns per pass; every 256-block is scanned once, then run half by half
-// (the second half reads the block's 2.3 KiB of records from L1).
+// (the second half reads the block's 2.3 KiB of records from L1), or both halves in one loop for
+// windows of 1-2 columns when both are narrow (decode).
 //
 // Why the result equals the reference bit for bit (the AVX-512 kernel's argument, see
 // gemv_a16q8_avx512vnni.cpp, with the group sum formed in int16):
@@ -131,6 +132,38 @@ inline void narrow_half(const uint8_t* ph, const uint8_t* s8, int64_t count, __m
   for (int c = 0; c < NC; ++c) t[c] = _mm256_mul_ps(_mm256_cvtepi32_ps(acc[c]), pow2);
 }
 
+// Both halves narrow, windows of 1-2 columns (decode): one loop over the block reads each record
+// once and shares the activation broadcasts between the halves (the decoded halves, their
+// multipliers and 2 * NC sums still fit the 16 ymm). The same integer sums as narrow_half.
+template <int NC>
+inline void narrow_both(const uint8_t* p, int64_t count, __m256i emin0, __m256i emin1,
+                        const int8_t* qb, const int32_t* cb, __m256 t[2][NC]) {
+  __m256i acc0[NC], acc1[NC];
+  for (int c = 0; c < NC; ++c) acc0[c] = acc1[c] = _mm256_setzero_si256();
+  const __m256i lo16 = _mm256_set1_epi32(0xFFFF);
+  for (int64_t g = 0; g < count; ++g, p += kRecordBytes, qb += kQStride, cb += ActQ8::kChunk) {
+    const Decoded d0 = decode(p), d1 = decode(p + 32);
+    const __m256i m0 = scale_mult(p + 128, emin0), m1 = scale_mult(p + 136, emin1);
+    for (int c = 0; c < NC; ++c) {
+      const int8_t* qg = qb + c * kGroup;
+      const __m256i x0 = bcast4(qg), x1 = bcast4(qg + 4), x2 = bcast4(qg + 8), x3 = bcast4(qg + 12);
+      const __m256i corr = _mm256_and_si256(_mm256_set1_epi32(cb[c]), lo16);
+      const __m256i a0 = _mm256_add_epi16(_mm256_maddubs_epi16(d0.w0, x0), _mm256_maddubs_epi16(d0.w1, x1));
+      const __m256i b0 = _mm256_add_epi16(_mm256_maddubs_epi16(d0.w2, x2), _mm256_maddubs_epi16(d0.w3, x3));
+      const __m256i a1 = _mm256_add_epi16(_mm256_maddubs_epi16(d1.w0, x0), _mm256_maddubs_epi16(d1.w1, x1));
+      const __m256i b1 = _mm256_add_epi16(_mm256_maddubs_epi16(d1.w2, x2), _mm256_maddubs_epi16(d1.w3, x3));
+      acc0[c] = _mm256_add_epi32(acc0[c], _mm256_madd_epi16(_mm256_add_epi16(_mm256_add_epi16(a0, b0), corr), m0));
+      acc1[c] = _mm256_add_epi32(acc1[c], _mm256_madd_epi16(_mm256_add_epi16(_mm256_add_epi16(a1, b1), corr), m1));
+    }
+  }
+  const __m256 pow0 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(emin0, _mm256_set1_epi32(117)), 23));
+  const __m256 pow1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(emin1, _mm256_set1_epi32(117)), 23));
+  for (int c = 0; c < NC; ++c) {
+    t[0][c] = _mm256_mul_ps(_mm256_cvtepi32_ps(acc0[c]), pow0);
+    t[1][c] = _mm256_mul_ps(_mm256_cvtepi32_ps(acc1[c]), pow1);
+  }
+}
+
 // Wide half, one column at a time (rare: its float64 sums take two registers per column).
 template <int NC>
 inline void wide_half(const uint8_t* ph, const uint8_t* s8, int64_t count, const int8_t* qb,
@@ -162,9 +195,15 @@ void tile_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
     const int32_t* cb = a.corrg(g0, c0);
     __m128i emin;
     const int narrow = scan_block(p, count, emin);
+    __m256 tt[2][NC];
+    const bool both = NC <= 2 && narrow == 3;
+    if (both) {
+      narrow_both<NC>(p, count, _mm256_cvtepu8_epi32(emin), _mm256_cvtepu8_epi32(_mm_srli_si128(emin, 8)), qb, cb, tt);
+    }
     for (int h = 0; h < 2; ++h) {
-      __m256 t[NC];
-      if (narrow & (1 << h)) {
+      __m256* t = tt[h];
+      if (both) {  // done above
+      } else if (narrow & (1 << h)) {
         const __m256i e = _mm256_cvtepu8_epi32(h ? _mm_srli_si128(emin, 8) : emin);
         narrow_half<NC>(p + 32 * h, p + 128 + 8 * h, count, e, qb, cb, t);
       } else {
