@@ -17,8 +17,9 @@ inline double exp(double x) {
   constexpr double kLn2Hi = 6.93147180369123816490e-01;  // 32 significant bits
   constexpr double kLn2Lo = 1.90821492927058770002e-10;
   constexpr double kRound = 6755399441055744.0;  // 1.5 * 2^52: (v + kRound) - kRound rounds v
-  const double k = (x * kInvLn2 + kRound) - kRound;  // not folded: no fast-math in this build
-  const double r = (x - k * kLn2Hi) - k * kLn2Lo;     // |r| <= 0.3466
+  const double t = x * kInvLn2 + kRound;  // k + 1.5 * 2^52: k sits in t's low significand bits
+  const double k = t - kRound;             // not folded: no fast-math in this build
+  const double r = (x - k * kLn2Hi) - k * kLn2Lo;  // |r| <= 0.3466
   // Taylor series to r^13 (remainder < 2e-17 relative), Horner from the highest term.
   double p = 1.0 / 6227020800.0;
   p = p * r + 1.0 / 479001600.0;
@@ -34,7 +35,9 @@ inline double exp(double x) {
   p = p * r + 0.5;
   p = p * r + 1.0;
   p = p * r + 1.0;
-  const int64_t ki = static_cast<int64_t>(k);  // in [-1010, 1023]
+  // k in [-1010, 1023], read from t's bits (two's complement in the low 32): a cast of a NaN k
+  // (NaN input) would be undefined; this way a NaN input just gives NaN, as the vector code does.
+  const int64_t ki = static_cast<int32_t>(static_cast<uint32_t>(std::bit_cast<uint64_t>(t)));
   return p * std::bit_cast<double>(static_cast<uint64_t>(ki + 1023) << 52);
 }
 
