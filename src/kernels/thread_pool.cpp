@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
@@ -107,14 +106,13 @@ void ThreadPool::run(int64_t count, const std::function<void(int64_t, int64_t)>&
   if (b < e) fn(b, e);
   const auto done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
   const int64_t budget = spin_ns_.load(std::memory_order_relaxed);
-  static const bool fixed = std::getenv("NVFP4_AB_SPIN_FIXED") != nullptr;  // TEMP A/B
   if (spin_until(budget, done)) {
     // The workers kept up: spin longer next time (up to the maximum).
-    if (!fixed) spin_ns_.store(std::min(max_spin_ns_, budget * 2 + 1000), std::memory_order_relaxed);
+    spin_ns_.store(std::min(max_spin_ns_, budget * 2 + 1000), std::memory_order_relaxed);
   } else {
     // They did not (a busy machine descheduled one): spinning only burned the time slice that
     // thread needs, so halve the budget.
-    if (!fixed) spin_ns_.store(budget / 2, std::memory_order_relaxed);
+    spin_ns_.store(budget / 2, std::memory_order_relaxed);
     std::unique_lock<std::mutex> lock(mu_);
     cv_done_.wait(lock, done);
   }

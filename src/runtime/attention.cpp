@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 
 #include "nvfp4/codec.h"
 #include "runtime/attention_item.h"
@@ -197,8 +196,7 @@ void attention(const ModelConfig& c, const KvCache& kv, int64_t layer, const flo
                   scratch + (f16 ? 2 * c.n_head_kv * hd * n_ctx : 0),
                   static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)))};
   const int threads = pool.threads();
-  static const bool ab_items = std::getenv("NVFP4_AB_ITEMS") != nullptr;  // TEMP A/B
-  if (!ab_items && n * per_token < 4 * threads) {
+  if (n * per_token < 4 * threads) {
     // Few items (decoding): three phases, each split evenly. Scores by key range (16-aligned),
     // softmax by head, output by dimension range: every key's and every dimension's sum keeps
     // its order, and the threads share the reading of the keys and values.
