@@ -29,18 +29,10 @@ void prepare_q8_cols_avx512(const float* x, int64_t t0, int64_t t1, ActQ8& out) 
       const float amax = _mm512_reduce_max_ps(mx);
       const int64_t g0 = lo / kGroup, g1 = hi / kGroup;
       if (!(amax > 0.0f)) {  // all zero (NaN never reaches here: the reference's rule is the same)
-        out.zero[t * out.blocks + b] = 1;
-        for (int64_t g = g0; g < g1; ++g) {
-          std::fill_n(out.qg(g, t), kGroup, int8_t{0});
-          out.corr_at(g, t) = 0;
-        }
+        out.set_zero_block(t, b, g0, g1);
         continue;
       }
-      float m = 0.0f;
-      for (int64_t i = lo; i < hi; ++i) {
-        if (std::fabs(xt[i]) == amax) { m = xt[i]; break; }
-      }
-      const float iscale = -127.0f / m;
+      const float iscale = -127.0f / first_of_magnitude(xt, lo, hi, amax);
       const __m512 vs = _mm512_set1_ps(iscale);
       for (int64_t g = g0; g < g1; ++g) {
         const __m512i q = _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xt + g * kGroup), vs)),

@@ -13,6 +13,8 @@
 // starting each group sum at -12 * sum(q) (ActQ8::corr), the same for every row.
 // AVX2 reads the same bytes as two halves of 8 rows (bytes 0-31 / 32-63 of each 64).
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -68,7 +70,21 @@ struct ActQ8 {
     d.assign(static_cast<size_t>(n * blocks), 0.0f);
     zero.assign(static_cast<size_t>(n * blocks), 0);
   }
+  // Column t's block b (groups [g0, g1)) is all zero: it contributes nothing.
+  void set_zero_block(int64_t t, int64_t b, int64_t g0, int64_t g1) {
+    zero[static_cast<size_t>(t * blocks + b)] = 1;
+    for (int64_t g = g0; g < g1; ++g) {
+      std::fill_n(qg(g, t), kGroup, int8_t{0});
+      corr_at(g, t) = 0;
+    }
+  }
 };
+// The quantizers' m: the first x[i], i in [lo, hi), whose magnitude equals amax (> 0).
+inline float first_of_magnitude(const float* x, int64_t lo, int64_t hi, float amax) {
+  for (int64_t i = lo; i < hi; ++i)
+    if (std::fabs(x[i]) == amax) return x[i];
+  return 0.0f;
+}
 // Quantizes columns [t0, t1) of x ([n][n_in]) into out, which out.shape(n, n_in) has sized: the
 // columns are independent, so callers may split them across threads.
 void prepare_q8_cols(const float* x, int64_t t0, int64_t t1, ActQ8& out);

@@ -7,6 +7,7 @@
 // are added pairwise as a tree: l + (l+8) for l < 8, then l + (l+4), l + (l+2), l + (l+1).
 // AVX-512 holds the 16 lanes in one register, AVX2 in two, the scalar code in an array.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -39,6 +40,25 @@ class PinnedDense {
 };
 
 namespace pinned_dense_detail {
+// Software prefetch of the next block of R rows (esz bytes per weight) while a block's inputs
+// [i, i + 16) are processed: the matching slice of the next block's bytes, so that a decode step,
+// which reads the head once from beyond the caches, finds it on its way.
+struct NextBlock {
+  const char* p = nullptr;
+  int64_t bytes = 0, per_step = 0;
+  NextBlock(const void* w, int64_t n_in, int64_t n_out, int64_t r, int64_t rows, int64_t esz) {
+    const int64_t next_rows = std::max<int64_t>(0, std::min<int64_t>(rows, n_out - r - rows));
+    bytes = next_rows * n_in * esz;
+    per_step = rows * 16 * esz;
+    if (next_rows > 0) p = static_cast<const char*>(w) + (r + rows) * n_in * esz;
+  }
+  void at(int64_t i) const {
+    if (!p) return;
+    const int64_t off = (i / 16 * per_step) & ~int64_t{63};
+    for (int64_t o = off; o < std::min(bytes, off + per_step); o += 64) __builtin_prefetch(p + o, 0, 3);
+  }
+};
+
 // One row range [r0, r1) for all n columns; every variant follows the order above exactly.
 using RowsFn = void (*)(const void* w, bool f16, int64_t n_in, int64_t n_out, const float* x,
                         int64_t n, float* y, int64_t r0, int64_t r1);

@@ -52,20 +52,14 @@ void block(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n
            int64_t r) {
   const int64_t full = n_in & ~int64_t{15};
   const int64_t esz = F16 ? 2 : 4;
-  const int64_t next_rows = std::max<int64_t>(0, std::min<int64_t>(R, n_out - r - R));
-  const int64_t next_bytes = next_rows * n_in * esz;
-  const char* next = next_rows > 0 ? static_cast<const char*>(w) + (r + R) * n_in * esz : nullptr;
+  const NextBlock next(w, n_in, n_out, r, R, esz);
   for (int64_t t = 0; t < n; ++t) {
     const float* xt = x + t * n_in;
     __m256 lo[R], hi[R];
     for (int k = 0; k < R; ++k) lo[k] = hi[k] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i < full; i += 16) {
-      if (t == 0 && next) {
-        const int64_t off = (i * R * esz) & ~int64_t{63};
-        for (int64_t o = off; o < std::min(next_bytes, off + R * 16 * esz); o += 64)
-          _mm_prefetch(next + o, _MM_HINT_T0);
-      }
+      if (t == 0) next.at(i);
       for (int k = 0; k < R; ++k) {
         lo[k] = _mm256_add_ps(lo[k], _mm256_mul_ps(load_w<F16>(w, (r + k) * n_in + i, 8), _mm256_loadu_ps(xt + i)));
         hi[k] = _mm256_add_ps(hi[k], _mm256_mul_ps(load_w<F16>(w, (r + k) * n_in + i + 8, 8), _mm256_loadu_ps(xt + i + 8)));
