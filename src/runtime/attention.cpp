@@ -6,7 +6,8 @@
 #include "nvfp4/codec.h"
 #include "runtime/attention_item.h"
 #include "runtime/pinned_math.h"
-#include "runtime/runtime_isa.h"
+#include "kernels/packed.h"
+#include "nvfp4/kernels.h"
 
 namespace nvfp4 {
 
@@ -15,14 +16,7 @@ void f16_to_f32_scalar(const uint16_t* h, float* f, int64_t n) {
 }
 
 namespace {
-using F16Fn = void (*)(const uint16_t*, float*, int64_t);
-F16Fn f16_fn() {
-  switch (runtime_isa()) {
-    case RuntimeIsa::avx512: return f16_to_f32_avx512;
-    case RuntimeIsa::avx2: return f16_to_f32_avx2;
-    default: return f16_to_f32_scalar;
-  }
-}
+kern::F16Fn f16_fn() { return kern::table(active_isa()).f16_to_f32; }
 }  // namespace
 
 void KvCache::init(int64_t n_layer, int64_t n_kv, int64_t head_dim, int64_t n_ctx, KvType type) {
@@ -50,7 +44,7 @@ void KvCache::store(int64_t l, int64_t pos, const float* k, const float* v) {
 const float* KvCache::keys(int64_t l, int64_t h, int64_t n, float* scratch) const {
   const int64_t off = l * layer_size() + h * hd_ * n_ctx_;
   if (type_ == KvType::f32) return f_.data() + off;
-  const F16Fn conv = f16_fn();
+  const kern::F16Fn conv = f16_fn();
   for (int64_t d = 0; d < hd_; ++d) conv(h_.data() + off + d * n_ctx_, scratch + d * n, n);
   return scratch;
 }
@@ -78,26 +72,11 @@ void AttnStep::set(std::span<const AttnToken> tokens) {
   }
 }
 
-void attention_item_avx2(const void* item);
-void attention_item_avx512(const void* item);
-void attention_phase_avx2(const void* item, int phase, int64_t b, int64_t e);
-void attention_phase_avx512(const void* item, int phase, int64_t b, int64_t e);
 
 void swiglu_scalar(float* g, const float* u, int64_t n) { swiglu(g, u, n); }
 void exp_shifted_scalar(const float* s, float mx, float* out, int64_t n) { exp_shifted_scalar_body(s, mx, out, n); }
 
-void swiglu_rows(float* g, const float* u, int64_t n) {
-  switch (runtime_isa()) {
-    case RuntimeIsa::avx512: swiglu_avx512(g, u, n); break;
-    case RuntimeIsa::avx2: swiglu_avx2(g, u, n); break;
-    default: swiglu_scalar(g, u, n); break;
-  }
-}
-
-namespace {
-
-using ItemFn = void (*)(const void*);
-using PhaseFn = void (*)(const void*, int, int64_t, int64_t);
+void swiglu_rows(float* g, const float* u, int64_t n) { kern::table(active_isa()).swiglu(g, u, n); }
 
 void attention_item_scalar(const void* it) {
   attention_item<32, 16>(*static_cast<const AttnItem*>(it), exp_shifted_scalar_body);
@@ -106,6 +85,8 @@ void attention_phase_scalar(const void* it, int phase, int64_t b, int64_t e) {
   attention_phase<32, 16>(*static_cast<const AttnItem*>(it), static_cast<AttnPhase>(phase), b, e,
                           exp_shifted_scalar_body);
 }
+
+namespace {
 
 // One step's view of the caches and buffers: builds the item of (token t, KV head, part).
 struct Call {
@@ -152,13 +133,9 @@ void attention(const ModelConfig& c, const AttnStep& st, int64_t layer, const fl
                std::vector<float>& scratch, ThreadPool& pool) {
   const int64_t hd = c.head_dim, group = c.n_head / c.n_head_kv, n = static_cast<int64_t>(st.tok.size());
   if (n == 0) return;
-  ItemFn item_fn = attention_item_scalar;
-  PhaseFn phase_fn = attention_phase_scalar;
-  switch (runtime_isa()) {
-    case RuntimeIsa::avx512: item_fn = attention_item_avx512; phase_fn = attention_phase_avx512; break;
-    case RuntimeIsa::avx2: item_fn = attention_item_avx2; phase_fn = attention_phase_avx2; break;
-    default: break;
-  }
+  const kern::KernelTable& kt = kern::table(active_isa());
+  const kern::AttnItemFn item_fn = kt.attn_item;
+  const kern::AttnPhaseFn phase_fn = kt.attn_phase;
   // Scratch: for each slot with an F16 cache, its widened keys and values ([2 * n_kv][hd][len]);
   // then the scores of every (token, head) over the step's longest key range.
   const size_t n_slots = st.caches.size();
