@@ -1,5 +1,6 @@
 // Tokenizer data from GGUF-style tokenizer.ggml.* metadata: of a GGUF file, or of any checkpoint
 // (Checkpoint::meta presents every container's metadata under these keys).
+#include <filesystem>
 #include <functional>
 
 #include "nvfp4/checkpoint.h"
@@ -58,6 +59,13 @@ Tokenizer Tokenizer::from_gguf(const gguf::File& f) {
 }
 
 Tokenizer Tokenizer::from_checkpoint(const Checkpoint& ck) {
+  if (ck.info().container == "safetensors") {
+    // The directory itself, or the directory of the .safetensors file named.
+    namespace fs = std::filesystem;
+    const fs::path p(ck.info().path);
+    const bool is_dir = fs::is_directory(p);
+    return build(tokenizer_data_from_hf((is_dir ? p : p.parent_path()).string()));
+  }
   return from_meta([&](const std::string& k) { return ck.meta(k); }, ck.info().path);
 }
 
