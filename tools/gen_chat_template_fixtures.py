@@ -33,6 +33,7 @@ TEMPLATES = {
     "deepseek-r1-distill-qwen": ("<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
     "phi3.5": ("<s>", "<|endoftext|>"),
     "chatml": ("", "<|im_end|>"),
+    "features": ("<s>", "</s>"),
 }
 
 TRICKY = 'héllo 世界 🙂\n"double" \'single\' {braces} {{ not jinja }} {% nor this %}\\ back\ttab  '
@@ -57,7 +58,8 @@ CONVERSATIONS = {
     "assistant_first": [A1, U1],
     "long_multi_turn": [S] + [U1, A1] * 4 + [U2],
 }
-EXTRAS = {"qwen3": [{}, {"enable_thinking": False}, {"enable_thinking": True}]}
+EXTRAS = {"qwen3": [{}, {"enable_thinking": False}, {"enable_thinking": True}],
+          "features": [{}, {"enable_thinking": False}]}
 
 
 def render(template, messages, agp, bos, eos, extra):

@@ -190,6 +190,9 @@ class Evaluator {
 // Filters, tests and methods (jinja_filters.cpp).
 Value apply_filter(Evaluator& ev, const std::string& name, Value in, CallArgs& a, int line);
 bool apply_test(Evaluator& ev, const std::string& name, const Value& in, CallArgs& a, int line);
+// Whether a filter/test name is one this interpreter has (checked at parse time, as jinja2 does).
+bool known_filter(const std::string& name);
+bool known_test(const std::string& name);
 // Attribute `name` of a str/dict/list value that is a method (bound); Undefined when none.
 Value method(const Value& self, const std::string& name, int line);
 

@@ -198,6 +198,23 @@ Value bound(Value self, std::function<Value(Evaluator&, const Value&, CallArgs&)
 
 }  // namespace
 
+bool known_filter(const std::string& n) {
+  for (const char* f : {"trim", "length", "count", "string", "safe", "upper", "lower", "capitalize", "title", "default",
+                        "d", "first", "last", "list", "reverse", "items", "join", "replace", "tojson", "int", "abs",
+                        "indent", "selectattr", "rejectattr", "select", "reject", "map", "escape", "e"})
+    if (n == f) return true;
+  return false;
+}
+
+bool known_test(const std::string& n) {
+  for (const char* t : {"defined", "undefined", "none", "string", "number", "integer", "float", "boolean", "true",
+                        "false", "mapping", "iterable", "sequence", "callable", "even", "odd", "divisibleby",
+                        "equalto", "eq", "==", "sameas", "ne", "!=", "lt", "lessthan", "<", "le", "<=", "gt",
+                        "greaterthan", ">", "ge", ">=", "in", "lower", "upper"})
+    if (n == t) return true;
+  return false;
+}
+
 Value method(const Value& self, const std::string& name, int line) {
   const Value none = Value::none();
   if (self.t == Type::Str) {

@@ -264,7 +264,6 @@ struct Parser {
   void call_args(Expr& e) {
     expect_op("(");
     while (!is_op(")")) {
-      if (e.kids.size() > 1 || (e.k == Expr::Call && e.kids.size() > 1)) {}
       if (!e.kw.empty()) expect_op(",");
       if (is_op(")")) break;
       if (is_op("*") || is_op("**")) fail(cur().line, "unsupported construct: *args/**kwargs in a call");
@@ -333,7 +332,7 @@ struct Parser {
         ++p;
         auto e = mk(Expr::Filter, line);
         e->name = expect_name();
-        while (is_op(".")) { ++p; e->name += "." + expect_name(); }
+        if (!known_filter(e->name)) fail(line, "unsupported construct: filter '" + e->name + "'");
         e->kids.push_back(std::move(node));
         if (is_op("(")) call_args(*e);
         node = std::move(e);
@@ -342,6 +341,7 @@ struct Parser {
         auto e = mk(Expr::Test, line);
         if (is_name("not")) { e->negate = true; ++p; }
         e->name = expect_name();
+        if (!known_test(e->name)) fail(line, "unsupported construct: test '" + e->name + "'");
         e->kids.push_back(std::move(node));
         if (is_op("(")) {
           call_args(*e);
