@@ -84,6 +84,7 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, const
     Value d = Value::dict();
     d.d->set("role", Value::str(m.role));
     d.d->set("content", Value::str(m.content));
+    jinja::seal_dict(d);
     msgs.push_back(std::move(d));
   }
   check_text(o.bos_token, "bos_token");
@@ -119,12 +120,13 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, const
     if (n == 0 && !a.pos[0].s.empty()) jinja::fail(0, "unsupported construct: strftime_now format with an empty result");
     return Value::str(std::string(buf, n));
   }));
-  g.vars.emplace_back("namespace", Value::func([](jinja::Evaluator&, jinja::CallArgs& a) {
+  g.vars.emplace_back("namespace", Value::func([](jinja::Evaluator& ev, jinja::CallArgs& a) {
     Value ns;
     ns.t = jinja::Type::Object;
     ns.o = std::make_shared<jinja::Object>();
     ns.o->kind = "namespace";
     ns.o->mutable_attrs = true;
+    ev.track(ns.o);
     for (const auto& p : a.pos) {
       if (p.t != jinja::Type::Dict) jinja::fail(0, "TypeError: namespace() takes keyword arguments or a dict");
       for (const auto& [k, v] : p.d->items) ns.o->attrs.set(k, v);
@@ -136,6 +138,7 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, const
     if (!a.pos.empty()) jinja::fail(0, "unsupported construct: dict() with positional arguments");
     Value d = Value::dict();
     for (const auto& [k, v] : a.kw) d.d->set(k, v);
+    jinja::seal_dict(d);
     return d;
   }));
   g.vars.emplace_back("range", Value::func(range_fn));

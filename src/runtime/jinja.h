@@ -35,6 +35,7 @@ struct Value {
   std::shared_ptr<Object> o;       // Object: namespace(), loop
   std::shared_ptr<const Func> fn;  // Func (macro, global, bound method)
   bool tuple = false;
+  uint32_t depth = 0;              // List/Dict nesting (bounded: kMaxNesting)
 
   static Value none() { Value v; v.t = Type::None; return v; }
   static Value undefined(std::string name = "") { Value v; v.s = std::move(name); return v; }
@@ -42,12 +43,17 @@ struct Value {
   static Value integer(int64_t x) { Value v; v.t = Type::Int; v.i = x; return v; }
   static Value real(double x) { Value v; v.t = Type::Float; v.f = x; return v; }
   static Value str(std::string x) { Value v; v.t = Type::Str; v.s = std::move(x); return v; }
-  static Value list(List x = {}, bool tuple = false);
+  static Value list(List x = {}, bool tuple = false);  // throws past kMaxNesting levels
   static Value dict();
   static Value func(Func f);
   bool is_undefined() const { return t == Type::Undefined; }
   bool is_num() const { return t == Type::Int || t == Type::Float || t == Type::Bool; }
 };
+
+// Lists and dicts nest at most this deep (recursion in repr, ==, tojson and destruction).
+constexpr uint32_t kMaxNesting = 256;
+// Sets d.depth from its items (after building a dict); throws past kMaxNesting.
+void seal_dict(Value& d);
 
 struct Dict {
   std::vector<std::pair<std::string, Value>> items;  // insertion order, as Python's dict
@@ -167,6 +173,12 @@ class Evaluator {
   // Throws when a string of `n` bytes would pass Limits::max_output.
   void check_size(size_t n, int line) const;
   const Limits& limits() const { return lim_; }
+  // Counts `n` steps (work proportional to n items copied).
+  void charge(uint64_t n, int line);
+  // Namespaces are the only mutable values and so the only way to a reference
+  // cycle; the evaluator empties them when it ends, which breaks any cycle.
+  void track(const std::shared_ptr<Object>& o) { objects_.push_back(o); }
+  ~Evaluator();
   // The items a for loop over `v` sees (list items, string characters, dict keys).
   std::vector<Value> iterate(const Value& v, int line);
 
@@ -174,6 +186,7 @@ class Evaluator {
   enum class Flow { Normal, Break, Continue };
   Flow exec(const Body& b, std::string& out);
   Flow exec_for(const Node& n, std::string& out);
+  Flow exec_node(const Node& n, std::string& out);
   void exec_set(const Node& n, Value v);
   Value call_macro(const Node& m, CallArgs& a, int line);
   Value lookup(const std::string& name) const;
@@ -184,6 +197,7 @@ class Evaluator {
   const Limits& lim_;
   std::vector<std::map<std::string, Value>> scopes_;
   uint64_t steps_ = 0;
+  std::vector<std::shared_ptr<Object>> objects_;
   int depth_ = 0;
 };
 

@@ -16,6 +16,15 @@ Evaluator::Evaluator(const Limits& lim, const Globals& g) : lim_(lim) {
   for (const auto& [k, v] : g.vars) scopes_[0][k] = v;
 }
 
+Evaluator::~Evaluator() {
+  for (auto& o : objects_) o->attrs.items.clear();
+}
+
+void Evaluator::charge(uint64_t n, int line) {
+  steps_ += n;
+  step(line);
+}
+
 void Evaluator::step(int line) {
   if (++steps_ > lim_.max_steps)
     fail(line, "template ran too long", "at most " + std::to_string(lim_.max_steps) + " steps");
@@ -223,6 +232,7 @@ Value Evaluator::binop(const std::string& op, const Value& a, const Value& b, in
     }
     if (a.t == Type::List && b.t == Type::List && a.tuple == b.tuple) {
       check_size(a.l->size() + b.l->size(), line);
+      charge(a.l->size() + b.l->size(), line);
       List o = *a.l;
       o.insert(o.end(), b.l->begin(), b.l->end());
       return Value::list(std::move(o), a.tuple);
@@ -240,6 +250,7 @@ Value Evaluator::binop(const std::string& op, const Value& a, const Value& b, in
         for (int64_t k = 0; k < n; ++k) o += seq->s;
         return Value::str(std::move(o));
       }
+      charge(static_cast<uint64_t>(n) * unit, line);
       List o;
       for (int64_t k = 0; k < n; ++k) o.insert(o.end(), seq->l->begin(), seq->l->end());
       return Value::list(std::move(o), seq->tuple);
@@ -353,6 +364,7 @@ Value Evaluator::eval(const Expr& e) {
         if (key.t != Type::Str) fail(e.line, "unsupported construct: a dict key that is not a string", "", type_name(key));
         d.d->set(key.s, eval(*e.kids[k + 1]));
       }
+      seal_dict(d);
       return d;
     }
   }
@@ -462,6 +474,20 @@ Evaluator::Flow Evaluator::exec(const Body& body, std::string& out) {
   for (const auto& np : body) {
     const Node& n = *np;
     step(n.line);
+    try {
+      const Flow f = exec_node(n, out);
+      if (f != Flow::Normal) return f;
+    } catch (TemplateError& e) {
+      if (e.line == 0) e.line = n.line;  // raised where no line was at hand (value limits)
+      throw;
+    }
+    check_size(out.size(), n.line);
+  }
+  return Flow::Normal;
+}
+
+Evaluator::Flow Evaluator::exec_node(const Node& n, std::string& out) {
+  {
     switch (n.k) {
       case Node::Text: out += n.text; break;
       case Node::Output: out += to_str(eval(*n.e), n.line); break;
@@ -500,13 +526,8 @@ Evaluator::Flow Evaluator::exec(const Body& body, std::string& out) {
       }
       case Node::Break: return Flow::Break;
       case Node::Continue: return Flow::Continue;
-      case Node::Block: {
-        const Flow f = exec(n.body, out);
-        if (f != Flow::Normal) return f;
-        break;
-      }
+      case Node::Block: return exec(n.body, out);
     }
-    check_size(out.size(), n.line);
   }
   return Flow::Normal;
 }

@@ -475,7 +475,12 @@ Value apply_filter(Evaluator& ev, const std::string& name, Value v, CallArgs& a,
     const Value& sk = arg(a, 3, "sort_keys", Value::boolean(false));
     if (truthy(ea)) fail(line, "unsupported construct: tojson(ensure_ascii=true)");
     if (seps.t != Type::None) fail(line, "unsupported construct: tojson(separators=...)");
-    const int indent = ind.t == Type::None ? -1 : static_cast<int>(std::clamp<int64_t>(need_int(ind, "tojson indent", line), 0, 64));
+    int indent = -1;
+    if (ind.t != Type::None) {
+      const int64_t n = need_int(ind, "tojson indent", line);
+      if (n < 0 || n > 64) fail(line, "unsupported construct: tojson indent", "0 to 64", std::to_string(n));
+      indent = static_cast<int>(n);
+    }
     std::string s = to_json(v, indent, truthy(sk), line);
     ev.check_size(s.size(), line);
     return Value::str(std::move(s));
@@ -508,7 +513,14 @@ Value apply_filter(Evaluator& ev, const std::string& name, Value v, CallArgs& a,
   }
   if (name == "indent") {
     const Value& w = arg(a, 0, "width", Value::integer(4));
-    const std::string ind = w.t == Type::Str ? w.s : std::string(static_cast<size_t>(std::clamp<int64_t>(need_int(w, "indent", line), 0, 1024)), ' ');
+    std::string ind;
+    if (w.t == Type::Str) {
+      ind = w.s;
+    } else {
+      const int64_t n = need_int(w, "indent", line);
+      if (n < 0 || n > 1024) fail(line, "unsupported construct: indent width", "0 to 1024", std::to_string(n));
+      ind.assign(static_cast<size_t>(n), ' ');
+    }
     const bool first = truthy(arg(a, 1, "first", Value::boolean(false)));
     const bool blank = truthy(arg(a, 2, "blank", Value::boolean(false)));
     auto lines = splitlines(to_str(v, line) + "\n");

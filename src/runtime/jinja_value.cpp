@@ -12,6 +12,8 @@ namespace nvfp4::jinja {
 Value Value::list(List x, bool tuple) {
   Value v;
   v.t = Type::List;
+  for (const auto& e : x) v.depth = std::max(v.depth, e.depth);
+  if (++v.depth > kMaxNesting) fail(0, "value nested too deep", "at most 256 levels of lists and dicts");
   v.l = std::make_shared<List>(std::move(x));
   v.tuple = tuple;
   return v;
@@ -27,6 +29,12 @@ Value Value::func(Func f) {
   v.t = Type::Func;
   v.fn = std::make_shared<const Func>(std::move(f));
   return v;
+}
+
+void seal_dict(Value& d) {
+  d.depth = 0;
+  for (const auto& kv : d.d->items) d.depth = std::max(d.depth, kv.second.depth);
+  if (++d.depth > kMaxNesting) fail(0, "value nested too deep", "at most 256 levels of lists and dicts");
 }
 
 const Value* Dict::find(const std::string& k) const {
@@ -180,7 +188,10 @@ std::string float_repr(double d) {
     return o;
   }
   o += digits.substr(0, 1);
-  if (digits.size() > 1) o += "." + digits.substr(1);
+  if (digits.size() > 1) {
+    o += '.';
+    o.append(digits, 1, std::string::npos);
+  }
   char e[16];
   std::snprintf(e, sizeof e, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
   return o + e;
@@ -237,6 +248,7 @@ std::string repr(const Value& v, int line) {
     }
     case Type::Object: case Type::Func:
       fail(line, "unsupported construct: the text of a " + type_name(v));
+    case Type::Undefined: return "Undefined";
     default: return to_str(v, line);
   }
 }
@@ -333,8 +345,13 @@ void json_str(std::string& o, const std::string& s) {
 }
 void json(std::string& o, const Value& v, int indent, bool sort_keys, int level, int line) {
   if (level > 256) fail(line, "tojson: value nested too deep");
-  const std::string nl = indent >= 0 ? "\n" + std::string(static_cast<size_t>(indent) * (level + 1), ' ') : "";
-  const std::string nl_end = indent >= 0 ? "\n" + std::string(static_cast<size_t>(indent) * level, ' ') : "";
+  std::string nl, nl_end;
+  if (indent >= 0) {
+    nl.assign(static_cast<size_t>(indent) * (level + 1) + 1, ' ');
+    nl[0] = '\n';
+    nl_end.assign(static_cast<size_t>(indent) * level + 1, ' ');
+    nl_end[0] = '\n';
+  }
   const char* sep = indent >= 0 ? "," : ", ";
   switch (v.t) {
     case Type::None: o += "null"; return;
