@@ -65,6 +65,8 @@ struct TokenizerData {
 // naming the file and field for anything it does not reproduce exactly (other models, regexes,
 // normalizers, decoders).
 TokenizerData tokenizer_data_from_hf(const std::string& dir);
+// The tokenizer data of any checkpoint: an HF directory's files, or a GGUF's tokenizer.ggml.* keys.
+TokenizerData tokenizer_data_from_checkpoint(const Checkpoint& ck);
 // The tokenizer.json part alone (json_text: the file's contents, source: its name for errors).
 TokenizerData tokenizer_data_from_json(const std::string& json_text, const std::string& source);
 

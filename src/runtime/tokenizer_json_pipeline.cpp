@@ -193,4 +193,10 @@ std::string template_bos(const Json& root, const std::string& file) {
   return "";
 }
 
+const char* split_pattern(const std::string& pre) {
+  for (const KnownPattern& k : kPatterns)
+    if (pre == k.pre) return k.pattern;
+  return nullptr;
+}
+
 }  // namespace nvfp4::hfjson

@@ -15,5 +15,8 @@ namespace nvfp4::hfjson {
 void read_pipeline(const jsonf::Json& root, const std::string& file, TokenizerData& d);
 // The token that post_processor's TemplateProcessing puts first ("" if none).
 std::string template_bos(const jsonf::Json& root, const std::string& file);
+// The Split regex of a byte-level pre-tokenizer by its llama.cpp name ("llama-bpe", "qwen2",
+// "gpt-2"); nullptr for any other name.
+const char* split_pattern(const std::string& pre);
 
 }  // namespace nvfp4::hfjson
