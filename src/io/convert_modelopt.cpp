@@ -230,7 +230,7 @@ ConvertReport convert_to_modelopt_dir(const Checkpoint& ck, const std::string& o
       if (!f) throw Error(out, "", "cannot write the output", name, "a write error");
     }
     // The tokenizer, so that the directory runs as it is (a vocabulary it cannot write: refused).
-    if (ck.meta("tokenizer.ggml.tokens") || ck.info().container == "safetensors") write_hf_tokenizer(ck, tmp);
+    if (ck.meta("tokenizer.ggml.model") || ck.info().container == "safetensors") write_hf_tokenizer(ck, tmp);
     if (opt.verify) {
       const auto back = Checkpoint::open(tmp);  // every loading rule
       const auto f = st::File::open(tmp + "/model.safetensors");
