@@ -32,6 +32,12 @@ struct TokenizerData {
   std::string source = "";  // file name for error messages
 };
 
+// The tokenizer.ggml.* / tokenizer.chat_template metadata of a GGUF file or of a checkpoint, as
+// they are (Tokenizer::build validates). Throws nvfp4::Error when a required key is missing or of
+// the wrong type.
+TokenizerData tokenizer_data_from_gguf(const gguf::File& file);
+TokenizerData tokenizer_data_from_checkpoint(const Checkpoint& ck);
+
 class Tokenizer {
  public:
   Tokenizer();

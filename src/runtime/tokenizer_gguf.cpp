@@ -31,7 +31,7 @@ int32_t opt_id(const Lookup& find, const std::string& src, const std::string& ke
   return static_cast<int32_t>(id);
 }
 
-Tokenizer from_meta(const Lookup& find, const std::string& src) {
+TokenizerData data_from_meta(const Lookup& find, const std::string& src) {
   TokenizerData d;
   d.source = src;
   d.model = need(find, src, "tokenizer.ggml.model").as_string("tokenizer.ggml.model");
@@ -49,16 +49,20 @@ Tokenizer from_meta(const Lookup& find, const std::string& src) {
   d.unk = opt_id(find, src, "tokenizer.ggml.unknown_token_id");
   if (const auto* v = find("tokenizer.ggml.add_bos_token")) d.add_bos = v->as_bool("tokenizer.ggml.add_bos_token");
   if (const auto* v = find("tokenizer.chat_template")) d.chat_template = v->as_string("tokenizer.chat_template");
-  return Tokenizer::build(std::move(d));
+  return d;
 }
 }  // namespace
 
-Tokenizer Tokenizer::from_gguf(const gguf::File& f) {
-  return from_meta([&](const std::string& k) { return f.find(k); }, f.path());
+TokenizerData tokenizer_data_from_gguf(const gguf::File& f) {
+  return data_from_meta([&](const std::string& k) { return f.find(k); }, f.path());
 }
 
-Tokenizer Tokenizer::from_checkpoint(const Checkpoint& ck) {
-  return from_meta([&](const std::string& k) { return ck.meta(k); }, ck.info().path);
+TokenizerData tokenizer_data_from_checkpoint(const Checkpoint& ck) {
+  return data_from_meta([&](const std::string& k) { return ck.meta(k); }, ck.info().path);
 }
+
+Tokenizer Tokenizer::from_gguf(const gguf::File& f) { return Tokenizer::build(tokenizer_data_from_gguf(f)); }
+
+Tokenizer Tokenizer::from_checkpoint(const Checkpoint& ck) { return Tokenizer::build(tokenizer_data_from_checkpoint(ck)); }
 
 }  // namespace nvfp4
