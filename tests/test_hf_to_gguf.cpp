@@ -96,6 +96,25 @@ TEST(HfToGguf, EveryTinyFormConvertsWithHyperparametersAndLosslessNvfp4) {
   }
 }
 
+TEST(HfToGguf, FloatKeptExactlyNormsAsF32) {
+  // --keep '*': every float tensor keeps its values; matrices their type (q/k too, although their
+  // rows are reordered), 1-D tensors widened to F32 as llama.cpp's converter writes them.
+  test::ScratchDir dir;
+  const std::string in = test::fixture_path("hf/float");
+  ConvertOptions opt;
+  opt.keep = {"*"};
+  opt.verify = true;
+  const ConvertReport r = convert(in, dir.path + "/k.gguf", opt);
+  EXPECT_EQ(r.quantized + r.repacked + r.retyped, 0);
+  const auto src = Checkpoint::open(in);
+  const auto dst = Checkpoint::open(dir.path + "/k.gguf");
+  for (const auto& e : src->tensors()) {
+    const TensorEntry& o = dst->tensor(e.name);
+    EXPECT_EQ(o.storage_name, e.shape.size() <= 1 ? std::string("F32") : e.storage_name) << e.name;
+    EXPECT_EQ(dst->to_f32(e.name), src->to_f32(e.name)) << e.name;
+  }
+}
+
 TEST(HfToGguf, TokenizerWriterRoundTrip) {
   NVFP4_REQUIRE_SMOLLM2(path);
   const auto src = gguf::File::open(path);

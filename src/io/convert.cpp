@@ -182,6 +182,14 @@ std::vector<Recipe> plan(const Checkpoint& ck, const ConvertOptions& opt, Conver
       ++rep.kept;
       continue;
     }
+    // Float rows reordered on the way (HF q/k, llama.cpp's permutation): their own type, exactly.
+    if (e.storage == Storage::f32 || e.storage == Storage::f16 || e.storage == Storage::bf16) {
+      const uint32_t type = e.storage == Storage::f32 ? ggml::F32 : e.storage == Storage::f16 ? ggml::F16 : ggml::BF16;
+      out.push_back({name, ne, type, static_cast<uint64_t>(elements) * (type == ggml::F32 ? 4 : 2),
+                     [c, name, type](uint8_t* dst) { from_f32(c->to_f32(name), type, dst); }});
+      ++rep.kept;
+      continue;
+    }
     // Kept but stored in another form (ggml blocks, FP8): 1-D to F32, matrices to keep_type.
     const uint32_t type = e.shape.size() >= 2 ? keep_type : ggml::F32;
     const uint64_t nb = static_cast<uint64_t>(elements) * (type == ggml::F32 ? 4 : 2);
