@@ -1,12 +1,17 @@
 // nvfp4 convert IN OUT.gguf|OUT_DIR [--keep PATTERN]... [--quantize PATTERN]... [--keep-type f16|f32|bf16]
-//                          [--verify] [--threads N]
+//                          [--verify] [--threads N] [--tokenizer FILE.gguf] [--progress]
+// Progress goes to stderr (a line at most every second) when stderr is a terminal or with
+// --progress. SIGINT/SIGTERM remove the temporary output and exit 130/143; leftovers of a killed
+// convert into the same place are removed (and named) when the next one starts.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 
 #include "cli/registry.h"
 #include "nvfp4/convert.h"
+#include "nvfp4/temp_cleanup.h"
 
 namespace nvfp4::cli {
 namespace {
@@ -14,7 +19,16 @@ namespace {
 struct ConvertArgs {
   std::string in, out;
   ConvertOptions opt;
+  bool progress = false;
 };
+
+// "[12/272] 41.2/270.6 MiB blk.3.ffn_up.weight": on a terminal rewritten in place, else one line each.
+void print_progress(const ConvertProgress& p, bool tty) {
+  const double mib = 1024.0 * 1024.0;
+  std::fprintf(stderr, "%s[%zu/%zu] %.1f/%.1f MiB %s%s", tty ? "\r\033[K" : "", p.index, p.total, p.bytes / mib,
+               p.bytes_total / mib, p.name.c_str(), tty && !p.name.empty() ? "" : "\n");
+  std::fflush(stderr);
+}
 
 Registrar reg(
     "convert",
@@ -31,12 +45,23 @@ Registrar reg(
           ->check(CLI::IsMember({"f16", "f32", "bf16"}));
       sub.add_flag("--verify", a->opt.verify, "re-read the output and compare it bit for bit before it is renamed into place");
       sub.add_option("--threads", a->opt.threads, "quantizer threads (default: all cores)")->check(CLI::NonNegativeNumber);
+      sub.add_option("--tokenizer", a->opt.tokenizer, "HF input, GGUF output: take the tokenizer from this GGUF")
+          ->check(CLI::ExistingFile);
+      sub.add_flag("--progress", a->progress, "print progress on stderr even when it is not a terminal");
       return [a]() {
-        if (::isatty(2)) {
-          a->opt.progress = [](size_t i, size_t n, const std::string& name) {
-            std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", i + 1, n, name.c_str());
-            if (i + 1 == n) std::fprintf(stderr, "\n");
-            std::fflush(stderr);
+        remove_temporaries_on_signal();
+        for (const auto& s : remove_stale_temporaries(a->out)) {
+          std::cerr << (s.removed ? "removed a leftover of an interrupted convert: " : "left alone (in use by another process): ")
+                    << s.path << "\n";
+        }
+        const bool tty = ::isatty(2);
+        if (tty || a->progress) {
+          using clk = std::chrono::steady_clock;
+          a->opt.progress = [tty, last = clk::time_point{}](const ConvertProgress& p) mutable {
+            const auto now = clk::now();
+            if (!p.name.empty() && p.index > 0 && now - last < std::chrono::seconds(1)) return;
+            last = now;
+            print_progress(p, tty);
           };
         }
         const ConvertReport r = convert(a->in, a->out, a->opt);

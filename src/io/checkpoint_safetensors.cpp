@@ -79,6 +79,11 @@ class StCheckpoint final : public Checkpoint {
     for (const auto& [k, v] : meta_) if (k == key) return &v;
     return nullptr;
   }
+  std::vector<std::string> meta_keys() const override {
+    std::vector<std::string> k;
+    for (const auto& kv : meta_) k.push_back(kv.first);
+    return k;
+  }
   const std::vector<TensorEntry>& tensors() const override { return entries_; }
 
   RowMatrix nvfp4(const std::string& name) const override {

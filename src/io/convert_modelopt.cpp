@@ -21,6 +21,7 @@
 #include "nvfp4/error.h"
 #include "nvfp4/quantize.h"
 #include "nvfp4/safetensors.h"
+#include "nvfp4/temp_cleanup.h"
 
 namespace nvfp4 {
 
@@ -218,6 +219,7 @@ ConvertReport convert_to_modelopt_dir(const Checkpoint& ck, const std::string& o
   buf.push_back('\0');
   if (!::mkdtemp(buf.data())) throw Error(out, "", "cannot create the output's temporary directory", "a writable parent", std::strerror(errno));
   const std::string tmp = buf.data();
+  TempRegistration reg(tmp, true);  // locked while written, removed on SIGINT/SIGTERM
   try {
     fs::permissions(tmp, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                              fs::perms::others_read | fs::perms::others_exec);
