@@ -23,6 +23,8 @@ extern const CodepointRange kPunctRanges[];
 extern const size_t kPunctRanges_count;
 extern const CodepointRange kSymbolRanges[];
 extern const size_t kSymbolRanges_count;
+extern const CodepointRange kWordExtraRanges[];  // Nd, Nl, Pc
+extern const size_t kWordExtraRanges_count;
 
 // A decoded code point and the bytes it came from.
 struct Char {
@@ -44,5 +46,6 @@ bool is_whitespace(uint32_t cp);  // the White_Space property (what \s matches)
 bool is_mark(uint32_t cp);        // general category M*
 bool is_punct(uint32_t cp);       // general category P*
 bool is_symbol(uint32_t cp);      // general category S*
+bool is_word(uint32_t cp);        // regex \w: L, M, Nd, Nl, Pc, U+200C, U+200D
 
 }  // namespace nvfp4::unicode
