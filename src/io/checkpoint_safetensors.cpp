@@ -218,6 +218,26 @@ class StCheckpoint final : public Checkpoint {
     }
   }
 
+  // transformers >= 5 writes the RoPE base and scaling only as `rope_parameters` (rope_theta,
+  // rope_type, factor, ...); older configs have `rope_theta` and `rope_scaling` ({"rope_type" or
+  // "type", "factor", ...}). A scaling other than "default" becomes `<arch>.rope.scaling.type`
+  // (with its factor and original context, GGUF's keys), which a runtime without it refuses.
+  void set_rope_meta(const std::string& arch, const Json& c) {
+    const Json* rp = c.contains("rope_parameters") && c["rope_parameters"].is_object() ? &c["rope_parameters"] : nullptr;
+    if (!c.contains("rope_theta") && rp) set_meta_f32(arch + ".rope.freq_base", *rp, "rope_theta");
+    const Json* rs = c.contains("rope_scaling") && c["rope_scaling"].is_object() ? &c["rope_scaling"] : rp;
+    if (!rs) return;
+    std::string type = rs->value("rope_type", "");
+    if (type.empty()) type = rs->value("type", "");
+    if (type.empty() || type == "default") return;
+    gguf::Value v;
+    v.type = gguf::ValueType::string;
+    v.s = type;
+    meta_.emplace_back(arch + ".rope.scaling.type", v);
+    set_meta_f32(arch + ".rope.scaling.factor", *rs, "factor");
+    set_meta_u32(arch + ".rope.scaling.original_context_length", *rs, "original_max_position_embeddings");
+  }
+
   void recognise() {
     const auto config = read_json(fs::path(dir_) / "config.json");
     const auto hfq = read_json(fs::path(dir_) / "hf_quant_config.json");
@@ -243,6 +263,7 @@ class StCheckpoint final : public Checkpoint {
       set_meta_u32(arch + ".vocab_size", *config, "vocab_size");
       set_meta_f32(arch + ".rope.freq_base", *config, "rope_theta");
       set_meta_f32(arch + ".attention.layer_norm_rms_epsilon", *config, "rms_norm_eps");
+      set_rope_meta(arch, *config);
     }
     // llama.cpp permutes q/k rows for its LLAMA arch (Llama, Mistral), not for e.g. Qwen2.
     const bool permute = (arch == "llama" || arch == "mistral") && n_head > 0;
