@@ -221,32 +221,3 @@ TEST(CheckpointSafetensors, ShardingAndIndexRules) {
   fs::create_directories(d / "empty");
   EXPECT_EQ(rule(d / "empty"), "directory holds no checkpoint");
 }
-
-TEST(CheckpointSafetensors, RopeParametersOfTransformers5) {
-  // transformers >= 5 writes `rope_parameters` only (no rope_theta, no rope_scaling): the base
-  // must still be read, and a scaling must reach the runtime (which refuses what it lacks).
-  ScratchTree d;
-  Variant v("float");
-  v.config.erase("rope_theta");
-  v.config["rope_parameters"] = {{"rope_theta", 100000.0}, {"rope_type", "default"}};
-  auto ck = Checkpoint::open(v.write(d, "v5"));
-  ASSERT_NE(ck->meta("llama.rope.freq_base"), nullptr);
-  EXPECT_EQ(ck->meta("llama.rope.freq_base")->as_float("f"), 100000.0);
-  EXPECT_EQ(ck->meta("llama.rope.scaling.type"), nullptr);
-  v.config["rope_parameters"] = {{"rope_theta", 500000.0}, {"rope_type", "llama3"}, {"factor", 8.0},
-                                 {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
-                                 {"original_max_position_embeddings", 64}};
-  ck = Checkpoint::open(v.write(d, "llama3"));
-  ASSERT_NE(ck->meta("llama.rope.scaling.type"), nullptr);
-  EXPECT_EQ(ck->meta("llama.rope.scaling.type")->as_string("t"), "llama3");
-  EXPECT_EQ(ck->meta("llama.rope.scaling.factor")->as_float("f"), 8.0);
-  EXPECT_EQ(ck->meta("llama.rope.scaling.original_context_length")->as_int("n"), 64);
-  EXPECT_EQ(ck->meta("llama.rope.freq_base")->as_float("f"), 500000.0);
-  // The older spelling: rope_theta beside rope_scaling {"type": ...}.
-  v.config.erase("rope_parameters");
-  v.config["rope_theta"] = 10000.0;
-  v.config["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
-  ck = Checkpoint::open(v.write(d, "v4"));
-  EXPECT_EQ(ck->meta("llama.rope.scaling.type")->as_string("t"), "linear");
-  EXPECT_EQ(ck->meta("llama.rope.freq_base")->as_float("f"), 10000.0);
-}
