@@ -2,6 +2,8 @@
 // of str, dict and list that templates call. Case mapping is ASCII only: non-ASCII text through
 // upper/lower/title/capitalize is refused rather than guessed.
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 
 #include "runtime/jinja.h"
 
@@ -178,7 +180,7 @@ Value attr_path(Evaluator& ev, const Value& item, const std::string& path, int l
   for (;;) {
     const size_t e = path.find('.', b);
     const std::string part = path.substr(b, e == std::string::npos ? std::string::npos : e - b);
-    const bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    const bool digits = !part.empty() && part.size() <= 18 && std::all_of(part.begin(), part.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
     v = ev.getitem(v, digits ? Value::integer(std::stoll(part)) : Value::str(part), line);
     if (e == std::string::npos) return v;
     b = e + 1;
@@ -489,18 +491,40 @@ Value apply_filter(Evaluator& ev, const std::string& name, Value v, CallArgs& a,
     const Value& dflt = arg(a, 0, "default", Value::integer(0));
     if (v.t == Type::Int) return v;
     if (v.t == Type::Bool) return Value::integer(v.b);
-    if (v.t == Type::Float) {
-      if (!(v.f > -9.2e18 && v.f < 9.2e18)) return dflt;
-      return Value::integer(static_cast<int64_t>(v.f));
-    }
-    if (v.t == Type::Str) {
+    auto from_double = [&](double d) {
+      if (std::isnan(d) || std::isinf(d)) fail(line, "OverflowError: int of an infinite or NaN float");
+      if (!(d > -9.2e18 && d < 9.2e18)) fail(line, "integer overflow", "a result within 64 bits");
+      return Value::integer(static_cast<int64_t>(d));
+    };
+    if (v.t == Type::Float) return from_double(v.f);
+    if (v.t == Type::Str) {  // int(s); failing that int(float(s)) ("42.23"|int is 42); else the default
       const std::string s = py_strip(v.s, none, 3, line);
-      if (s.empty()) return dflt;
-      size_t k = (s[0] == '-' || s[0] == '+') ? 1 : 0;
-      if (k == s.size() || s.size() > 18) return dflt;
-      for (size_t j = k; j < s.size(); ++j)
-        if (!std::isdigit(static_cast<unsigned char>(s[j]))) return dflt;
-      return Value::integer(std::stoll(s));
+      const size_t k = !s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0;
+      bool digits = k < s.size();
+      for (size_t j = k; j < s.size(); ++j) digits = digits && std::isdigit(static_cast<unsigned char>(s[j]));
+      if (digits) {
+        if (s.size() - k > 18) fail(line, "integer overflow", "at most 18 digits", s);
+        return Value::integer(std::stoll(s));
+      }
+      // Python's float(): decimal digits, a point, an exponent; no hex, no underscores here.
+      bool ok = k < s.size(), seen_digit = false, seen_e = false;
+      for (size_t j = k; j < s.size() && ok; ++j) {
+        const char c = s[j];
+        if (std::isdigit(static_cast<unsigned char>(c))) seen_digit = true;
+        else if (c == '.' && !seen_e) {}
+        else if ((c == 'e' || c == 'E') && seen_digit && !seen_e) {
+          seen_e = true;
+          if (j + 1 < s.size() && (s[j + 1] == '+' || s[j + 1] == '-')) ++j;
+          ok = j + 1 < s.size();
+        } else ok = false;
+      }
+      if (ok && seen_digit && std::count(s.begin(), s.end(), '.') <= 1) return from_double(std::strtod(s.c_str(), nullptr));
+      if (s.find('_') != std::string::npos) fail(line, "unsupported construct: int of a string with '_'");
+      std::string low = s.size() < 16 ? s : std::string("x");
+      for (char& c : low) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (!low.empty() && (low[0] == '-' || low[0] == '+')) low.erase(0, 1);
+      if (low == "inf" || low == "infinity" || low == "nan") fail(line, "OverflowError: int of an infinite or NaN float");
+      return dflt;
     }
     return dflt;
   }
