@@ -85,6 +85,7 @@ bool apply_test(Evaluator& ev, const std::string& name, const Value& v, CallArgs
 }
 
 Value apply_filter(Evaluator& ev, const std::string& name, Value v, CallArgs& a, int line) {
+  ev.charge((v.t == Type::Str ? v.s.size() : v.t == Type::List ? v.l->size() : 0) / 16, line);
   const Value none = Value::none();
   if (name == "trim") return Value::str(py_strip(to_str(v, line), arg(a, 0, "chars", none), 3, line));
   if (name == "length" || name == "count") return Value::integer(length_of(v, line));

@@ -9,8 +9,12 @@
 namespace nvfp4::jinja {
 
 namespace {
+// Work on a string or list is proportional to its size: charged as steps (1 per 16 bytes/items).
 Value bound(Value self, std::function<Value(Evaluator&, const Value&, CallArgs&)> f) {
-  return Value::func([self = std::move(self), f = std::move(f)](Evaluator& ev, CallArgs& a) { return f(ev, self, a); });
+  return Value::func([self = std::move(self), f = std::move(f)](Evaluator& ev, CallArgs& a) {
+    ev.charge((self.t == Type::Str ? self.s.size() : self.t == Type::List ? self.l->size() : 0) / 16, 0);
+    return f(ev, self, a);
+  });
 }
 
 }  // namespace
