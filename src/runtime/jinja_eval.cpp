@@ -301,6 +301,7 @@ Value Evaluator::cmp(const Expr& e) {
 
 Value Evaluator::eval(const Expr& e) {
   step(e.line);
+  const Nest nest(nest_, e.line);
   switch (e.k) {
     case Expr::Const: return e.c;
     case Expr::Name: return lookup(e.name);
@@ -477,6 +478,7 @@ Evaluator::Flow Evaluator::exec_for(const Node& n, std::string& out) {
 }
 
 Evaluator::Flow Evaluator::exec(const Body& body, std::string& out) {
+  const Nest nest(nest_, body.empty() ? 0 : body[0]->line);
   for (const auto& np : body) {
     const Node& n = *np;
     step(n.line);
