@@ -1,5 +1,5 @@
 // The BPE tokenizer against HF `tokenizers` (fixtures/tokenizer/smollm2.json, written by
-// tools/gen_tokenizer_fixtures.py) on the real SmolLM2 vocabulary, the pre-tokenizer on cases
+// tools/gen_smollm2_tokenizer_fixture.py) on the real SmolLM2 vocabulary, the pre-tokenizer on cases
 // worked by hand, and the GGUF's chat template rendered against Jinja2's rendering of it.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -147,7 +147,7 @@ TEST(Tokenizer, RefusesWhatItCannotServe) {
   bad_merge.merges = {"a c"};
   EXPECT_THROW(Tokenizer::build(bad_merge), Error);
   TokenizerData bad_model = d;
-  bad_model.model = "llama";
+  bad_model.model = "bert";
   EXPECT_THROW(Tokenizer::build(bad_model), Error);
   TokenizerData bad_id = d;
   bad_id.eos = 3;
