@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/convert_modelopt.h"
+#include "io/hf_tokenizer_writer.h"
 #include "io/hf_names.h"
 #include "nvfp4/codec.h"
 #include "nvfp4/error.h"
@@ -230,6 +231,8 @@ ConvertReport convert_to_modelopt_dir(const Checkpoint& ck, const std::string& o
       f << j->dump(2) << "\n";
       if (!f) throw Error(out, "", "cannot write the output", name, "a write error");
     }
+    // The tokenizer, so that the directory runs as it is (a vocabulary it cannot write: refused).
+    if (ck.meta("tokenizer.ggml.model") || ck.info().container == "safetensors") write_hf_tokenizer(ck, tmp);
     if (opt.verify) {
       const auto back = Checkpoint::open(tmp);  // every loading rule
       const auto f = st::File::open(tmp + "/model.safetensors");
