@@ -65,13 +65,14 @@ struct TokenizerData {
 // naming the file and field for anything it does not reproduce exactly (other models, regexes,
 // normalizers, decoders).
 TokenizerData tokenizer_data_from_hf(const std::string& dir);
+// The tokenizer.json part alone (json_text: the file's contents, source: its name for errors).
+TokenizerData tokenizer_data_from_json(const std::string& json_text, const std::string& source);
 // The tokenizer.ggml.* / tokenizer.chat_template metadata of a GGUF file, as they are
-// (Tokenizer::build validates). Throws nvfp4::Error when a required key is missing or mistyped.
+// (Tokenizer::build validates). Throws nvfp4::Error when a required key is missing or of the
+// wrong type.
 TokenizerData tokenizer_data_from_gguf(const gguf::File& file);
 // The tokenizer data of any checkpoint: an HF directory's files, or a GGUF's tokenizer.ggml.* keys.
 TokenizerData tokenizer_data_from_checkpoint(const Checkpoint& ck);
-// The tokenizer.json part alone (json_text: the file's contents, source: its name for errors).
-TokenizerData tokenizer_data_from_json(const std::string& json_text, const std::string& source);
 
 class Tokenizer {
  public:

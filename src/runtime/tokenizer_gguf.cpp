@@ -62,6 +62,8 @@ TokenizerData tokenizer_data_from_gguf(const gguf::File& f) {
 }
 
 TokenizerData tokenizer_data_from_checkpoint(const Checkpoint& ck) {
+  // An HF directory (or the directory of the .safetensors file named): tokenizer.json and
+  // friends; a GGUF: its tokenizer.ggml.* metadata.
   if (ck.info().container == "safetensors") {
     namespace fs = std::filesystem;
     const fs::path p(ck.info().path);
@@ -70,14 +72,8 @@ TokenizerData tokenizer_data_from_checkpoint(const Checkpoint& ck) {
   return data_from_meta([&](const std::string& k) { return ck.meta(k); }, ck.info().path);
 }
 
-Tokenizer Tokenizer::from_gguf(const gguf::File& f) {
-  return from_meta([&](const std::string& k) { return f.find(k); }, f.path());
-}
+Tokenizer Tokenizer::from_gguf(const gguf::File& f) { return Tokenizer::build(tokenizer_data_from_gguf(f)); }
 
-Tokenizer Tokenizer::from_checkpoint(const Checkpoint& ck) {
-  // An HF directory (or the directory of the .safetensors file named): tokenizer.json and
-  // friends; a GGUF: its tokenizer.ggml.* metadata.
-  return build(tokenizer_data_from_checkpoint(ck));
-}
+Tokenizer Tokenizer::from_checkpoint(const Checkpoint& ck) { return Tokenizer::build(tokenizer_data_from_checkpoint(ck)); }
 
 }  // namespace nvfp4
