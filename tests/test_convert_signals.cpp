@@ -96,3 +96,21 @@ TEST(ConvertSignals, NextConvertRemovesLeftoversAndProgressPrints) {
   EXPECT_NE(text.find(" MiB"), std::string::npos) << text;  // the progress line (stderr is a pipe)
   EXPECT_EQ(text.find("\r"), std::string::npos) << text;   // no terminal control without a terminal
 }
+
+// llama.cpp as the judge (tools/check_llamacpp_interop.py, tiny fixtures with tokenizer32.gguf):
+// only where scripts/setup-bench-peer.sh has built the peer.
+TEST(ConvertLlamaCpp, TinyHfGgufRunsTheSameInLlamaCpp) {
+  const std::string root = std::string(NVFP4_FIXTURES) + "/..";
+  const std::string py = root + "/build-peer/venv/bin/python";
+  if (!nvfp4::test::exists(py)) GTEST_SKIP() << "no llama.cpp peer (bash scripts/setup-bench-peer.sh)";
+  if (kUnderSanitizer) GTEST_SKIP() << "the peer's library is not sanitized";
+  const std::string cmd = py + " " + root + "/tools/check_llamacpp_interop.py --nvfp4 " + NVFP4_BINARY + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int st = ::pclose(p);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << out;
+  EXPECT_NE(out.find("tiny-ct"), std::string::npos) << out;
+}

@@ -60,11 +60,26 @@ def worker(gguf_path, job_path):
     job = json.load(open(job_path))
     llm = llama_cpp.Llama(model_path=gguf_path, n_ctx=256, n_batch=256, logits_all=True, verbose=False,
                           n_threads=2, seed=0)
+    import llama_cpp as lc
+    vocab = lc.llama_model_get_vocab(llm.model)
     res = []
-    for p, ids in job["prompts"]:
+    for p, ids, ours in job["prompts"]:
         # add_bos=True: llama.cpp adds BOS when the GGUF's tokenizer.ggml.add_bos_token says so.
         tok = llm.tokenize(p.encode(), add_bos=True, special=True)
-        res.append(dict(tokens=tok, greedy=greedy_llama(llm, ids, job["n"])))
+        g = greedy_llama(llm, ids, job["n"])
+        r = dict(tokens=tok, greedy=g)
+        # Where the greedy runs part: llama.cpp's logit of its pick minus that of ours, after the
+        # common prefix (a small margin is a near tie, not a different model).
+        k = next((i for i in range(max(len(g), len(ours))) if i >= len(g) or i >= len(ours) or g[i] != ours[i]), None)
+        if k is not None:
+            llm.reset()
+            llm.eval(ids + ours[:k])
+            sc = np.asarray(llm.scores[llm.n_tokens - 1])
+            mine = int(np.argmax(sc))
+            other = ours[k] if k < len(ours) else max((t for t in range(len(sc)) if lc.llama_vocab_is_eog(vocab, t)),
+                                                         key=lambda t: sc[t])
+            r["margin"] = float(sc[mine] - sc[other])
+        res.append(r)
     print(json.dumps(res))
 
 
@@ -78,7 +93,7 @@ def check_case(args, name, src, extra, workdir):
     prompts = args.prompt or (TINY_PROMPTS if "tokenizer32" in " ".join(extra) else PROMPTS)
     ours = [run_ours(args.nvfp4, out, p, args.n) for p in prompts]
     job = os.path.join(workdir, name + ".job.json")
-    json.dump(dict(n=args.n, prompts=[[p, o["prompt_ids"]] for p, o in zip(prompts, ours)]), open(job, "w"))
+    json.dump(dict(n=args.n, prompts=[[p, o["prompt_ids"], o["ids"]] for p, o in zip(prompts, ours)]), open(job, "w"))
     w = subprocess.run([sys.executable, __file__, "--worker", out, job], capture_output=True, text=True)
     if w.returncode != 0:
         tail = [l for l in w.stderr.strip().splitlines() if l.strip()][-1:] or [f"exit {w.returncode}"]
@@ -94,7 +109,8 @@ def check_case(args, name, src, extra, workdir):
         if t["greedy"] == o["ids"]:
             gen_same += 1
         elif not detail:
-            detail = f"greedy after {p!r}: ours {o['ids']} llama.cpp {t['greedy']}"
+            detail = (f"greedy after {p!r}: ours {o['ids']} llama.cpp {t['greedy']} "
+                      f"(llama.cpp's logit margin there {t.get('margin', float('nan')):.4f})")
     size_mb = os.path.getsize(out) / 2**20
     return dict(case=name, loaded="yes", tok=f"{tok_same}/{len(prompts)}", gen=f"{gen_same}/{len(prompts)}",
                 detail=detail or f"{size_mb:.1f} MiB, converted in {conv_s:.1f} s; greedy e.g. {ours[0]['ids']}",

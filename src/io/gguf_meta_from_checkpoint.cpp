@@ -2,11 +2,9 @@
 
 #include <cctype>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
-#include "io/rope_freqs_llama3.h"
 #include "io/tokenizer_gguf_writer.h"
+#include "nvfp4/arch.h"
 #include "nvfp4/error.h"
 #include "nvfp4/gguf.h"
 #include "nvfp4/tokenizer.h"
@@ -16,7 +14,6 @@ namespace nvfp4 {
 namespace {
 
 namespace fs = std::filesystem;
-using Json = nlohmann::json;
 
 fs::path hf_dir(const std::string& path) {
   if (fs::is_directory(path)) return path;
@@ -24,48 +21,35 @@ fs::path hf_dir(const std::string& path) {
   return p.empty() ? fs::path(".") : p;
 }
 
-Json read_config(const fs::path& dir) {
-  std::ifstream f(dir / "config.json");
-  if (!f) return Json::object();
-  Json j = Json::parse(f, nullptr, false);
-  return j.is_object() ? j : Json::object();
+double meta_num(const Checkpoint& ck, const std::string& key) {
+  const gguf::Value* v = ck.meta(key);
+  if (!v) throw Error(ck.info().path, "", "missing metadata '" + key + "' (llama3 rope scaling)", "present", "absent");
+  return v->as_float(key);
 }
 
-double num(const Json& j, const char* key, double dflt) {
-  return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : dflt;
-}
-
-// rope_scaling (transformers 4) or rope_parameters (transformers 5) with rope_type "llama3".
-void add_rope_freqs(const Json& config, const std::string& cfg_path, GgufFromHf& out) {
-  const Json* rp = nullptr;
-  for (const char* k : {"rope_parameters", "rope_scaling"}) {
-    if (config.contains(k) && config[k].is_object()) {
-      rp = &config[k];
-      break;
-    }
-  }
-  if (!rp) return;
-  std::string type = rp->value("rope_type", std::string());
-  if (type.empty()) type = rp->value("type", std::string());
-  for (auto& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (type != "llama3") return;
-  const double theta = num(*rp, "rope_theta", num(config, "rope_theta", 10000.0));
-  int64_t head_dim = static_cast<int64_t>(num(config, "head_dim", 0));
+// Llama 3 RoPE scaling: llama.cpp's converter writes no rope.scaling keys but a rope_freqs.weight
+// tensor of the per-frequency divisors (and llama.cpp knows no "llama3" scaling type).
+bool llama3_rope(const Checkpoint& ck, const std::string& arch, GgufFromHf& out) {
+  const std::string a = arch + ".";
+  const gguf::Value* t = ck.meta(a + "rope.scaling.type");
+  if (!t || t->type != gguf::ValueType::string || t->s != "llama3") return false;
+  int64_t head_dim = 0;
+  if (const gguf::Value* k = ck.meta(a + "attention.key_length")) head_dim = k->as_int(a + "attention.key_length");
   if (head_dim <= 0) {
-    const int64_t heads = static_cast<int64_t>(num(config, "num_attention_heads", 0));
-    if (heads <= 0) throw Error(cfg_path, "", "Llama 3 RoPE scaling needs the head dimension", "head_dim or num_attention_heads", "neither");
-    head_dim = static_cast<int64_t>(num(config, "hidden_size", 0)) / heads;
+    const int64_t heads = static_cast<int64_t>(meta_num(ck, a + "attention.head_count"));
+    head_dim = heads > 0 ? static_cast<int64_t>(meta_num(ck, a + "embedding_length")) / heads : 0;
   }
-  RopeLlama3 p;
-  p.factor = num(*rp, "factor", p.factor);
-  p.low_freq_factor = num(*rp, "low_freq_factor", p.low_freq_factor);
-  p.high_freq_factor = num(*rp, "high_freq_factor", p.high_freq_factor);
-  p.original_ctx = num(*rp, "original_max_position_embeddings", p.original_ctx);
-  try {
-    out.f32_tensors.emplace_back("rope_freqs.weight", rope_freq_factors_llama3(head_dim, theta, p));
-  } catch (const Error& e) {
-    throw Error(cfg_path, e.tensor(), e.rule(), e.expected(), e.found());
+  if (head_dim <= 0 || head_dim % 2 != 0) {
+    throw Error(ck.info().path, "rope_freqs.weight", "Llama 3 RoPE factors need an even head dimension", "head_dim > 0, even",
+                std::to_string(head_dim));
   }
+  const gguf::Value* base = ck.meta(a + "rope.freq_base");
+  out.f32_tensors.emplace_back(
+      "rope_freqs.weight",
+      rope_freq_factors_llama3(head_dim, base ? base->as_float() : 10000.0, meta_num(ck, a + "rope.scaling.factor"),
+                               meta_num(ck, a + "rope.scaling.low_freq_factor"), meta_num(ck, a + "rope.scaling.high_freq_factor"),
+                               meta_num(ck, a + "rope.scaling.original_context_length")));
+  return true;
 }
 
 bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
@@ -81,18 +65,14 @@ GgufFromHf gguf_meta_from_checkpoint(const Checkpoint& ck, gguf::Writer& w, cons
   }
   const std::string arch = a->s;
   w.set_string("general.architecture", arch);
+  const bool rope_freqs = llama3_rope(ck, arch, out);
   for (const std::string& k : ck.meta_keys()) {
     if (k == "general.architecture") continue;
+    if (rope_freqs && starts_with(k, arch + ".rope.scaling.")) continue;  // in rope_freqs.weight
     if (starts_with(k, "general.") || starts_with(k, arch + ".")) w.set(k, *ck.meta(k));
   }
 
   const fs::path dir = hf_dir(path);
-  const Json config = read_config(dir);
-  // transformers 5 moved rope_theta into rope_parameters; llama.cpp's converter reads it there.
-  if (!w.find(arch + ".rope.freq_base") && config.contains("rope_parameters") && config["rope_parameters"].is_object() &&
-      config["rope_parameters"].contains("rope_theta") && config["rope_parameters"]["rope_theta"].is_number()) {
-    w.set_f32(arch + ".rope.freq_base", config["rope_parameters"]["rope_theta"].get<float>());
-  }
   const TensorEntry* emb = ck.find("token_embd.weight");
   const int64_t n_vocab = emb && !emb->shape.empty() ? emb->shape[0] : 0;
   auto put_tokenizer = [&](TokenizerData d) {
@@ -110,7 +90,7 @@ GgufFromHf gguf_meta_from_checkpoint(const Checkpoint& ck, gguf::Writer& w, cons
       }
       out.notes.push_back("tokenizer padded from " + std::to_string(n) + " to " + std::to_string(n_vocab) + " tokens");
     }
-    write_tokenizer_gguf(d, w);
+    for (auto& n : write_tokenizer_gguf(d, w)) out.notes.push_back(std::move(n));
   };
   if (!tokenizer_gguf.empty()) {
     put_tokenizer(tokenizer_data_from_gguf(gguf::File::open(tokenizer_gguf)));
@@ -118,14 +98,12 @@ GgufFromHf gguf_meta_from_checkpoint(const Checkpoint& ck, gguf::Writer& w, cons
   } else if (ck.meta("tokenizer.ggml.model")) {
     put_tokenizer(tokenizer_data_from_checkpoint(ck));
   } else if (fs::exists(dir / "tokenizer.json")) {
-    throw Error((dir / "tokenizer.json").string(), "", "this build cannot read HF tokenizer files yet",
-                "--tokenizer FILE.gguf naming a GGUF with the same tokenizer", "tokenizer.json");
+    put_tokenizer(tokenizer_data_from_hf(dir.string()));
   } else {
     w.set_string("tokenizer.ggml.model", "none");
     out.notes.push_back("no tokenizer in " + dir.string() + ": wrote tokenizer.ggml.model = none (no vocabulary)");
   }
 
-  add_rope_freqs(config, (dir / "config.json").string(), out);
   return out;
 }
 
