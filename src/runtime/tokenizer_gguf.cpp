@@ -54,7 +54,6 @@ TokenizerData data_from_meta(const Lookup& find, const std::string& src) {
     for (const auto& v : array_of(find, src, "tokenizer.ggml.scores").arr) d.scores.push_back(static_cast<float>(v.as_float("tokenizer.ggml.scores")));
   return d;
 }
-Tokenizer from_meta(const Lookup& find, const std::string& src) { return Tokenizer::build(data_from_meta(find, src)); }
 }  // namespace
 
 TokenizerData tokenizer_data_from_gguf(const gguf::File& f) {
