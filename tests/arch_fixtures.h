@@ -41,6 +41,9 @@ struct ArchOracle {
     std::vector<char> raw((std::istreambuf_iterator<char>(b)), std::istreambuf_iterator<char>());
     f32.resize(raw.size() / 4);
     std::copy(raw.begin(), raw.begin() + static_cast<std::ptrdiff_t>(f32.size() * 4), reinterpret_cast<char*>(f32.data()));
+    size_t want = 0;
+    for (const auto& p : j["prompts"]) want += p["ids"].size() * j["sets"].size() * static_cast<size_t>(nv);
+    if (raw.size() != want * 4) throw std::runtime_error(dir + ": logits.f32 holds " + std::to_string(raw.size()) + " bytes, logits.json says " + std::to_string(want * 4));
   }
   size_t prompts() const { return j["prompts"].size(); }
   std::vector<int32_t> ids(size_t p) const { return j["prompts"][p]["ids"].get<std::vector<int32_t>>(); }
@@ -96,6 +99,11 @@ struct Diff {
   int positions = 0, argmax_differ = 0, argmax_checked = 0;
   std::vector<double> pos_max;  // max |diff| of each position
   double first_max = 0;         // max |diff| over the first position of each prompt
+  int within(double eps) const {
+    int n = 0;
+    for (double v : pos_max) n += v <= eps;
+    return n;
+  }
   double median() const {
     std::vector<double> v = pos_max;
     std::sort(v.begin(), v.end());
