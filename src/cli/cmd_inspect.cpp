@@ -57,7 +57,8 @@ Registrar reg("inspect", "Show what a checkpoint is (producer, algorithm, modes 
                   }
                   std::cout << "path:      " << in.path << "\ncontainer: " << in.container << "\nproducer:  "
                             << in.producer << "\nalgorithm: " << in.algorithm << "\nmodes:     ";
-                  if (m.empty()) std::cout << "none (no NVFP4 layer: `nvfp4 convert` it first)";
+                  if (m.empty())
+                    std::cout << "f32 (float weights; NVFP4 modes after `nvfp4 convert`, or with `run --quantize`)";
                   for (size_t k = 0; k < m.size(); ++k) std::cout << (k ? ", " : "") << m[k];
                   std::cout << "\ntensors:   " << ck->tensors().size() << "\n\n";
                   std::printf("%-40s %-16s %-8s %6s  %s\n", "name", "shape", "storage", "bits", "scale2 / input_scale");
