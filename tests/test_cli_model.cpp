@@ -60,6 +60,9 @@ TEST(CliModel, RefusalsAndUsage) {
   EXPECT_EQ(cli("run -p hello").rc, 2);  // no model
   EXPECT_EQ(cli("run -m " + path + " -p hi --precision fp8").rc, 2);
   EXPECT_EQ(cli("run -m /nonexistent.gguf -p hi").rc, 1);
+  const Result unknown = cli("run -m " + path + " --chat-template no-such -p hi -n 1", true);
+  EXPECT_EQ(unknown.rc, 1);
+  EXPECT_NE(unknown.out.find("llama3"), std::string::npos) << unknown.out;  // lists the known templates
 }
 
 TEST(CliModel, QualityAgainstItselfAndFloat) {

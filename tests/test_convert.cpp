@@ -145,8 +145,10 @@ TEST(Convert, KeepQuantizeAndKeepTypeOptions) {
 TEST(Convert, RefusedInputLeavesNoOutput) {
   test::ScratchDir dir;
   EXPECT_THROW(convert(test::fixture_path("gguf/bad_byte_nan.gguf"), dir / "o.gguf", ConvertOptions{}), Error);
-  // safetensors input: no GGUF tokenizer/hyperparameters to carry over yet, refused by name.
-  EXPECT_THROW(convert(test::fixture_path("hf/modelopt"), dir / "o.gguf", ConvertOptions{}), Error);
+  // An HF directory naming a tokenizer GGUF that is not one.
+  ConvertOptions bad_tok;
+  bad_tok.tokenizer = test::fixture_path("hf/float/config.json");
+  EXPECT_THROW(convert(test::fixture_path("hf/modelopt"), dir / "o.gguf", bad_tok), Error);
   EXPECT_TRUE(dir.entries().empty());
 }
 

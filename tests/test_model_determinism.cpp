@@ -11,7 +11,7 @@
 #include "nvfp4/model.h"
 #include "nvfp4/tokenizer.h"
 #include "nvfp4/kernels.h"
-#include "runtime/runtime_isa.h"
+#include "nvfp4/kernels.h"
 
 using namespace nvfp4;
 
@@ -67,7 +67,7 @@ TEST(ModelDeterminism, A16q8LogitsBitIdenticalAcrossThreadsBatchesIsas) {
   for (const char* isa : {"scalar", "avx2", "avx512"}) {
     if (!isa_ok(isa)) continue;
     IsaEnv e(isa);
-    EXPECT_EQ(runtime_isa_name(), std::string_view(isa));
+    EXPECT_EQ(isa_name(active_isa()), std::string_view(isa));
     same(run(2, n_tok), std::string("ISA ") + isa);
     if (std::string_view(isa) != "scalar") same(run(2, 1), std::string("ISA ") + isa + ", batch 1");
   }

@@ -8,7 +8,7 @@
 #include "nvfp4/codec.h"
 #include "runtime/pinned_dense.h"
 #include "nvfp4/kernels.h"
-#include "runtime/runtime_isa.h"
+#include "nvfp4/kernels.h"
 #include "test_util.h"
 
 using namespace nvfp4;
@@ -52,7 +52,7 @@ TEST(PinnedDense, BitIdenticalAcrossIsaThreadsBatch) {
       for (const char* isa : {"scalar", "avx2", "avx512"}) {
         if (!supported(isa)) continue;
         IsaEnv e(isa);
-        EXPECT_EQ(runtime_isa_name(), std::string_view(isa));
+        EXPECT_EQ(isa_name(active_isa()), std::string_view(isa));
         for (int threads : {1, 2, 3}) {
           ThreadPool pool(threads);
           std::vector<float> all(ref.size());

@@ -22,7 +22,6 @@
 #include "nvfp4/kernels.h"
 #include "nvfp4/quantize.h"
 #include "nvfp4/tokenizer.h"
-#include "runtime/runtime_isa.h"
 #include "test_util.h"
 
 using namespace nvfp4;

@@ -1,6 +1,6 @@
 // The BPE tokenizer against HF `tokenizers` (fixtures/tokenizer/smollm2.json, written by
-// tools/gen_tokenizer_fixtures.py) on the real SmolLM2 vocabulary, the pre-tokenizer on cases
-// worked by hand, and the ChatML template against Jinja2's rendering of the GGUF's template.
+// tools/gen_smollm2_tokenizer_fixture.py) on the real SmolLM2 vocabulary, the pre-tokenizer on cases
+// worked by hand, and the GGUF's chat template rendered against Jinja2's rendering of it.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -119,14 +119,15 @@ TEST(Tokenizer, SpecialTokensAsTextWhenNotParsed) {
 TEST(Tokenizer, ChatTemplateMatchesJinja) {
   NVFP4_REQUIRE_SMOLLM2(path);
   const Tokenizer& tok = smollm2(path);
-  const ChatFormat fmt = parse_chat_template(tok.chat_template(), path);
-  EXPECT_EQ(fmt.default_system, "You are a helpful AI assistant named SmolLM, trained by Hugging Face");
+  const ChatTemplate tmpl = ChatTemplate::parse(tok.chat_template(), path);
   const auto j = load_cases();
   ASSERT_GE(j["chats"].size(), 4u);
   for (const auto& ch : j["chats"]) {
     std::vector<ChatMessage> msgs;
     for (const auto& m : ch["messages"]) msgs.push_back({m["role"], m["content"]});
-    const std::string text = format_chat(fmt, msgs, ch["add_generation_prompt"]);
+    ChatRenderOptions o;
+    o.add_generation_prompt = ch["add_generation_prompt"];
+    const std::string text = tmpl.render(msgs, o);
     EXPECT_EQ(text, ch["text"].get<std::string>());
     EXPECT_EQ(tok.encode(text), ch["ids"].get<std::vector<int32_t>>());
   }
@@ -146,13 +147,13 @@ TEST(Tokenizer, RefusesWhatItCannotServe) {
   bad_merge.merges = {"a c"};
   EXPECT_THROW(Tokenizer::build(bad_merge), Error);
   TokenizerData bad_model = d;
-  bad_model.model = "llama";
+  bad_model.model = "bert";
   EXPECT_THROW(Tokenizer::build(bad_model), Error);
   TokenizerData bad_id = d;
   bad_id.eos = 3;
   EXPECT_THROW(Tokenizer::build(bad_id), Error);
-  EXPECT_THROW(parse_chat_template("{{ messages }}"), Error);
-  EXPECT_THROW(parse_chat_template(""), Error);
+  EXPECT_THROW(ChatTemplate::parse("{% include 'x' %}", "t"), Error);
+  EXPECT_THROW(ChatTemplate::parse("", "t"), Error);
 }
 
 TEST(Tokenizer, RandomBytesRoundTrip) {

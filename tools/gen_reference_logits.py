@@ -6,7 +6,7 @@ F32 norms).
 
 GGUF stores attn_q/attn_k rows permuted for adjacent-pair RoPE (convert_hf_to_gguf's `permute`);
 HF Llama rotates halves, so the rows are permuted back here. The prompts' token ids are fixed in
-the fixture (tokenized by the HF `tokenizers` oracle of tools/gen_tokenizer_fixtures.py), so the
+the fixture (tokenized by the HF `tokenizers` oracle of tools/gen_smollm2_tokenizer_fixture.py), so the
 test checks the model alone.
 
 Saved per prompt and position: the full row's logsumexp and argmax, and the logits at the 32

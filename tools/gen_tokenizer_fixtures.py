@@ -1,132 +1,123 @@
 #!/usr/bin/env python3
-"""Writes fixtures/tokenizer/smollm2.json: token ids of a varied text set by HF `tokenizers`, and
-chat prompts rendered by Jinja2 from the GGUF's own tokenizer.chat_template.
+"""Writes fixtures/tokenizers/<name>/: a tokenizer.json (re-serialized compactly; same content),
+its tokenizer_config.json when there is one, and ids.json: for every text of
+fixtures/tokenizers/texts.json the ids HF `tokenizers` gives (add_special_tokens=False), its decode
+(skip_special_tokens=False) and, when the post-processor adds tokens, the ids with
+add_special_tokens=True. tests/test_tokenizer_hf.cpp compares our tokenizer with these for every
+fixture directory.
 
-The oracle is an HF `tokenizers` BPE built from the GGUF's vocabulary and merges with SmolLM2's
-published tokenizer.json pipeline: pre-tokenizer Sequence[Digits(individual_digits=True),
-ByteLevel(add_prefix_space=False, use_regex=True)], ByteLevel decoder, the 17 control tokens as
-special added tokens. For comparison it also records the ids of transformers' own GGUF import
-(AutoTokenizer.from_pretrained(dir, gguf_file=...)), which drops the Digits step; the two agree on
-every text here exactly when the vocabulary has no merge across a digit boundary.
-
-Run: /path/to/python tools/gen_tokenizer_fixtures.py MODEL.gguf
-     (needs: pip install gguf tokenizers transformers jinja2)
+Run: /path/to/python tools/gen_tokenizer_fixtures.py [--out DIR] NAME=PATH ... [--train]
+  PATH: a tokenizer.json or a directory holding one (and maybe tokenizer_config.json)
+  --train: also train two tiny tokenizers with `tokenizers` itself (vocab ~1000): byte-level BPE
+           with NFC, Qwen2's Split regex, ignore_merges and added tokens using lstrip / rstrip /
+           single_word / normalized ("tiny-bytelevel"), and SentencePiece-style BPE with
+           byte_fallback, fuse_unk and a Metaspace(prepend_scheme="first") ("tiny-spm")
+  (needs: pip install tokenizers)
 """
+import argparse
 import json
-import os
 import pathlib
-import sys
 
-import gguf
-import jinja2
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, AddedToken
+import tokenizers
+from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
-TEXTS = [
-    "Hello world",
-    "Hello, world! How are you doing today?",
-    "The quick brown fox jumps over the lazy dog.",
-    "It's, I'm, you're, we've, they'll, he'd, DON'T, 'quoted' words",
-    "  leading spaces and trailing spaces   ",
-    "tabs\there\tand\nnewlines\n\n\nmultiple\r\nCRLF",
-    "a  b   c    d",
-    "   \n   \n",
-    "Numbers: 0 7 42 3.14159 1,000,000 2024-11-30 +1e-9 0xDEADBEEF",
-    "123456789012345678901234567890",
-    "x² ½ ⅓ Ⅻ ٣٤٥ ४२ 𝟙𝟚",
-    "def fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\n",
-    "#include <stdio.h>\nint main(void) { printf(\"%d\\n\", 1 << 3); return 0; }\n",
-    "for (auto& [k, v] : map) { sum += v * 0.5f; }  // C++17",
-    "<div class=\"x\">&amp; <b>bold</b></div>",
-    "SELECT id, name FROM users WHERE age >= 18 ORDER BY name;",
-    "Voilà! L'été dernier, nous sommes allés à Paris.",
-    "Größere Äpfel schmecken süß, sagte der Bäcker.",
-    "¿Dónde está la biblioteca? ¡Muy bien!",
-    "Привет, мир! Как дела?",
-    "Γειά σου Κόσμε",
-    "مرحبا بالعالم",
-    "שלום עולם",
-    "नमस्ते दुनिया",
-    "你好，世界！今天天气很好。",
-    "日本語のテキストとカタカナ、ひらがな。",
-    "안녕하세요 세계",
-    "ภาษาไทย ไม่มีช่องว่าง",
-    "Emoji: 😀 👍🏽 👨‍👩‍👧‍👦 🇫🇷 ❤️ ✨",
-    "Math: ∀x ∈ ℝ, x² ≥ 0; ∑ᵢ aᵢ = ∫ f(x) dx",
-    "Symbols: @#$%^&*()_+-=[]{}|;':\",./<>?`~",
-    "\u00a0non-breaking\u00a0space and\u2003em space\u3000ideographic",
-    "zero\u200bwidth joiner\u200d and soft\u00adhyphen",
-    "'s 's 'S ''s '''",
-    "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n",
-    "text<|endoftext|>more<file_sep><filename>a.py",
-    "<|im_start <|im_end|>> <|unknown|>",
-    "",
-    " ",
-    "a",
-    "\n",
-    "The café's naïve coöperation — “quotes” and ‘single’ … ellipsis",
-    "https://example.com/path?query=1&x=y#frag user@example.org",
-    "ALL CAPS SENTENCE WITH NUMBERS 123 AND SYMBOLS !!!",
-    "mixedCaseIdentifier snake_case_name kebab-case-name SCREAMING_SNAKE",
-    "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt "
-    "ut labore et dolore magna aliqua. Ut enim ad minim veniam, quis nostrud exercitation.",
-    "          ",
-    "!!!???...,,,;;;",
-    "Ünïcödé ǅ ǈ ǋ ǲ titlecase ß ẞ",
-]
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TEXTS = ROOT / "fixtures" / "tokenizers" / "texts.json"
+QWEN2_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+               r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 
-CHATS = [
-    {"messages": [{"role": "user", "content": "What is the capital of France?"}], "add_generation_prompt": True},
-    {"messages": [{"role": "system", "content": "You are terse."},
-                  {"role": "user", "content": "Hi"}], "add_generation_prompt": True},
-    {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"},
-                  {"role": "user", "content": "Tell me a joke."}], "add_generation_prompt": True},
-    {"messages": [{"role": "user", "content": "no prompt"}], "add_generation_prompt": False},
-]
+
+def corpus(texts):
+    # The fixture texts and a little more prose, repeated so that merges have counts.
+    extra = [
+        "The quick brown fox jumps over the lazy dog. " * 3,
+        "Tokenizers split text into pieces; byte pair encoding merges the most frequent pairs.",
+        "def main():\n    return 0\n\nif __name__ == '__main__':\n    main()\n",
+        "Numbers like 2024, 3.14 and 1,000 appear in text. Emails like a@b.c too.",
+    ]
+    return (texts + extra) * 4
+
+
+def train_byte_level(texts):
+    tok = Tokenizer(models.BPE(ignore_merges=True))
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(tokenizers.Regex(QWEN2_REGEX), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=1000, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"])
+    tok.train_from_iterator(corpus(texts), trainer)
+    tok.add_special_tokens([AddedToken("<mask>", lstrip=True, special=True, normalized=False),
+                            AddedToken("<rs>", rstrip=True, special=True, normalized=False)])
+    tok.add_tokens([AddedToken("[WORD]", single_word=True, normalized=False),
+                    AddedToken("hello world", normalized=True)])
+    return tok
+
+
+def train_spm(texts):
+    tok = Tokenizer(models.BPE(byte_fallback=True, unk_token="<unk>", fuse_unk=True))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=False)
+    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                     decoders.Strip(" ", 1, 0)])
+    specials = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    trainer = trainers.BpeTrainer(vocab_size=1000, show_progress=False, special_tokens=specials,
+                                  limit_alphabet=120)
+    tok.train_from_iterator(corpus(texts), trainer)
+    # The byte tokens are vocabulary entries of a SentencePiece model, not added tokens.
+    j = json.loads(tok.to_str())
+    j["added_tokens"] = [a for a in j["added_tokens"] if not a["content"].startswith("<0x")]
+    tok = Tokenizer.from_str(json.dumps(j))
+    tok.post_processor = tokenizers.processors.TemplateProcessing(
+        single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", 1)])
+    return tok
+
+
+def write(name, tok_json, config, out_dir, texts, source):
+    d = out_dir / name
+    d.mkdir(parents=True, exist_ok=True)
+    j = json.loads(tok_json)  # as given: merges keep their form ("a b" strings or pairs)
+    (d / "tokenizer.json").write_text(json.dumps(j, ensure_ascii=False, separators=(",", ":")))
+    tok = Tokenizer.from_file(str(d / "tokenizer.json"))  # the oracle reads what we commit
+    if config is not None:
+        (d / "tokenizer_config.json").write_text(json.dumps(config, ensure_ascii=False, indent=1))
+    cases = []
+    for t in texts:
+        ids = tok.encode(t, add_special_tokens=False).ids
+        c = {"text": t, "ids": ids, "decoded": tok.decode(ids, skip_special_tokens=False)}
+        with_special = tok.encode(t, add_special_tokens=True).ids
+        if with_special != ids:
+            c["ids_with_special"] = with_special
+        cases.append(c)
+    (d / "ids.json").write_text(json.dumps({"source": source, "tokenizers": tokenizers.__version__,
+                                            "cases": cases}, ensure_ascii=False, indent=0))
+    same = sum(c["decoded"] == c["text"] for c in cases)
+    print(f"{d}: {len(cases)} texts, {sum(len(c['ids']) for c in cases)} ids, decode == text on {same}")
 
 
 def main():
-    path = sys.argv[1]
-    r = gguf.GGUFReader(path)
-    f = lambda k: r.fields[k].contents()
-    tokens, types, merges = f("tokenizer.ggml.tokens"), f("tokenizer.ggml.token_type"), f("tokenizer.ggml.merges")
-    vocab = {t: i for i, t in enumerate(tokens)}
-    bpe = models.BPE(vocab=vocab, merges=[tuple(m.split(" ", 1)) for m in merges], ignore_merges=False)
-    tok = Tokenizer(bpe)
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Digits(individual_digits=True),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
-    tok.decoder = decoders.ByteLevel()
-    tok.add_special_tokens([AddedToken(tokens[i], special=True, normalized=False)
-                            for i in range(len(tokens)) if types[i] == 3])
-
-    hf = None
-    try:
-        from transformers import AutoTokenizer
-        hf = AutoTokenizer.from_pretrained(os.path.dirname(path), gguf_file=os.path.basename(path))
-    except Exception as e:  # recorded, not fatal
-        print("transformers GGUF import failed:", e)
-
-    cases = []
-    for t in TEXTS:
-        ids = tok.encode(t, add_special_tokens=False).ids
-        c = {"text": t, "ids": ids, "decoded": tok.decode(ids, skip_special_tokens=False)}
-        if hf is not None:
-            c["ids_transformers_gguf"] = hf.encode(t, add_special_tokens=False)
-        cases.append(c)
-
-    env = jinja2.Environment(trim_blocks=False, lstrip_blocks=False)
-    tmpl = env.from_string(f("tokenizer.chat_template"))
-    chats = []
-    for ch in CHATS:
-        text = tmpl.render(messages=ch["messages"], add_generation_prompt=ch["add_generation_prompt"])
-        chats.append(dict(ch, text=text, ids=tok.encode(text, add_special_tokens=False).ids))
-
-    out = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "tokenizer" / "smollm2.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"model": os.path.basename(path), "cases": cases, "chats": chats},
-                              ensure_ascii=False, indent=1))
-    diff = sum(1 for c in cases if "ids_transformers_gguf" in c and c["ids_transformers_gguf"] != c["ids"])
-    print(f"wrote {out}: {len(cases)} texts, {len(chats)} chats; transformers' GGUF import differs on {diff}")
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=str(ROOT / "fixtures" / "tokenizers"))
+    ap.add_argument("--train", action="store_true")
+    ap.add_argument("--source", action="append", default=[], help="NAME=text naming where a file came from")
+    ap.add_argument("inputs", nargs="*", help="NAME=PATH")
+    a = ap.parse_args()
+    texts = json.loads(TEXTS.read_text())
+    sources = dict(s.split("=", 1) for s in a.source)
+    out = pathlib.Path(a.out)
+    for spec in a.inputs:
+        name, path = spec.split("=", 1)
+        p = pathlib.Path(path)
+        tj = p / "tokenizer.json" if p.is_dir() else p
+        cfg_path = tj.parent / "tokenizer_config.json"
+        config = json.loads(cfg_path.read_text()) if cfg_path.exists() else None
+        write(name, tj.read_text(encoding="utf-8"), config, out, texts, sources.get(name, str(path)))
+    if a.train:
+        write("tiny-bytelevel", train_byte_level(texts).to_str(), None, out, texts,
+              f"trained by tools/gen_tokenizer_fixtures.py with tokenizers {tokenizers.__version__}")
+        write("tiny-spm", train_spm(texts).to_str(), {"add_bos_token": True, "bos_token": "<s>", "eos_token": "</s>"},
+              out, texts, f"trained by tools/gen_tokenizer_fixtures.py with tokenizers {tokenizers.__version__}")
 
 
 if __name__ == "__main__":

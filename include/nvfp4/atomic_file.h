@@ -1,10 +1,13 @@
 // Writing a file so that it either appears whole or not at all: data goes to a temporary file in
 // the target's directory, which commit() fsyncs and renames over the target (then fsyncs the
-// directory). Destroying an uncommitted AtomicFile removes the temporary file.
+// directory). Destroying an uncommitted AtomicFile removes the temporary file; while it lives, the
+// temporary file is flock()ed and registered for removal on SIGINT/SIGTERM (nvfp4/temp_cleanup.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <string>
+
+#include "nvfp4/temp_cleanup.h"
 
 namespace nvfp4 {
 
@@ -30,6 +33,7 @@ class AtomicFile {
   int fd_ = -1;
   uint64_t written_ = 0;
   bool committed_ = false;
+  TempRegistration reg_;
 };
 
 }  // namespace nvfp4

@@ -1,28 +1,65 @@
-// Chat prompts in the ChatML format (<|im_start|>role\ncontent<|im_end|>\n), which SmolLM2's,
-// Qwen's and many instruct models' chat templates produce. No Jinja engine: the template text is
-// recognized, and its default system message (inserted when the conversation has none) is
-// read from it. Templates of other formats are refused.
+// Chat prompts from a model's own chat template (Jinja2, as tokenizer.chat_template holds it),
+// rendered as transformers' apply_chat_template renders it: jinja2 with trim_blocks and
+// lstrip_blocks, tojson = json.dumps(ensure_ascii=False), raise_exception and strftime_now.
+// The interpreter covers the subset chat templates use; anything else is refused when the
+// template is parsed (nvfp4::Error naming the template, line and construct), never guessed.
 #pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace nvfp4 {
+
+namespace jinja {
+struct Program;
+}
 
 struct ChatMessage {
   std::string role;     // "system", "user", "assistant"
   std::string content;
 };
 
-struct ChatFormat {
-  std::string default_system;  // empty: the template inserts no system message
+// The time strftime_now() formats (transformers reads the clock; a fixed one makes prompts
+// reproducible).
+struct ChatDate {
+  int year = 2024, month = 1, day = 1, hour = 0, minute = 0, second = 0;
 };
 
-// Recognizes a ChatML template. Throws nvfp4::Error (naming `source`) for an empty or other template.
-ChatFormat parse_chat_template(const std::string& template_text, const std::string& source = "");
+struct ChatRenderOptions {
+  bool add_generation_prompt = true;
+  std::string bos_token, eos_token;
+  // Extra template variables (e.g. enable_thinking for Qwen3), as apply_chat_template's kwargs.
+  std::map<std::string, std::variant<std::string, bool>> vars;
+  std::optional<ChatDate> date;  // none: the local time now
+  // Runaway guards: output bytes (and any one string), evaluation steps, nested calls.
+  size_t max_output = size_t{1} << 24;
+  uint64_t max_steps = 50'000'000;
+  int max_depth = 64;
+};
 
-// The prompt text the template renders for `messages`; with add_generation_prompt it ends with
-// "<|im_start|>assistant\n".
-std::string format_chat(const ChatFormat& fmt, const std::vector<ChatMessage>& messages,
-                        bool add_generation_prompt);
+class ChatTemplate {
+ public:
+  // Parses `text`; throws nvfp4::Error naming `source` for an empty or unsupported template.
+  static ChatTemplate parse(const std::string& text, const std::string& source);
+  // A template shipped with nvfp4 (real model templates, see builtin_names()); throws
+  // nvfp4::Error listing the known names for another.
+  static ChatTemplate builtin(const std::string& name);
+  static std::vector<std::string> builtin_names();
+
+  // The prompt for `messages`. Throws nvfp4::Error for what the template refuses
+  // (raise_exception), undefined values used as jinja2 would fail on them, and limits.
+  std::string render(const std::vector<ChatMessage>& messages, const ChatRenderOptions& o) const;
+
+  const std::string& text() const { return text_; }
+  const std::string& source() const { return source_; }
+
+ private:
+  std::shared_ptr<const jinja::Program> prog_;
+  std::string text_, source_;
+};
 
 }  // namespace nvfp4

@@ -45,6 +45,8 @@ class Checkpoint {
   virtual const CheckpointInfo& info() const = 0;
   // Metadata under GGUF keys; nullptr when absent.
   virtual const gguf::Value* meta(const std::string& key) const = 0;
+  // Every metadata key meta() answers, in the checkpoint's order (GGUF: the file's order).
+  virtual std::vector<std::string> meta_keys() const = 0;
   virtual const std::vector<TensorEntry>& tensors() const = 0;
   const TensorEntry* find(const std::string& name) const;
   const TensorEntry& tensor(const std::string& name) const;  // throws when absent

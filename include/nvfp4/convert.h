@@ -1,6 +1,8 @@
 // `nvfp4 convert`: a checkpoint in, NVFP4 out. OUT ending in .gguf: ggml NVFP4 blocks (type 40)
 // with `<base>.scale` / `<base>.input_scale` F32 companions, general.file_type = 39 and every input
-// metadata key carried over (GGUF input only: safetensors input has no GGUF tokenizer to carry).
+// metadata key carried over; safetensors (HF) input: general.architecture, the hyperparameters and
+// the tokenizer under llama.cpp's keys, rope_freqs.weight for Llama 3 RoPE scaling (see
+// io/gguf_meta_from_checkpoint.h).
 // Any other OUT is a directory in ModelOpt's export layout (model.safetensors, config.json,
 // hf_quant_config.json; HF names, q/k rows in HF order). NVFP4 input is repacked losslessly; float,
 // FP8 and ggml-quantized input is quantized by SPEC.md section 4. Written under a temporary name,
@@ -12,6 +14,12 @@
 #include <vector>
 
 namespace nvfp4 {
+
+struct ConvertProgress {
+  size_t index = 0, total = 0;      // tensors done, tensors in all
+  uint64_t bytes = 0, bytes_total = 0;  // output tensor bytes done, in all
+  std::string name;                 // the tensor about to be produced (empty at the end)
+};
 
 struct ConvertOptions {
   std::vector<std::string> keep;      // glob patterns (fnmatch) of tensors never quantized
@@ -29,9 +37,12 @@ struct ConvertOptions {
                                       // a16q8 (bit-pinned on every ISA; see calibrate.h)
   int search_radius = 4;              // search: scale bytes rtn - r .. rtn + r
   std::function<void(const std::string&)> log;  // progress lines (calibration, search)
-  // Called before each output tensor is written: (index, total, name).
-  std::function<void(size_t, size_t, const std::string&)> progress;
+  // HF input to GGUF output: take the tokenizer from this GGUF file (empty: the input's own).
+  std::string tokenizer;
+  // Called before each output tensor is produced and once after the last (index == total).
+  std::function<void(const ConvertProgress&)> progress;
 };
+
 
 struct ConvertReport {
   int quantized = 0;   // float / ggml-quantized -> NVFP4

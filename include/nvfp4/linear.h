@@ -17,6 +17,22 @@
 
 namespace nvfp4 {
 
+// The prepared activations of a window (a16q8: megabytes for a prompt), kept by the caller across
+// calls so that each call neither allocates nor page-faults them. One per thread of control that
+// calls forward(); not shared between concurrent callers.
+class LinearScratch {
+ public:
+  LinearScratch();
+  ~LinearScratch();
+  LinearScratch(LinearScratch&&) noexcept;
+  LinearScratch& operator=(LinearScratch&&) noexcept;
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
 class Linear {
  public:
   Linear();
@@ -31,14 +47,16 @@ class Linear {
   int64_t n_out() const;
   int64_t n_in() const;
   bool has_input_scale() const;
-  // y = W x for n columns. Throws nvfp4::Error for a mode this layer cannot serve.
-  void forward(Mode mode, const float* x, int64_t n, float* y, ThreadPool& pool) const;
+  // y = W x for n columns. Throws nvfp4::Error for a mode this layer cannot serve. scratch: the
+  // caller's buffers for the prepared activations (null: a temporary one for this call).
+  void forward(Mode mode, const float* x, int64_t n, float* y, ThreadPool& pool,
+               LinearScratch* scratch = nullptr) const;
   // forward() of several layers that read the same x (n_in equal), e.g. q/k/v or gate/up: the
   // activations are prepared once and one dispatch covers the union of their row tiles. Each
   // layer's y[i] equals its own forward() bit for bit (a tile's arithmetic does not depend on
   // which call or thread runs it). w4a4 layers, whose input scales differ, run one by one.
   static void forward_group(Mode mode, std::span<const Linear* const> layers, const float* x, int64_t n,
-                            std::span<float* const> y, ThreadPool& pool);
+                            std::span<float* const> y, ThreadPool& pool, LinearScratch* scratch = nullptr);
   // The name of the kernel forward() runs for (mode, n), for logs: e.g. "gemv_a16q8_avx512vnni".
   std::string kernel_name(Mode mode, int64_t n) const;
   // Bytes of the prepared weight stream (what one forward() reads): benchmarks' roofline.

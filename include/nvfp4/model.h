@@ -1,31 +1,55 @@
-// The Llama-family runtime: token embedding, RMSNorm, RoPE (adjacent pairs, GGUF row order),
-// grouped-query attention over a KV cache (F32 or F16), SwiGLU MLP, tied or untied head.
+// The runtime, split as vLLM's and llama.cpp's are: a Model (the weights: immutable, shared by
+// every sequence and thread), Sequences (a KV cache and a position each), a Workspace (the
+// scratch of one forward pass, owned by whoever steps) and forward(): one step over a flat list
+// of tokens, each with its sequence and position, so that prompt chunks and decode tokens of many
+// sequences share one pass and every weight is decoded once for all of them. Context is the
+// one-sequence convenience over those parts.
 //
-// Each linear layer runs as the checkpoint stores it: NVFP4 layers through Linear in the chosen
-// Mode, float layers through DenseLinear (f32). The head and embedding use PinnedDense. Every float
-// step outside the linear layers follows a pinned order (docs/DETERMINISM.md), so in the
-// integer-exact modes the logits are the same bits for any thread count, ISA and batch size.
+// The architecture comes from the table (include/nvfp4/arch.h): Llama 2/3.x, Mistral, Qwen2 and
+// Qwen3, run by the dense block (src/models/dense_block.cpp): RMSNorm, q/k/v projections (bias,
+// per-head q/k RMSNorm where the family has them), RoPE (adjacent pairs or NeoX halves; llama3 /
+// linear scaling), grouped-query attention over an F32 or F16 cache, SwiGLU MLP, tied or own head.
+//
+// NVFP4 layers run through Linear in the chosen Mode, float layers through DenseLinear (f32), the
+// head and embedding through PinnedDense. Every float step outside the linear layers follows a
+// pinned order (docs/DETERMINISM.md), so in the integer-exact modes a token's logits are the same
+// bits for any thread count, ISA, step size and step composition (which other sequences share it).
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "nvfp4/arch.h"
 #include "nvfp4/checkpoint.h"
 #include "nvfp4/kernels_ref.h"
 #include "nvfp4/thread_pool.h"
 
 namespace nvfp4 {
 
+struct RopeConfig {
+  RopeStyle style = RopeStyle::adjacent;
+  double theta = 10000.0;
+  double linear_factor = 1.0;       // rope.scaling.type linear: positions divided by it
+  std::vector<float> freq_factors;  // llama3 (or a GGUF rope_freqs.weight): frequency i divided by
+                                    // freq_factors[i]; empty: none
+};
+
 struct ModelConfig {
-  std::string arch;
+  std::string arch;                 // the table entry's name: "qwen3"
+  const ArchInfo* info = nullptr;
   int64_t n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0;
-  int64_t n_vocab = 0, n_ctx_train = 0, rope_dim = 0;
-  double rope_theta = 10000.0;
+  int64_t n_vocab = 0, n_ctx_train = 0;
+  int64_t sliding_window = 0;       // 0: none; else sequences longer than it are refused
+  RopeConfig rope;
   float rms_eps = 1e-5f;
   bool tied_head = false;
+  bool qkv_bias = false, o_bias = false, qk_norm = false;
+  int64_t q_dim() const { return n_head * head_dim; }
+  int64_t kv_dim() const { return n_head_kv * head_dim; }
 };
 
 struct LoadOptions {
@@ -69,9 +93,72 @@ class Model {
   std::unique_ptr<Impl> impl_;
 };
 
+// One sequence: its KV cache (n_ctx positions, allocated up front) and how many it holds.
+class Sequence {
+ public:
+  // Throws nvfp4::Error when n_ctx < 1 or exceeds the model's sliding window.
+  Sequence(const Model& model, int64_t n_ctx, KvType kv = KvType::f32);
+  ~Sequence();
+  Sequence(Sequence&&) noexcept;
+  Sequence& operator=(Sequence&&) noexcept;
+
+  int64_t pos() const;    // positions held: the next token goes there
+  int64_t n_ctx() const;
+  // Keeps the first n positions (0 <= n <= pos()): a prompt cache's shared prefix, a rejected draft.
+  void truncate(int64_t n);
+  size_t bytes() const;
+
+  struct Impl;
+  Impl& impl() { return *impl_; }
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// A token of a step. A sequence's tokens in one step take consecutive positions from its pos(),
+// in step order (they may be interleaved with other sequences' tokens).
+struct StepToken {
+  int32_t token = 0;
+  Sequence* seq = nullptr;
+  int64_t pos = 0;
+  bool logits = false;  // write this token's logits
+};
+
+// Called with every linear layer's input (name like "blk.3.ffn_down", x[n][n_in]); for
+// calibrating activation scales.
+using Observer = std::function<void(const std::string& layer, const float* x, int64_t n, int64_t n_in)>;
+
+// The scratch of one forward pass of up to n_batch tokens: activations, attention scores and the
+// linear layers' prepared activations; the RoPE table. Buffers grow to what a step needs and are
+// kept; nothing in it changes a result.
+class Workspace {
+ public:
+  Workspace(const Model& model, int64_t n_batch);
+  ~Workspace();
+  Workspace(Workspace&&) noexcept;
+  Workspace& operator=(Workspace&&) noexcept;
+  int64_t n_batch() const;
+  size_t bytes() const;
+  void set_observer(Observer obs);
+
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// One forward pass over `tokens` (at most ws.n_batch()): stores each token's keys and values in
+// its sequence, advances each sequence by its token count, and writes the logits of the tokens
+// marked `logits`, in step order, to logits[k][n_vocab]. Throws nvfp4::Error, before computing
+// anything, for a token id out of range, a missing sequence, positions that do not continue
+// their sequence, or a sequence that would overflow its cache.
+void forward(const Model& model, std::span<const StepToken> tokens, Workspace& ws, ThreadPool& pool, float* logits);
+
+// One sequence with its own workspace: eval() appends tokens in steps of n_batch.
 class Context {
  public:
-  // Allocates every buffer (KV cache, activations for n_batch tokens, logits) up front.
   Context(const Model& model, const ContextOptions& opt, ThreadPool& pool);
   ~Context();
 
@@ -83,11 +170,9 @@ class Context {
   int64_t n_ctx() const;
   void reset();  // empty the KV cache
   size_t bytes() const;  // bytes allocated by this context
-
-  // Called with every linear layer's input (name like "blk.3.ffn_down", x[n][n_in]); for
-  // calibrating activation scales.
-  using Observer = std::function<void(const std::string& layer, const float* x, int64_t n, int64_t n_in)>;
+  using Observer = nvfp4::Observer;
   void set_observer(Observer obs);
+  Sequence& sequence();
 
   struct Impl;
 

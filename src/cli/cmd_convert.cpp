@@ -1,13 +1,19 @@
 // nvfp4 convert IN OUT.gguf|OUT_DIR [--keep PATTERN]... [--quantize PATTERN]... [--keep-type f16|f32|bf16]
-//                          [--verify] [--threads N] [--quantize-method rtn|search] [--calibrate FILE]
-//                          [--ctx N] [--calibrate-model float|rtn] [--scale2 fused|per-tensor] [--search-radius R]
+//                          [--verify] [--threads N] [--tokenizer FILE.gguf] [--progress]
+//                          [--quantize-method rtn|search] [--calibrate FILE] [--ctx N]
+//                          [--calibrate-model float|rtn] [--scale2 fused|per-tensor] [--search-radius R]
+// Progress goes to stderr (a line at most every second) when stderr is a terminal or with
+// --progress. SIGINT/SIGTERM remove the temporary output and exit 130/143; leftovers of a killed
+// convert into the same place are removed (and named) when the next one starts.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 
 #include "cli/registry.h"
 #include "nvfp4/convert.h"
+#include "nvfp4/temp_cleanup.h"
 
 namespace nvfp4::cli {
 namespace {
@@ -15,7 +21,16 @@ namespace {
 struct ConvertArgs {
   std::string in, out;
   ConvertOptions opt;
+  bool progress = false;
 };
+
+// "[12/272] 41.2/270.6 MiB blk.3.ffn_up.weight": on a terminal rewritten in place, else one line each.
+void print_progress(const ConvertProgress& p, bool tty) {
+  const double mib = 1024.0 * 1024.0;
+  std::fprintf(stderr, "%s[%zu/%zu] %.1f/%.1f MiB %s%s", tty ? "\r\033[K" : "", p.index, p.total, p.bytes / mib,
+               p.bytes_total / mib, p.name.c_str(), tty && !p.name.empty() ? "" : "\n");
+  std::fflush(stderr);
+}
 
 Registrar reg(
     "convert",
@@ -42,13 +57,24 @@ Registrar reg(
       sub.add_option("--scale2", a->opt.scale2, "tensor scale: fused (q/k/v and gate/up share one, as ModelOpt's export; default) or per-tensor")
           ->check(CLI::IsMember({"fused", "per-tensor"}));
       sub.add_option("--search-radius", a->opt.search_radius, "search: scale bytes rtn-R..rtn+R (default 4)")->check(CLI::Range(0, 32));
+      sub.add_option("--tokenizer", a->opt.tokenizer, "HF input, GGUF output: take the tokenizer from this GGUF")
+          ->check(CLI::ExistingFile);
+      sub.add_flag("--progress", a->progress, "print progress on stderr even when it is not a terminal");
       return [a]() {
-        a->opt.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
-        if (::isatty(2)) {
-          a->opt.progress = [](size_t i, size_t n, const std::string& name) {
-            std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", i + 1, n, name.c_str());
-            if (i + 1 == n) std::fprintf(stderr, "\n");
-            std::fflush(stderr);
+        remove_temporaries_on_signal();
+        for (const auto& s : remove_stale_temporaries(a->out)) {
+          std::cerr << (s.removed ? "removed a leftover of an interrupted convert: " : "left alone (in use by another process): ")
+                    << s.path << "\n";
+        }
+        a->opt.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };  // calibration
+        const bool tty = ::isatty(2);
+        if (tty || a->progress) {
+          using clk = std::chrono::steady_clock;
+          a->opt.progress = [tty, last = clk::time_point{}](const ConvertProgress& p) mutable {
+            const auto now = clk::now();
+            if (!p.name.empty() && p.index > 0 && now - last < std::chrono::seconds(1)) return;
+            last = now;
+            print_progress(p, tty);
           };
         }
         const ConvertReport r = convert(a->in, a->out, a->opt);

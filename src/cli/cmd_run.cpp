@@ -15,10 +15,11 @@ namespace {
 
 struct RunArgs {
   ModelArgs m;
-  std::string prompt, file;
+  std::string prompt, file, chat_template;
   int64_t n_predict = 128;
   bool chat = false, json = false;
   SamplerOptions s;
+  bool temp_set = false, top_k_set = false, top_p_set = false;
 };
 
 int run(const RunArgs& a) {
@@ -26,9 +27,17 @@ int run(const RunArgs& a) {
     throw Error("", "", "give the prompt with exactly one of -p or -f", "-p TEXT or -f FILE", "");
   Loaded L = load_model(a.m, a.json);
   std::string text = a.file.empty() ? a.prompt : read_text_file(a.file);
-  if (a.chat) text = format_chat(parse_chat_template(L.tok.chat_template(), a.m.model), {{"user", text}}, true);
+  const bool chat = a.chat || !a.chat_template.empty();
+  if (chat) {
+    const ChatTemplate t = a.chat_template.empty() ? ChatTemplate::parse(L.tok.chat_template(), a.m.model)
+                                                   : ChatTemplate::builtin(a.chat_template);
+    ChatRenderOptions o;  // bos/eos as text; the template places them (as apply_chat_template)
+    if (L.tok.bos() >= 0) o.bos_token = L.tok.token_bytes(L.tok.bos());
+    if (L.tok.eos() >= 0) o.eos_token = L.tok.token_bytes(L.tok.eos());
+    text = t.render({{"user", text}}, o);
+  }
   std::vector<int32_t> ids;
-  if (L.tok.add_bos() && L.tok.bos() >= 0) ids.push_back(L.tok.bos());
+  if (!chat && L.tok.add_bos() && L.tok.bos() >= 0) ids.push_back(L.tok.bos());
   for (int32_t id : L.tok.encode(text)) ids.push_back(id);
   if (ids.empty()) throw Error("", "", "empty prompt", "at least one token", "0 tokens");
   ContextOptions co = context_options(a.m);
@@ -41,7 +50,10 @@ int run(const RunArgs& a) {
   const auto t0 = clk::now();
   ctx.eval(ids.data(), static_cast<int64_t>(ids.size()), logits.data());
   const double prompt_s = std::chrono::duration<double>(clk::now() - t0).count();
-  Sampler sampler(a.s);
+  std::string said;
+  const SamplerOptions so = generation_defaults(*L.ck, a.s, a.temp_set, a.top_k_set, a.top_p_set, said);
+  if (!said.empty() && !a.json) std::cerr << "nvfp4: " << said << "\n";
+  Sampler sampler(so);
   std::vector<int32_t> out;
   std::string generated;
   double gen_s = 0;
@@ -69,6 +81,8 @@ int run(const RunArgs& a) {
     j["ids"] = out;
     j["stop"] = stop;
     j["precision"] = std::string(mode_name(L.mode));
+    j["sampling"] = {{"temperature", so.temperature}, {"top_k", so.top_k}, {"top_p", so.top_p}, {"seed", so.seed},
+                     {"from_generation_config", !said.empty()}};
     j["threads"] = L.threads;
     j["prompt_tokens"] = ids.size();
     j["gen_tokens"] = out.size();
@@ -95,12 +109,19 @@ const Registrar reg("run", "generate text from a prompt", [](CLI::App& app) {
   app.add_option("-f,--file", a->file, "prompt file");
   app.add_option("-n,--n-predict", a->n_predict, "tokens to generate")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   app.add_flag("--chat", a->chat, "wrap the prompt in the model's chat template (user turn)");
-  app.add_option("--temp", a->s.temperature, "temperature (0: greedy, the default)")->check(CLI::Range(0.0f, 100.0f));
-  app.add_option("--top-k", a->s.top_k, "top-k (0: off)")->check(CLI::Range(0, 1 << 30));
-  app.add_option("--top-p", a->s.top_p, "top-p")->check(CLI::Range(0.0f, 1.0f));
+  app.add_option("--chat-template", a->chat_template, "use this built-in chat template instead (implies --chat)");
+  auto* temp = app.add_option("--temp", a->s.temperature, "temperature (0: greedy; default: generation_config.json's when it samples, else 0)")
+                   ->check(CLI::Range(0.0f, 100.0f));
+  auto* top_k = app.add_option("--top-k", a->s.top_k, "top-k (0: off)")->check(CLI::Range(0, 1 << 30));
+  auto* top_p = app.add_option("--top-p", a->s.top_p, "top-p")->check(CLI::Range(0.0f, 1.0f));
   app.add_option("--seed", a->s.seed, "sampling seed");
   app.add_flag("--json", a->json, "print one JSON object: text, ids, timings");
-  return [a] { return run(*a); };
+  return [a, temp, top_k, top_p] {
+    a->temp_set = temp->count() > 0;
+    a->top_k_set = top_k->count() > 0;
+    a->top_p_set = top_p->count() > 0;
+    return run(*a);
+  };
 });
 
 }  // namespace

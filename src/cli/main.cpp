@@ -17,7 +17,7 @@ std::vector<CommandSpec>& commands() {
 
 int main(int argc, char** argv) {
   using namespace nvfp4::cli;
-  CLI::App app{"nvfp4: run NVFP4 language models on CPUs and GPUs without FP4 tensor cores"};
+  CLI::App app{"nvfp4: run NVFP4 language models on x86 CPUs (AVX2, AVX-512) without FP4 tensor cores"};
   app.set_version_flag("--version", std::string("nvfp4 ") + NVFP4_VERSION);
   app.require_subcommand(0, 1);
 

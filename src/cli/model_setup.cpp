@@ -3,6 +3,8 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -14,7 +16,7 @@
 namespace nvfp4::cli {
 
 void ModelArgs::add(CLI::App& app, bool model_required) {
-  auto* m = app.add_option("-m,--model", model, "checkpoint (.gguf: NVFP4 or float/ggml types)");
+  auto* m = app.add_option("-m,--model", model, "checkpoint: a .gguf, or an HF directory (ModelOpt, compressed-tensors or float safetensors, sharded or not)");
   if (model_required) m->required();
   app.add_option("--precision", precision, "a16q8 (default for NVFP4), a16, w4a4, f32")
       ->check(CLI::IsMember({"a16q8", "a16", "w4a4", "f32"}));
@@ -46,6 +48,38 @@ double peak_rss_mib() {
   struct rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   return static_cast<double>(ru.ru_maxrss) / 1024.0;  // KiB on Linux
+}
+
+SamplerOptions generation_defaults(const Checkpoint& ck, SamplerOptions s, bool temp_set, bool top_k_set,
+                                   bool top_p_set, std::string& said) {
+  namespace fs = std::filesystem;
+  said.clear();
+  if (ck.info().container != "safetensors") return s;
+  const fs::path p = ck.info().path;
+  const fs::path f = (fs::is_directory(p) ? p : p.parent_path()) / "generation_config.json";
+  if (!fs::exists(f)) return s;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_text_file(f.string()));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(f.string(), "", "not valid JSON", "a JSON document", e.what());
+  }
+  const auto num = [&](const char* k, double def) {
+    if (!j.contains(k) || j[k].is_null()) return def;
+    if (!j[k].is_number()) throw Error(f.string(), "", std::string("generation_config.json '") + k + "'", "a number", j[k].dump());
+    return j[k].get<double>();
+  };
+  if (!(j.contains("do_sample") && j["do_sample"].is_boolean() && j["do_sample"].get<bool>())) return s;
+  const float t = static_cast<float>(num("temperature", 1.0)), p_ = static_cast<float>(num("top_p", 1.0));
+  const double k = num("top_k", 50);
+  if (!(t >= 0 && t <= 100) || !(p_ > 0 && p_ <= 1) || !(k >= 0 && k <= (1 << 30)))
+    throw Error(f.string(), "", "generation_config.json sampling values", "temperature 0..100, top_p (0, 1], top_k >= 0",
+                std::to_string(t) + ", " + std::to_string(p_) + ", " + std::to_string(k));
+  if (!temp_set) { s.temperature = t; said += " temperature " + std::to_string(t); }
+  if (!top_k_set) { s.top_k = static_cast<int>(k); said += " top-k " + std::to_string(s.top_k); }
+  if (!top_p_set) { s.top_p = p_; said += " top-p " + std::to_string(p_); }
+  if (!said.empty()) said = "sampling defaults from " + f.string() + ":" + said;
+  return s;
 }
 
 Loaded load_model(const ModelArgs& a, bool quiet) {

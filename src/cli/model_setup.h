@@ -7,6 +7,7 @@
 
 #include "nvfp4/checkpoint.h"
 #include "nvfp4/model.h"
+#include "nvfp4/sampler.h"
 #include "nvfp4/tokenizer.h"
 
 namespace nvfp4::cli {
@@ -36,6 +37,11 @@ struct Loaded {
 Loaded load_model(const ModelArgs& a, bool quiet);
 ContextOptions context_options(const ModelArgs& a);
 double peak_rss_mib();
+// The sampling defaults of an HF checkpoint's generation_config.json (do_sample, temperature,
+// top_k, top_p, as transformers reads them: temperature 1, top_k 50, top_p 1 when absent) for
+// the fields the user did not set; `said` describes what was taken (empty: nothing).
+SamplerOptions generation_defaults(const Checkpoint& ck, SamplerOptions s, bool temp_set, bool top_k_set,
+                                   bool top_p_set, std::string& said);
 std::string read_text_file(const std::string& path);
 
 }  // namespace nvfp4::cli

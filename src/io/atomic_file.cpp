@@ -1,6 +1,7 @@
 #include "nvfp4/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,11 +44,14 @@ AtomicFile::AtomicFile(const std::string& path) : path_(path) {
   }
   tmp_ = buf.data();
   ::fchmod(fd_, 0644);
+  ::flock(fd_, LOCK_EX | LOCK_NB);  // marks a write in progress (remove_stale_temporaries)
+  reg_ = TempRegistration(tmp_, false);
 }
 
 AtomicFile::~AtomicFile() {
   if (fd_ >= 0) ::close(fd_);
   if (!committed_ && !tmp_.empty()) ::unlink(tmp_.c_str());
+  reg_.release();
 }
 
 void AtomicFile::write(const void* data, size_t n) {
@@ -91,6 +95,7 @@ void AtomicFile::commit() {
                 std::strerror(errno));
   }
   committed_ = true;
+  reg_.release();
   const int dfd = ::open(dir_of(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     ::fsync(dfd);

@@ -37,6 +37,11 @@ class GgufCheckpoint final : public Checkpoint {
 
   const CheckpointInfo& info() const override { return info_; }
   const gguf::Value* meta(const std::string& key) const override { return file_.find(key); }
+  std::vector<std::string> meta_keys() const override {
+    std::vector<std::string> k;
+    for (const auto& kv : file_.metadata()) k.push_back(kv.first);
+    return k;
+  }
   const std::vector<TensorEntry>& tensors() const override { return entries_; }
 
   RowMatrix nvfp4(const std::string& name) const override {

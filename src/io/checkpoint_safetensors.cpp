@@ -10,6 +10,7 @@
 
 #include "io/hf_names.h"
 #include "io/quant_config.h"
+#include "models/hf_config.h"
 #include "nvfp4/codec.h"
 #include "nvfp4/error.h"
 #include "nvfp4/quantize.h"
@@ -77,6 +78,11 @@ class StCheckpoint final : public Checkpoint {
   const gguf::Value* meta(const std::string& key) const override {
     for (const auto& [k, v] : meta_) if (k == key) return &v;
     return nullptr;
+  }
+  std::vector<std::string> meta_keys() const override {
+    std::vector<std::string> k;
+    for (const auto& kv : meta_) k.push_back(kv.first);
+    return k;
   }
   const std::vector<TensorEntry>& tensors() const override { return entries_; }
 
@@ -201,51 +207,23 @@ class StCheckpoint final : public Checkpoint {
     return it == refs_.end() ? nullptr : &it->second;
   }
 
-  void set_meta_u32(const std::string& k, const Json& c, const char* key) {
-    if (c.contains(key) && c[key].is_number_integer()) {
-      gguf::Value v;
-      v.type = gguf::ValueType::u32;
-      v.u = c[key].get<uint32_t>();
-      meta_.emplace_back(k, v);
-    }
-  }
-  void set_meta_f32(const std::string& k, const Json& c, const char* key) {
-    if (c.contains(key) && c[key].is_number()) {
-      gguf::Value v;
-      v.type = gguf::ValueType::f32;
-      v.f = static_cast<float>(c[key].get<double>());
-      meta_.emplace_back(k, v);
-    }
-  }
-
   void recognise() {
     const auto config = read_json(fs::path(dir_) / "config.json");
     const auto hfq = read_json(fs::path(dir_) / "hf_quant_config.json");
     const QuantConfig qc = QuantConfig::parse(config ? &*config : nullptr, hfq ? &*hfq : nullptr, dir_);
     info_.producer = qc.producer;
     info_.algorithm = qc.algorithm;
-    std::string arch;
     int64_t n_head = 0, n_head_kv = 0;
+    bool permute = false;
     if (config) {
-      arch = config->value("model_type", "");
+      meta_ = hf_config_meta(*config, (fs::path(dir_) / "config.json").string());
       n_head = config->value("num_attention_heads", 0);
       n_head_kv = config->value("num_key_value_heads", n_head);
-      gguf::Value a;
-      a.type = gguf::ValueType::string;
-      a.s = arch;
-      meta_.emplace_back("general.architecture", a);
-      set_meta_u32(arch + ".block_count", *config, "num_hidden_layers");
-      set_meta_u32(arch + ".embedding_length", *config, "hidden_size");
-      set_meta_u32(arch + ".feed_forward_length", *config, "intermediate_size");
-      set_meta_u32(arch + ".attention.head_count", *config, "num_attention_heads");
-      set_meta_u32(arch + ".attention.head_count_kv", *config, "num_key_value_heads");
-      set_meta_u32(arch + ".context_length", *config, "max_position_embeddings");
-      set_meta_u32(arch + ".vocab_size", *config, "vocab_size");
-      set_meta_f32(arch + ".rope.freq_base", *config, "rope_theta");
-      set_meta_f32(arch + ".attention.layer_norm_rms_epsilon", *config, "rms_norm_eps");
+      // llama.cpp permutes q/k rows for its LLAMA arch (Llama, Mistral: adjacent-pair RoPE), not
+      // for NeoX-RoPE families (Qwen2, Qwen3), which keep HF's order.
+      const ArchInfo* a = hf_config_arch(*config);
+      permute = a && a->permute_qk && n_head > 0;
     }
-    // llama.cpp permutes q/k rows for its LLAMA arch (Llama, Mistral), not for e.g. Qwen2.
-    const bool permute = (arch == "llama" || arch == "mistral") && n_head > 0;
 
     std::set<std::string> used;
     int nvfp4_layers = 0, with_input = 0;
@@ -384,12 +362,17 @@ class StCheckpoint final : public Checkpoint {
       e.storage = ref.t->dtype == st::Dtype::F32 ? Storage::f32 : ref.t->dtype == st::Dtype::F16 ? Storage::f16 : ref.t->dtype == st::Dtype::BF16 ? Storage::bf16 : Storage::other;
       e.storage_name = st::dtype_name(ref.t->dtype);
       e.bits_per_weight = st::dtype_bits(ref.t->dtype);
-      if (ends_with(name, ".weight") && ref.t->shape.size() == 2) {
-        const std::string module = name.substr(0, name.size() - 7);
+      // q/k weights and biases follow the row permutation (a bias as a column of one).
+      const bool matrix = ends_with(name, ".weight") && ref.t->shape.size() == 2;
+      const bool bias = ends_with(name, ".bias") && ref.t->shape.size() == 1;
+      if (matrix || bias) {
+        const std::string module = name.substr(0, name.find_last_of('.'));
         const std::string base = module.substr(module.find_last_of('.') + 1);
         s.n_out = ref.t->shape[0];
-        s.n_in = ref.t->shape[1];
+        s.n_in = matrix ? ref.t->shape[1] : 1;
         if (permute && (base == "q_proj" || base == "k_proj")) s.heads = base == "q_proj" ? n_head : n_head_kv;
+        if (s.heads && s.n_out % (2 * s.heads) != 0)
+          throw Error(ref.file, name, "rows do not split into heads", "n_out % (2 x heads) == 0", std::to_string(s.n_out));
       }
       add(std::move(e), std::move(s));
     }

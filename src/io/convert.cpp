@@ -4,6 +4,7 @@
 #include "nvfp4/convert.h"
 
 #include "io/convert_modelopt.h"
+#include "io/gguf_meta_from_checkpoint.h"
 #include "io/weight_quantizer.h"
 
 #include <fnmatch.h>
@@ -94,6 +95,7 @@ std::vector<Recipe> plan(const Checkpoint& ck, const ConvertOptions& opt, std::s
   const std::string& file = ck.info().path;
   std::vector<Recipe> out;
   const Checkpoint* c = &ck;
+  const bool hf_input = ck.info().container != "gguf";
   for (const TensorEntry& e : ck.tensors()) {
     const std::string name = e.name;
     const auto ne = ggml_ne(e.shape);
@@ -145,10 +147,26 @@ std::vector<Recipe> plan(const Checkpoint& ck, const ConvertOptions& opt, std::s
     }
     DType dt;
     const void* raw = nullptr;
+    // HF input: 1-D tensors (norms, biases) as F32, as llama.cpp's converter writes them (its CPU
+    // kernels do not multiply by F16/BF16 vectors).
+    if (hf_input && e.shape.size() <= 1 && ck.raw_float(name, dt, raw) && dt != DType::f32) {
+      out.push_back({name, ne, ggml::F32, static_cast<uint64_t>(elements) * 4,
+                     [c, name](uint8_t* dst) { from_f32(c->to_f32(name), ggml::F32, dst); }});
+      ++rep.kept;  // widened exactly
+      continue;
+    }
     if (ck.raw_float(name, dt, raw)) {
       const uint32_t type = dt == DType::f32 ? ggml::F32 : dt == DType::f16 ? ggml::F16 : ggml::BF16;
       const uint64_t nb = static_cast<uint64_t>(elements) * (type == ggml::F32 ? 4 : 2);
       out.push_back({name, ne, type, nb, [raw, nb](uint8_t* dst) { std::memcpy(dst, raw, nb); }});
+      ++rep.kept;
+      continue;
+    }
+    // Float rows reordered on the way (HF q/k, llama.cpp's permutation): their own type, exactly.
+    if (e.storage == Storage::f32 || e.storage == Storage::f16 || e.storage == Storage::bf16) {
+      const uint32_t type = e.storage == Storage::f32 ? ggml::F32 : e.storage == Storage::f16 ? ggml::F16 : ggml::BF16;
+      out.push_back({name, ne, type, static_cast<uint64_t>(elements) * (type == ggml::F32 ? 4 : 2),
+                     [c, name, type](uint8_t* dst) { from_f32(c->to_f32(name), type, dst); }});
       ++rep.kept;
       continue;
     }
@@ -201,27 +219,49 @@ ConvertReport convert(const std::string& in, const std::string& out, const Conve
   ConvertReport rep;
   const auto ck = Checkpoint::open(in);  // validated in full before anything is written
   if (!ends_with(out, ".gguf")) return convert_to_modelopt_dir(*ck, out, opt);
-  const std::vector<Recipe> recipes = plan(*ck, opt, std::make_shared<const WeightQuantizer>(*ck, opt), rep);
+
+  std::vector<Recipe> recipes = plan(*ck, opt, std::make_shared<const WeightQuantizer>(*ck, opt), rep);
 
   gguf::Writer w;
   if (ck->info().container == "gguf") {
     const auto src = gguf::File::open(in);
     for (const auto& [k, v] : src.metadata()) w.set(k, v);
   } else {
-    throw Error(in, "", "GGUF output needs GGUF metadata (tokenizer, hyperparameters)", "a .gguf input (or a directory OUT)",
-                ck->info().container + " input");
+    GgufFromHf extra = gguf_meta_from_checkpoint(*ck, w, opt.tokenizer);
+    for (auto& n : extra.notes) rep.notes.push_back(std::move(n));
+    // Generated tensors first, as llama.cpp's converter writes them.
+    std::vector<Recipe> gen;
+    for (auto& [name, v] : extra.f32_tensors) {
+      auto data = std::make_shared<std::vector<float>>(std::move(v));
+      gen.push_back({name, {static_cast<int64_t>(data->size())}, ggml::F32, data->size() * 4,
+                     [data](uint8_t* dst) { std::memcpy(dst, data->data(), data->size() * 4); }});
+      ++rep.kept;
+    }
+    recipes.insert(recipes.begin(), gen.begin(), gen.end());
   }
   if (rep.quantized + rep.repacked > 0) {
     w.set_u32("general.file_type", kFtypeNvfp4);
     if (!w.find("general.quantization_version")) w.set_u32("general.quantization_version", 2);
   }
-  size_t index = 0;
+  ConvertProgress prog;
+  prog.total = recipes.size();
+  for (const Recipe& r : recipes) prog.bytes_total += r.nbytes;
   for (const Recipe& r : recipes) {
     w.add_tensor(r.name, r.ne, r.type, r.nbytes, [&, r](uint8_t* dst) {
-      if (opt.progress) opt.progress(index, recipes.size(), r.name);
-      ++index;
+      prog.name = r.name;
+      if (opt.progress) opt.progress(prog);
       r.produce(dst);
+      ++prog.index;
+      prog.bytes += r.nbytes;
     });
+  }
+  if (opt.progress) {
+    w.progress = [&](size_t done, size_t total) {
+      if (done == total) {
+        prog.name.clear();
+        opt.progress(prog);
+      }
+    };
   }
   // --verify checks the temporary file before it is renamed: a file that fails is never OUT.
   w.write(out, [&](const std::string& tmp) {

@@ -15,12 +15,14 @@
 #include <nlohmann/json.hpp>
 
 #include "io/convert_modelopt.h"
+#include "io/hf_tokenizer_writer.h"
 #include "io/hf_names.h"
 #include "io/weight_quantizer.h"
 #include "nvfp4/codec.h"
 #include "nvfp4/error.h"
 #include "nvfp4/quantize.h"
 #include "nvfp4/safetensors.h"
+#include "nvfp4/temp_cleanup.h"
 
 namespace nvfp4 {
 
@@ -219,6 +221,7 @@ ConvertReport convert_to_modelopt_dir(const Checkpoint& ck, const std::string& o
   buf.push_back('\0');
   if (!::mkdtemp(buf.data())) throw Error(out, "", "cannot create the output's temporary directory", "a writable parent", std::strerror(errno));
   const std::string tmp = buf.data();
+  TempRegistration reg(tmp, true);  // locked while written, removed on SIGINT/SIGTERM
   try {
     fs::permissions(tmp, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                              fs::perms::others_read | fs::perms::others_exec);
@@ -230,6 +233,8 @@ ConvertReport convert_to_modelopt_dir(const Checkpoint& ck, const std::string& o
       f << j->dump(2) << "\n";
       if (!f) throw Error(out, "", "cannot write the output", name, "a write error");
     }
+    // The tokenizer, so that the directory runs as it is (a vocabulary it cannot write: refused).
+    if (ck.meta("tokenizer.ggml.model") || ck.info().container == "safetensors") write_hf_tokenizer(ck, tmp);
     if (opt.verify) {
       const auto back = Checkpoint::open(tmp);  // every loading rule
       const auto f = st::File::open(tmp + "/model.safetensors");

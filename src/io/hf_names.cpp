@@ -1,54 +1,47 @@
+// HF <-> GGUF tensor names from the architecture table's name pairs (include/nvfp4/arch.h).
 #include "io/hf_names.h"
 
 #include <cctype>
 
+#include "nvfp4/arch.h"
+
 namespace nvfp4::hf {
 
 namespace {
-const std::pair<const char*, const char*> kFixed[] = {
-    {"model.embed_tokens", "token_embd"}, {"model.norm", "output_norm"}, {"lm_head", "output"}};
-const std::pair<const char*, const char*> kLayer[] = {
-    {"self_attn.q_proj", "attn_q"},  {"self_attn.k_proj", "attn_k"},   {"self_attn.v_proj", "attn_v"},
-    {"self_attn.o_proj", "attn_output"}, {"mlp.gate_proj", "ffn_gate"}, {"mlp.up_proj", "ffn_up"},
-    {"mlp.down_proj", "ffn_down"},   {"input_layernorm", "attn_norm"}, {"post_attention_layernorm", "ffn_norm"}};
-}  // namespace
 
-std::string to_hf_name(const std::string& g) {
-  const auto dot = g.find_last_of('.');
-  if (dot == std::string::npos) return g;
-  const std::string module = g.substr(0, dot), suffix = g.substr(dot);
-  for (const auto& [a, b] : kFixed) if (module == b) return a + suffix;
-  if (module.rfind("blk.", 0) != 0) return g;
-  size_t k = 4;
-  while (k < module.size() && std::isdigit(static_cast<unsigned char>(module[k]))) ++k;
-  if (k == 4 || k >= module.size() || module[k] != '.') return g;
-  const std::string n = module.substr(4, k - 4), rest = module.substr(k + 1);
-  for (const auto& [a, b] : kLayer) if (rest == b) return "model.layers." + n + "." + a + suffix;
-  return g;
-}
-
-std::string to_gguf_name(const std::string& hf) {
-  static const std::pair<const char*, const char*> fixed[] = {
-      {"model.embed_tokens", "token_embd"}, {"model.norm", "output_norm"}, {"lm_head", "output"}};
-  static const std::pair<const char*, const char*> layer[] = {
-      {"self_attn.q_proj", "attn_q"},     {"self_attn.k_proj", "attn_k"},
-      {"self_attn.v_proj", "attn_v"},     {"self_attn.o_proj", "attn_output"},
-      {"mlp.gate_proj", "ffn_gate"},      {"mlp.up_proj", "ffn_up"},
-      {"mlp.down_proj", "ffn_down"},      {"input_layernorm", "attn_norm"},
-      {"post_attention_layernorm", "ffn_norm"}};
-  const auto dot = hf.find_last_of('.');
-  if (dot == std::string::npos) return hf;
-  const std::string module = hf.substr(0, dot), suffix = hf.substr(dot);
-  for (const auto& [a, b] : fixed) if (module == a) return b + suffix;
-  const std::string prefix = "model.layers.";
-  if (module.rfind(prefix, 0) != 0) return hf;
+// Splits "<prefix><digits>.<rest>" into (digits, rest); false when `module` is not of that form.
+bool split_layer(const std::string& module, const std::string& prefix, std::string& n, std::string& rest) {
+  if (module.rfind(prefix, 0) != 0) return false;
   size_t k = prefix.size();
   while (k < module.size() && std::isdigit(static_cast<unsigned char>(module[k]))) ++k;
-  if (k == prefix.size() || k >= module.size() || module[k] != '.') return hf;
-  const std::string n = module.substr(prefix.size(), k - prefix.size()), rest = module.substr(k + 1);
-  for (const auto& [a, b] : layer) if (rest == a) return "blk." + n + "." + b + suffix;
-  return hf;
+  if (k == prefix.size() || k >= module.size() || module[k] != '.') return false;
+  n = module.substr(prefix.size(), k - prefix.size());
+  rest = module.substr(k + 1);
+  return true;
 }
+
+// Maps `name` (module + "." + suffix) from one side of the table to the other.
+std::string map_name(const std::string& name, bool to_gguf) {
+  const auto dot = name.find_last_of('.');
+  if (dot == std::string::npos) return name;
+  const std::string module = name.substr(0, dot), suffix = name.substr(dot);
+  for (const ArchTensor& t : global_tensors()) {
+    const std::string_view from = to_gguf ? t.hf : t.gguf, to = to_gguf ? t.gguf : t.hf;
+    if (module == from) return std::string(to) + suffix;
+  }
+  std::string n, rest;
+  if (!split_layer(module, to_gguf ? "model.layers." : "blk.", n, rest)) return name;
+  for (const ArchTensor& t : layer_tensors()) {
+    const std::string_view from = to_gguf ? t.hf : t.gguf, to = to_gguf ? t.gguf : t.hf;
+    if (rest == from) return (to_gguf ? "blk." : "model.layers.") + n + "." + std::string(to) + suffix;
+  }
+  return name;
+}
+
+}  // namespace
+
+std::string to_hf_name(const std::string& g) { return map_name(g, false); }
+std::string to_gguf_name(const std::string& hf) { return map_name(hf, true); }
 
 int64_t permuted_source_row(int64_t r, int64_t n_out, int64_t heads) {
   const int64_t hd = n_out / heads, half = hd / 2;

@@ -1,5 +1,5 @@
-// Hugging Face (Llama-family) tensor names -> canonical GGUF names, and llama.cpp's q/k row
-// permutation (convert_hf_to_gguf.py's LlamaModel.permute): within each head of hd rows, HF row
+// Hugging Face tensor names <-> canonical GGUF names (the architecture table's pairs), and
+// llama.cpp's q/k row permutation (convert_hf_to_gguf.py's LlamaModel.permute): within each head of hd rows, HF row
 // i*(hd/2) + j becomes GGUF row 2*j + i, so that RoPE pairs adjacent rows as llama.cpp's LLAMA
 // arch expects.
 #pragma once

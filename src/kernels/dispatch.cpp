@@ -113,9 +113,29 @@ std::vector<Isa> supported_isas() {
   return v;
 }
 
+// The runtime's variants (src/runtime/attention*.cpp, pinned_dense*.cpp).
+void attention_item_scalar(const void*);
+void attention_item_avx2(const void*);
+void attention_item_avx512(const void*);
+void attention_phase_scalar(const void*, int, int64_t, int64_t);
+void attention_phase_avx2(const void*, int, int64_t, int64_t);
+void attention_phase_avx512(const void*, int, int64_t, int64_t);
+void swiglu_scalar(float*, const float*, int64_t);
+void swiglu_avx2(float*, const float*, int64_t);
+void swiglu_avx512(float*, const float*, int64_t);
+void f16_to_f32_scalar(const uint16_t*, float*, int64_t);
+void f16_to_f32_avx2(const uint16_t*, float*, int64_t);
+void f16_to_f32_avx512(const uint16_t*, float*, int64_t);
+namespace pinned_dense_detail {
+void rows_scalar(const void*, bool, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
+void rows_avx2(const void*, bool, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
+void rows_avx512(const void*, bool, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
+}  // namespace pinned_dense_detail
+
 namespace kern {
 
 const KernelTable& table(Isa isa) {
+  using namespace pinned_dense_detail;
   static const KernelTable scalar{Isa::scalar, prepare_q8_cols,
                                   gemv_a16q8_scalar, "gemv_a16q8_ref",
                                   gemv_a16q8_scalar, "gemv_a16q8_ref",
@@ -123,7 +143,9 @@ const KernelTable& table(Isa isa) {
                                   gemv_a16_scalar, "gemv_a16_ref",
                                   gemv_f32_scalar, "gemv_f32_ref",
                                   gemv_f64_scalar, "gemv_f64_ref",
-                                  gemv_dense_scalar, "gemv_dense_ref"};
+                                  gemv_dense_scalar, "gemv_dense_ref",
+                                  attention_item_scalar, attention_phase_scalar, swiglu_scalar,
+                                  f16_to_f32_scalar, rows_scalar, "gemv_pinned16_scalar"};
   static const KernelTable avx2{Isa::avx2, prepare_q8_cols_avx2,
                                 gemv_a16q8_avx2, "gemv_a16q8_avx2",
                                 gemm_a16q8_avx2, "gemm_a16q8_avx2",
@@ -131,7 +153,9 @@ const KernelTable& table(Isa isa) {
                                 gemv_a16_avx2, "gemv_a16_avx2",
                                 gemv_f32_avx2, "gemv_f32_avx2",
                                 gemv_f64_scalar, "gemv_f64_ref",
-                                gemv_dense_avx2, "gemv_dense_avx2"};
+                                gemv_dense_avx2, "gemv_dense_avx2",
+                                attention_item_avx2, attention_phase_avx2, swiglu_avx2,
+                                f16_to_f32_avx2, rows_avx2, "gemv_pinned16_avx2"};
   static const KernelTable avx512{Isa::avx512, prepare_q8_cols_avx512,
                                   gemv_a16q8_avx512vnni, "gemv_a16q8_avx512vnni",
                                   gemm_a16q8_avx512vnni, "gemm_a16q8_avx512vnni",
@@ -139,7 +163,9 @@ const KernelTable& table(Isa isa) {
                                   gemv_a16_avx512, "gemv_a16_avx512",
                                   gemv_f32_avx512, "gemv_f32_avx512",
                                   gemv_f64_scalar, "gemv_f64_ref",
-                                  gemv_dense_avx512, "gemv_dense_avx512"};
+                                  gemv_dense_avx512, "gemv_dense_avx512",
+                                  attention_item_avx512, attention_phase_avx512, swiglu_avx512,
+                                  f16_to_f32_avx512, rows_avx512, "gemv_pinned16_avx512"};
   switch (isa) {
     case Isa::avx512: return avx512;
     case Isa::avx2: return avx2;

@@ -4,6 +4,7 @@
 #include "nvfp4/linear.h"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "kernels/packed.h"
@@ -26,6 +27,14 @@ void prepare_q8_pooled(const kern::KernelTable& k, const float* x, int64_t n, in
   pool.run(n, [&](int64_t b, int64_t e) { k.prep_q8(x, b, e, a); });
 }
 }  // namespace
+
+struct LinearScratch::Impl {
+  kern::ActQ8 q8;
+};
+LinearScratch::LinearScratch() : impl_(std::make_unique<Impl>()) {}
+LinearScratch::~LinearScratch() = default;
+LinearScratch::LinearScratch(LinearScratch&&) noexcept = default;
+LinearScratch& LinearScratch::operator=(LinearScratch&&) noexcept = default;
 
 struct Linear::Impl {
   kern::Packed w;
@@ -73,7 +82,7 @@ std::string Linear::kernel_name(Mode mode, int64_t n) const {
   return "?";
 }
 
-void Linear::forward(Mode mode, const float* x, int64_t n, float* y, ThreadPool& pool) const {
+void Linear::forward(Mode mode, const float* x, int64_t n, float* y, ThreadPool& pool, LinearScratch* scratch) const {
   const kern::Packed& w = impl_->w;
   if (mode == Mode::w4a4 && !has_input_scale()) {
     throw Error("", impl_->name, "mode w4a4 needs the checkpoint's activation scale (input_scale)",
@@ -83,11 +92,10 @@ void Linear::forward(Mode mode, const float* x, int64_t n, float* y, ThreadPool&
   const kern::KernelTable& k = kern::table(active_isa());
   switch (mode) {
     case Mode::a16q8: {
-      // Reused across calls (the vectors keep their capacity): a prefill window's activations
-      // are megabytes, and a fresh allocation would be zero-filled and page-faulted each time.
-      // A reference, so that the workers' lambda reads this thread's buffer, not their own.
-      thread_local kern::ActQ8 reused;
-      kern::ActQ8& a = reused;
+      // The caller's buffers, reused across calls (a prefill window's activations are
+      // megabytes; a fresh allocation would be zero-filled and page-faulted each time).
+      std::optional<LinearScratch> local;
+      kern::ActQ8& a = (scratch ? *scratch : local.emplace()).impl().q8;
       prepare_q8_pooled(k, x, n, w.n_in, a, pool);
       const kern::Q8Fn fn = n >= kern::kPrefillN ? k.a16q8_gemm : k.a16q8;
       pool.run(w.tiles, [&](int64_t b, int64_t e) { fn(w, a, b, e, y); });
@@ -112,7 +120,7 @@ void Linear::forward(Mode mode, const float* x, int64_t n, float* y, ThreadPool&
 }
 
 void Linear::forward_group(Mode mode, std::span<const Linear* const> layers, const float* x, int64_t n,
-                           std::span<float* const> y, ThreadPool& pool) {
+                           std::span<float* const> y, ThreadPool& pool, LinearScratch* scratch) {
   if (layers.size() != y.size()) throw Error("", "", "forward_group: one output per layer", std::to_string(layers.size()), std::to_string(y.size()));
   if (n <= 0 || layers.empty()) return;
   const int64_t n_in = layers[0]->n_in();
@@ -120,15 +128,15 @@ void Linear::forward_group(Mode mode, std::span<const Linear* const> layers, con
     if (l->n_in() != n_in) throw Error("", l->impl_->name, "forward_group: layers must read the same input width", std::to_string(n_in), std::to_string(l->n_in()));
   }
   if (mode == Mode::w4a4 || layers.size() == 1) {
-    for (size_t i = 0; i < layers.size(); ++i) layers[i]->forward(mode, x, n, y[i], pool);
+    for (size_t i = 0; i < layers.size(); ++i) layers[i]->forward(mode, x, n, y[i], pool, scratch);
     return;
   }
   // Tile t of the union belongs to the layer whose [first[i], first[i + 1]) holds it.
   std::vector<int64_t> first(layers.size() + 1, 0);
   for (size_t i = 0; i < layers.size(); ++i) first[i + 1] = first[i] + layers[i]->impl_->w.tiles;
   const kern::KernelTable& k = kern::table(active_isa());
-  thread_local kern::ActQ8 reused;  // as in forward(), through a reference
-  kern::ActQ8& a = reused;
+  std::optional<LinearScratch> local;  // as in forward()
+  kern::ActQ8& a = (scratch ? *scratch : local.emplace()).impl().q8;
   if (mode == Mode::a16q8) prepare_q8_pooled(k, x, n, n_in, a, pool);
   const auto run_tiles = [&](size_t i, int64_t tb, int64_t te) {
     const kern::Packed& w = layers[i]->impl_->w;

@@ -113,6 +113,15 @@ using FloatFn = void (*)(const Packed& w, const float* x, int64_t n, int64_t til
 using DenseFn = void (*)(DType dtype, const uint8_t* w, int64_t n_out, int64_t n_in,
                          const float* x, int64_t n, int64_t r_b, int64_t r_e, float* y);
 
+// The runtime's pinned kernels (src/runtime: attention, SwiGLU, F16 widening, the pinned head),
+// which also pick their variant from this table. Items and phases take the runtime's AttnItem.
+using AttnItemFn = void (*)(const void* item);
+using AttnPhaseFn = void (*)(const void* item, int phase, int64_t b, int64_t e);
+using SwigluFn = void (*)(float* g, const float* u, int64_t n);
+using F16Fn = void (*)(const uint16_t* h, float* f, int64_t n);
+using PinnedRowsFn = void (*)(const void* w, bool f16, int64_t n_in, int64_t n_out, const float* x, int64_t n,
+                              float* y, int64_t b, int64_t e);
+
 struct KernelTable {
   Isa isa;
   PrepQ8Fn prep_q8;  // the a16q8 activation quantizer (same bits on every ISA)
@@ -123,6 +132,11 @@ struct KernelTable {
   FloatFn f32;     const char* f32_name;
   FloatFn f64;     const char* f64_name;
   DenseFn dense;   const char* dense_name;
+  AttnItemFn attn_item;
+  AttnPhaseFn attn_phase;
+  SwigluFn swiglu;
+  F16Fn f16_to_f32;
+  PinnedRowsFn pinned_rows; const char* pinned_name;  // "gemv_pinned16_<isa>"
 };
 inline constexpr int64_t kPrefillN = 32;
 

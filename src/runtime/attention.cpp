@@ -6,7 +6,8 @@
 #include "nvfp4/codec.h"
 #include "runtime/attention_item.h"
 #include "runtime/pinned_math.h"
-#include "runtime/runtime_isa.h"
+#include "kernels/packed.h"
+#include "nvfp4/kernels.h"
 
 namespace nvfp4 {
 
@@ -15,44 +16,8 @@ void f16_to_f32_scalar(const uint16_t* h, float* f, int64_t n) {
 }
 
 namespace {
-using F16Fn = void (*)(const uint16_t*, float*, int64_t);
-F16Fn f16_fn() {
-  switch (runtime_isa()) {
-    case RuntimeIsa::avx512: return f16_to_f32_avx512;
-    case RuntimeIsa::avx2: return f16_to_f32_avx2;
-    default: return f16_to_f32_scalar;
-  }
-}
+kern::F16Fn f16_fn() { return kern::table(active_isa()).f16_to_f32; }
 }  // namespace
-
-void RopeTable::build(int64_t n_ctx, int64_t head_dim, double theta) {
-  half = head_dim / 2;
-  cos.resize(static_cast<size_t>(n_ctx * half));
-  sin.resize(cos.size());
-  const double lt = pinned::log(theta);
-  for (int64_t i = 0; i < half; ++i) {
-    const double freq = pinned::exp(-(2.0 * static_cast<double>(i) / static_cast<double>(head_dim)) * lt);
-    for (int64_t p = 0; p < n_ctx; ++p) {
-      double s, c;
-      pinned::sincos(static_cast<double>(p) * freq, s, c);
-      cos[static_cast<size_t>(p * half + i)] = static_cast<float>(c);
-      sin[static_cast<size_t>(p * half + i)] = static_cast<float>(s);
-    }
-  }
-}
-
-void RopeTable::apply(float* x, int64_t n_heads, int64_t pos) const {
-  const float* c = cos.data() + pos * half;
-  const float* s = sin.data() + pos * half;
-  for (int64_t h = 0; h < n_heads; ++h) {
-    float* v = x + h * 2 * half;
-    for (int64_t i = 0; i < half; ++i) {
-      const float x0 = v[2 * i], x1 = v[2 * i + 1];
-      v[2 * i] = x0 * c[i] - x1 * s[i];
-      v[2 * i + 1] = x0 * s[i] + x1 * c[i];
-    }
-  }
-}
 
 void KvCache::init(int64_t n_layer, int64_t n_kv, int64_t head_dim, int64_t n_ctx, KvType type) {
   n_kv_ = n_kv;
@@ -79,7 +44,7 @@ void KvCache::store(int64_t l, int64_t pos, const float* k, const float* v) {
 const float* KvCache::keys(int64_t l, int64_t h, int64_t n, float* scratch) const {
   const int64_t off = l * layer_size() + h * hd_ * n_ctx_;
   if (type_ == KvType::f32) return f_.data() + off;
-  const F16Fn conv = f16_fn();
+  const kern::F16Fn conv = f16_fn();
   for (int64_t d = 0; d < hd_; ++d) conv(h_.data() + off + d * n_ctx_, scratch + d * n, n);
   return scratch;
 }
@@ -91,30 +56,27 @@ const float* KvCache::values(int64_t l, int64_t h, int64_t n, float* scratch) co
   return scratch;
 }
 
-int64_t attention_scratch(const ModelConfig& c, int64_t n_batch, int64_t n_ctx, KvType kv) {
-  return n_batch * c.n_head * n_ctx + (kv == KvType::f16 ? 2 * c.n_head_kv * c.head_dim * n_ctx : 0);
+void AttnStep::set(std::span<const AttnToken> tokens) {
+  tok.assign(tokens.begin(), tokens.end());
+  caches.clear();
+  len.clear();
+  for (AttnToken& t : tok) {
+    size_t k = 0;
+    while (k < caches.size() && caches[k] != t.kv) ++k;
+    if (k == caches.size()) {
+      caches.push_back(t.kv);
+      len.push_back(0);
+    }
+    t.slot = static_cast<int64_t>(k);
+    len[k] = std::max(len[k], t.pos + 1);
+  }
 }
 
-void attention_item_avx2(const void* item);
-void attention_item_avx512(const void* item);
-void attention_phase_avx2(const void* item, int phase, int64_t b, int64_t e);
-void attention_phase_avx512(const void* item, int phase, int64_t b, int64_t e);
 
 void swiglu_scalar(float* g, const float* u, int64_t n) { swiglu(g, u, n); }
 void exp_shifted_scalar(const float* s, float mx, float* out, int64_t n) { exp_shifted_scalar_body(s, mx, out, n); }
 
-void swiglu_rows(float* g, const float* u, int64_t n) {
-  switch (runtime_isa()) {
-    case RuntimeIsa::avx512: swiglu_avx512(g, u, n); break;
-    case RuntimeIsa::avx2: swiglu_avx2(g, u, n); break;
-    default: swiglu_scalar(g, u, n); break;
-  }
-}
-
-namespace {
-
-using ItemFn = void (*)(const void*);
-using PhaseFn = void (*)(const void*, int, int64_t, int64_t);
+void swiglu_rows(float* g, const float* u, int64_t n) { kern::table(active_isa()).swiglu(g, u, n); }
 
 void attention_item_scalar(const void* it) {
   attention_item<32, 16>(*static_cast<const AttnItem*>(it), exp_shifted_scalar_body);
@@ -124,35 +86,39 @@ void attention_phase_scalar(const void* it, int phase, int64_t b, int64_t e) {
                           exp_shifted_scalar_body);
 }
 
-// One call's view of the cache and buffers: builds the item of (token t, KV head, part).
+namespace {
+
+// One step's view of the caches and buffers: builds the item of (token t, KV head, part).
 struct Call {
   const ModelConfig& c;
-  const KvCache& kv;
-  int64_t layer, pos0, n, n_ctx, hd, group, gs, parts;
+  const AttnStep& st;
+  int64_t layer, hd, group, gs, qd, max_len;
   const float* q;
   float* out;
-  float* conv;    // F16 caches: the converted keys/values of every KV head, else null
-  float* scores;  // [n][n_head][n_ctx]
+  const std::vector<float*>& conv;  // per slot: an F16 cache's widened keys/values, or null
+  float* scores;                    // [n][n_head][max_len]
   float scale;
 
   AttnItem item(int64_t t, int64_t kvh, int64_t part) const {
-    const int64_t len = pos0 + t + 1;
+    const AttnToken& tk = st.tok[static_cast<size_t>(t)];
+    const int64_t len = tk.pos + 1;
     AttnItem a;
-    if (conv) {
-      a.K = conv + (2 * kvh) * hd * n_ctx;
-      a.ks = pos0 + n;
-      a.V = conv + (2 * kvh + 1) * hd * n_ctx;
+    if (float* base = conv[static_cast<size_t>(tk.slot)]) {
+      const int64_t L = st.len[static_cast<size_t>(tk.slot)];
+      a.K = base + (2 * kvh) * hd * L;
+      a.ks = L;
+      a.V = base + (2 * kvh + 1) * hd * L;
     } else {
-      a.K = kv.keys(layer, kvh, len, nullptr);
-      a.ks = kv.key_stride(len);
-      a.V = kv.values(layer, kvh, len, nullptr);
+      a.K = tk.kv->keys(layer, kvh, len, nullptr);
+      a.ks = tk.kv->key_stride(len);
+      a.V = tk.kv->values(layer, kvh, len, nullptr);
     }
     a.g = static_cast<int>(std::min(gs, group - part * gs));
     for (int k = 0; k < a.g; ++k) {
       const int64_t h = kvh * group + part * gs + k;
-      a.q[k] = q + t * c.n_embd + h * hd;
-      a.s[k] = scores + (t * c.n_head + h) * n_ctx;
-      a.o[k] = out + t * c.n_embd + h * hd;
+      a.q[k] = q + t * qd + h * hd;
+      a.s[k] = scores + (t * c.n_head + h) * max_len;
+      a.o[k] = out + t * qd + h * hd;
     }
     a.len = len;
     a.hd = hd;
@@ -163,27 +129,41 @@ struct Call {
 
 }  // namespace
 
-void attention(const ModelConfig& c, const KvCache& kv, int64_t layer, const float* q, int64_t n,
-               int64_t pos0, float* out, float* scratch, int64_t n_ctx, ThreadPool& pool) {
-  const int64_t hd = c.head_dim, group = c.n_head / c.n_head_kv;
-  const bool f16 = kv.is_f16();
-  ItemFn item_fn = attention_item_scalar;
-  PhaseFn phase_fn = attention_phase_scalar;
-  switch (runtime_isa()) {
-    case RuntimeIsa::avx512: item_fn = attention_item_avx512; phase_fn = attention_phase_avx512; break;
-    case RuntimeIsa::avx2: item_fn = attention_item_avx2; phase_fn = attention_phase_avx2; break;
-    default: break;
+void attention(const ModelConfig& c, const AttnStep& st, int64_t layer, const float* q, float* out,
+               std::vector<float>& scratch, ThreadPool& pool) {
+  const int64_t hd = c.head_dim, group = c.n_head / c.n_head_kv, n = static_cast<int64_t>(st.tok.size());
+  if (n == 0) return;
+  const kern::KernelTable& kt = kern::table(active_isa());
+  const kern::AttnItemFn item_fn = kt.attn_item;
+  const kern::AttnPhaseFn phase_fn = kt.attn_phase;
+  // Scratch: for each slot with an F16 cache, its widened keys and values ([2 * n_kv][hd][len]);
+  // then the scores of every (token, head) over the step's longest key range.
+  const size_t n_slots = st.caches.size();
+  int64_t max_len = 0, conv_total = 0;
+  for (size_t k = 0; k < n_slots; ++k) {
+    max_len = std::max(max_len, st.len[k]);
+    if (st.caches[k]->is_f16()) conv_total += 2 * c.n_head_kv * hd * st.len[k];
   }
-  // An F16 cache is converted once per call, each KV head's keys and values for every position
-  // this batch reads, into the front of scratch; the items then read floats.
-  const int64_t len_all = pos0 + n;
-  float* conv = f16 ? scratch : nullptr;
-  if (f16) {
-    pool.run(2 * c.n_head_kv, [&](int64_t b, int64_t e) {
-      for (int64_t k = b; k < e; ++k) {
-        float* dst = conv + k * hd * n_ctx;
-        if (k % 2 == 0) kv.keys(layer, k / 2, len_all, dst);
-        else kv.values(layer, k / 2, len_all, dst);
+  const size_t need = static_cast<size_t>(conv_total + n * c.n_head * max_len);
+  if (scratch.size() < need) scratch.resize(need);
+  std::vector<float*> conv(n_slots, nullptr);  // null: an F32 cache, read in place
+  int64_t off = 0;
+  for (size_t k = 0; k < n_slots; ++k)
+    if (st.caches[k]->is_f16()) {
+      conv[k] = scratch.data() + off;
+      off += 2 * c.n_head_kv * hd * st.len[k];
+    }
+  if (conv_total > 0) {
+    // Each (slot, KV head) widened once, for every position the step reads of that cache.
+    const int64_t per_slot = 2 * c.n_head_kv, units = per_slot * static_cast<int64_t>(n_slots);
+    pool.run(units, [&](int64_t b, int64_t e) {
+      for (int64_t u = b; u < e; ++u) {
+        const size_t slot = static_cast<size_t>(u / per_slot);
+        if (!conv[slot]) continue;
+        const int64_t k = u % per_slot, L = st.len[slot];
+        float* dst = conv[slot] + k * hd * L;
+        if (k % 2 == 0) st.caches[slot]->keys(layer, k / 2, L, dst);
+        else st.caches[slot]->values(layer, k / 2, L, dst);
       }
     });
   }
@@ -192,8 +172,7 @@ void attention(const ModelConfig& c, const KvCache& kv, int64_t layer, const flo
   const int64_t gs = std::min<int64_t>(group, kMaxGroup);
   const int64_t parts = (group + gs - 1) / gs;  // items per KV head and token
   const int64_t per_token = c.n_head_kv * parts;
-  const Call call{c, kv, layer, pos0, n, n_ctx, hd, group, gs, parts, q, out, conv,
-                  scratch + (f16 ? 2 * c.n_head_kv * hd * n_ctx : 0),
+  const Call call{c, st, layer, hd, group, gs, c.q_dim(), max_len, q, out, conv, scratch.data() + conv_total,
                   static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)))};
   const int threads = pool.threads();
   if (n * per_token < 4 * threads) {

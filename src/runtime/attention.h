@@ -1,22 +1,14 @@
-// RoPE tables, the KV cache and causal grouped-query attention, each in a pinned float order
+// The KV cache and causal grouped-query attention, each in a pinned float order
 // (docs/DETERMINISM.md): per (token, head) one thread computes everything, sequentially.
 #pragma once
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "nvfp4/model.h"
 #include "nvfp4/thread_pool.h"
 
 namespace nvfp4 {
-
-// cos/sin of pos * theta^(-2i/d) for pos < n_ctx, i < d/2, from the pinned double functions.
-struct RopeTable {
-  int64_t half = 0;
-  std::vector<float> cos, sin;  // [n_ctx][half]
-  void build(int64_t n_ctx, int64_t head_dim, double theta);
-  // Rotates adjacent pairs (x[2i], x[2i+1]) of each of n_heads heads of x at position pos.
-  void apply(float* x, int64_t n_heads, int64_t pos) const;
-};
 
 class KvCache {
  public:
@@ -31,6 +23,7 @@ class KvCache {
   int64_t key_stride(int64_t n) const { return type_ == KvType::f32 ? n_ctx_ : n; }  // stride of d rows
   size_t bytes() const { return f_.size() * 4 + h_.size() * 2; }
   bool is_f16() const { return type_ == KvType::f16; }
+  int64_t n_ctx() const { return n_ctx_; }
 
  private:
   int64_t n_kv_ = 0, hd_ = 0, n_ctx_ = 0;
@@ -40,11 +33,25 @@ class KvCache {
   int64_t layer_size() const { return 2 * n_kv_ * hd_ * n_ctx_; }
 };
 
-// out[t][h*hd .. ] = softmax(q_t,h . K / sqrt(hd)) V for tokens t < n at positions pos0 + t
-// (causal: keys [0, pos0 + t]). q: [n][n_head*hd]. scratch: n_head*n floats of n_ctx, plus, for
-// F16 caches, 2 * n_kv * hd * n_ctx for the keys and values converted once per call (every item
-// of a KV head reads the same converted rows), from attention_scratch().
-int64_t attention_scratch(const ModelConfig& c, int64_t n_batch, int64_t n_ctx, KvType kv);
+// The tokens of a step as attention sees them: each reads its own sequence's cache, keys
+// [0, pos] (causal; the step's own keys are stored before attention runs). slot: the index of
+// the token's cache among the step's distinct caches (an F16 cache is widened once per slot and
+// KV head for all the tokens that read it).
+struct AttnToken {
+  KvCache* kv = nullptr;  // written by the block (this step's keys and values), read by attention
+  int64_t pos = 0;
+  int64_t slot = 0;
+};
+struct AttnStep {
+  std::vector<AttnToken> tok;
+  std::vector<const KvCache*> caches;  // by slot
+  std::vector<int64_t> len;            // by slot: 1 + the largest position read
+  // Fills tok, caches and len; caches are numbered in order of first appearance.
+  void set(std::span<const AttnToken> tokens);
+};
+
+// out[t][h*hd .. ] = softmax(q_t,h . K / sqrt(hd)) V for each token t of the step, over keys
+// [0, pos_t] of its cache. q, out: [n][n_head*hd]. scratch grows to what the step needs.
 // g[i] = silu(g[i]) * u[i] for i < n, vectorized for the active ISA (same bits on each).
 void swiglu_rows(float* g, const float* u, int64_t n);
 
@@ -62,7 +69,7 @@ void f16_to_f32_scalar(const uint16_t* h, float* f, int64_t n);
 void f16_to_f32_avx2(const uint16_t* h, float* f, int64_t n);
 void f16_to_f32_avx512(const uint16_t* h, float* f, int64_t n);
 
-void attention(const ModelConfig& c, const KvCache& kv, int64_t layer, const float* q, int64_t n,
-               int64_t pos0, float* out, float* scratch, int64_t n_ctx, ThreadPool& pool);
+void attention(const ModelConfig& c, const AttnStep& step, int64_t layer, const float* q, float* out,
+               std::vector<float>& scratch, ThreadPool& pool);
 
 }  // namespace nvfp4

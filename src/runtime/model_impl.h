@@ -18,8 +18,9 @@ struct MatMul {
   DenseLinear dense;
   int64_t n_out = 0, n_in = 0;
   size_t bytes = 0;  // weight bytes as stored for the kernels
-  void forward(Mode mode, const float* x, int64_t n, float* y, ThreadPool& pool) const {
-    if (nvfp4) lin.forward(mode, x, n, y, pool);
+  std::vector<float> bias;  // [n_out], empty: none (added to the output in float)
+  void forward(Mode mode, const float* x, int64_t n, float* y, ThreadPool& pool, LinearScratch* scratch) const {
+    if (nvfp4) lin.forward(mode, x, n, y, pool, scratch);
     else dense.forward(x, n, y, pool);
   }
   std::string kernel(Mode mode, int64_t n) const {
@@ -29,6 +30,7 @@ struct MatMul {
 
 struct LayerWeights {
   std::vector<float> attn_norm, ffn_norm;
+  std::vector<float> q_norm, k_norm;  // [head_dim] each (Qwen3), empty: none
   MatMul q, k, v, o, gate, up, down;
 };
 

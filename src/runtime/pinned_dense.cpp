@@ -3,7 +3,8 @@
 #include <cstring>
 
 #include "nvfp4/codec.h"
-#include "runtime/runtime_isa.h"
+#include "kernels/packed.h"
+#include "nvfp4/kernels.h"
 
 namespace nvfp4 {
 
@@ -65,17 +66,13 @@ void PinnedDense::row(int64_t r, float* out) const {
 }
 
 std::string PinnedDense::kernel_name() const {
-  return std::string("gemv_pinned16_") + (f16_ ? "f16_" : "f32_") + std::string(runtime_isa_name());
+  const std::string n = kern::table(active_isa()).pinned_name;  // "gemv_pinned16_<isa>"
+  return n.substr(0, 14) + (f16_ ? "f16_" : "f32_") + n.substr(14);
 }
 
 void PinnedDense::forward(const float* x, int64_t n, float* y, ThreadPool& pool) const {
   using namespace pinned_dense_detail;
-  RowsFn fn = rows_scalar;
-  switch (runtime_isa()) {
-    case RuntimeIsa::avx512: fn = rows_avx512; break;
-    case RuntimeIsa::avx2: fn = rows_avx2; break;
-    default: break;
-  }
+  const kern::PinnedRowsFn fn = kern::table(active_isa()).pinned_rows;
   const void* w = f16_ ? static_cast<const void*>(h_.data()) : static_cast<const void*>(f_.data());
   pool.run(n_out_, [&](int64_t b, int64_t e) { fn(w, f16_, n_in_, n_out_, x, n, y, b, e); }, 8);
 }

@@ -11,19 +11,19 @@
 #include "runtime/unicode.h"
 
 namespace nvfp4 {
-namespace {
 
-using unicode::Char;
-
-enum Cls : uint8_t { kLetter, kNumber, kSpace, kOther };
-
-Cls classify(uint32_t cp) {
+pretok::Cls pretok::classify(uint32_t cp) {
   if (cp == unicode::kInvalid) return kOther;
   if (unicode::is_whitespace(cp)) return kSpace;
   if (unicode::is_letter(cp)) return kLetter;
   if (unicode::is_number(cp)) return kNumber;
   return kOther;
 }
+
+namespace {
+
+using unicode::Char;
+using namespace pretok;
 
 // Length (in Chars) of the gpt2 match starting at i; i < n.
 size_t gpt2_match(const std::vector<Char>& c, const std::vector<Cls>& k, size_t i, size_t n) {
@@ -72,6 +72,15 @@ std::vector<std::pair<uint32_t, uint32_t>> pretokenize(std::string_view text, Pr
   std::vector<std::pair<uint32_t, uint32_t>> out;
   if (kind == PreTokenizer::gpt2) {
     split_gpt2(c, k, 0, c.size(), out);
+    return out;
+  }
+  if (kind == PreTokenizer::llama3 || kind == PreTokenizer::qwen2) {
+    const size_t digits = kind == PreTokenizer::llama3 ? 3 : 1;
+    for (size_t i = 0; i < c.size();) {
+      const size_t e = i + llama3_match(c, k, i, c.size(), digits);
+      out.emplace_back(c[i].offset, c[e - 1].offset + c[e - 1].len);
+      i = e;
+    }
     return out;
   }
   size_t start = 0;

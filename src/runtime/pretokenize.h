@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/unicode.h"
+
 namespace nvfp4 {
 
 enum class PreTokenizer {
@@ -15,9 +17,25 @@ enum class PreTokenizer {
   // SmolLM / StarCoder (GGUF tokenizer.ggml.pre "smollm", "starcoder", ...): every \p{N} code point
   // is a piece of its own (HF `Digits(individual_digits=true)`), then gpt2 on the rest.
   digits_then_gpt2,
+  // Llama 3's Split regex (GGUF "llama-bpe"):
+  //   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
+  //   \s*[\r\n]+|\s+(?!\S)|\s+
+  llama3,
+  // Qwen2's (GGUF "qwen2", "deepseek-r1-qwen"): Llama 3's with \p{N} instead of \p{N}{1,3}.
+  qwen2,
 };
 
 // Byte ranges [begin, end) of the pieces of `text`, in order, covering all of it.
 std::vector<std::pair<uint32_t, uint32_t>> pretokenize(std::string_view text, PreTokenizer kind);
+
+namespace pretok {
+// The classes the regexes use: \p{L}, \p{N}, \s, and everything else (also invalid bytes).
+enum Cls : uint8_t { kLetter, kNumber, kSpace, kOther };
+Cls classify(uint32_t cp);
+// Length in code points of the Llama 3 / Qwen2 regex match at i (i < n) within [0, n);
+// max_digits 3 (Llama 3) or 1 (Qwen2).
+size_t llama3_match(const std::vector<unicode::Char>& c, const std::vector<Cls>& k, size_t i,
+                    size_t n, size_t max_digits);
+}  // namespace pretok
 
 }  // namespace nvfp4

@@ -1,5 +1,6 @@
 // Tokenizer data from GGUF-style tokenizer.ggml.* metadata: of a GGUF file, or of any checkpoint
 // (Checkpoint::meta presents every container's metadata under these keys).
+#include <filesystem>
 #include <functional>
 
 #include "nvfp4/checkpoint.h"
@@ -31,7 +32,7 @@ int32_t opt_id(const Lookup& find, const std::string& src, const std::string& ke
   return static_cast<int32_t>(id);
 }
 
-Tokenizer from_meta(const Lookup& find, const std::string& src) {
+TokenizerData data_from_meta(const Lookup& find, const std::string& src) {
   TokenizerData d;
   d.source = src;
   d.model = need(find, src, "tokenizer.ggml.model").as_string("tokenizer.ggml.model");
@@ -49,16 +50,30 @@ Tokenizer from_meta(const Lookup& find, const std::string& src) {
   d.unk = opt_id(find, src, "tokenizer.ggml.unknown_token_id");
   if (const auto* v = find("tokenizer.ggml.add_bos_token")) d.add_bos = v->as_bool("tokenizer.ggml.add_bos_token");
   if (const auto* v = find("tokenizer.chat_template")) d.chat_template = v->as_string("tokenizer.chat_template");
-  return Tokenizer::build(std::move(d));
+  if (find("tokenizer.ggml.scores"))
+    for (const auto& v : array_of(find, src, "tokenizer.ggml.scores").arr) d.scores.push_back(static_cast<float>(v.as_float("tokenizer.ggml.scores")));
+  return d;
 }
+Tokenizer from_meta(const Lookup& find, const std::string& src) { return Tokenizer::build(data_from_meta(find, src)); }
 }  // namespace
 
-Tokenizer Tokenizer::from_gguf(const gguf::File& f) {
-  return from_meta([&](const std::string& k) { return f.find(k); }, f.path());
+TokenizerData tokenizer_data_from_gguf(const gguf::File& f) {
+  return data_from_meta([&](const std::string& k) { return f.find(k); }, f.path());
 }
 
-Tokenizer Tokenizer::from_checkpoint(const Checkpoint& ck) {
-  return from_meta([&](const std::string& k) { return ck.meta(k); }, ck.info().path);
+TokenizerData tokenizer_data_from_checkpoint(const Checkpoint& ck) {
+  // An HF directory (or the directory of the .safetensors file named): tokenizer.json and
+  // friends; a GGUF: its tokenizer.ggml.* metadata.
+  if (ck.info().container == "safetensors") {
+    namespace fs = std::filesystem;
+    const fs::path p(ck.info().path);
+    return tokenizer_data_from_hf((fs::is_directory(p) ? p : p.parent_path()).string());
+  }
+  return data_from_meta([&](const std::string& k) { return ck.meta(k); }, ck.info().path);
 }
+
+Tokenizer Tokenizer::from_gguf(const gguf::File& f) { return Tokenizer::build(tokenizer_data_from_gguf(f)); }
+
+Tokenizer Tokenizer::from_checkpoint(const Checkpoint& ck) { return Tokenizer::build(tokenizer_data_from_checkpoint(ck)); }
 
 }  // namespace nvfp4

@@ -1,0 +1,43 @@
+// The dense decoder block of the Llama family (llama, mistral, qwen2, qwen3 in the table):
+//   h = x + o(attention(rope(norm_q(q(n1))), rope(norm_k(k(n1))), v(n1))),  n1 = RMSNorm(x)
+//   x' = h + down(silu(gate(n2)) * up(n2)),                                  n2 = RMSNorm(h)
+// with q/k/v biases (Qwen2; Llama with attention_bias) added to the projections' float outputs,
+// and Qwen3's per-head RMSNorm of q and k (weights [head_dim]) before RoPE. Each step's float
+// order is docs/DETERMINISM.md's.
+#include "runtime/attention.h"
+#include "runtime/step_impl.h"
+
+namespace nvfp4 {
+
+void dense_block(StepRun& s, int64_t l) {
+  const ModelConfig& c = s.m.cfg;
+  Workspace::Impl& w = s.ws;
+  const LayerWeights& L = s.m.layers[static_cast<size_t>(l)];
+  const int64_t n = s.n, d = c.n_embd, qd = c.q_dim(), kvd = c.kv_dim(), hd = c.head_dim;
+  s.rmsnorm(w.x.data(), L.attn_norm, w.xn.data(), n, d);
+  s.run_group({{&L.q, w.q.data()}, {&L.k, w.k.data()}, {&L.v, w.v.data()}}, w.xn.data());
+  if (c.qk_norm) {  // every head of every token is a row of width head_dim
+    s.rmsnorm(w.q.data(), L.q_norm, w.q.data(), n * c.n_head, hd);
+    s.rmsnorm(w.k.data(), L.k_norm, w.k.data(), n * c.n_head_kv, hd);
+  }
+  const auto rope_store = [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const AttnToken& tk = w.step.tok[static_cast<size_t>(t)];
+      w.rope.apply(w.q.data() + t * qd, c.n_head, tk.pos);
+      w.rope.apply(w.k.data() + t * kvd, c.n_head_kv, tk.pos);
+      tk.kv->store(l, tk.pos, w.k.data() + t * kvd, w.v.data() + t * kvd);
+    }
+  };
+  if (n < 16) rope_store(0, n);
+  else s.pool.run(n, rope_store);  // tokens are independent (each its own cache position)
+  attention(c, w.step, l, w.q.data(), w.att.data(), w.attn_scratch, s.pool);
+  s.run(L.o, w.att.data(), w.o.data());
+  s.residual(w.x.data(), w.o.data(), d);
+  s.rmsnorm(w.x.data(), L.ffn_norm, w.xn.data(), n, d);
+  s.run_group({{&L.gate, w.g.data()}, {&L.up, w.u.data()}}, w.xn.data());
+  s.pool.run(n * c.n_ff, [&](int64_t b, int64_t e) { swiglu_rows(w.g.data() + b, w.u.data() + b, e - b); }, 16);
+  s.run(L.down, w.g.data(), w.o.data());
+  s.residual(w.x.data(), w.o.data(), d);
+}
+
+}  // namespace nvfp4

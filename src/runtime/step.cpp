@@ -1,0 +1,223 @@
+// A forward step over a flat list of tokens of any sequences, and the objects around it:
+// Sequence (a KV cache), Workspace (scratch), Context (one sequence, stepped n_batch at a time).
+// Nothing mixes tokens but attention, which reads each token's own sequence: a token's result
+// does not depend on the step it came in (docs/DETERMINISM.md).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "nvfp4/error.h"
+#include "runtime/step_impl.h"
+
+namespace nvfp4 {
+
+// ---- Sequence ---------------------------------------------------------------------------------
+
+Sequence::Sequence(const Model& model, int64_t n_ctx, KvType kv) : impl_(std::make_unique<Impl>()) {
+  const ModelConfig& c = model.config();
+  if (n_ctx < 1) throw Error("", "", "context size", ">= 1", std::to_string(n_ctx));
+  if (c.sliding_window > 0 && n_ctx > c.sliding_window)
+    throw Error(model.impl().source, "", "the model declares a sliding window (attention.sliding_window), which this runtime does not apply: the context may not exceed it",
+                "--ctx <= " + std::to_string(c.sliding_window), std::to_string(n_ctx));
+  impl_->n_ctx = n_ctx;
+  impl_->kv.init(c.n_layer, c.n_head_kv, c.head_dim, n_ctx, kv);
+}
+Sequence::~Sequence() = default;
+Sequence::Sequence(Sequence&&) noexcept = default;
+Sequence& Sequence::operator=(Sequence&&) noexcept = default;
+int64_t Sequence::pos() const { return impl_->pos; }
+int64_t Sequence::n_ctx() const { return impl_->n_ctx; }
+size_t Sequence::bytes() const { return impl_->kv.bytes(); }
+void Sequence::truncate(int64_t n) {
+  if (n < 0 || n > impl_->pos) throw Error("", "", "truncate a sequence", "0 .. " + std::to_string(impl_->pos), std::to_string(n));
+  impl_->pos = n;
+}
+
+// ---- Workspace --------------------------------------------------------------------------------
+
+Workspace::Impl::Impl(const Model::Impl& model, int64_t nb) : m(model), n_batch(nb) {
+  const ModelConfig& c = m.cfg;
+  const auto sz = [&](int64_t w) { return static_cast<size_t>(nb * w); };
+  x.resize(sz(c.n_embd));
+  xn.resize(sz(c.n_embd));
+  q.resize(sz(c.q_dim()));
+  k.resize(sz(c.kv_dim()));
+  v.resize(sz(c.kv_dim()));
+  att.resize(sz(c.q_dim()));
+  o.resize(sz(c.n_embd));
+  g.resize(sz(c.n_ff));
+  u.resize(sz(c.n_ff));
+  hn.resize(sz(c.n_embd));
+  rope.init(c.rope, c.head_dim);
+}
+
+Workspace::Workspace(const Model& model, int64_t n_batch) {
+  if (n_batch < 1) throw Error("", "", "batch size", ">= 1", std::to_string(n_batch));
+  impl_ = std::make_unique<Impl>(model.impl(), n_batch);
+}
+Workspace::~Workspace() = default;
+Workspace::Workspace(Workspace&&) noexcept = default;
+Workspace& Workspace::operator=(Workspace&&) noexcept = default;
+int64_t Workspace::n_batch() const { return impl_->n_batch; }
+void Workspace::set_observer(Observer obs) { impl_->obs = std::move(obs); }
+size_t Workspace::bytes() const {
+  const Impl& w = *impl_;
+  size_t b = w.rope.bytes() + w.attn_scratch.size() * 4;
+  for (const auto* v : {&w.x, &w.xn, &w.q, &w.k, &w.v, &w.att, &w.o, &w.g, &w.u, &w.hn}) b += v->size() * 4;
+  return b;
+}
+
+// ---- the shared pieces of a block -------------------------------------------------------------
+
+void StepRun::rmsnorm(const float* in, const std::vector<float>& w, float* out, int64_t rows, int64_t d) const {
+  const float eps = m.cfg.rms_eps;
+  const auto run_rows = [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* xi = in + t * d;
+      double ss = 0.0;
+      for (int64_t i = 0; i < d; ++i) ss += static_cast<double>(xi[i]) * static_cast<double>(xi[i]);
+      const double mean = ss / static_cast<double>(d);
+      const float scale = static_cast<float>(1.0 / std::sqrt(mean + static_cast<double>(eps)));
+      for (int64_t i = 0; i < d; ++i) out[t * d + i] = (xi[i] * scale) * w[static_cast<size_t>(i)];
+    }
+  };
+  // Rows are independent: a prompt window's rows split across the pool (same bits).
+  if (rows < 16) run_rows(0, rows);
+  else pool.run(rows, run_rows);
+}
+
+namespace {
+void add_bias(const MatMul& mm, float* y, int64_t n) {
+  if (mm.bias.empty()) return;
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t r = 0; r < mm.n_out; ++r) y[t * mm.n_out + r] = y[t * mm.n_out + r] + mm.bias[static_cast<size_t>(r)];
+}
+}  // namespace
+
+void StepRun::run(const MatMul& mm, const float* in, float* out) const {
+  if (ws.obs) ws.obs(mm.name, in, n, mm.n_in);
+  mm.forward(m.mode, in, n, out, pool, &ws.lin);
+  add_bias(mm, out, n);
+}
+
+void StepRun::run_group(std::initializer_list<std::pair<const MatMul*, float*>> mms, const float* in) const {
+  const Linear* lin[4];
+  float* ys[4];
+  size_t k = 0;
+  bool nvfp4 = mms.size() <= 4;
+  for (const auto& [mm, y] : mms) nvfp4 = nvfp4 && mm->nvfp4;
+  if (!nvfp4) {
+    for (const auto& [mm, y] : mms) run(*mm, in, y);
+    return;
+  }
+  for (const auto& [mm, y] : mms) {
+    if (ws.obs) ws.obs(mm->name, in, n, mm->n_in);
+    lin[k] = &mm->lin;
+    ys[k++] = y;
+  }
+  Linear::forward_group(m.mode, std::span<const Linear* const>(lin, k), in, n, std::span<float* const>(ys, k), pool, &ws.lin);
+  for (const auto& [mm, y] : mms) add_bias(*mm, y, n);
+}
+
+void StepRun::residual(float* x, const float* o, int64_t d) const {
+  for (int64_t i = 0; i < n * d; ++i) x[i] = x[i] + o[i];
+}
+
+// ---- the step ---------------------------------------------------------------------------------
+
+void forward(const Model& model, std::span<const StepToken> tokens, Workspace& workspace, ThreadPool& pool, float* logits) {
+  const Model::Impl& m = model.impl();
+  Workspace::Impl& ws = workspace.impl();
+  const ModelConfig& c = m.cfg;
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (&ws.m != &m) throw Error("", "", "workspace of another model", "one made for this model", "another");
+  if (n > ws.n_batch) throw Error("", "", "tokens in one step", "at most the workspace's " + std::to_string(ws.n_batch), std::to_string(n));
+  if (n == 0) return;
+  // Validate everything before computing: positions continue each sequence, in step order.
+  std::vector<AttnToken> at(static_cast<size_t>(n));
+  std::vector<std::pair<Sequence*, int64_t>> next;  // sequence -> its next expected position
+  int64_t max_pos = 0;
+  for (int64_t t = 0; t < n; ++t) {
+    const StepToken& s = tokens[static_cast<size_t>(t)];
+    if (!s.seq) throw Error("", "", "step token without a sequence", "a sequence", "null");
+    if (s.token < 0 || s.token >= c.n_vocab)
+      throw Error("", "", "token id out of range", "0 .. " + std::to_string(c.n_vocab - 1), std::to_string(s.token));
+    auto it = std::find_if(next.begin(), next.end(), [&](const auto& p) { return p.first == s.seq; });
+    if (it == next.end()) it = next.insert(next.end(), {s.seq, s.seq->pos()});
+    if (s.pos != it->second)
+      throw Error("", "", "step token position (a sequence's tokens continue it in step order)", std::to_string(it->second),
+                  std::to_string(s.pos));
+    if (s.pos >= s.seq->n_ctx())
+      throw Error("", "", "context full", "at most " + std::to_string(s.seq->n_ctx()) + " positions", std::to_string(s.pos + 1));
+    ++it->second;
+    at[static_cast<size_t>(t)] = AttnToken{&s.seq->impl().kv, s.pos, 0};
+    max_pos = std::max(max_pos, s.pos);
+  }
+  ws.step.set(at);
+  ws.rope.reserve(max_pos + 1);
+  StepRun run{m, ws, pool, n};
+  const int64_t d = c.n_embd;
+  for (int64_t t = 0; t < n; ++t) m.embd.row(tokens[static_cast<size_t>(t)].token, ws.x.data() + t * d);
+  for (int64_t l = 0; l < c.n_layer; ++l) dense_block(run, l);
+  for (const auto& [seq, pos] : next) seq->impl().pos = pos;
+  if (!logits) return;
+  // The final norm and the head for the tokens that want logits, gathered in step order.
+  int64_t rows = 0;
+  for (int64_t t = 0; t < n; ++t)
+    if (tokens[static_cast<size_t>(t)].logits) {
+      std::memcpy(ws.xn.data() + rows * d, ws.x.data() + t * d, static_cast<size_t>(d) * 4);
+      ++rows;
+    }
+  if (rows == 0) return;
+  run.rmsnorm(ws.xn.data(), m.output_norm, ws.hn.data(), rows, d);
+  m.head().forward(ws.hn.data(), rows, logits, pool);
+}
+
+// ---- Context ----------------------------------------------------------------------------------
+
+struct Context::Impl {
+  const Model& model;
+  ThreadPool& pool;
+  Sequence seq;
+  Workspace ws;
+  std::vector<StepToken> step;
+  Impl(const Model& m, const ContextOptions& o, ThreadPool& p)
+      : model(m), pool(p), seq(m, o.n_ctx, o.kv), ws(m, std::min(o.n_batch, o.n_ctx)) {}
+};
+
+Context::Context(const Model& model, const ContextOptions& opt, ThreadPool& pool) {
+  if (opt.n_ctx < 1 || opt.n_batch < 1)
+    throw Error("", "", "context size and batch", ">= 1", std::to_string(opt.n_ctx) + ", " + std::to_string(opt.n_batch));
+  impl_ = std::make_unique<Impl>(model, opt, pool);
+}
+Context::~Context() = default;
+
+void Context::eval(const int32_t* tokens, int64_t n, float* logits, bool all) {
+  Impl& c = *impl_;
+  if (n < 1) return;
+  if (c.seq.pos() + n > c.seq.n_ctx())
+    throw Error("", "", "context full", "at most " + std::to_string(c.seq.n_ctx()) + " positions", std::to_string(c.seq.pos() + n));
+  const int64_t nv = c.model.config().n_vocab;
+  for (int64_t i = 0; i < n; ++i)
+    if (tokens[i] < 0 || tokens[i] >= nv)
+      throw Error("", "", "token id out of range", "0 .. " + std::to_string(nv - 1), std::to_string(tokens[i]));
+  const int64_t nb = c.ws.n_batch();
+  for (int64_t s = 0; s < n; s += nb) {
+    const int64_t k = std::min(nb, n - s);
+    const bool last = s + k == n;
+    c.step.clear();
+    for (int64_t i = 0; i < k; ++i)
+      c.step.push_back(StepToken{tokens[s + i], &c.seq, c.seq.pos() + i, logits && (all || (last && i == k - 1))});
+    float* out = !logits ? nullptr : all ? logits + s * nv : (last ? logits : nullptr);
+    forward(c.model, c.step, c.ws, c.pool, out);
+  }
+}
+
+int64_t Context::pos() const { return impl_->seq.pos(); }
+int64_t Context::n_ctx() const { return impl_->seq.n_ctx(); }
+void Context::reset() { impl_->seq.truncate(0); }
+void Context::set_observer(Observer obs) { impl_->ws.set_observer(std::move(obs)); }
+Sequence& Context::sequence() { return impl_->seq; }
+size_t Context::bytes() const { return impl_->seq.bytes() + impl_->ws.bytes(); }
+
+}  // namespace nvfp4

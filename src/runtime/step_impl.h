@@ -1,0 +1,63 @@
+// The internals of a forward step shared by the step driver (step.cpp) and the blocks
+// (src/models/*_block.cpp): the workspace's buffers, the step's tokens as attention sees them, and
+// the shared pieces a block is built from (as llama.cpp's build_norm / build_ffn / build_attn).
+#pragma once
+#include <initializer_list>
+#include <utility>
+#include <vector>
+
+#include "nvfp4/linear.h"
+#include "nvfp4/model.h"
+#include "runtime/attention.h"
+#include "runtime/model_impl.h"
+#include "runtime/rope.h"
+
+namespace nvfp4 {
+
+struct Sequence::Impl {
+  KvCache kv;
+  int64_t pos = 0, n_ctx = 0;
+};
+
+struct Workspace::Impl {
+  const Model::Impl& m;
+  int64_t n_batch = 0;
+  // [n_batch][width] activations: residual stream, normed, q/k/v, attention output, projection
+  // output, gate/up, final-normed rows.
+  std::vector<float> x, xn, q, k, v, att, o, g, u, hn;
+  std::vector<float> attn_scratch;
+  RopeTable rope;
+  LinearScratch lin;
+  Observer obs;
+  AttnStep step;
+  Impl(const Model::Impl& model, int64_t nb);
+};
+
+// One step in flight: the model, the workspace, the pool and the token count.
+//
+// The seam for a second backend: a block (src/models/) touches activations only through these
+// ops and attention(); a device backend would implement the same ops over its own buffers (the
+// Model's weights uploaded once into a backend buffer, the Workspace's activations living there),
+// with the step driver (step.cpp) unchanged. Only the CPU implementation exists.
+struct StepRun {
+  const Model::Impl& m;
+  Workspace::Impl& ws;
+  ThreadPool& pool;
+  int64_t n = 0;
+
+  // out[t] = RMSNorm(in[t]) * w over rows of width d (n rows): sum of squares in double,
+  // ascending; scale = float(1 / sqrt(mean + eps)); (x * scale) * w in float.
+  void rmsnorm(const float* in, const std::vector<float>& w, float* out, int64_t rows, int64_t d) const;
+  // One linear layer (bias added in float when it has one), with the observer.
+  void run(const MatMul& mm, const float* in, float* out) const;
+  // Layers that read the same input (q/k/v, gate/up): NVFP4 ones share one activation
+  // preparation and one dispatch (Linear::forward_group, same bits as one by one).
+  void run_group(std::initializer_list<std::pair<const MatMul*, float*>> mms, const float* in) const;
+  // x[i] += o[i] for the step's rows of width d.
+  void residual(float* x, const float* o, int64_t d) const;
+};
+
+// The blocks (src/models/): one layer of the step, in place on ws.x.
+void dense_block(StepRun& s, int64_t layer);
+
+}  // namespace nvfp4
