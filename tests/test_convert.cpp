@@ -223,6 +223,7 @@ TEST(ConvertDir, FloatDirQuantizedInHfOrderAndGgufMatches) {
   ScratchTree dir;
   ConvertOptions opt;
   opt.verify = true;
+  opt.scale2 = "per-tensor";  // q_proj's own tensor scale (the fused default: test_quantize_search.cpp)
   const ConvertReport r = convert(test::fixture_path("hf/float"), dir / "q", opt);
   EXPECT_EQ(r.quantized, 7);
   const auto src = safetensors::File::open(test::fixture_path("hf/float/model.safetensors"));

@@ -27,6 +27,16 @@ struct ConvertOptions {
   std::string keep_type = "f16";      // kept 2-D ggml-quantized tensors become f16, f32 or bf16
   bool verify = false;                // re-read the output and compare it bit for bit
   int threads = 0;                    // quantizer threads; 0 = hardware concurrency
+  // How float weights become NVFP4 (src/io/weight_quantizer.h):
+  std::string method = "rtn";         // rtn (ModelOpt's rounding) | search (per-block scale search)
+  std::string scale2 = "fused";       // fused: q/k/v and gate/up share one tensor scale, the larger
+                                      // amax of the group (ModelOpt's export) | per-tensor
+  std::string calibrate;              // search: text whose activations weight the error (else unweighted)
+  int64_t calib_ctx = 512;            // calibration window, tokens
+  std::string calib_model = "float";  // float: the float model in f32 | rtn: the rtn NVFP4 model in
+                                      // a16q8 (bit-pinned on every ISA; see calibrate.h)
+  int search_radius = 4;              // search: scale bytes rtn - r .. rtn + r
+  std::function<void(const std::string&)> log;  // progress lines (calibration, search)
   // HF input to GGUF output: take the tokenizer from this GGUF file (empty: the input's own).
   std::string tokenizer;
   // Called before each output tensor is produced and once after the last (index == total).

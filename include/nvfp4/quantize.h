@@ -27,4 +27,22 @@ void dequantize(const RowView& m, float* out);
 // The same in float64 (exact: the product has at most 30 significant bits).
 void dequantize_f64(const RowView& m, double* out);
 
+
+// ---- Scale search (`convert --quantize-method search`) ----------------------------------------
+// The weighted squared error of one decoded block: sum_j h_j (w_j - (e2m1(c_j) * e4m3(s)) * scale2)^2
+// in float64, j ascending (h = nullptr: every h_j = 1).
+double group_error(const float* w16, const float* h16, float scale2, uint8_t sbyte, const uint8_t* codes8);
+
+// Quantize one block choosing the scale byte among the rtn byte (quantize_group's) and its
+// neighbours rtn - radius .. rtn + radius (finite, non-zero E4M3 bytes), codes re-rounded to the
+// nearest E2M1 value for each (optimal per value for a diagonal weight). Returns the byte with the
+// smallest group_error; the rtn byte unless another is strictly smaller, so the result is never
+// worse than rtn. Pure scalar float64 arithmetic: the same bytes on every ISA and thread count.
+uint8_t quantize_group_search(const float* w16, const float* h16, float scale2, int radius, uint8_t* codes8);
+
+// quantize_with_scale2 with the per-block search; importance[n_in] (per input channel, >= 0) or
+// nullptr for the unweighted error. Same refusals as quantize_with_scale2.
+RowMatrix quantize_search(const float* w, int64_t n_out, int64_t n_in, float scale2, const float* importance,
+                          int radius, const std::string& name = "");
+
 }  // namespace nvfp4

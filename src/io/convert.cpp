@@ -5,6 +5,7 @@
 
 #include "io/convert_modelopt.h"
 #include "io/gguf_meta_from_checkpoint.h"
+#include "io/weight_quantizer.h"
 
 #include <fnmatch.h>
 
@@ -12,8 +13,6 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
-#include <mutex>
-#include <thread>
 
 #include "nvfp4/checkpoint.h"
 #include "nvfp4/codec.h"
@@ -51,10 +50,10 @@ struct Recipe {
   std::function<void(uint8_t*)> produce;
 };
 
-// Quantizes W (float32, [n_out][n_in]) by SPEC section 4 into ggml NVFP4 blocks, rows split over
-// threads (each row is independent once scale2 is fixed, so the bytes do not depend on threads).
+// Quantizes W (float32, [n_out][n_in]) by the chosen method (weight_quantizer.h) into ggml NVFP4
+// blocks; returns the tensor scale.
 float quantize_to_blocks(const std::vector<float>& w, int64_t n_out, int64_t n_in, const std::string& name,
-                         int threads, uint8_t* dst) {
+                         const WeightQuantizer& wq, uint8_t* dst) {
   // NaN/Inf refused with the tensor's name and flat index before anything else.
   for (int64_t i = 0; i < n_out * n_in; ++i) {
     if (!std::isfinite(w[static_cast<size_t>(i)])) {
@@ -62,31 +61,12 @@ float quantize_to_blocks(const std::vector<float>& w, int64_t n_out, int64_t n_i
                   std::to_string(w[static_cast<size_t>(i)]) + " at flat index " + std::to_string(i));
     }
   }
-  const float scale2 = tensor_scale2(w.data(), n_out * n_in);
+  const RowMatrix m = wq.quantize(name, w, n_out, n_in);
   const int64_t row_bytes = n_in / kGgmlBlock * kGgmlBlockBytes;
-  const int nt = std::max<int>(1, std::min<int64_t>(threads, n_out));
-  std::vector<std::thread> pool;
-  std::exception_ptr failure;
-  std::mutex mu;
-  for (int t = 0; t < nt; ++t) {
-    pool.emplace_back([&, t] {
-      try {
-        const int64_t r0 = n_out * t / nt, r1 = n_out * (t + 1) / nt;
-        if (r1 <= r0) return;
-        RowMatrix m = quantize_with_scale2(w.data() + r0 * n_in, r1 - r0, n_in, scale2, name);
-        for (int64_t r = 0; r < r1 - r0; ++r) {
-          row_to_ggml_row(m.codes.data() + r * (n_in / 2), m.scales.data() + r * (n_in / kGroup), n_in,
-                          dst + (r0 + r) * row_bytes);
-        }
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!failure) failure = std::current_exception();
-      }
-    });
+  for (int64_t r = 0; r < n_out; ++r) {
+    row_to_ggml_row(m.codes.data() + r * (n_in / 2), m.scales.data() + r * (n_in / kGroup), n_in, dst + r * row_bytes);
   }
-  for (auto& th : pool) th.join();
-  if (failure) std::rethrow_exception(failure);
-  return scale2;
+  return m.scale2;
 }
 
 uint32_t keep_ggml_type(const std::string& t) {
@@ -109,9 +89,9 @@ void from_f32(const std::vector<float>& v, uint32_t type, uint8_t* dst) {
 
 std::vector<int64_t> ggml_ne(const std::vector<int64_t>& shape) { return {shape.rbegin(), shape.rend()}; }
 
-std::vector<Recipe> plan(const Checkpoint& ck, const ConvertOptions& opt, ConvertReport& rep) {
+std::vector<Recipe> plan(const Checkpoint& ck, const ConvertOptions& opt, std::shared_ptr<const WeightQuantizer> wq,
+                         ConvertReport& rep) {
   const uint32_t keep_type = keep_ggml_type(opt.keep_type);
-  const int threads = opt.threads > 0 ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
   const std::string& file = ck.info().path;
   std::vector<Recipe> out;
   const Checkpoint* c = &ck;
@@ -156,9 +136,9 @@ std::vector<Recipe> plan(const Checkpoint& ck, const ConvertOptions& opt, Conver
     if (q) {
       const uint64_t nb = static_cast<uint64_t>(n_out * (n_in / kGgmlBlock) * kGgmlBlockBytes);
       auto s2 = std::make_shared<float>(0.0f);
-      out.push_back({name, ne, ggml::NVFP4, nb, [c, name, n_out, n_in, threads, s2](uint8_t* dst) {
+      out.push_back({name, ne, ggml::NVFP4, nb, [c, name, n_out, n_in, wq, s2](uint8_t* dst) {
                        const std::vector<float> w = c->to_f32(name);
-                       *s2 = quantize_to_blocks(w, n_out, n_in, name, threads, dst);
+                       *s2 = quantize_to_blocks(w, n_out, n_in, name, *wq, dst);
                      }});
       // The tensor scale is known once the weight has been produced (written just before).
       out.push_back({base_name(name) + ".scale", {1}, ggml::F32, 4, [s2](uint8_t* dst) { std::memcpy(dst, s2.get(), 4); }});
@@ -240,7 +220,7 @@ ConvertReport convert(const std::string& in, const std::string& out, const Conve
   const auto ck = Checkpoint::open(in);  // validated in full before anything is written
   if (!ends_with(out, ".gguf")) return convert_to_modelopt_dir(*ck, out, opt);
 
-  std::vector<Recipe> recipes = plan(*ck, opt, rep);
+  std::vector<Recipe> recipes = plan(*ck, opt, std::make_shared<const WeightQuantizer>(*ck, opt), rep);
 
   gguf::Writer w;
   if (ck->info().container == "gguf") {

@@ -17,6 +17,7 @@
 #include "io/convert_modelopt.h"
 #include "io/hf_tokenizer_writer.h"
 #include "io/hf_names.h"
+#include "io/weight_quantizer.h"
 #include "nvfp4/codec.h"
 #include "nvfp4/error.h"
 #include "nvfp4/quantize.h"
@@ -111,6 +112,7 @@ ConvertReport convert_to_modelopt_dir(const Checkpoint& ck, const std::string& o
   const st::Dtype keep = opt.keep_type == "f32" ? st::Dtype::F32 : opt.keep_type == "bf16" ? st::Dtype::BF16 : st::Dtype::F16;
 
   ConvertReport rep;
+  const WeightQuantizer wq(ck, opt);
   std::vector<Owned> outt;
   std::map<std::string, std::string> layer_algo;  // HF module -> ModelOpt quant_algo
   std::vector<std::string> excluded;
@@ -144,7 +146,7 @@ ConvertReport convert_to_modelopt_dir(const Checkpoint& ck, const std::string& o
         ++rep.repacked;
       } else {
         const std::vector<float> w = ck.to_f32(e.name);
-        m = quantize(w.data(), n_out, n_in, e.name);
+        m = wq.quantize(e.name, w, n_out, n_in);
         ++rep.quantized;
       }
       outt.push_back({module + ".weight", st::Dtype::U8, {n_out, n_in / 2}, unpermute(m.codes.data(), n_out, n_in / 2, heads)});
