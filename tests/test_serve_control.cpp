@@ -21,7 +21,9 @@ TEST(ServeControl, ApiKeyFullQueueAndSigterm) {
   // Before the model is loaded every route but /health answers 503 (it may already be loaded).
   const Reply early = get(port, "/v1/models", "sekrit");
   EXPECT_TRUE(early.status == 503 || early.status == 200) << early.body;
-  if (early.status == 503) EXPECT_EQ(early.json["error"]["code"], "loading");
+  if (early.status == 503) {
+    EXPECT_EQ(early.json["error"]["code"], "loading");
+  }
   ASSERT_TRUE(s.ready()) << s.log();
 
   // API key: /health needs none; everything else needs the right one.

@@ -35,7 +35,9 @@ class ServeHttp : public ::testing::Test {
     }
   }
   static void TearDownTestSuite() {
-    if (server_) EXPECT_EQ(server_->terminate(), 0) << server_->log();
+    if (server_) {
+      EXPECT_EQ(server_->terminate(), 0) << server_->log();
+    }
     delete server_;
     server_ = nullptr;
   }
@@ -224,7 +226,9 @@ TEST_F(ServeHttp, ErrorsHaveOpenAIsShapeAndStatus) {
     ASSERT_TRUE(r.json.is_object() && r.json.contains("error")) << r.body;
     const json& e = r.json["error"];
     for (const char* k : {"message", "type", "param", "code"}) EXPECT_TRUE(e.contains(k)) << k << " in " << r.body;
-    if (*c.param) EXPECT_EQ(e["param"], c.param) << r.body;
+    if (*c.param) {
+      EXPECT_EQ(e["param"], c.param) << r.body;
+    }
   }
   // The context refusal names the numbers: 256 positions, 300 asked.
   const Reply ctx = post(port_, "/v1/completions", R"({"prompt":"hi","max_tokens":300})");

@@ -97,7 +97,11 @@ int serve(ServeArgs a) {
     cv.wait(lk, [&] { return stop; });
   }
   std::cerr << "nvfp4: shutting down" << std::endl;
-  if (sched) sched->drain(std::chrono::milliseconds(static_cast<int64_t>(a.grace_s * 1000)));
+  // New requests get 503; those in flight finish (or are cancelled after the grace) and their
+  // responses are sent before the listener closes (httplib ends open streams when it stops).
+  const auto grace = std::chrono::milliseconds(static_cast<int64_t>(a.grace_s * 1000));
+  if (sched) sched->drain(grace);
+  http.wait_idle(grace + std::chrono::seconds(5));
   http.stop();
   http_thread.join();
   sig_thread.join();

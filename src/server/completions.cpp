@@ -47,13 +47,15 @@ struct Stream {
   int64_t n_prompt = 0;
   bool include_usage = false, return_tokens = false;
   bool first = true, finished = false;
+  std::shared_ptr<void> guard;
 };
 
 bool write(httplib::DataSink& sink, const std::string& s) { return sink.write(s.data(), s.size()); }
 
 }  // namespace
 
-void handle_generation(const Backend& b, const httplib::Request& req, httplib::Response& res, bool chat, uint64_t id) {
+void handle_generation(const Backend& b, const httplib::Request& req, httplib::Response& res, bool chat, uint64_t id,
+                       std::shared_ptr<void> guard) {
   GenRequest r = parse_gen_request(req.body, chat);
   auto job = std::make_shared<Job>();
   job->prompt = prompt_tokens(b, r);
@@ -105,6 +107,7 @@ void handle_generation(const Backend& b, const httplib::Request& req, httplib::R
   st->n_prompt = n_prompt;
   st->include_usage = r.include_usage;
   st->return_tokens = r.return_tokens;
+  st->guard = std::move(guard);
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",

@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include <thread>
+
 #include "nvfp4/error.h"
 #include "server/api_error.h"
 #include "server/completions.h"
@@ -65,6 +67,12 @@ int HttpServer::bind() {
 
 void HttpServer::listen() { svr_->listen_after_bind(); }
 void HttpServer::stop() { svr_->stop(); }
+
+void HttpServer::wait_idle(std::chrono::milliseconds timeout) const {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (in_flight_->load() > 0 && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
 
 void HttpServer::set_backend(std::unique_ptr<Backend> b) {
   backend_ = std::move(b);
@@ -134,7 +142,10 @@ void HttpServer::routes() {
   auto gen = [this](bool chat) {
     return [this, chat](const Request& req, Response& res) {
       try {
-        handle_generation(*ready_.load(), req, res, chat, static_cast<uint64_t>(++next_id_));
+        std::shared_ptr<std::atomic<int>> n = in_flight_;
+        ++*n;
+        std::shared_ptr<void> guard(nullptr, [n](void*) { --*n; });
+        handle_generation(*ready_.load(), req, res, chat, static_cast<uint64_t>(++next_id_), std::move(guard));
       } catch (const ApiError& e) {
         send_error(res, e);
       }

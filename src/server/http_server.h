@@ -2,6 +2,7 @@
 // shape. It listens before the model is loaded (GET /health answers 503 until set_backend()).
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,6 +46,8 @@ class HttpServer {
   int bind();
   void listen();  // serves until stop(); returns when every request in flight has ended
   void stop();
+  // Waits until no generation request is in flight (its response sent) or `timeout` has passed.
+  void wait_idle(std::chrono::milliseconds timeout) const;
   void set_backend(std::unique_ptr<Backend> b);  // ready: the routes serve
 
  private:
@@ -55,6 +58,7 @@ class HttpServer {
   std::unique_ptr<Backend> backend_;
   std::atomic<const Backend*> ready_{nullptr};
   std::atomic<uint64_t> next_id_{0};
+  std::shared_ptr<std::atomic<int>> in_flight_ = std::make_shared<std::atomic<int>>(0);
 };
 
 }  // namespace nvfp4::server
