@@ -83,6 +83,30 @@ TEST(ChatTemplate, ByteEqualToTransformers) {
   }
 }
 
+TEST(ChatTemplate, SnippetsByteEqualToTransformers) {
+  const auto j = expected();
+  std::vector<ChatMessage> msgs;
+  for (const auto& m : j["snippet_messages"]) msgs.push_back({m["role"], m["content"]});
+  ChatRenderOptions o;
+  o.bos_token = "<s>";
+  o.eos_token = "</s>";
+  size_t equal = 0, raised = 0;
+  ASSERT_GE(j["snippets"].size(), 100u);
+  for (const auto& c : j["snippets"]) {
+    const std::string t = c["template"];
+    try {
+      const std::string got = ChatTemplate::parse(t, "snippet").render(msgs, o);
+      if (c.contains("error")) ADD_FAILURE() << t << ": rendered '" << got << "', transformers raised " << c["error"];
+      else if (got == c["text"].get<std::string>()) ++equal;
+      else ADD_FAILURE() << t << ": '" << got << "' != '" << c["text"].get<std::string>() << "'";
+    } catch (const Error& e) {
+      if (c.contains("error")) ++raised;
+      else ADD_FAILURE() << t << ": " << e.what();
+    }
+  }
+  std::cout << "[ chat     ] snippets: byte-equal on " << equal << ", raised on " << raised << " as transformers\n";
+}
+
 TEST(ChatTemplate, BuiltinsAreTheFixtureTexts) {
   const auto names = ChatTemplate::builtin_names();
   for (const char* need : {"chatml", "llama3", "mistral", "qwen3", "gemma2", "deepseek-r1", "phi3", "smollm2"})

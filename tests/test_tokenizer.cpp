@@ -13,6 +13,7 @@
 #include "nvfp4/tokenizer.h"
 #include "runtime/pretokenize.h"
 #include "runtime/unicode.h"
+#include "runtime/unicode_nfc.h"
 #include "test_util.h"
 
 using namespace nvfp4;
@@ -58,6 +59,18 @@ TEST(Unicode, InvalidBytesRoundTrip) {
   EXPECT_EQ(c[5].cp, 0x1F600u);
   EXPECT_EQ(c[1].cp, unicode::kInvalid);
   EXPECT_EQ(c[7].cp, unicode::kInvalid);
+}
+
+TEST(Unicode, NfcByTheStandard) {
+  EXPECT_EQ(unicode::nfc("e\xCC\x81"), "\xC3\xA9");                     // e + U+0301 -> U+00E9
+  EXPECT_EQ(unicode::nfc("\xE2\x84\xAB"), "\xC3\x85");                  // U+212B ANGSTROM SIGN -> U+00C5
+  EXPECT_EQ(unicode::nfc("\xE1\x84\x80\xE1\x85\xA1\xE1\x86\xA8"), "\xEA\xB0\x81");  // jamo -> U+AC01
+  // a + U+0301 (230) + U+0323 (220): reordered to a + U+0323 + U+0301, then U+1EA1 (a with dot
+  // below) + U+0301, which has no composite.
+  EXPECT_EQ(unicode::nfc("a\xCC\x81\xCC\xA3"), "\xE1\xBA\xA1\xCC\x81");
+  EXPECT_EQ(unicode::nfc("\xCC\x81x"), "\xCC\x81x");                     // a lone mark stays
+  EXPECT_EQ(unicode::nfc("e\xFF\xCC\x81"), "e\xFF\xCC\x81");           // an invalid byte blocks
+  EXPECT_EQ(unicode::nfc("plain ASCII"), "plain ASCII");
 }
 
 TEST(PreTokenize, Gpt2ByHand) {

@@ -7,6 +7,7 @@ the output is reproducible (transformers' version reads the clock).
 
     /work/tools-venv/v/bin/python tools/gen_chat_template_fixtures.py
 """
+import ast
 import datetime
 import json
 import os
@@ -58,6 +59,8 @@ CONVERSATIONS = {
     "assistant_first": [A1, U1],
     "long_multi_turn": [S] + [U1, A1] * 4 + [U2],
 }
+SNIPPET_MESSAGES = [{"role": "user", "content": "u1"}, {"role": "assistant", "content": "a1"},
+                    {"role": "user", "content": "u2"}]
 EXTRAS = {"qwen3": [{}, {"enable_thinking": False}, {"enable_thinking": True}],
           "features": [{}, {"enable_thinking": False}]}
 
@@ -107,14 +110,27 @@ def main():
             check_apply_chat_template(text, bos, eos)
         except jinja2.exceptions.TemplateError:
             pass
+    snippets = []
+    with open(os.path.join(DIR, "snippets.txt"), encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            text = ast.literal_eval(line)
+            case = {"template": text}
+            try:
+                case["text"] = render(text, SNIPPET_MESSAGES, True, "<s>", "</s>", {})
+            except (jinja2.exceptions.TemplateError, TypeError, ValueError, ZeroDivisionError) as e:
+                case["error"] = type(e).__name__
+            snippets.append(case)
     out = {"generator": "tools/gen_chat_template_fixtures.py",
            "transformers": transformers.__version__, "jinja2": jinja2.__version__,
-           "templates": templates, "cases": cases}
+           "templates": templates, "cases": cases, "snippet_messages": SNIPPET_MESSAGES,
+           "snippets": snippets}
     with open(os.path.join(DIR, "expected.json"), "w", encoding="utf-8") as f:
         json.dump(out, f, ensure_ascii=False, indent=1)
         f.write("\n")
     n_err = sum("error" in c for c in cases)
-    print(f"{len(cases)} cases ({n_err} raise) over {len(templates)} templates")
+    print(f"{len(cases)} cases ({n_err} raise) over {len(templates)} templates; {len(snippets)} snippets")
 
 
 if __name__ == "__main__":

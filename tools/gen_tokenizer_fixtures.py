@@ -56,6 +56,27 @@ def train_byte_level(texts):
     return tok
 
 
+DEEPSEEK3_SPLITS = [
+    r"\p{N}{1,3}",
+    "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*"
+    "|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
+]
+
+
+def train_deepseek3(texts):
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Split(tokenizers.Regex(r), behavior="isolated", invert=False) for r in DEEPSEEK3_SPLITS]
+        + [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=1000, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  special_tokens=["<\uff5cbegin\u2581of\u2581sentence\uff5c>", "<\uff5cend\u2581of\u2581sentence\uff5c>"])
+    tok.train_from_iterator(corpus(texts), trainer)
+    return tok
+
+
 def train_spm(texts):
     tok = Tokenizer(models.BPE(byte_fallback=True, unk_token="<unk>", fuse_unk=True))
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=False)
@@ -96,10 +117,28 @@ def write(name, tok_json, config, out_dir, texts, source):
     print(f"{d}: {len(cases)} texts, {sum(len(c['ids']) for c in cases)} ids, decode == text on {same}")
 
 
+def shrink(tok_json, keep):
+    """The tokenizer with its first `keep` vocabulary ids, the merges among them and its added
+    tokens renumbered after them: a small seed for fuzz/fuzz_tokenizer_json.cpp."""
+    j = json.loads(tok_json)
+    m = j["model"]
+    m["vocab"] = {t: i for t, i in m["vocab"].items() if i < keep}
+    pairs = [x.split(" ", 1) if isinstance(x, str) else x for x in m["merges"]]
+    m["merges"] = [p for p in pairs if p[0] in m["vocab"] and p[1] in m["vocab"] and p[0] + p[1] in m["vocab"]]
+    next_id = keep
+    for a in j["added_tokens"]:
+        if a["id"] >= keep:
+            a["id"] = next_id
+            next_id += 1
+    return json.dumps(j, ensure_ascii=False, separators=(",", ":"))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=str(ROOT / "fixtures" / "tokenizers"))
     ap.add_argument("--train", action="store_true")
+    ap.add_argument("--fuzz-seeds", action="store_true",
+                    help="write small seeds (the tiny tokenizers cut to ~300 ids) to fuzz/corpus/tokenizer_json/")
     ap.add_argument("--source", action="append", default=[], help="NAME=text naming where a file came from")
     ap.add_argument("inputs", nargs="*", help="NAME=PATH")
     a = ap.parse_args()
@@ -118,6 +157,38 @@ def main():
               f"trained by tools/gen_tokenizer_fixtures.py with tokenizers {tokenizers.__version__}")
         write("tiny-spm", train_spm(texts).to_str(), {"add_bos_token": True, "bos_token": "<s>", "eos_token": "</s>"},
               out, texts, f"trained by tools/gen_tokenizer_fixtures.py with tokenizers {tokenizers.__version__}")
+        write("tiny-deepseek3", train_deepseek3(texts).to_str(), None, out, texts,
+              f"trained by tools/gen_tokenizer_fixtures.py with tokenizers {tokenizers.__version__}")
+    if a.fuzz_seeds:
+        seeds = ROOT / "fuzz" / "corpus" / "tokenizer_json"
+        seeds.mkdir(parents=True, exist_ok=True)
+        for name, tok, keep in [("bytelevel", train_byte_level(texts), 300), ("spm", train_spm(texts), 330)]:
+            small = shrink(tok.to_str(), keep)
+            Tokenizer.from_str(small)  # still a valid tokenizer for `tokenizers`
+            (seeds / f"{name}.json").write_text(small)
+            print(f"wrote {seeds / name}.json: {len(small)} bytes")
+        # The other pipelines we read, on the same small vocabularies.
+        b = json.loads((seeds / "bytelevel.json").read_text())
+        byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+        v = json.loads(json.dumps(b))
+        v["pre_tokenizer"], v["normalizer"] = byte_level, None
+        v["model"]["merges"] = [" ".join(p) for p in b["model"]["merges"]]
+        variants = {"gpt2-strings": v}
+        v = json.loads(json.dumps(b))
+        v["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [{"type": "Digits", "individual_digits": True}, byte_level]}
+        variants["smollm"] = v
+        v = json.loads(json.dumps(b))
+        v["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = QWEN2_REGEX.replace(r"\p{N}|", r"\p{N}{1,3}|", 1)
+        variants["llama3"] = v
+        v = json.loads((seeds / "spm.json").read_text())
+        v["pre_tokenizer"] = None
+        v["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "▁"},
+                                                               {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]}
+        variants["spm-legacy"] = v
+        for name, v in variants.items():
+            text = json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+            Tokenizer.from_str(text)
+            (seeds / f"{name}.json").write_text(text)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 #include "cli/registry.h"
 #include "nvfp4/chat.h"
 #include "nvfp4/error.h"
+#include "nvfp4/generate.h"
 #include "nvfp4/sampler.h"
 
 namespace nvfp4::cli {
@@ -19,10 +20,13 @@ struct RunArgs {
   int64_t n_predict = 128;
   bool chat = false, json = false;
   SamplerOptions s;
+  std::string spec;
+  GenerateOptions g;
+  bool allow_drift = false;
   bool temp_set = false, top_k_set = false, top_p_set = false;
 };
 
-int run(const RunArgs& a) {
+int run(RunArgs& a) {
   if (a.prompt.empty() == a.file.empty())
     throw Error("", "", "give the prompt with exactly one of -p or -f", "-p TEXT or -f FILE", "");
   Loaded L = load_model(a.m, a.json);
@@ -43,37 +47,32 @@ int run(const RunArgs& a) {
   ContextOptions co = context_options(a.m);
   co.n_ctx = std::min<int64_t>(co.n_ctx, static_cast<int64_t>(ids.size()) + a.n_predict);
   ThreadPool pool(L.threads);
-  Context ctx(*L.model, co, pool);
-  const int64_t nv = L.model->config().n_vocab;
-  std::vector<float> logits(static_cast<size_t>(nv));
-  using clk = std::chrono::steady_clock;
-  const auto t0 = clk::now();
-  ctx.eval(ids.data(), static_cast<int64_t>(ids.size()), logits.data());
-  const double prompt_s = std::chrono::duration<double>(clk::now() - t0).count();
+  Sequence seq(*L.model, co.n_ctx, co.kv);
+  // Verification steps take up to draft_max + 1 tokens.
+  Workspace ws(*L.model, std::max<int64_t>(std::min(co.n_batch, co.n_ctx), a.spec == "ngram" ? a.g.draft_max + 1 : 1));
   std::string said;
-  const SamplerOptions so = generation_defaults(*L.ck, a.s, a.temp_set, a.top_k_set, a.top_p_set, said);
+  a.g.sampling = generation_defaults(*L.ck, a.s, a.temp_set, a.top_k_set, a.top_p_set, said);
   if (!said.empty() && !a.json) std::cerr << "nvfp4: " << said << "\n";
-  Sampler sampler(so);
-  std::vector<int32_t> out;
+  a.g.n_predict = a.n_predict;
+  a.g.speculative = a.spec == "ngram";
+  if (a.g.speculative && !a.json)
+    std::cerr << "nvfp4: speculative decoding: prompt lookup (n-gram " << a.g.ngram.n_min << ".." << a.g.ngram.n_max
+              << "), drafts of up to " << a.g.draft_max << " tokens, verified in one step"
+              << (a.allow_drift ? " (drift allowed)" : " (bit-identical to plain decoding)") << "\n";
   std::string generated;
-  double gen_s = 0;
-  int64_t gen_evals = 0;
-  std::string stop = "length";
-  while (static_cast<int64_t>(out.size()) < a.n_predict) {
-    const int32_t tok = sampler.sample(logits.data(), nv);
-    if (L.tok.is_eog(tok)) { stop = "eog"; break; }
-    out.push_back(tok);
-    const std::string piece = L.tok.token_bytes(tok);
-    generated += piece;
-    if (!a.json) std::cout << piece << std::flush;
-    if (static_cast<int64_t>(out.size()) == a.n_predict) break;
-    const auto t1 = clk::now();
-    ctx.eval(&tok, 1, logits.data());
-    gen_s += std::chrono::duration<double>(clk::now() - t1).count();
-    ++gen_evals;
-  }
+  const GenerateResult r = generate(*L.model, seq, ws, pool, ids, a.g, [&](int32_t t) { return L.tok.is_eog(t); },
+                                    [&](int32_t t) {
+                                      const std::string piece = L.tok.token_bytes(t);
+                                      generated += piece;
+                                      if (!a.json) std::cout << piece << std::flush;
+                                    },
+                                    a.allow_drift);
+  const std::vector<int32_t>& out = r.tokens;
+  const std::string& stop = r.stop;
+  const double prompt_s = r.prompt_s, gen_s = r.gen_s;
   const double prompt_tps = static_cast<double>(ids.size()) / prompt_s;
-  const double gen_tps = gen_evals > 0 ? static_cast<double>(gen_evals) / gen_s : 0.0;
+  const double gen_tps = out.size() > 1 && gen_s > 0 ? static_cast<double>(out.size() - 1) / gen_s : 0.0;
+  const SamplerOptions& so = a.g.sampling;
   if (a.json) {
     nlohmann::json j;
     j["text"] = generated;
@@ -92,12 +91,22 @@ int run(const RunArgs& a) {
     j["gen_tps"] = gen_tps;
     j["load_s"] = L.load_s;
     j["peak_rss_mb"] = peak_rss_mib();
+    j["decode_steps"] = r.steps;
+    if (a.g.speculative)
+      j["speculative"] = {{"method", "ngram"}, {"drafted", r.drafted}, {"accepted", r.accepted},
+                          {"acceptance", r.drafted > 0 ? static_cast<double>(r.accepted) / static_cast<double>(r.drafted) : 0.0},
+                          {"tokens_per_step", r.steps > 0 ? static_cast<double>(out.size() - 1) / static_cast<double>(r.steps) : 0.0},
+                          {"backed_off", r.backed_off}, {"drift_allowed", a.allow_drift}};
     std::cout << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::cout << "\n";
     std::cerr << "nvfp4: prompt " << ids.size() << " tokens, " << prompt_tps << " tok/s; generation "
               << out.size() << " tokens, " << gen_tps << " tok/s; peak RSS " << static_cast<int64_t>(peak_rss_mib())
               << " MiB\n";
+    if (a.g.speculative)
+      std::cerr << "nvfp4: speculative: " << r.accepted << " of " << r.drafted << " drafted tokens accepted, "
+                << r.steps << " decode steps for " << out.size() << " tokens"
+                << (r.backed_off ? "; backed off to plain decoding (slower than plain over the last 16 steps)" : "") << "\n";
   }
   return 0;
 }
@@ -116,6 +125,12 @@ const Registrar reg("run", "generate text from a prompt", [](CLI::App& app) {
   auto* top_p = app.add_option("--top-p", a->s.top_p, "top-p")->check(CLI::Range(0.0f, 1.0f));
   app.add_option("--seed", a->s.seed, "sampling seed");
   app.add_flag("--json", a->json, "print one JSON object: text, ids, timings");
+  app.add_option("--spec", a->spec, "speculative decoding: ngram (prompt lookup), bit-identical to plain decoding in a16q8/w4a4")
+      ->check(CLI::IsMember({"ngram"}));
+  app.add_option("--draft-max", a->g.draft_max, "speculative: draft tokens per step (default 8)")->check(CLI::Range(1, 64));
+  app.add_option("--spec-ngram-min", a->g.ngram.n_min, "speculative: shortest n-gram looked up (default 1)")->check(CLI::Range(1, 16));
+  app.add_option("--spec-ngram-max", a->g.ngram.n_max, "speculative: longest n-gram looked up (default 4)")->check(CLI::Range(1, 16));
+  app.add_flag("--spec-allow-drift", a->allow_drift, "allow speculation in a16/f32, where output may drift from plain decoding");
   return [a, temp, top_k, top_p] {
     a->temp_set = temp->count() > 0;
     a->top_k_set = top_k->count() > 0;

@@ -115,6 +115,9 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, const
   g.vars.emplace_back("strftime_now", Value::func([tm](jinja::Evaluator&, jinja::CallArgs& a) {
     if (a.pos.size() != 1 || a.pos[0].t != jinja::Type::Str) jinja::fail(0, "TypeError: strftime_now(format) takes a string");
     if (a.pos[0].s.size() > 256) jinja::fail(0, "strftime_now: format too long", "at most 256 bytes");
+    // A naive datetime (what transformers formats) has no time zone: %Z/%z would differ.
+    if (a.pos[0].s.find("%Z") != std::string::npos || a.pos[0].s.find("%z") != std::string::npos)
+      jinja::fail(0, "unsupported construct: strftime_now with a time zone directive");
     char buf[4096];
     const size_t n = std::strftime(buf, sizeof buf, a.pos[0].s.c_str(), &tm);
     if (n == 0 && !a.pos[0].s.empty()) jinja::fail(0, "unsupported construct: strftime_now format with an empty result");

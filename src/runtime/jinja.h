@@ -52,6 +52,9 @@ struct Value {
 
 // Lists and dicts nest at most this deep (recursion in repr, ==, tojson and destruction).
 constexpr uint32_t kMaxNesting = 256;
+// Evaluation recursion (expressions within expressions, bodies, macro calls) stops here: a few
+// MiB of stack at most, sanitizers included.
+constexpr int kMaxRecursion = 600;
 // Sets d.depth from its items (after building a dict); throws past kMaxNesting.
 void seal_dict(Value& d);
 
@@ -199,6 +202,14 @@ class Evaluator {
   uint64_t steps_ = 0;
   std::vector<std::shared_ptr<Object>> objects_;
   int depth_ = 0;
+  int nest_ = 0;  // eval/exec recursion, bounded by kMaxRecursion (the C++ stack)
+  struct Nest {
+    int& n;
+    Nest(int& x, int line) : n(x) {
+      if (++n > kMaxRecursion) { --n; fail(line, "template nests too deep", "at most 600 levels of calls and expressions"); }
+    }
+    ~Nest() { --n; }
+  };
 };
 
 // Filters, tests and methods (jinja_filters.cpp).

@@ -110,6 +110,7 @@ Value Evaluator::getitem(const Value& obj, const Value& key, int line) {
       if (i < 0) i += n;
       return i >= 0 && i < n ? (*obj.l)[static_cast<size_t>(i)] : Value::undefined();
     }
+    charge(obj.s.size() / 16, line);
     const auto cps = decode_utf8(obj.s);
     const int64_t n = static_cast<int64_t>(cps.size());
     if (i < 0) i += n;
@@ -180,6 +181,7 @@ Value Evaluator::binop(const std::string& op, const Value& a, const Value& b, in
   if (op == "~") {
     std::string s = to_str(a, line) + to_str(b, line);
     check_size(s.size(), line);
+    charge(s.size() / 16, line);
     return Value::str(std::move(s));
   }
   if (a.is_undefined()) undefined_error(a, line, "operand of '" + op + "'");
@@ -213,13 +215,13 @@ Value Evaluator::binop(const std::string& op, const Value& a, const Value& b, in
       return op == "%" ? Value::integer(m) : Value::integer(d);
     }
     if (op == "**") {
+      if (x == 0 && y < 0) fail(line, "ZeroDivisionError: 0 cannot be raised to a negative power");
       if (!fl && q >= 0) {
-        int64_t acc = 1;
-        for (int64_t k = 0; k < q; ++k) {
-          if (__builtin_mul_overflow(acc, p, &acc)) fail(line, "integer overflow");
-          if (acc == 0 || acc == 1) break;
-          step(line);
-        }
+        if (p == 0 || p == 1) return Value::integer(q == 0 ? 1 : p);
+        if (p == -1) return Value::integer(q % 2 ? -1 : 1);
+        int64_t acc = 1;  // |p| >= 2: overflow within 63 multiplications
+        for (int64_t k = 0; k < q; ++k)
+          if (__builtin_mul_overflow(acc, p, &acc)) fail(line, "integer overflow", "a result within 64 bits");
         return Value::integer(acc);
       }
       return Value::real(std::pow(x, y));
@@ -228,6 +230,7 @@ Value Evaluator::binop(const std::string& op, const Value& a, const Value& b, in
   if (op == "+") {
     if (a.t == Type::Str && b.t == Type::Str) {
       check_size(a.s.size() + b.s.size(), line);
+      charge((a.s.size() + b.s.size()) / 16, line);
       return Value::str(a.s + b.s);
     }
     if (a.t == Type::List && b.t == Type::List && a.tuple == b.tuple) {
@@ -244,8 +247,10 @@ Value Evaluator::binop(const std::string& op, const Value& a, const Value& b, in
     if (seq && (cnt->t == Type::Int || cnt->t == Type::Bool)) {
       const int64_t n = std::max<int64_t>(0, as_int(*cnt));
       const size_t unit = seq->t == Type::Str ? seq->s.size() : seq->l->size();
-      if (unit != 0 && static_cast<uint64_t>(n) > lim_.max_output / unit) check_size(SIZE_MAX, line);
+      if (unit == 0) return seq->t == Type::Str ? Value::str("") : Value::list({}, seq->tuple);
+      if (static_cast<uint64_t>(n) > lim_.max_output / unit) check_size(SIZE_MAX, line);
       if (seq->t == Type::Str) {
+        charge(static_cast<uint64_t>(n) * unit / 16, line);
         std::string o;
         for (int64_t k = 0; k < n; ++k) o += seq->s;
         return Value::str(std::move(o));
@@ -296,6 +301,7 @@ Value Evaluator::cmp(const Expr& e) {
 
 Value Evaluator::eval(const Expr& e) {
   step(e.line);
+  const Nest nest(nest_, e.line);
   switch (e.k) {
     case Expr::Const: return e.c;
     case Expr::Name: return lookup(e.name);
@@ -309,6 +315,7 @@ Value Evaluator::eval(const Expr& e) {
       if (o.is_undefined()) undefined_error(o, e.line, "a slice of it");
       Value parts[3];
       for (int k = 0; k < 3; ++k) parts[k] = e.kids[k + 1] ? eval(*e.kids[k + 1]) : Value::none();
+      charge((o.t == Type::Str ? o.s.size() : o.t == Type::List ? o.l->size() : 0) / 16, e.line);
       return slice(o, parts, e.line);
     }
     case Expr::Call: case Expr::Filter: case Expr::Test: {
@@ -471,6 +478,7 @@ Evaluator::Flow Evaluator::exec_for(const Node& n, std::string& out) {
 }
 
 Evaluator::Flow Evaluator::exec(const Body& body, std::string& out) {
+  const Nest nest(nest_, body.empty() ? 0 : body[0]->line);
   for (const auto& np : body) {
     const Node& n = *np;
     step(n.line);

@@ -14,19 +14,31 @@ namespace {
 bool is_space_ascii(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
 // Python's str.rstrip() / the regex \s (Unicode whitespace), on UTF-8.
-size_t rstrip_pos(const std::string& s) {
-  auto cps = decode_utf8(s);
-  size_t n = cps.size();
-  while (n > 0 && py_isspace(cps[n - 1])) --n;
-  return encode_utf8(cps, 0, n).size();
+// The code point at s[i] (valid UTF-8) and its length in bytes.
+uint32_t cp_at(const std::string& s, size_t i, size_t& len) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : 4;
+  uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
+  for (size_t k = 1; k < len && i + k < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+  return cp;
 }
 size_t lstrip_len(const std::string& s, size_t from) {
-  auto cps = decode_utf8(s.substr(from));
-  size_t n = 0;
-  while (n < cps.size() && py_isspace(cps[n])) ++n;
-  return encode_utf8(cps, 0, n).size();
+  size_t i = from, len = 0;
+  while (i < s.size() && py_isspace(cp_at(s, i, len))) i += len;
+  return i - from;
 }
 
+size_t rstrip_pos(const std::string& s) {
+  size_t n = s.size();
+  while (n > 0) {
+    size_t b = n - 1;  // start of the last code point
+    while (b > 0 && (static_cast<unsigned char>(s[b]) & 0xC0) == 0x80) --b;
+    size_t len = 0;
+    if (!py_isspace(cp_at(s, b, len))) break;
+    n = b;
+  }
+  return n;
+}
 std::string normalize(const std::string& src) {
   std::string o;
   o.reserve(src.size());

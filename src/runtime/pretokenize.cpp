@@ -74,6 +74,10 @@ std::vector<std::pair<uint32_t, uint32_t>> pretokenize(std::string_view text, Pr
     split_gpt2(c, k, 0, c.size(), out);
     return out;
   }
+  if (kind == PreTokenizer::deepseek3) {
+    split_deepseek3(c, out);
+    return out;
+  }
   if (kind == PreTokenizer::llama3 || kind == PreTokenizer::qwen2) {
     const size_t digits = kind == PreTokenizer::llama3 ? 3 : 1;
     for (size_t i = 0; i < c.size();) {

@@ -23,6 +23,8 @@ enum class PreTokenizer {
   llama3,
   // Qwen2's (GGUF "qwen2", "deepseek-r1-qwen"): Llama 3's with \p{N} instead of \p{N}{1,3}.
   qwen2,
+  // DeepSeek V3's three Splits (GGUF "deepseek-v3"): see pretokenize_deepseek3.cpp.
+  deepseek3,
 };
 
 // Byte ranges [begin, end) of the pieces of `text`, in order, covering all of it.
@@ -36,6 +38,8 @@ Cls classify(uint32_t cp);
 // max_digits 3 (Llama 3) or 1 (Qwen2).
 size_t llama3_match(const std::vector<unicode::Char>& c, const std::vector<Cls>& k, size_t i,
                     size_t n, size_t max_digits);
+// DeepSeek V3's pieces of the whole text.
+void split_deepseek3(const std::vector<unicode::Char>& c, std::vector<std::pair<uint32_t, uint32_t>>& out);
 }  // namespace pretok
 
 }  // namespace nvfp4

@@ -14,15 +14,16 @@ int32_t argmax(const float* logits, int64_t n) {
   return static_cast<int32_t>(best);
 }
 
-double Sampler::uniform() {
-  uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+// splitmix64 at counter index + 1: the stream a stateful splitmix64 seeded with `seed` yields.
+double Sampler::uniform(uint64_t index) const {
+  uint64_t z = opt_.seed + (index + 1) * 0x9E3779B97F4A7C15ull;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   z ^= z >> 31;
   return static_cast<double>(z >> 11) * 0x1p-53;
 }
 
-int32_t Sampler::sample(const float* logits, int64_t n_vocab) {
+int32_t Sampler::sample_at(const float* logits, int64_t n_vocab, uint64_t index) {
   if (opt_.temperature <= 0.0f) return argmax(logits, n_vocab);
   cand_.clear();
   for (int64_t i = 0; i < n_vocab; ++i) cand_.emplace_back(logits[i], static_cast<int32_t>(i));
@@ -49,7 +50,7 @@ int32_t Sampler::sample(const float* logits, int64_t n_vocab) {
   }
   double total = 0.0;
   for (size_t i = 0; i < keep; ++i) total += p[i];
-  double r = uniform() * total;
+  double r = uniform(index) * total;
   for (size_t i = 0; i < keep; ++i) {
     r -= p[i];
     if (r < 0.0) return cand_[i].second;

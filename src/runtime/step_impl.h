@@ -34,6 +34,11 @@ struct Workspace::Impl {
 };
 
 // One step in flight: the model, the workspace, the pool and the token count.
+//
+// The seam for a second backend: a block (src/models/) touches activations only through these
+// ops and attention(); a device backend would implement the same ops over its own buffers (the
+// Model's weights uploaded once into a backend buffer, the Workspace's activations living there),
+// with the step driver (step.cpp) unchanged. Only the CPU implementation exists.
 struct StepRun {
   const Model::Impl& m;
   Workspace::Impl& ws;

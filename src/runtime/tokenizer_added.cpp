@@ -1,6 +1,6 @@
 // Added tokens in the text, as HF tokenizers' AddedVocabulary finds them: leftmost-longest
-// matches, left to right; a single_word token only where no word character (letter, number, _)
-// touches it; lstrip / rstrip widen the match over white space (never into the previous match).
+// matches, left to right; a single_word token only where no word character (regex \w) touches
+// it; lstrip / rstrip widen the match over white space (never into the previous match).
 #include "runtime/tokenizer_impl.h"
 #include "runtime/unicode.h"
 
@@ -8,7 +8,7 @@ namespace nvfp4 {
 
 namespace {
 
-bool is_word(uint32_t cp) { return cp == '_' || unicode::is_letter(cp) || unicode::is_number(cp); }
+bool is_word(uint32_t cp) { return unicode::is_word(cp); }
 
 // The code point that ends s[0, end), kInvalid if none or not valid UTF-8.
 uint32_t last_cp(std::string_view s, size_t end) {

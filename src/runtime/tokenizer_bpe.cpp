@@ -30,6 +30,7 @@ bool pick_pre(const std::string& pre, PreTokenizer& kind) {
   for (const char* p : kGpt2) if (pre == p) { kind = PreTokenizer::gpt2; return true; }
   for (const char* p : kLlama3) if (pre == p) { kind = PreTokenizer::llama3; return true; }
   for (const char* p : kQwen2) if (pre == p) { kind = PreTokenizer::qwen2; return true; }
+  if (pre == "deepseek-v3") { kind = PreTokenizer::deepseek3; return true; }
   return false;
 }
 
@@ -61,7 +62,7 @@ Tokenizer Tokenizer::build(TokenizerData data) {
   } else if (!pick_pre(t.d.pre, t.pre_kind)) {
     throw Error(src, "", "unsupported pre-tokenizer (tokenizer.ggml.pre)",
                 "smollm, starcoder, refact, command-r, codeshell, exaone, minerva, gpt-2, mpt, olmo, "
-                "llama-bpe, qwen2, deepseek-r1-qwen", t.d.pre);
+                "llama-bpe, qwen2, deepseek-r1-qwen, deepseek-v3", t.d.pre);
   }
   const int64_t n = static_cast<int64_t>(t.d.tokens.size());
   if (n == 0 || n > (1 << 30)) throw Error(src, "", "vocabulary size", "1 .. 2^30 tokens", std::to_string(n));

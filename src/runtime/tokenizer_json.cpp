@@ -107,6 +107,10 @@ TokenizerData tokenizer_data_from_json(const std::string& text, const std::strin
     }
   }
   if (tokens.empty()) jsonf::fail(file, "model.vocab", "at least one token", "none");
+  const size_t entries = vocab.size() + (added ? added->size() : 0);
+  if (tokens.size() > entries + 1024)  // holes are filled with [PADn] tokens: only a few
+    jsonf::fail(file, "model.vocab", "ids below the number of tokens + 1024 (" + std::to_string(entries + 1024) + ")",
+                "id " + std::to_string(tokens.size() - 1));
   d.tokens = std::move(tokens);
   d.token_types.assign(d.tokens.size(), static_cast<int32_t>(TokenType::normal));
   for (size_t i = 0; i < d.tokens.size(); ++i)
@@ -123,6 +127,10 @@ TokenizerData tokenizer_data_from_json(const std::string& text, const std::strin
                 "false with pre_tokenizer " + pre_dump.substr(0, 200));
   d.model = byte_level ? "gpt2" : "llama";
   hfjson::read_pipeline(root, file, d);
+  // llama.cpp names DeepSeek-R1-Distill-Qwen's vocabulary apart (same pre-tokenizer as qwen2).
+  if (d.pre == "qwen2" && std::find(d.tokens.begin(), d.tokens.end(),
+                                    "<\xEF\xBD\x9C" "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>") != d.tokens.end())
+    d.pre = "deepseek-r1-qwen";
   read_merges(model, file, d);
 
   if (const Json* u = jsonf::optional(model, "unk_token")) {

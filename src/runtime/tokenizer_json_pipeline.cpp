@@ -17,7 +17,23 @@ const KnownPattern kPatterns[] = {
      "qwen2"},
     {R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)", "gpt-2"},
 };
+// DeepSeek V3's three Splits (pretokenize_deepseek3.cpp), as its tokenizer.json writes them.
+const char* const kDeepSeek3[] = {
+    "\\p{N}{1,3}",
+    "[\xE4\xB8\x80""-\xE9\xBE\xA5""\xE3\x81\x80""-\xE3\x82\x9F""\xE3\x82\xA0""-\xE3\x83\xBF""]+",
+    ("[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| "
+     "?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"),
+};
 const char* kMeta = "\xE2\x96\x81";
+
+// The Regex of an Isolated, non-inverted Split; nullptr for anything else.
+const Json* isolated_regex(const Json& s, const std::string& file) {
+  const Json* pat = jsonf::optional(s, "pattern");
+  const Json* re = pat ? jsonf::optional(*pat, "Regex") : nullptr;
+  const Json* beh = jsonf::optional(s, "behavior");
+  const bool invert = jsonf::boolean(s, "invert", false, file, "pre_tokenizer");
+  return re && re->is_string() && beh && *beh == "Isolated" && !invert ? re : nullptr;
+}
 
 struct Ctx {
   const std::string& file;
@@ -78,7 +94,8 @@ void byte_level_pre(const Json& root, Ctx& c) {
   const Json* p = jsonf::optional(root, "pre_tokenizer");
   const char* expected =
       "ByteLevel(use_regex=true), Sequence[Digits(individual_digits=true), ByteLevel(use_regex=true)] "
-      "or Sequence[Split(Regex of GPT-2, Llama 3 or Qwen2, Isolated), ByteLevel(use_regex=false)], "
+      "or Sequence[Split(Regex of GPT-2, Llama 3 or Qwen2, Isolated), ByteLevel(use_regex=false)] or "
+      "DeepSeek V3's Sequence of three Splits and ByteLevel(use_regex=false), "
       "add_prefix_space=false";
   if (!p) jsonf::fail(c.file, "pre_tokenizer", expected, "null");
   const auto v = items(*p, "pretokenizers", c.file, "pre_tokenizer");
@@ -96,13 +113,16 @@ void byte_level_pre(const Json& root, Ctx& c) {
     c.d.pre = "smollm";
     return;
   }
+  if (v.size() == 4 && !regex && types[0] == "Split" && types[1] == "Split" && types[2] == "Split") {
+    bool all = true;
+    for (size_t i = 0; i < 3; ++i) {
+      const Json* re = isolated_regex(*v[i], c.file);
+      all = all && re && *re == kDeepSeek3[i];
+    }
+    if (all) { c.d.pre = "deepseek-v3"; return; }
+  }
   if (v.size() == 2 && !regex && types[0] == "Split") {
-    const Json& s = *v[0];
-    const Json* pat = jsonf::optional(s, "pattern");
-    const Json* re = pat ? jsonf::optional(*pat, "Regex") : nullptr;
-    const Json* beh = jsonf::optional(s, "behavior");
-    const bool invert = jsonf::boolean(s, "invert", false, c.file, "pre_tokenizer");
-    if (re && re->is_string() && beh && *beh == "Isolated" && !invert) {
+    if (const Json* re = isolated_regex(*v[0], c.file)) {
       for (const KnownPattern& k : kPatterns)
         if (*re == k.pattern) { c.d.pre = k.pre; return; }
       jsonf::fail(c.file, "pre_tokenizer", std::string("a Split regex of GPT-2, Llama 3 or Qwen2 (") + kPatterns[0].pattern + " ...)",

@@ -72,6 +72,16 @@ bool is_number(uint32_t cp) {
   return cp != kInvalid && in_ranges(kNumberRanges, kNumberRanges_count, cp);
 }
 
+bool is_mark(uint32_t cp) { return cp != kInvalid && in_ranges(kMarkRanges, kMarkRanges_count, cp); }
+bool is_punct(uint32_t cp) { return cp != kInvalid && in_ranges(kPunctRanges, kPunctRanges_count, cp); }
+bool is_symbol(uint32_t cp) { return cp != kInvalid && in_ranges(kSymbolRanges, kSymbolRanges_count, cp); }
+
+bool is_word(uint32_t cp) {
+  if (cp < 0x80) return is_letter(cp) || is_number(cp) || cp == '_';
+  return cp == 0x200C || cp == 0x200D || is_letter(cp) || is_mark(cp) ||
+         (cp != kInvalid && in_ranges(kWordExtraRanges, kWordExtraRanges_count, cp));
+}
+
 bool is_whitespace(uint32_t cp) {
   return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
          (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||

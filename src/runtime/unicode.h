@@ -17,6 +17,14 @@ extern const CodepointRange kLetterRanges[];
 extern const size_t kLetterRanges_count;
 extern const CodepointRange kNumberRanges[];
 extern const size_t kNumberRanges_count;
+extern const CodepointRange kMarkRanges[];
+extern const size_t kMarkRanges_count;
+extern const CodepointRange kPunctRanges[];
+extern const size_t kPunctRanges_count;
+extern const CodepointRange kSymbolRanges[];
+extern const size_t kSymbolRanges_count;
+extern const CodepointRange kWordExtraRanges[];  // Nd, Nl, Pc
+extern const size_t kWordExtraRanges_count;
 
 // A decoded code point and the bytes it came from.
 struct Char {
@@ -35,5 +43,9 @@ void append_utf8(uint32_t cp, std::string& out);
 bool is_letter(uint32_t cp);      // general category L*
 bool is_number(uint32_t cp);      // general category N*
 bool is_whitespace(uint32_t cp);  // the White_Space property (what \s matches)
+bool is_mark(uint32_t cp);        // general category M*
+bool is_punct(uint32_t cp);       // general category P*
+bool is_symbol(uint32_t cp);      // general category S*
+bool is_word(uint32_t cp);        // regex \w: L, M, Nd, Nl, Pc, U+200C, U+200D
 
 }  // namespace nvfp4::unicode

@@ -1,0 +1,129 @@
+#include "nvfp4/generate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+
+#include "nvfp4/error.h"
+
+namespace nvfp4 {
+
+std::vector<int32_t> NgramProposer::propose(std::span<const int32_t> h, int k) const {
+  const int64_t n = static_cast<int64_t>(h.size());
+  for (int64_t len = std::min<int64_t>(n_max, n - 1); len >= n_min && len >= 1; --len) {
+    const int32_t* suffix = h.data() + n - len;
+    // The latest earlier occurrence (start s + len <= n - 1, so something follows it).
+    for (int64_t s = n - len - 1; s >= 0; --s) {
+      if (!std::equal(suffix, suffix + len, h.data() + s)) continue;
+      const int64_t from = s + len, count = std::min<int64_t>(k, n - from);
+      return std::vector<int32_t>(h.begin() + from, h.begin() + from + count);
+    }
+  }
+  return {};
+}
+
+namespace {
+using clk = std::chrono::steady_clock;
+double since(clk::time_point t) { return std::chrono::duration<double>(clk::now() - t).count(); }
+}  // namespace
+
+GenerateResult generate(const Model& model, Sequence& seq, Workspace& ws, ThreadPool& pool, std::span<const int32_t> prompt,
+                        const GenerateOptions& opt, const std::function<bool(int32_t)>& is_eog,
+                        const std::function<void(int32_t)>& on_token, bool allow_drift) {
+  const Mode mode = model.mode();
+  if (opt.speculative && !allow_drift && mode != Mode::a16q8 && mode != Mode::w4a4)
+    throw Error("", "", "speculative decoding in mode " + std::string(mode_name(mode)) +
+                    ": its logits may change with the step's composition, so output could drift from plain decoding",
+                "--precision a16q8 or w4a4 (bit-identical), or --spec-allow-drift", std::string(mode_name(mode)));
+  if (seq.pos() != 0) throw Error("", "", "generate: the sequence must start empty", "0 positions", std::to_string(seq.pos()));
+  if (prompt.empty()) throw Error("", "", "empty prompt", "at least one token", "0 tokens");
+  GenerateResult r;
+  const int64_t nv = model.config().n_vocab, nb = ws.n_batch();
+  Sampler sampler(opt.sampling);
+  std::vector<float> logits(static_cast<size_t>(nv) * static_cast<size_t>(std::max<int64_t>(nb, 1)));
+  std::vector<StepToken> step;
+  const auto t0 = clk::now();
+  for (size_t s = 0; s < prompt.size(); s += static_cast<size_t>(nb)) {
+    const size_t k = std::min(prompt.size() - s, static_cast<size_t>(nb));
+    step.clear();
+    for (size_t i = 0; i < k; ++i)
+      step.push_back({prompt[s + i], &seq, seq.pos() + static_cast<int64_t>(i), s + i + 1 == prompt.size()});
+    forward(model, step, ws, pool, logits.data());
+  }
+  r.prompt_s = since(t0);
+  std::vector<int32_t> history(prompt.begin(), prompt.end());
+  // emit(): the token of generation index tokens.size(), or false at the end.
+  const auto emit = [&](const float* row) {
+    const int32_t tok = sampler.sample_at(row, nv, r.tokens.size());
+    if (is_eog(tok)) {
+      r.stop = "eog";
+      return false;
+    }
+    r.tokens.push_back(tok);
+    history.push_back(tok);
+    if (on_token) on_token(tok);
+    return static_cast<int64_t>(r.tokens.size()) < opt.n_predict;
+  };
+  if (opt.n_predict <= 0 || !emit(logits.data())) return r;
+  const auto tg = clk::now();
+  bool spec = opt.speculative;
+  int k = std::max(1, opt.draft_max);
+  double plain_s = 0;
+  int64_t plain_steps = 0, plain_tokens = 0;
+  std::deque<std::pair<double, int64_t>> window;  // recent verification steps: (seconds, tokens)
+  while (true) {
+    const int64_t room = seq.n_ctx() - seq.pos();  // positions left, the last token's included
+    if (room < 1) break;
+    std::vector<int32_t> draft;
+    // Two plain steps first measure what speculation must beat.
+    if (spec && plain_steps >= 2) {
+      const int64_t limit = std::min<int64_t>({k, room - 1, nb - 1, opt.n_predict - static_cast<int64_t>(r.tokens.size())});
+      if (limit > 0) draft = opt.ngram.propose(history, static_cast<int>(limit));
+    }
+    const auto ts = clk::now();
+    step.clear();
+    const int64_t p0 = seq.pos();
+    step.push_back({history.back(), &seq, p0, true});
+    for (size_t i = 0; i < draft.size(); ++i) step.push_back({draft[i], &seq, p0 + 1 + static_cast<int64_t>(i), true});
+    forward(model, step, ws, pool, logits.data());
+    ++r.steps;
+    r.drafted += static_cast<int64_t>(draft.size());
+    // Row i is the logits after step token i; accept drafts while they equal the pick.
+    size_t accepted = 0;
+    bool more = true;
+    for (size_t i = 0; i <= draft.size() && more; ++i) {
+      more = emit(logits.data() + i * static_cast<size_t>(nv));
+      if (!more || i == draft.size() || r.tokens.back() != draft[i]) break;
+      ++accepted;
+    }
+    r.accepted += static_cast<int64_t>(accepted);
+    // Keep the cache of what was accepted (the step's first token and the accepted drafts).
+    seq.truncate(p0 + 1 + static_cast<int64_t>(accepted));
+    const double dt = since(ts);
+    const int64_t made = static_cast<int64_t>(accepted) + 1;
+    if (draft.empty()) {
+      plain_s += dt;
+      ++plain_steps;
+      plain_tokens += 1;
+    } else {
+      if (accepted == draft.size()) k = std::min(opt.draft_max, 2 * k);
+      else if (accepted == 0) k = std::max(1, k / 2);
+      window.emplace_back(dt, made);
+      if (window.size() > 16) window.pop_front();
+      if (opt.backoff && window.size() == 16 && plain_steps > 0) {
+        double ws_ = 0;
+        int64_t wt = 0;
+        for (const auto& [s, t] : window) { ws_ += s; wt += t; }
+        if (static_cast<double>(wt) / ws_ < static_cast<double>(plain_tokens) / plain_s) {
+          spec = false;
+          r.backed_off = true;
+        }
+      }
+    }
+    if (!more) break;
+  }
+  r.gen_s = since(tg);
+  return r;
+}
+
+}  // namespace nvfp4

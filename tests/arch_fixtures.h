@@ -1,0 +1,145 @@
+// Shared by tests/test_arch_fixtures*.cpp: the oracles of fixtures/arch/<arch>/ (written by
+// tools/gen_arch_fixtures.py) and small helpers to run a checkpoint on a prompt.
+#pragma once
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nvfp4/checkpoint.h"
+#include "nvfp4/error.h"
+#include "nvfp4/model.h"
+#include "test_util.h"
+
+namespace nvfp4::test {
+
+// fixtures/arch, or $NVFP4_ARCH_FIXTURES (a regenerated tree).
+inline std::string arch_root() {
+  if (const char* p = std::getenv("NVFP4_ARCH_FIXTURES")) return p;
+  return fixture_path("arch");
+}
+
+// logits.json + logits.f32 of one architecture.
+struct ArchOracle {
+  nlohmann::json j;
+  std::vector<float> f32;
+  int64_t nv = 0;
+
+  explicit ArchOracle(const std::string& arch) {
+    const std::string dir = arch_root() + "/" + arch;
+    std::ifstream f(dir + "/logits.json");
+    if (!f) throw std::runtime_error("missing " + dir + "/logits.json");
+    j = nlohmann::json::parse(f);
+    nv = j["n_vocab"].get<int64_t>();
+    std::ifstream b(dir + "/" + j["logits_file"].get<std::string>(), std::ios::binary);
+    std::vector<char> raw((std::istreambuf_iterator<char>(b)), std::istreambuf_iterator<char>());
+    f32.resize(raw.size() / 4);
+    std::copy(raw.begin(), raw.begin() + static_cast<std::ptrdiff_t>(f32.size() * 4), reinterpret_cast<char*>(f32.data()));
+  }
+  size_t prompts() const { return j["prompts"].size(); }
+  std::vector<int32_t> ids(size_t p) const { return j["prompts"][p]["ids"].get<std::vector<int32_t>>(); }
+  std::vector<int32_t> greedy(size_t p) const { return j["prompts"][p]["greedy"].get<std::vector<int32_t>>(); }
+  // [n_pos][n_vocab] of `set` ("float", "modelopt_w4a16", ...) for prompt p.
+  const float* logits(size_t p, const std::string& set) const {
+    const auto& sets = j["sets"];
+    size_t k = 0;
+    while (k < sets.size() && sets[k].get<std::string>() != set) ++k;
+    if (k == sets.size()) throw std::runtime_error("no logit set " + set);
+    const size_t n = ids(p).size();
+    const size_t off = j["prompts"][p]["offset"].get<size_t>() + k * n * static_cast<size_t>(nv);
+    if (off + n * static_cast<size_t>(nv) > f32.size()) throw std::runtime_error("logits.f32 too short");
+    return f32.data() + off;
+  }
+};
+
+inline std::vector<float> eval_all(const Model& m, const std::vector<int32_t>& ids, ThreadPool& pool) {
+  ContextOptions co;
+  co.n_ctx = 64;
+  co.n_batch = 7;  // several batches per prompt
+  Context ctx(m, co, pool);
+  std::vector<float> out(ids.size() * static_cast<size_t>(m.config().n_vocab));
+  ctx.eval(ids.data(), static_cast<int64_t>(ids.size()), out.data(), true);
+  return out;
+}
+
+inline int32_t argmax(const float* row, int64_t nv) {
+  int32_t a = 0;
+  for (int64_t i = 1; i < nv; ++i) if (row[i] > row[a]) a = static_cast<int32_t>(i);
+  return a;
+}
+
+// n tokens by argmax after the prompt (no EOS stop), as the generator script does.
+inline std::vector<int32_t> greedy(const Model& m, const std::vector<int32_t>& ids, int n, ThreadPool& pool) {
+  ContextOptions co;
+  co.n_ctx = static_cast<int64_t>(ids.size()) + n;
+  Context ctx(m, co, pool);
+  const int64_t nv = m.config().n_vocab;
+  std::vector<float> row(static_cast<size_t>(nv));
+  ctx.eval(ids.data(), static_cast<int64_t>(ids.size()), row.data());
+  std::vector<int32_t> out;
+  for (int i = 0; i < n; ++i) {
+    const int32_t t = argmax(row.data(), nv);
+    out.push_back(t);
+    if (i + 1 < n) ctx.eval(&t, 1, row.data());
+  }
+  return out;
+}
+
+struct Diff {
+  double max_abs = 0, max_ref = 0;
+  int positions = 0, argmax_differ = 0, argmax_checked = 0;
+  std::vector<double> pos_max;  // max |diff| of each position
+  double first_max = 0;         // max |diff| over the first position of each prompt
+  double median() const {
+    std::vector<double> v = pos_max;
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  }
+  void add(const float* got, const float* ref, size_t n_pos, int64_t nv) {
+    for (size_t p = 0; p < n_pos; ++p) {
+      const float* g = got + p * static_cast<size_t>(nv);
+      const float* r = ref + p * static_cast<size_t>(nv);
+      double pm = 0;
+      for (int64_t i = 0; i < nv; ++i) {
+        pm = std::max(pm, std::fabs(static_cast<double>(g[i]) - r[i]));
+        max_ref = std::max(max_ref, std::fabs(static_cast<double>(r[i])));
+      }
+      max_abs = std::max(max_abs, pm);
+      pos_max.push_back(pm);
+      if (p == 0) first_max = std::max(first_max, pm);
+      // argmax compared where the reference's top two are clearly apart
+      const int32_t a = argmax(r, nv);
+      double second = -1e30;
+      for (int64_t i = 0; i < nv; ++i) if (i != a) second = std::max(second, static_cast<double>(r[i]));
+      if (r[a] - second > 1e-2) {
+        ++argmax_checked;
+        argmax_differ += argmax(g, nv) != a;
+      }
+      ++positions;
+    }
+  }
+};
+
+// Loads `dir` in `mode`; a runtime that does not serve the architecture yet ("unsupported
+// architecture") yields nullptr and `why`; every other refusal is a failure (rethrown).
+inline std::unique_ptr<Model> load_or_unsupported(const Checkpoint& ck, Mode mode, std::string& why, bool quantize = false) {
+  LoadOptions lo;
+  lo.mode = mode;
+  lo.quantize = quantize;
+  try {
+    return Model::load(ck, lo);
+  } catch (const Error& e) {
+    const std::string w = e.what();
+    if (w.find("unsupported architecture") == std::string::npos && w.find("RoPE scaling is not supported") == std::string::npos) throw;
+    why = w;
+    return nullptr;
+  }
+}
+
+}  // namespace nvfp4::test
