@@ -66,10 +66,10 @@ void handle_generation(const Backend& b, const httplib::Request& req, httplib::R
     if (r.max_tokens < 1)
       throw ApiError(400, "this model's context is " + std::to_string(b.n_ctx) + " tokens; the prompt alone has " +
                               std::to_string(n_prompt), chat ? "messages" : "prompt", "context_length_exceeded");
-  } else if (n_prompt + r.max_tokens > b.n_ctx) {
-    throw ApiError(400, "this model's context is " + std::to_string(b.n_ctx) + " tokens; the request needs " +
-                            std::to_string(n_prompt + r.max_tokens) + " (" + std::to_string(n_prompt) +
-                            " in the prompt, " + std::to_string(r.max_tokens) + " in max_tokens)",
+  } else if (r.max_tokens > b.n_ctx - n_prompt) {  // (no overflow for any max_tokens)
+    throw ApiError(400, "this model's context is " + std::to_string(b.n_ctx) + " tokens; the request asks for " +
+                            std::to_string(n_prompt) + " in the prompt + " + std::to_string(r.max_tokens) +
+                            " in max_tokens",
                    mt, "context_length_exceeded");
   }
   job->max_tokens = r.max_tokens;
