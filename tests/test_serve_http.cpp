@@ -145,7 +145,7 @@ TEST_F(ServeHttp, ConcurrentRequestsGiveTheTokensOfEachAlone) {
 
 TEST_F(ServeHttp, StreamsChatAsServerSentEvents) {
   json b = {{"messages", {{{"role", "user"}, {"content", "Say hello."}}}},
-            {"max_tokens", 8}, {"temperature", 0}, {"stream", true}, {"stream_options", {{"include_usage", true}}}};
+            {"max_tokens", kUnderSanitizer ? 4 : 8}, {"temperature", 0}, {"stream", true}, {"stream_options", {{"include_usage", true}}}};
   const StreamReply s = post_stream(port_, "/v1/chat/completions", b.dump());
   ASSERT_EQ(s.status, 200);
   EXPECT_TRUE(s.done);
@@ -271,7 +271,7 @@ TEST_F(ServeHttp, AClientThatHangsUpFreesItsSlot) {
   post_stream(port_, "/v1/completions", b.dump(), [&](const json&) { return ++seen < 2; });
   EXPECT_EQ(seen, 2);
   double active = 1;
-  for (int i = 0; i < 200 && active != 0; ++i) {
+  for (int i = 0; i < 1000 && active != 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     active = metric(get(port_, "/metrics").body, "nvfp4_slots_active");
   }
