@@ -82,6 +82,11 @@ class ServeProcess {
   int terminate(std::chrono::seconds timeout = std::chrono::seconds(60)) {
     if (pid_ <= 0) return -1;
     ::kill(pid_, SIGTERM);
+    return terminate_wait(timeout);
+  }
+  // The exit status once it exits by itself (-1: not within `timeout`).
+  int terminate_wait(std::chrono::seconds timeout) {
+    if (pid_ <= 0) return -1;
     const auto end = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < end) {
       int st = 0;

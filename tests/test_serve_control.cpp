@@ -106,3 +106,17 @@ TEST(ServeControl, ApiKeyFullQueueAndSigterm) {
 
 }  // namespace
 }  // namespace nvfp4::test
+
+namespace nvfp4::test {
+namespace {
+
+// A model that cannot be loaded: the server, already listening, says why and exits 1.
+TEST(ServeControl, ExitsOneWhenTheModelDoesNotLoad) {
+  ServeProcess s({"serve", "-m", "/nonexistent/model.gguf", "--port", "0"});
+  ASSERT_GT(s.port(), 0) << s.log();
+  EXPECT_EQ(s.terminate_wait(std::chrono::seconds(30)), 1) << s.log();
+  EXPECT_NE(s.log().find("/nonexistent/model.gguf"), std::string::npos) << s.log();
+}
+
+}  // namespace
+}  // namespace nvfp4::test

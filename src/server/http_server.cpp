@@ -65,8 +65,18 @@ int HttpServer::bind() {
   return port;
 }
 
-void HttpServer::listen() { svr_->listen_after_bind(); }
-void HttpServer::stop() { svr_->stop(); }
+void HttpServer::listen() {
+  svr_->listen_after_bind();
+  listened_ = true;
+}
+
+// httplib's stop() does nothing before listen() has started: repeated until listen() returns.
+void HttpServer::stop() {
+  while (!listened_.load()) {
+    svr_->stop();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
 
 void HttpServer::wait_idle(std::chrono::milliseconds timeout) const {
   const auto end = std::chrono::steady_clock::now() + timeout;

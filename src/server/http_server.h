@@ -45,7 +45,7 @@ class HttpServer {
   // Binds; returns the port. Throws nvfp4::Error when it cannot.
   int bind();
   void listen();  // serves until stop(); returns when every request in flight has ended
-  void stop();
+  void stop();    // returns once listen() has (call it from another thread than listen's)
   // Waits until no generation request is in flight (its response sent) or `timeout` has passed.
   void wait_idle(std::chrono::milliseconds timeout) const;
   void set_backend(std::unique_ptr<Backend> b);  // ready: the routes serve
@@ -58,6 +58,7 @@ class HttpServer {
   std::unique_ptr<Backend> backend_;
   std::atomic<const Backend*> ready_{nullptr};
   std::atomic<uint64_t> next_id_{0};
+  std::atomic<bool> listened_{false};
   std::shared_ptr<std::atomic<int>> in_flight_ = std::make_shared<std::atomic<int>>(0);
 };
 
