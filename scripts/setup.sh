@@ -2,7 +2,7 @@
 # Installs the build and test dependencies from Debian's packages (idempotent: installs only what
 # is missing). Run as root or with sudo available.
 set -euo pipefail
-pkgs=(cmake ninja-build g++ clang libclang-rt-14-dev libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev
+pkgs=(cmake ninja-build g++ clang libclang-rt-14-dev libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
       libbenchmark-dev python3 python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,0 +1,129 @@
+// nvfp4 serve: an OpenAI-compatible HTTP server with continuous batching (src/server/). It
+// listens first (GET /health: 503 while loading), loads the model, serves until SIGTERM/SIGINT,
+// then stops accepting, lets the requests in flight finish (up to --shutdown-grace seconds, then
+// cancels them) and exits 0.
+#include <signal.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "cli/model_setup.h"
+#include "cli/registry.h"
+#include "nvfp4/chat.h"
+#include "nvfp4/error.h"
+#include "server/http_server.h"
+#include "server/scheduler.h"
+
+namespace nvfp4::cli {
+namespace {
+
+struct ServeArgs {
+  ModelArgs m;
+  server::ServerOptions http;
+  int parallel = 4;
+  int queue = 64;
+  std::string alias;
+  double grace_s = 10;
+};
+
+int serve(ServeArgs a) {
+  // Signals go to the thread that waits for them, none elsewhere; a client gone is a failed write.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  server::Metrics metrics;
+  a.http.http_threads = a.parallel + a.queue + 4;
+  server::HttpServer http(a.http, metrics);
+  const int port = http.bind();
+  std::cerr << "nvfp4: listening on http://" << a.http.host << ":" << port << std::endl;
+  std::thread http_thread([&] { http.listen(); });
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+  std::thread sig_thread([&] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    std::lock_guard lk(mu);
+    stop = true;
+    cv.notify_all();
+  });
+
+  int rc = 0;
+  std::unique_ptr<server::Scheduler> sched;
+  Loaded L;
+  try {
+    L = load_model(a.m, false);
+    server::SchedulerOptions so;
+    so.parallel = a.parallel;
+    so.n_ctx = a.m.n_ctx;
+    so.n_batch = a.m.n_batch;
+    so.queue = a.queue;
+    so.threads = L.threads;
+    so.kv = context_options(a.m).kv;
+    sched = std::make_unique<server::Scheduler>(*L.model, L.tok, so, metrics);
+    auto b = std::make_unique<server::Backend>();
+    b->model_name = a.alias.empty() ? std::filesystem::path(a.m.model).filename().string() : a.alias;
+    b->tok = &L.tok;
+    try {
+      b->chat = ChatTemplate::parse(L.tok.chat_template(), a.m.model);
+    } catch (const Error& e) {
+      b->chat_error = e.what();
+      std::cerr << "nvfp4: no chat template, /v1/chat/completions refuses: " << e.what() << "\n";
+    }
+    if (L.tok.bos() >= 0) b->chat_opts.bos_token = L.tok.token_bytes(L.tok.bos());
+    if (L.tok.eos() >= 0) b->chat_opts.eos_token = L.tok.token_bytes(L.tok.eos());
+    b->sched = sched.get();
+    b->n_ctx = a.m.n_ctx;
+    b->created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    http.set_backend(std::move(b));
+    std::cerr << "nvfp4: serving " << a.parallel << " slots of " << a.m.n_ctx << " positions, " << a.m.n_batch
+              << " prompt tokens per step" << std::endl;
+  } catch (const std::exception& e) {
+    std::cerr << "nvfp4 serve: error: " << e.what() << "\n";
+    rc = 1;
+    kill(getpid(), SIGTERM);  // wakes the signal thread
+  }
+  {
+    std::unique_lock lk(mu);
+    cv.wait(lk, [&] { return stop; });
+  }
+  std::cerr << "nvfp4: shutting down" << std::endl;
+  // New requests get 503; those in flight finish (or are cancelled after the grace) and their
+  // responses are sent before the listener closes (httplib ends open streams when it stops).
+  const auto grace = std::chrono::milliseconds(static_cast<int64_t>(a.grace_s * 1000));
+  if (sched) sched->drain(grace);
+  http.wait_idle(grace + std::chrono::seconds(5));
+  http.stop();
+  http_thread.join();
+  sig_thread.join();
+  if (sched) sched->stop();
+  return rc;
+}
+
+const Registrar reg("serve", "OpenAI-compatible HTTP server with continuous batching", [](CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  a->m.add(app);
+  app.add_option("--host", a->http.host, "address to listen on");
+  app.add_option("--port", a->http.port, "port (0: any free one, printed at start)")->check(CLI::Range(0, 65535));
+  app.add_option("--parallel", a->parallel, "slots: requests generated at once")->check(CLI::Range(1, 256));
+  app.add_option("--queue", a->queue, "requests that may wait for a slot (more: 429)")->check(CLI::Range(0, 4096));
+  app.add_option("--api-key", a->http.api_key, "require Authorization: Bearer KEY");
+  app.add_option("--alias", a->alias, "model name in responses (default: the file name)");
+  app.add_option("--max-body", a->http.max_body, "request body limit in bytes (more: 413)")
+      ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
+  app.add_option("--shutdown-grace", a->grace_s, "seconds requests in flight may take at SIGTERM")
+      ->check(CLI::Range(0.0, 3600.0));
+  return [a] { return serve(*a); };
+});
+
+}  // namespace
+}  // namespace nvfp4::cli

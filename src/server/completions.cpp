@@ -1,0 +1,147 @@
+#include "server/completions.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <random>
+
+#include "nvfp4/error.h"
+#include "server/openai_json.h"
+#include "server/request.h"
+
+namespace nvfp4::server {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::vector<int32_t> prompt_tokens(const Backend& b, const GenRequest& r) {
+  const Tokenizer& tok = *b.tok;
+  std::vector<int32_t> ids;
+  if (r.chat) {
+    if (!b.chat) throw ApiError(400, "this model has no usable chat template (" + b.chat_error + "); use /v1/completions",
+                                "messages", "no_chat_template");
+    std::string text;
+    try {
+      text = b.chat->render(r.messages, b.chat_opts);
+    } catch (const Error& e) {
+      throw ApiError(400, std::string("the chat template refused the messages: ") + e.what(), "messages");
+    }
+    ids = tok.encode(text, true);
+  } else if (r.prompt_is_ids) {
+    for (int32_t id : r.prompt_ids)
+      if (id >= tok.n_vocab())
+        throw ApiError(400, "'prompt' token id " + std::to_string(id) + " is outside the vocabulary (" +
+                                std::to_string(tok.n_vocab()) + " tokens)", "prompt", "invalid_value");
+    ids = r.prompt_ids;
+  } else {
+    if (tok.add_bos() && tok.bos() >= 0) ids.push_back(tok.bos());
+    for (int32_t id : tok.encode(r.prompt, true)) ids.push_back(id);
+  }
+  if (ids.empty()) throw ApiError(400, "the prompt has no tokens", r.chat ? "messages" : "prompt", "invalid_value");
+  return ids;
+}
+
+struct Stream {
+  std::shared_ptr<Job> job;
+  ResponseIds ids;
+  int64_t n_prompt = 0;
+  bool include_usage = false, return_tokens = false;
+  bool first = true, finished = false;
+  std::shared_ptr<void> guard;
+};
+
+bool write(httplib::DataSink& sink, const std::string& s) { return sink.write(s.data(), s.size()); }
+
+}  // namespace
+
+void handle_generation(const Backend& b, const httplib::Request& req, httplib::Response& res, bool chat, uint64_t id,
+                       std::shared_ptr<void> guard) {
+  GenRequest r = parse_gen_request(req.body, chat);
+  auto job = std::make_shared<Job>();
+  job->prompt = prompt_tokens(b, r);
+  const int64_t n_prompt = static_cast<int64_t>(job->prompt.size());
+  const char* mt = "max_tokens";
+  if (r.max_tokens < 0) {
+    r.max_tokens = b.n_ctx - n_prompt;
+    if (r.max_tokens < 1)
+      throw ApiError(400, "this model's context is " + std::to_string(b.n_ctx) + " tokens; the prompt alone has " +
+                              std::to_string(n_prompt), chat ? "messages" : "prompt", "context_length_exceeded");
+  } else if (r.max_tokens > b.n_ctx - n_prompt) {  // (no overflow for any max_tokens)
+    throw ApiError(400, "this model's context is " + std::to_string(b.n_ctx) + " tokens; the request asks for " +
+                            std::to_string(n_prompt) + " in the prompt + " + std::to_string(r.max_tokens) +
+                            " in max_tokens",
+                   mt, "context_length_exceeded");
+  }
+  job->max_tokens = r.max_tokens;
+  job->sampling = r.sampling;
+  if (!r.seed_set) job->sampling.seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  job->stop = r.stop;
+
+  ResponseIds ids;
+  ids.chat = chat;
+  ids.id = std::string(chat ? "chatcmpl-" : "cmpl-") + std::to_string(id);
+  ids.model = b.model_name;
+  ids.created = static_cast<int64_t>(std::chrono::duration_cast<std::chrono::seconds>(
+                                         std::chrono::system_clock::now().time_since_epoch()).count());
+  b.sched->submit(job);
+
+  if (!r.stream) {
+    std::string text;
+    std::vector<int32_t> toks;
+    for (;;) {
+      JobUpdate u = take(*job, 200ms);
+      text += u.text;
+      toks.insert(toks.end(), u.tokens.begin(), u.tokens.end());
+      if (!u.done) continue;
+      if (u.error) throw *u.error;
+      res.set_content(dump(completion_json(ids, text, u.finish_reason, n_prompt, u.n_generated,
+                                           r.return_tokens ? &toks : nullptr)),
+                      "application/json");
+      return;
+    }
+  }
+
+  auto st = std::make_shared<Stream>();
+  st->job = job;
+  st->ids = ids;
+  st->n_prompt = n_prompt;
+  st->include_usage = r.include_usage;
+  st->return_tokens = r.return_tokens;
+  st->guard = std::move(guard);
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [st](size_t, httplib::DataSink& sink) {
+        if (st->finished) {
+          sink.done();
+          return true;
+        }
+        if (st->first && st->ids.chat) {
+          st->first = false;
+          return write(sink, sse(chunk_json(st->ids, "", nullptr, true, st->include_usage, nullptr)));
+        }
+        JobUpdate u = take(*st->job, 100ms);
+        bool ok = true;
+        if (!u.text.empty() || !u.tokens.empty()) {
+          ok = write(sink, sse(chunk_json(st->ids, u.text, nullptr, st->first, st->include_usage,
+                                          st->return_tokens ? &u.tokens : nullptr)));
+          st->first = false;
+        }
+        if (ok && u.done) {
+          if (u.error) {
+            ok = write(sink, sse(error_json(*u.error)));
+          } else {
+            ok = write(sink, sse(chunk_json(st->ids, "", &u.finish_reason, st->first, st->include_usage, nullptr)));
+            if (ok && st->include_usage) ok = write(sink, sse(usage_chunk_json(st->ids, st->n_prompt, u.n_generated)));
+          }
+          if (ok) ok = write(sink, "data: [DONE]\n\n");
+          st->finished = true;
+          if (ok) sink.done();
+        }
+        return ok;
+      },
+      // However the stream ends (done, client gone, server stopping), the slot is freed.
+      [st](bool) { st->job->cancelled = true; });
+}
+
+}  // namespace nvfp4::server

@@ -1,0 +1,53 @@
+// One generation request as the scheduler serves it: what to generate (set before submit) and
+// its progress (written by the stepping thread, read by the HTTP thread that waits for it).
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nvfp4/sampler.h"
+#include "server/api_error.h"
+
+namespace nvfp4::server {
+
+struct Job {
+  // Input, fixed before submit.
+  std::vector<int32_t> prompt;
+  int64_t max_tokens = 1;
+  SamplerOptions sampling;
+  std::vector<std::string> stop;
+
+  // The client is gone or the server stops: the scheduler frees the slot at its next step.
+  std::atomic<bool> cancelled{false};
+
+  // Progress, under mu; cv is notified at every change.
+  std::mutex mu;
+  std::condition_variable cv;
+  std::string text;              // sendable text not yet taken by the HTTP thread
+  std::vector<int32_t> tokens;   // generated ids not yet taken
+  int64_t n_generated = 0;       // tokens counted in usage
+  bool started = false;          // given a slot
+  bool done = false;
+  std::string finish_reason;     // "stop" or "length" when done without error
+  std::optional<ApiError> error;
+};
+
+// What the HTTP thread takes from a job at once.
+struct JobUpdate {
+  std::string text;
+  std::vector<int32_t> tokens;
+  bool done = false;
+  std::string finish_reason;
+  std::optional<ApiError> error;
+  int64_t n_generated = 0;
+};
+
+// Waits up to `wait` for new text or the end; takes what there is.
+JobUpdate take(Job& job, std::chrono::milliseconds wait);
+
+}  // namespace nvfp4::server

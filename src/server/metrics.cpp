@@ -1,0 +1,29 @@
+#include "server/metrics.h"
+
+#include <sstream>
+
+namespace nvfp4::server {
+
+std::string Metrics::render() const {
+  std::ostringstream o;
+  const auto metric = [&](const char* name, const char* type, const char* help, double v) {
+    o << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n" << name << " " << v << "\n";
+  };
+  const double busy_s = static_cast<double>(step_ns.load()) * 1e-9;
+  metric("nvfp4_requests_total", "counter", "HTTP requests handled", static_cast<double>(requests.load()));
+  metric("nvfp4_requests_failed_total", "counter", "HTTP requests answered with an error status",
+         static_cast<double>(requests_failed.load()));
+  metric("nvfp4_generations_total", "counter", "completions finished", static_cast<double>(generations.load()));
+  metric("nvfp4_prompt_tokens_total", "counter", "prompt tokens processed", static_cast<double>(prompt_tokens.load()));
+  metric("nvfp4_generated_tokens_total", "counter", "tokens generated", static_cast<double>(generated_tokens.load()));
+  metric("nvfp4_steps_total", "counter", "forward steps", static_cast<double>(steps.load()));
+  metric("nvfp4_step_seconds_total", "counter", "seconds spent stepping", busy_s);
+  metric("nvfp4_generated_tokens_per_second", "gauge", "tokens generated per second of stepping",
+         busy_s > 0 ? static_cast<double>(generated_tokens.load()) / busy_s : 0.0);
+  metric("nvfp4_queue_depth", "gauge", "requests waiting for a slot", static_cast<double>(queue_depth.load()));
+  metric("nvfp4_slots_active", "gauge", "slots generating", static_cast<double>(active_slots.load()));
+  metric("nvfp4_slots_total", "gauge", "slots (--parallel)", static_cast<double>(slots));
+  return o.str();
+}
+
+}  // namespace nvfp4::server

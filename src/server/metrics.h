@@ -1,0 +1,24 @@
+// Counters for GET /metrics (Prometheus text exposition format 0.0.4).
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace nvfp4::server {
+
+struct Metrics {
+  std::atomic<int64_t> requests{0};          // HTTP requests handled
+  std::atomic<int64_t> requests_failed{0};   // answered with status >= 400
+  std::atomic<int64_t> generations{0};       // completions finished
+  std::atomic<int64_t> prompt_tokens{0};
+  std::atomic<int64_t> generated_tokens{0};
+  std::atomic<int64_t> steps{0};
+  std::atomic<int64_t> step_ns{0};           // time in forward() and sampling
+  std::atomic<int64_t> queue_depth{0};       // waiting for a slot
+  std::atomic<int64_t> active_slots{0};
+  int64_t slots = 0;
+
+  std::string render() const;
+};
+
+}  // namespace nvfp4::server

@@ -1,0 +1,41 @@
+// The bodies of the API's POST requests, parsed and validated: malformed JSON, a field of the
+// wrong type or out of range gets ApiError 400 naming the field; unknown fields are ignored, as
+// OpenAI clients expect. No model is needed: the fuzz target runs these alone.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nvfp4/chat.h"
+#include "nvfp4/sampler.h"
+
+namespace nvfp4::server {
+
+struct GenRequest {
+  bool chat = false;                  // /v1/chat/completions
+  std::string model;
+  std::vector<ChatMessage> messages;  // chat
+  std::string prompt;                 // completions: text ...
+  std::vector<int32_t> prompt_ids;    // ... or token ids
+  bool prompt_is_ids = false;
+  int64_t max_tokens = -1;            // -1: up to the context
+  SamplerOptions sampling{1.0f, 0, 1.0f, 0};  // OpenAI's defaults: temperature 1, top_p 1
+  bool seed_set = false;
+  std::vector<std::string> stop;      // at most 4, none empty
+  bool stream = false, include_usage = false;
+  bool return_tokens = false;         // nvfp4 extension: the token ids in the response
+};
+
+// Throws ApiError(400) naming the field.
+GenRequest parse_gen_request(const std::string& body, bool chat);
+
+struct TokenizeRequest {
+  std::string content;
+  bool add_special = false, parse_special = true;
+};
+TokenizeRequest parse_tokenize_request(const std::string& body);
+// The token ids of a /detokenize body (range checked against the vocabulary later).
+std::vector<int32_t> parse_detokenize_request(const std::string& body);
+
+}  // namespace nvfp4::server

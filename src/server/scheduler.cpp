@@ -1,0 +1,237 @@
+#include "server/scheduler.h"
+
+#include <algorithm>
+
+#include "nvfp4/error.h"
+#include "server/text_stream.h"
+
+namespace nvfp4::server {
+
+JobUpdate take(Job& job, std::chrono::milliseconds wait) {
+  std::unique_lock lk(job.mu);
+  job.cv.wait_for(lk, wait, [&] { return job.done || !job.text.empty() || !job.tokens.empty(); });
+  JobUpdate u;
+  u.text.swap(job.text);
+  u.tokens.swap(job.tokens);
+  u.done = job.done;
+  u.finish_reason = job.finish_reason;
+  u.error = job.error;
+  u.n_generated = job.n_generated;
+  return u;
+}
+
+struct Scheduler::Slot {
+  Sequence seq;
+  std::shared_ptr<Job> job;  // null: free
+  uint64_t order = 0;        // admission order: prompts are prefilled first come, first served
+  size_t n_prompt_done = 0;
+  int32_t next = -1;         // sampled, fed at the next step
+  std::optional<Sampler> sampler;
+  std::optional<TextStream> text;
+  Slot(const Model& m, int64_t n_ctx, KvType kv) : seq(m, n_ctx, kv) {}
+};
+
+Scheduler::Scheduler(const Model& model, const Tokenizer& tok, const SchedulerOptions& opt, Metrics& metrics)
+    : model_(model), tok_(tok), opt_(opt), metrics_(metrics) {
+  if (opt_.parallel < 1) throw Error("", "", "--parallel", "at least 1", std::to_string(opt_.parallel));
+  for (int i = 0; i < opt_.parallel; ++i) slots_.push_back(std::make_unique<Slot>(model, opt_.n_ctx, opt_.kv));
+  metrics_.slots = opt_.parallel;
+  thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() { stop(); }
+
+void Scheduler::submit(std::shared_ptr<Job> job) {
+  {
+    std::lock_guard lk(mu_);
+    if (draining_ || stopping_) throw ApiError(503, "the server is shutting down");
+    if (static_cast<int>(waiting_.size()) >= opt_.queue)
+      throw ApiError(429, "the queue is full (" + std::to_string(opt_.queue) + " requests waiting); retry later", "",
+                     "queue_full");
+    waiting_.push_back(std::move(job));
+    metrics_.queue_depth = static_cast<int64_t>(waiting_.size());
+  }
+  cv_.notify_all();
+}
+
+namespace {
+void end_job(Job& j, const std::string& reason, const std::optional<ApiError>& err) {
+  {
+    std::lock_guard lk(j.mu);
+    if (j.done) return;
+    j.done = true;
+    j.finish_reason = reason;
+    j.error = err;
+  }
+  j.cv.notify_all();
+}
+}  // namespace
+
+void Scheduler::drain(std::chrono::milliseconds grace) {
+  std::deque<std::shared_ptr<Job>> dropped;
+  {
+    std::lock_guard lk(mu_);
+    draining_ = true;
+    deadline_ = std::chrono::steady_clock::now() + grace;
+    dropped.swap(waiting_);
+    metrics_.queue_depth = 0;
+  }
+  for (auto& j : dropped) end_job(*j, "", ApiError(503, "the server is shutting down"));
+  cv_.notify_all();
+}
+
+void Scheduler::stop() {
+  {
+    std::lock_guard lk(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard lk(mu_);
+  for (auto& j : waiting_) end_job(*j, "", ApiError(503, "the server is shutting down"));
+  waiting_.clear();
+}
+
+void Scheduler::finish(Slot& s, const std::string& reason, const std::optional<ApiError>& err) {
+  if (!s.job) return;
+  if (!err && s.text) {
+    const std::string rest = s.text->finish();
+    std::lock_guard lk(s.job->mu);
+    s.job->text += rest;
+  }
+  end_job(*s.job, reason, err);
+  s.job.reset();
+  s.sampler.reset();
+  s.text.reset();
+  metrics_.generations += 1;
+  metrics_.active_slots -= 1;
+}
+
+bool Scheduler::admit() {
+  const bool late = draining_ && std::chrono::steady_clock::now() >= deadline_;
+  bool busy = false;
+  for (auto& sp : slots_) {
+    Slot& s = *sp;
+    if (s.job && (s.job->cancelled.load() || stopping_ || late)) {
+      finish(s, "", ApiError(503, s.job->cancelled.load() ? "cancelled" : "the server is shutting down"));
+    }
+    while (!s.job && !waiting_.empty()) {
+      std::shared_ptr<Job> j = std::move(waiting_.front());
+      waiting_.pop_front();
+      if (j->cancelled.load()) {
+        end_job(*j, "", ApiError(503, "cancelled"));
+        continue;
+      }
+      if (j->prompt.empty() || static_cast<int64_t>(j->prompt.size()) + j->max_tokens > opt_.n_ctx) {
+        end_job(*j, "", ApiError(400, "the prompt is empty or does not fit the context", "prompt"));
+        continue;
+      }
+      s.job = std::move(j);
+      s.order = admitted_++;
+      s.seq.truncate(0);
+      s.n_prompt_done = 0;
+      s.next = -1;
+      s.sampler.emplace(s.job->sampling);
+      s.text.emplace(s.job->stop);
+      metrics_.active_slots += 1;
+      {
+        std::lock_guard lk(s.job->mu);
+        s.job->started = true;
+      }
+    }
+    busy = busy || s.job != nullptr;
+  }
+  metrics_.queue_depth = static_cast<int64_t>(waiting_.size());
+  return busy;
+}
+
+void Scheduler::loop() {
+  ThreadPool pool(std::max(1, opt_.threads));
+  Workspace ws(model_, opt_.n_batch + opt_.parallel);
+  std::vector<float> logits(static_cast<size_t>(opt_.parallel) * static_cast<size_t>(model_.config().n_vocab));
+  for (;;) {
+    {
+      std::unique_lock lk(mu_);
+      bool busy = false;
+      cv_.wait(lk, [&] {
+        busy = admit();
+        return busy || stopping_;
+      });
+      if (stopping_ && !busy) return;
+    }
+    step(logits, ws, pool);
+  }
+}
+
+void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<StepToken> toks;
+  std::vector<Slot*> rows;  // the slot of each logits row, in step order
+  for (auto& sp : slots_) {
+    Slot& s = *sp;
+    if (s.job && s.next >= 0) {
+      toks.push_back({s.next, &s.seq, s.seq.pos(), true});
+      rows.push_back(&s);
+    }
+  }
+  // Prompt chunks, first admitted first.
+  std::vector<Slot*> filling;
+  for (auto& sp : slots_)
+    if (sp->job && sp->next < 0) filling.push_back(sp.get());
+  std::sort(filling.begin(), filling.end(), [](const Slot* a, const Slot* b) { return a->order < b->order; });
+  int64_t budget = opt_.n_batch;
+  int64_t n_prompt = 0;
+  for (Slot* s : filling) {
+    if (budget <= 0) break;
+    const auto& p = s->job->prompt;
+    const size_t n = std::min<size_t>(static_cast<size_t>(budget), p.size() - s->n_prompt_done);
+    const int64_t pos0 = s->seq.pos();
+    for (size_t i = 0; i < n; ++i) {
+      const bool last = s->n_prompt_done + i + 1 == p.size();
+      toks.push_back({p[s->n_prompt_done + i], &s->seq, pos0 + static_cast<int64_t>(i), last});
+      if (last) rows.push_back(s);
+    }
+    s->n_prompt_done += n;
+    budget -= static_cast<int64_t>(n);
+    n_prompt += static_cast<int64_t>(n);
+  }
+  if (toks.empty()) return;
+  try {
+    forward(model_, toks, ws, pool, logits.data());
+  } catch (const std::exception& e) {
+    std::lock_guard lk(mu_);
+    for (auto& sp : slots_)
+      if (sp->job) finish(*sp, "", ApiError(500, std::string("inference failed: ") + e.what()));
+    return;
+  }
+  metrics_.prompt_tokens += n_prompt;
+  const int64_t nv = model_.config().n_vocab;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    Slot& s = *rows[r];
+    const int32_t tok = s.sampler->sample(logits.data() + static_cast<size_t>(r) * static_cast<size_t>(nv), nv);
+    Job& j = *s.job;
+    if (tok_.is_eog(tok)) {
+      finish(s, "stop", std::nullopt);
+      continue;
+    }
+    const std::string piece = s.text->push(tok_.token_bytes(tok));
+    int64_t n_gen = 0;
+    {
+      std::lock_guard lk(j.mu);
+      j.text += piece;
+      j.tokens.push_back(tok);
+      n_gen = ++j.n_generated;
+    }
+    j.cv.notify_all();
+    metrics_.generated_tokens += 1;
+    if (s.text->stopped() || n_gen >= j.max_tokens) {
+      finish(s, s.text->stopped() ? "stop" : "length", std::nullopt);
+      continue;
+    }
+    s.next = tok;
+  }
+  metrics_.steps += 1;
+  metrics_.step_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace nvfp4::server

@@ -1,0 +1,69 @@
+// Continuous batching: one stepping thread owns the thread pool and the workspace; --parallel
+// slots hold a Sequence each. Every step takes the next token of every generating slot plus a
+// chunk of the prompts waiting (at most n_batch prompt tokens), runs forward() once, and samples
+// each slot with its request's own seeded Sampler. In the integer-exact modes a token's logits do
+// not depend on the rest of the step, so a request's tokens are the same whatever else runs.
+#pragma once
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "nvfp4/model.h"
+#include "nvfp4/tokenizer.h"
+#include "server/job.h"
+#include "server/metrics.h"
+
+namespace nvfp4::server {
+
+struct SchedulerOptions {
+  int parallel = 4;
+  int64_t n_ctx = 2048;   // positions per slot
+  int64_t n_batch = 64;   // prompt tokens per step
+  int queue = 64;         // requests waiting for a slot before 429
+  int threads = 1;
+  KvType kv = KvType::f32;
+};
+
+class Scheduler {
+ public:
+  Scheduler(const Model& model, const Tokenizer& tok, const SchedulerOptions& opt, Metrics& metrics);
+  ~Scheduler();  // stop()
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a job. Throws ApiError 429 when the queue is full, 503 when draining.
+  void submit(std::shared_ptr<Job> job);
+  // Stops taking jobs and ends the waiting ones (503); running ones go on until `grace` has
+  // passed, then end with 503 too.
+  void drain(std::chrono::milliseconds grace);
+  // Ends every job and joins the stepping thread.
+  void stop();
+  const SchedulerOptions& options() const { return opt_; }
+
+ private:
+  struct Slot;
+  void loop();
+  bool admit();  // under mu_; whether any slot is busy
+  void step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool);
+  void finish(Slot& s, const std::string& reason, const std::optional<ApiError>& err);
+
+  const Model& model_;
+  const Tokenizer& tok_;
+  SchedulerOptions opt_;
+  Metrics& metrics_;
+  std::vector<std::unique_ptr<Slot>> slots_;  // touched by the stepping thread only
+  uint64_t admitted_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> waiting_;
+  bool draining_ = false, stopping_ = false;
+  std::chrono::steady_clock::time_point deadline_{};
+  std::thread thread_;
+};
+
+}  // namespace nvfp4::server

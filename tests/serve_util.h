@@ -1,0 +1,196 @@
+// Runs `nvfp4 serve` on 127.0.0.1 (port 0: the one it prints) for the HTTP tests, and talks to it.
+#pragma once
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <chrono>
+#include <functional>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace nvfp4::test {
+
+class ServeProcess {
+ public:
+  // Starts the server and waits (up to `timeout`) until it listens; ready() waits for the model.
+  ServeProcess(const std::vector<std::string>& args, std::chrono::seconds timeout = std::chrono::seconds(120)) {
+    const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
+    log_ = (std::filesystem::temp_directory_path() / ("nvfp4_serve_" + std::to_string(::getpid()) + "_" +
+                                                        std::to_string(stamp) + ".log")).string();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(fd, 2);
+      ::dup2(fd, 1);
+      std::vector<char*> argv;
+      std::string bin = NVFP4_BINARY;
+      argv.push_back(bin.data());
+      std::vector<std::string> copy = args;
+      for (auto& a : copy) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(bin.c_str(), argv.data());
+      ::_exit(127);
+    }
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    const std::regex re("listening on http://127\\.0\\.0\\.1:([0-9]+)");
+    while (std::chrono::steady_clock::now() < end && port_ == 0) {
+      std::smatch m;
+      const std::string s = log();
+      if (std::regex_search(s, m, re)) port_ = std::stoi(m[1]);
+      else std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      int st = 0;
+      if (port_ == 0 && ::waitpid(pid_, &st, WNOHANG) == pid_) { pid_ = -1; break; }
+    }
+  }
+  ~ServeProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      int st = 0;
+      ::waitpid(pid_, &st, 0);
+    }
+    std::error_code ec;
+    std::filesystem::remove(log_, ec);
+  }
+  int port() const { return port_; }
+  std::string log() const {
+    std::ifstream f(log_);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  }
+  // Waits until GET /health says 200.
+  bool ready(std::chrono::seconds timeout = std::chrono::seconds(300)) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < end && port_ > 0) {
+      httplib::Client c("127.0.0.1", port_);
+      if (auto r = c.Get("/health"); r && r->status == 200) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+  // SIGTERM; the exit status (-1: did not exit within `timeout`).
+  int terminate(std::chrono::seconds timeout = std::chrono::seconds(60)) {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, SIGTERM);
+    return terminate_wait(timeout);
+  }
+  // The exit status once it exits by itself (-1: not within `timeout`).
+  int terminate_wait(std::chrono::seconds timeout) {
+    if (pid_ <= 0) return -1;
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < end) {
+      int st = 0;
+      if (::waitpid(pid_, &st, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string log_;
+};
+
+struct Reply {
+  int status = 0;  // 0: no response
+  std::string body;
+  nlohmann::json json;  // null when the body is not JSON
+};
+
+inline Reply post(int port, const std::string& path, const std::string& body, const std::string& key = "") {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(300);
+  httplib::Headers h;
+  if (!key.empty()) h.emplace("Authorization", "Bearer " + key);
+  Reply r;
+  if (auto res = c.Post(path.c_str(), h, body, "application/json")) {
+    r.status = res->status;
+    r.body = res->body;
+    r.json = nlohmann::json::parse(r.body, nullptr, false);
+    if (r.json.is_discarded()) r.json = nullptr;
+  }
+  return r;
+}
+
+inline Reply get(int port, const std::string& path, const std::string& key = "") {
+  httplib::Client c("127.0.0.1", port);
+  httplib::Headers h;
+  if (!key.empty()) h.emplace("Authorization", "Bearer " + key);
+  Reply r;
+  if (auto res = c.Get(path.c_str(), h)) {
+    r.status = res->status;
+    r.body = res->body;
+    r.json = nlohmann::json::parse(r.body, nullptr, false);
+    if (r.json.is_discarded()) r.json = nullptr;
+  }
+  return r;
+}
+
+// A streamed request: the events' JSON in order (the [DONE] marker as the string "[DONE]").
+// on_event returns false to hang up.
+struct StreamReply {
+  int status = 0;
+  std::vector<nlohmann::json> events;
+  bool done = false;  // saw data: [DONE]
+};
+
+inline StreamReply post_stream(int port, const std::string& path, const std::string& body,
+                               const std::function<bool(const nlohmann::json&)>& on_event = nullptr) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(300);
+  StreamReply out;
+  std::string buf;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.body = body;
+  req.set_header("Content-Type", "application/json");
+  req.response_handler = [&](const httplib::Response& r) {
+    out.status = r.status;
+    return true;
+  };
+  req.content_receiver = [&](const char* d, size_t n, uint64_t, uint64_t) {
+    buf.append(d, n);
+    size_t at;
+    while ((at = buf.find("\n\n")) != std::string::npos) {
+      std::string ev = buf.substr(0, at);
+      buf.erase(0, at + 2);
+      if (ev.rfind("data: ", 0) != 0) continue;
+      ev.erase(0, 6);
+      if (ev == "[DONE]") {
+        out.done = true;
+        continue;
+      }
+      out.events.push_back(nlohmann::json::parse(ev, nullptr, false));
+      if (on_event && !on_event(out.events.back())) return false;
+    }
+    return true;
+  };
+  c.send(req);
+  return out;
+}
+
+// A number of the Prometheus text, -1 when absent.
+inline double metric(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(name + " ", 0) == 0) return std::stod(line.substr(name.size() + 1));
+  return -1;
+}
+
+}  // namespace nvfp4::test
