@@ -49,7 +49,14 @@ class ServeProcess {
       if (std::regex_search(s, m, re)) port_ = std::stoi(m[1]);
       else std::this_thread::sleep_for(std::chrono::milliseconds(20));
       int st = 0;
-      if (port_ == 0 && ::waitpid(pid_, &st, WNOHANG) == pid_) { pid_ = -1; break; }
+      if (port_ == 0 && ::waitpid(pid_, &st, WNOHANG) == pid_) {
+        // Exited already (a model that fails at once): its log still says where it listened.
+        pid_ = -1;
+        exit_status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        const std::string last = log();
+        if (std::regex_search(last, m, re)) port_ = std::stoi(m[1]);
+        break;
+      }
     }
   }
   ~ServeProcess() {
@@ -86,13 +93,14 @@ class ServeProcess {
   }
   // The exit status once it exits by itself (-1: not within `timeout`).
   int terminate_wait(std::chrono::seconds timeout) {
-    if (pid_ <= 0) return -1;
+    if (pid_ <= 0) return exit_status_;
     const auto end = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < end) {
       int st = 0;
       if (::waitpid(pid_, &st, WNOHANG) == pid_) {
         pid_ = -1;
-        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        exit_status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        return exit_status_;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -102,6 +110,7 @@ class ServeProcess {
  private:
   pid_t pid_ = -1;
   int port_ = 0;
+  int exit_status_ = -1;  // once reaped
   std::string log_;
 };
 
