@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds a Release tree (g++) and a sanitizer tree
 # (clang, ASan + UBSan, with the libFuzzer targets), fuzzes the checkpoint parsers for a bounded
-# time (NVFP4_FUZZ_SECONDS per target, default 30), then runs every test in both trees with CTest.
+# time (NVFP4_FUZZ_SECONDS per target, default 30), then runs every test in both trees with CTest,
+# and `nvfp4 serve` against PyPI's openai client (tools/test_serve_openai.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -21,6 +22,13 @@ echo "== Fuzzing the checkpoint parsers (libFuzzer, bounded)"
 NVFP4_FUZZ_BUILD_DIR=build-asan bash scripts/fuzz.sh "${NVFP4_FUZZ_SECONDS:-30}"
 echo "== Release tests"
 ctest --test-dir build --output-on-failure -j "$jobs"
+echo "== nvfp4 serve against PyPI's openai client (loopback, bounded)"
+if [ ! -x build/serve-venv/bin/python ] || ! build/serve-venv/bin/python -c "import openai" 2>/dev/null; then
+  rm -rf build/serve-venv
+  python3 -m venv build/serve-venv
+  build/serve-venv/bin/pip install -q "openai>=1.0"
+fi
+build/serve-venv/bin/python tools/test_serve_openai.py build/nvfp4 "$NVFP4_SMOLLM2_GGUF" --quantize
 echo "== ASan+UBSan tests"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
