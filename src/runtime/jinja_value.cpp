@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "runtime/jinja.h"
+#include "runtime/unicode.h"
 
 namespace nvfp4::jinja {
 
@@ -94,23 +95,7 @@ std::vector<uint32_t> decode_utf8(const std::string& s) {
   return o;
 }
 
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
+void append_utf8(std::string& out, uint32_t cp) { unicode::append_utf8(cp, out); }
 
 std::string encode_utf8(const std::vector<uint32_t>& cps, size_t b, size_t e) {
   std::string o;
