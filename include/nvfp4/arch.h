@@ -25,9 +25,24 @@ enum class RopeStyle { adjacent, neox };
 struct ArchTensor {
   std::string_view gguf;  // "attn_q"
   std::string_view hf;    // "self_attn.q_proj"
+  std::string_view arch = {};  // the entry this HF spelling belongs to (GGUF -> HF); empty: any
 };
 
 enum class Need { none, optional, required };
+
+// How a mixture-of-experts router turns its n_expert logits into the weights of the k experts it
+// selects (docs/DETERMINISM.md pins the arithmetic). The selection is always the k largest logits
+// (softmax is monotonic), equal logits going to the lower expert index.
+//   softmax_all: p = softmax over all n_expert logits; weights p of the k selected, divided by their
+//                sum when the checkpoint says so (norm_topk_prob / expert_weights_norm): Qwen2-MoE,
+//                Qwen3-MoE, OLMoE.
+//   softmax_topk: softmax over the k selected logits (Mixtral). Equal, in exact arithmetic, to
+//                softmax_all renormalised, which is how llama.cpp computes it.
+enum class MoeGating { softmax_all, softmax_topk };
+
+// Where RMSNorm of q and k applies (qk_norm): over each head (Qwen3, weights [head_dim]) or over
+// the whole projection (OLMoE, weights [n_head * head_dim] and [n_head_kv * head_dim]).
+enum class QkNormSpan { head, full };
 
 struct ArchInfo {
   std::string_view name;                         // ours, for logs and messages: "mistral"
@@ -40,14 +55,22 @@ struct ArchInfo {
   Need qkv_bias = Need::none;  // blk.N.attn_{q,k,v}.bias
   Need o_bias = Need::none;    // blk.N.attn_output.bias
   Need qk_norm = Need::none;   // blk.N.attn_{q,k}_norm.weight: RMSNorm over each head
+  QkNormSpan qk_norm_span = QkNormSpan::head;
   bool sliding_window = false;  // the family may declare one (refused where it would apply)
+  // Mixture of experts: the FFN is routed experts (blk.N.ffn_gate_inp + ffn_{gate,up,down}_exps)
+  // when the checkpoint says <arch>.expert_count; `required` families have no dense FFN.
+  Need moe = Need::none;
+  MoeGating gating = MoeGating::softmax_all;
+  bool norm_topk_default = false;  // renormalise the k weights when the checkpoint does not say
+  Need shared_expert = Need::none;  // qwen2_moe: ffn_{gate,up,down}_shexp + sigmoid ffn_gate_inp_shexp
   std::string_view block = "dense";  // the block file that runs it (src/models/dense_block.cpp)
 };
 
 // Every entry, in table order.
 std::span<const ArchInfo> architectures();
-// By GGUF general.architecture (the first entry of that name); nullptr when unknown.
-const ArchInfo* find_arch(std::string_view gguf_name);
+// By GGUF general.architecture: the first entry of that name whose `moe` admits `experts` (GGUF
+// "llama" is Llama without experts and Mixtral with them); nullptr when unknown.
+const ArchInfo* find_arch(std::string_view gguf_name, bool experts = false);
 // By HF model_type (or, when that is empty or unknown, architectures[0]); nullptr when unknown.
 const ArchInfo* find_arch_hf(std::string_view model_type, std::string_view hf_architecture = "");
 // "llama, mistral, qwen2, qwen3": for messages.
@@ -56,6 +79,16 @@ std::string arch_names();
 // The per-layer and global tensor name pairs (GGUF <-> HF module) every entry draws from.
 std::span<const ArchTensor> layer_tensors();
 std::span<const ArchTensor> global_tensors();
+// Per-expert tensors: GGUF `blk.N.<gguf>.E.<suffix>` (expert E of llama.cpp's stacked
+// `blk.N.<gguf>.<suffix>`), HF `model.layers.N.<hf with '*' replaced by E>.<suffix>`. Several HF
+// spellings map to one GGUF name (Mixtral's block_sparse_moe.experts.*.w1); `arch` picks the
+// spelling of the inverse map (empty: the first).
+struct ArchExpertTensor {
+  std::string_view gguf;  // "ffn_gate_exps"
+  std::string_view hf;    // "mlp.experts.*.gate_proj"
+  std::string_view arch;  // the table entry this spelling belongs to; empty: every other
+};
+std::span<const ArchExpertTensor> expert_tensors();
 
 // Per-frequency divisors of Llama 3's rope scaling (transformers' _compute_llama3_parameters,
 // llama.cpp's rope_freqs.weight): factor[i] for i < head_dim/2 divides theta^(-2i/d). Computed in

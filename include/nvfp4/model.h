@@ -48,6 +48,12 @@ struct ModelConfig {
   float rms_eps = 1e-5f;
   bool tied_head = false;
   bool qkv_bias = false, o_bias = false, qk_norm = false;
+  QkNormSpan qk_norm_span = QkNormSpan::head;
+  // Mixture of experts (n_expert > 0): every layer's FFN is n_expert routed experts of n_ff_exp,
+  // n_expert_used per token, plus a shared expert of n_ff_shexp when that is > 0.
+  int64_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0, n_ff_shexp = 0;
+  MoeGating gating = MoeGating::softmax_all;
+  bool norm_topk = false;  // renormalise the selected weights (softmax_all)
   int64_t q_dim() const { return n_head * head_dim; }
   int64_t kv_dim() const { return n_head_kv * head_dim; }
 };

@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "io/hf_names.h"
 #include "nvfp4/error.h"
 #include "nvfp4/ggml_types.h"
 #include "nvfp4/layout.h"
@@ -85,18 +86,45 @@ class GgufCheckpoint final : public Checkpoint {
   }
 
  private:
-  float companion_scale(const std::string& weight, const std::string& suffix, float absent) const {
+  // A weight's companion scale: one F32 value, or (stacked experts) one per expert.
+  std::vector<float> companion_scales(const std::string& weight, const std::string& suffix, int64_t n_expert) const {
     const std::string cname = base_name(weight) + suffix;
     const gguf::TensorInfo* s = file_.find_tensor(cname);
-    if (!s) return absent;
-    if (s->type != ggml::F32 || s->elements() != 1) {
-      throw Error(info_.path, cname, "NVFP4 companion scale must be one F32 value", "F32 [1]",
+    if (!s) return {};
+    if (s->type != ggml::F32 || (s->elements() != 1 && s->elements() != n_expert)) {
+      const std::string want = n_expert > 1 ? "F32 [1] or [" + std::to_string(n_expert) + "] (one per expert)" : "F32 [1]";
+      throw Error(info_.path, cname,
+                  n_expert > 1 ? "NVFP4 companion scale of stacked experts must be one F32 value or one per expert"
+                               : "NVFP4 companion scale must be one F32 value",
+                  want,
                   ggml_type_name(s->type) + " with " + std::to_string(s->elements()) + " values");
     }
-    float v;
-    std::memcpy(&v, s->data, 4);
-    check_tensor_scale(v, info_.path, cname);
+    std::vector<float> v(static_cast<size_t>(s->elements()));
+    std::memcpy(v.data(), s->data, v.size() * 4);
+    for (size_t i = 0; i < v.size(); ++i)
+      check_tensor_scale(v[i], info_.path, v.size() > 1 ? cname + " (expert " + std::to_string(i) + ")" : cname);
     return v;
+  }
+
+  TensorEntry entry_of(const gguf::TensorInfo& t, const std::string& name) const {
+    TensorEntry e;
+    e.name = name;
+    e.shape.assign(t.ne.rbegin(), t.ne.rend());
+    e.storage_name = ggml_type_name(t.type);
+    const GgmlTypeInfo* ti = ggml_type_info(t.type);
+    e.bits_per_weight = 8.0 * static_cast<double>(ti->block_bytes) / static_cast<double>(ti->block_values);
+    switch (t.type) {
+      case ggml::F32: e.storage = Storage::f32; break;
+      case ggml::F16: e.storage = Storage::f16; break;
+      case ggml::BF16: e.storage = Storage::bf16; break;
+      case ggml::NVFP4: e.storage = Storage::nvfp4; break;
+      default: e.storage = ti->dequantizable ? Storage::ggml_quant : Storage::other; break;
+    }
+    if (e.storage == Storage::other) {
+      throw Error(info_.path, t.name, "tensor type not supported", "F32, F16, BF16, NVFP4 or Q4_0/Q4_1/Q8_0/Q4_K/Q6_K",
+                  e.storage_name);
+    }
+    return e;
   }
 
   void validate_and_index() {
@@ -108,41 +136,62 @@ class GgufCheckpoint final : public Checkpoint {
       companions.insert(base_name(t.name) + ".scale");
       companions.insert(base_name(t.name) + ".input_scale");
     }
+    // Stacked experts (llama.cpp's blk.N.ffn_*_exps, ne = [n_in, n_out, n_expert]) become one entry
+    // per expert, blk.N.ffn_*_exps.E.weight, viewing its slice of the mapped data.
+    size_t n_slices = 0;
+    for (const auto& t : file_.tensors())
+      if (t.ne.size() == 3 && ends_with_exps(t.name)) n_slices += static_cast<size_t>(t.ne[2]);
+    slices_.reserve(n_slices);
     for (const auto& t : file_.tensors()) {
       if (companions.count(t.name) && t.type == ggml::F32) continue;
-      TensorEntry e;
-      e.name = t.name;
-      e.shape.assign(t.ne.rbegin(), t.ne.rend());
-      e.storage_name = ggml_type_name(t.type);
-      const GgmlTypeInfo* ti = ggml_type_info(t.type);
-      e.bits_per_weight = 8.0 * static_cast<double>(ti->block_bytes) / static_cast<double>(ti->block_values);
-      switch (t.type) {
-        case ggml::F32: e.storage = Storage::f32; break;
-        case ggml::F16: e.storage = Storage::f16; break;
-        case ggml::BF16: e.storage = Storage::bf16; break;
-        case ggml::NVFP4: e.storage = Storage::nvfp4; break;
-        default: e.storage = ti->dequantizable ? Storage::ggml_quant : Storage::other; break;
-      }
-      if (e.storage == Storage::nvfp4) {
-        if (t.ne.size() != 2 && t.ne.size() != 3) {
-          throw Error(info_.path, t.name, "NVFP4 tensor must be a matrix or a stack of experts",
-                      "2 or 3 dimensions", std::to_string(t.ne.size()));
+      const bool stacked = t.ne.size() == 3 && ends_with_exps(t.name);
+      if (t.type == ggml::NVFP4 || stacked) {
+        if (t.ne.size() != 2 && !stacked) {
+          throw Error(info_.path, t.name, "NVFP4 tensor must be a matrix or a stack of experts (blk.N.ffn_*_exps)",
+                      "2 dimensions, or 3 for blk.N.ffn_{gate,up,down}_exps", std::to_string(t.ne.size()));
         }
+      }
+      if (t.type == ggml::NVFP4) {
         check_n_in(t.ne[0], true, info_.path, t.name);
         // Scale bytes: the first 4 bytes of every 36-byte block.
         for (int64_t b = 0; b < t.nbytes / 36; ++b) check_scale_bytes(t.data + 36 * b, 4, info_.path, t.name);
-        e.scale2 = companion_scale(t.name, ".scale", 1.0f);
-        e.input_scale = companion_scale(t.name, ".input_scale", 0.0f);
-        ++nvfp4_count;
-        if (e.input_scale > 0) ++with_input;
       }
-      if (e.storage == Storage::other) {
-        throw Error(info_.path, t.name, "tensor type not supported", "F32, F16, BF16, NVFP4 or Q4_0/Q4_1/Q8_0/Q4_K/Q6_K",
-                    e.storage_name);
+      const int64_t n_expert = stacked ? t.ne[2] : 1;
+      std::vector<float> s2, is;
+      if (t.type == ggml::NVFP4) {
+        s2 = companion_scales(t.name, ".scale", n_expert);
+        is = companion_scales(t.name, ".input_scale", n_expert);
       }
-      entries_.push_back(std::move(e));
+      for (int64_t x = 0; x < n_expert; ++x) {
+        const gguf::TensorInfo* info = &t;
+        std::string name = t.name;
+        if (stacked) {
+          if (n_expert < 1 || t.nbytes % n_expert != 0)
+            throw Error(info_.path, t.name, "stacked experts do not split evenly", "n_expert >= 1 dividing the bytes",
+                        std::to_string(n_expert));
+          gguf::TensorInfo sl = t;
+          sl.ne = {t.ne[0], t.ne[1]};
+          sl.nbytes = t.nbytes / n_expert;
+          sl.data = t.data + x * sl.nbytes;
+          name = hf::expert_name(t.name, x);
+          sl.name = name;
+          slices_.push_back(std::move(sl));
+          info = &slices_.back();
+        }
+        TensorEntry e = entry_of(*info, name);
+        if (e.storage == Storage::nvfp4) {
+          const auto pick = [&](const std::vector<float>& v, float absent) {
+            return v.empty() ? absent : v.size() == 1 ? v[0] : v[static_cast<size_t>(x)];
+          };
+          e.scale2 = pick(s2, 1.0f);
+          e.input_scale = pick(is, 0.0f);
+          ++nvfp4_count;
+          if (e.input_scale > 0) ++with_input;
+        }
+        infos_[e.name] = info;
+        entries_.push_back(std::move(e));
+      }
     }
-    for (const auto& e : entries_) infos_[e.name] = file_.find_tensor(e.name);
     const gguf::Value* ft = file_.find("general.file_type");
     if (ft && ft->is_integer()) {
       const int64_t ftype = ft->as_int("general.file_type");
@@ -158,9 +207,15 @@ class GgufCheckpoint final : public Checkpoint {
     else info_.algorithm = ft ? "ggml file type " + std::to_string(ft->as_int()) : "float";
   }
 
+  static bool ends_with_exps(const std::string& name) {
+    const std::string b = base_name(name);
+    return b.size() > 5 && b.compare(b.size() - 5, 5, "_exps") == 0;
+  }
+
   gguf::File file_;
   CheckpointInfo info_;
   std::vector<TensorEntry> entries_;
+  std::vector<gguf::TensorInfo> slices_;  // one per expert of each stacked tensor (reserved: stable)
   std::unordered_map<std::string, const gguf::TensorInfo*> infos_;
 };
 

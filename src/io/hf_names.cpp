@@ -2,6 +2,7 @@
 #include "io/hf_names.h"
 
 #include <cctype>
+#include <span>
 
 #include "nvfp4/arch.h"
 
@@ -20,8 +21,53 @@ bool split_layer(const std::string& module, const std::string& prefix, std::stri
   return true;
 }
 
+bool all_digits(std::string_view s) {
+  if (s.empty()) return false;
+  for (char ch : s)
+    if (!std::isdigit(static_cast<unsigned char>(ch))) return false;
+  return true;
+}
+
+// Of the spellings of one GGUF name, the one of `arch` if it has its own, else the common one.
+template <class T>
+const T* pick_spelling(std::span<const T> table, std::string_view gguf, std::string_view arch) {
+  const T *own = nullptr, *common = nullptr;
+  for (const T& t : table) {
+    if (t.gguf != gguf) continue;
+    if (t.arch.empty()) common = common ? common : &t;
+    else if (t.arch == arch) own = own ? own : &t;
+  }
+  return own ? own : common;
+}
+
+// HF expert module ("mlp.experts.7.up_proj") -> GGUF ("ffn_up_exps.7"); empty when not one.
+std::string expert_to_gguf(const std::string& rest) {
+  for (const ArchExpertTensor& t : expert_tensors()) {
+    const std::string_view pat = t.hf;
+    const size_t star = pat.find('*');
+    const std::string_view pre = pat.substr(0, star), post = pat.substr(star + 1);
+    if (rest.size() <= pre.size() + post.size() || rest.compare(0, pre.size(), pre) != 0 ||
+        rest.compare(rest.size() - post.size(), post.size(), post) != 0)
+      continue;
+    const std::string idx = rest.substr(pre.size(), rest.size() - pre.size() - post.size());
+    if (all_digits(idx)) return std::string(t.gguf) + "." + idx;
+  }
+  return {};
+}
+
+// GGUF expert module ("ffn_up_exps.7") -> HF in `arch`'s spelling; empty when not one.
+std::string expert_to_hf(const std::string& rest, std::string_view arch) {
+  const auto dot = rest.find('.');
+  if (dot == std::string::npos || !all_digits(std::string_view(rest).substr(dot + 1))) return {};
+  const std::string_view stacked = std::string_view(rest).substr(0, dot), idx = std::string_view(rest).substr(dot + 1);
+  const ArchExpertTensor* best = pick_spelling(expert_tensors(), stacked, arch);
+  if (!best) return {};
+  const size_t star = best->hf.find('*');
+  return std::string(best->hf.substr(0, star)) + std::string(idx) + std::string(best->hf.substr(star + 1));
+}
+
 // Maps `name` (module + "." + suffix) from one side of the table to the other.
-std::string map_name(const std::string& name, bool to_gguf) {
+std::string map_name(const std::string& name, bool to_gguf, std::string_view arch) {
   const auto dot = name.find_last_of('.');
   if (dot == std::string::npos) return name;
   const std::string module = name.substr(0, dot), suffix = name.substr(dot);
@@ -31,17 +77,40 @@ std::string map_name(const std::string& name, bool to_gguf) {
   }
   std::string n, rest;
   if (!split_layer(module, to_gguf ? "model.layers." : "blk.", n, rest)) return name;
-  for (const ArchTensor& t : layer_tensors()) {
-    const std::string_view from = to_gguf ? t.hf : t.gguf, to = to_gguf ? t.gguf : t.hf;
-    if (rest == from) return (to_gguf ? "blk." : "model.layers.") + n + "." + std::string(to) + suffix;
+  const std::string layer = (to_gguf ? "blk." : "model.layers.") + n + ".";
+  if (to_gguf) {
+    for (const ArchTensor& t : layer_tensors())
+      if (rest == t.hf) return layer + std::string(t.gguf) + suffix;
+  } else if (const ArchTensor* t = pick_spelling(layer_tensors(), rest, arch)) {
+    return layer + std::string(t->hf) + suffix;
   }
-  return name;
+  const std::string e = to_gguf ? expert_to_gguf(rest) : expert_to_hf(rest, arch);
+  return e.empty() ? name : layer + e + suffix;
 }
 
 }  // namespace
 
-std::string to_hf_name(const std::string& g) { return map_name(g, false); }
-std::string to_gguf_name(const std::string& hf) { return map_name(hf, true); }
+std::string to_hf_name(const std::string& g, std::string_view arch) { return map_name(g, false, arch); }
+std::string to_gguf_name(const std::string& hf) { return map_name(hf, true, {}); }
+
+bool split_expert_name(const std::string& name, std::string& stacked, int64_t& expert) {
+  // blk.N.<x>_exps.E.<suffix>
+  const auto last = name.find_last_of('.');
+  if (last == std::string::npos || last == 0) return false;
+  const auto prev = name.find_last_of('.', last - 1);
+  if (prev == std::string::npos) return false;
+  const std::string_view idx = std::string_view(name).substr(prev + 1, last - prev - 1);
+  const std::string_view module = std::string_view(name).substr(0, prev);
+  if (!all_digits(idx) || idx.size() > 9 || module.size() < 5 || module.substr(module.size() - 5) != "_exps") return false;
+  stacked = std::string(module) + name.substr(last);
+  expert = std::stoll(std::string(idx));
+  return true;
+}
+
+std::string expert_name(const std::string& stacked, int64_t expert) {
+  const auto last = stacked.find_last_of('.');
+  return stacked.substr(0, last) + "." + std::to_string(expert) + stacked.substr(last);
+}
 
 int64_t permuted_source_row(int64_t r, int64_t n_out, int64_t heads) {
   const int64_t hd = n_out / heads, half = hd / 2;

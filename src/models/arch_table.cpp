@@ -28,6 +28,23 @@ const ArchInfo kArchs[] = {
     {.name = "qwen3", .gguf_name = "qwen3", .hf_model_types = {"qwen3"},
      .hf_architectures = {"Qwen3ForCausalLM"}, .rope = RopeStyle::neox, .qk_norm = Need::required,
      .sliding_window = true},
+    // Mixtral: llama.cpp converts it to its LLAMA arch with expert_count (so GGUF says "llama");
+    // softmax over the k selected logits.
+    {.name = "mixtral", .gguf_name = "llama", .hf_model_types = {"mixtral"},
+     .hf_architectures = {"MixtralForCausalLM"}, .rope = RopeStyle::adjacent, .permute_qk = true,
+     .sliding_window = true, .moe = Need::required, .gating = MoeGating::softmax_topk},
+    // Qwen2-MoE: Qwen2 attention; routed experts plus one shared expert behind a sigmoid gate.
+    {.name = "qwen2_moe", .gguf_name = "qwen2moe", .hf_model_types = {"qwen2_moe"},
+     .hf_architectures = {"Qwen2MoeForCausalLM"}, .rope = RopeStyle::neox, .qkv_bias = Need::required,
+     .sliding_window = true, .moe = Need::required, .norm_topk_default = false, .shared_expert = Need::required},
+    // Qwen3-MoE: Qwen3 attention; routed experts, weights renormalised (norm_topk_prob).
+    {.name = "qwen3_moe", .gguf_name = "qwen3moe", .hf_model_types = {"qwen3_moe"},
+     .hf_architectures = {"Qwen3MoeForCausalLM"}, .rope = RopeStyle::neox, .qk_norm = Need::required,
+     .sliding_window = true, .moe = Need::required, .norm_topk_default = true},
+    // OLMoE: RMSNorm over the whole q and k projections; routed experts, not renormalised.
+    {.name = "olmoe", .gguf_name = "olmoe", .hf_model_types = {"olmoe"},
+     .hf_architectures = {"OlmoeForCausalLM"}, .rope = RopeStyle::neox, .qk_norm = Need::required,
+     .qk_norm_span = QkNormSpan::full, .moe = Need::required, .norm_topk_default = false},
 };
 
 const ArchTensor kLayer[] = {
@@ -37,6 +54,21 @@ const ArchTensor kLayer[] = {
     {"attn_k_norm", "self_attn.k_norm"}, {"ffn_norm", "post_attention_layernorm"},
     {"ffn_gate", "mlp.gate_proj"},       {"ffn_up", "mlp.up_proj"},
     {"ffn_down", "mlp.down_proj"},
+    // Mixture of experts: the router, the shared expert and its gate (llama.cpp's names).
+    {"ffn_gate_inp", "mlp.gate"},        {"ffn_gate_inp", "block_sparse_moe.gate", "mixtral"},
+    {"ffn_gate_shexp", "mlp.shared_expert.gate_proj"}, {"ffn_up_shexp", "mlp.shared_expert.up_proj"},
+    {"ffn_down_shexp", "mlp.shared_expert.down_proj"}, {"ffn_gate_inp_shexp", "mlp.shared_expert_gate"},
+};
+
+// The routed experts, one 2-D tensor per expert on the HF side (transformers' own checkpoints and
+// ModelOpt's export; Mixtral's original w1/w3/w2 names too).
+const ArchExpertTensor kExpert[] = {
+    {"ffn_gate_exps", "mlp.experts.*.gate_proj", ""},
+    {"ffn_up_exps", "mlp.experts.*.up_proj", ""},
+    {"ffn_down_exps", "mlp.experts.*.down_proj", ""},
+    {"ffn_gate_exps", "block_sparse_moe.experts.*.w1", "mixtral"},
+    {"ffn_up_exps", "block_sparse_moe.experts.*.w3", "mixtral"},
+    {"ffn_down_exps", "block_sparse_moe.experts.*.w2", "mixtral"},
 };
 
 const ArchTensor kGlobal[] = {
@@ -47,9 +79,12 @@ const ArchTensor kGlobal[] = {
 std::span<const ArchInfo> architectures() { return kArchs; }
 std::span<const ArchTensor> layer_tensors() { return kLayer; }
 std::span<const ArchTensor> global_tensors() { return kGlobal; }
+std::span<const ArchExpertTensor> expert_tensors() { return kExpert; }
 
-const ArchInfo* find_arch(std::string_view gguf_name) {
+const ArchInfo* find_arch(std::string_view gguf_name, bool experts) {
   for (const ArchInfo& a : kArchs)
+    if (a.gguf_name == gguf_name && (experts ? a.moe != Need::none : a.moe != Need::required)) return &a;
+  for (const ArchInfo& a : kArchs)  // a family of that name without the matching form: Model::load says why
     if (a.gguf_name == gguf_name) return &a;
   return nullptr;
 }

@@ -2,7 +2,8 @@
 //   h = x + o(attention(rope(norm_q(q(n1))), rope(norm_k(k(n1))), v(n1))),  n1 = RMSNorm(x)
 //   x' = h + down(silu(gate(n2)) * up(n2)),                                  n2 = RMSNorm(h)
 // with q/k/v biases (Qwen2; Llama with attention_bias) added to the projections' float outputs,
-// and Qwen3's per-head RMSNorm of q and k (weights [head_dim]) before RoPE. Each step's float
+// and Qwen3's per-head RMSNorm of q and k (weights [head_dim]) before RoPE (OLMoE's over the whole
+// q and k). In a mixture-of-experts layer the MLP is moe_ffn (moe_block.cpp). Each step's float
 // order is docs/DETERMINISM.md's.
 #include "runtime/attention.h"
 #include "runtime/step_impl.h"
@@ -16,7 +17,10 @@ void dense_block(StepRun& s, int64_t l) {
   const int64_t n = s.n, d = c.n_embd, qd = c.q_dim(), kvd = c.kv_dim(), hd = c.head_dim;
   s.rmsnorm(w.x.data(), L.attn_norm, w.xn.data(), n, d);
   s.run_group({{&L.q, w.q.data()}, {&L.k, w.k.data()}, {&L.v, w.v.data()}}, w.xn.data());
-  if (c.qk_norm) {  // every head of every token is a row of width head_dim
+  if (c.qk_norm && c.qk_norm_span == QkNormSpan::full) {  // OLMoE: over each token's whole q and k
+    s.rmsnorm(w.q.data(), L.q_norm, w.q.data(), n, qd);
+    s.rmsnorm(w.k.data(), L.k_norm, w.k.data(), n, kvd);
+  } else if (c.qk_norm) {  // every head of every token is a row of width head_dim
     s.rmsnorm(w.q.data(), L.q_norm, w.q.data(), n * c.n_head, hd);
     s.rmsnorm(w.k.data(), L.k_norm, w.k.data(), n * c.n_head_kv, hd);
   }
@@ -34,6 +38,11 @@ void dense_block(StepRun& s, int64_t l) {
   s.run(L.o, w.att.data(), w.o.data());
   s.residual(w.x.data(), w.o.data(), d);
   s.rmsnorm(w.x.data(), L.ffn_norm, w.xn.data(), n, d);
+  if (!L.experts.empty()) {
+    moe_ffn(s, L, w.xn.data(), w.o.data());
+    s.residual(w.x.data(), w.o.data(), d);
+    return;
+  }
   s.run_group({{&L.gate, w.g.data()}, {&L.up, w.u.data()}}, w.xn.data());
   s.pool.run(n * c.n_ff, [&](int64_t b, int64_t e) { swiglu_rows(w.g.data() + b, w.u.data() + b, e - b); }, 16);
   s.run(L.down, w.g.data(), w.o.data());

@@ -54,6 +54,34 @@ std::string text(const Json& j, const char* key) {
   return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
 }
 
+gguf::Value boolean(bool v) {
+  gguf::Value b;
+  b.type = gguf::ValueType::boolean;
+  b.u = v ? 1 : 0;
+  return b;
+}
+
+// Mixture-of-experts keys, under llama.cpp's GGUF names: num_experts (Qwen, OLMoE) or
+// num_local_experts (Mixtral) -> expert_count; num_experts_per_tok -> expert_used_count;
+// moe_intermediate_size -> expert_feed_forward_length (Qwen; Mixtral and OLMoE size their experts
+// by intermediate_size); shared_expert_intermediate_size -> expert_shared_feed_forward_length;
+// norm_topk_prob -> expert_weights_norm.
+template <class Refuse>
+void moe_meta(const Json& c, Reader& r, const Refuse& refuse) {
+  r.count(c.contains("num_local_experts") ? "num_local_experts" : "num_experts", "expert_count");
+  r.count("num_experts_per_tok", "expert_used_count");
+  r.count("moe_intermediate_size", "expert_feed_forward_length");
+  r.count("shared_expert_intermediate_size", "expert_shared_feed_forward_length");
+  if (c.contains("norm_topk_prob") && c["norm_topk_prob"].is_boolean())
+    r.out.emplace_back(r.a + "expert_weights_norm", boolean(c["norm_topk_prob"].get<bool>()));
+  // Every layer must be a MoE layer: Qwen's decoder_sparse_step / mlp_only_layers mix in dense ones.
+  if (c.contains("decoder_sparse_step") && c["decoder_sparse_step"].is_number_integer() && c["decoder_sparse_step"].get<int64_t>() != 1)
+    refuse("decoder_sparse_step", "1 (every layer routed)", c["decoder_sparse_step"]);
+  if (c.contains("mlp_only_layers") && c["mlp_only_layers"].is_array() && !c["mlp_only_layers"].empty())
+    refuse("mlp_only_layers", "[] (every layer routed)", c["mlp_only_layers"]);
+  if (c.contains("clip_qkv") && !c["clip_qkv"].is_null()) refuse("clip_qkv", "null", c["clip_qkv"]);
+}
+
 }  // namespace
 
 const ArchInfo* hf_config_arch(const Json& config) {
@@ -122,11 +150,9 @@ MetaList hf_config_meta(const Json& c, const std::string& file) {
     const bool on = c.contains("use_sliding_window") ? c["use_sliding_window"].is_boolean() && c["use_sliding_window"].get<bool>() : true;
     if (on) r.count("sliding_window", "attention.sliding_window");
   }
+  if (arch->moe != Need::none) moe_meta(c, r, refuse);
   if (c.contains("tie_word_embeddings") && c["tie_word_embeddings"].is_boolean()) {
-    gguf::Value b;
-    b.type = gguf::ValueType::boolean;
-    b.u = c["tie_word_embeddings"].get<bool>() ? 1 : 0;
-    out.emplace_back("nvfp4.hf.tie_word_embeddings", b);
+    out.emplace_back("nvfp4.hf.tie_word_embeddings", boolean(c["tie_word_embeddings"].get<bool>()));
   }
   return out;
 }

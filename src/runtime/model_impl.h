@@ -28,10 +28,33 @@ struct MatMul {
   }
 };
 
+// One routed expert: its own three projections, each with its own tensor scale applied to its
+// own output (never folded into a neighbour).
+struct Expert {
+  MatMul gate, up, down;
+};
+
 struct LayerWeights {
   std::vector<float> attn_norm, ffn_norm;
-  std::vector<float> q_norm, k_norm;  // [head_dim] each (Qwen3), empty: none
-  MatMul q, k, v, o, gate, up, down;
+  std::vector<float> q_norm, k_norm;  // [head_dim] (Qwen3) or [q_dim]/[kv_dim] (OLMoE), empty: none
+  MatMul q, k, v, o, gate, up, down;  // gate/up/down: the dense FFN (absent in MoE layers)
+  // Mixture of experts: the router (float32 logits in the pinned order of PinnedDense), the
+  // experts, and Qwen2-MoE's shared expert with its one-row sigmoid gate.
+  PinnedDense router;
+  std::vector<Expert> experts;
+  MatMul sh_gate, sh_up, sh_down;
+  PinnedDense sh_gate_inp;
+  // Every linear layer of the layer, for counting and checks.
+  std::vector<const MatMul*> matmuls() const {
+    std::vector<const MatMul*> out = {&q, &k, &v, &o};
+    if (experts.empty()) {
+      out.insert(out.end(), {&gate, &up, &down});
+    } else {
+      for (const Expert& e : experts) out.insert(out.end(), {&e.gate, &e.up, &e.down});
+      if (sh_gate.n_out > 0) out.insert(out.end(), {&sh_gate, &sh_up, &sh_down});
+    }
+    return out;
+  }
 };
 
 struct Model::Impl {

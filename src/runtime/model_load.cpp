@@ -1,6 +1,7 @@
 // Model::load: configuration from GGUF-style metadata, every tensor checked for presence and
 // shape, linear layers prepared for their kernels, refusals before any inference.
 #include <cmath>
+#include <set>
 
 #include "nvfp4/arch.h"
 #include "nvfp4/codec.h"
@@ -16,6 +17,7 @@ struct Loader {
   const Checkpoint& ck;
   const LoadOptions& opt;
   const std::string& path;
+  mutable std::set<std::string> used;  // every tensor the model reads: the rest is refused
 
   const gguf::Value& meta(const std::string& key) const {
     const gguf::Value* v = ck.meta(key);
@@ -76,6 +78,7 @@ struct Loader {
   const TensorEntry& shaped(const std::string& name, std::vector<int64_t> shape) const {
     const TensorEntry* e = ck.find(name);
     if (!e) throw Error(path, name, "missing tensor", "present", "absent");
+    used.insert(name);
     if (e->shape != shape) {
       auto str = [](const std::vector<int64_t>& s) {
         std::string o = "[";
@@ -138,6 +141,59 @@ struct Loader {
   }
 };
 
+// Expert counts and sizes under llama.cpp's keys (hf_config.cpp writes the same for HF).
+void load_moe_config(const Loader& L, const std::string& a, ModelConfig& c) {
+  const ArchInfo& info = *c.info;
+  c.n_expert = L.meta_int(a + "expert_count");
+  c.n_expert_used = L.meta_int(a + "expert_used_count");
+  if (c.n_expert_used > c.n_expert)
+    throw Error(L.path, "", "metadata '" + a + "expert_used_count'", "<= expert_count " + std::to_string(c.n_expert),
+                std::to_string(c.n_expert_used));
+  // Qwen's expert size is expert_feed_forward_length; Mixtral's and OLMoE's, feed_forward_length.
+  c.n_ff_exp = L.ck.meta(a + "expert_feed_forward_length") ? L.meta_int(a + "expert_feed_forward_length")
+                                                           : L.meta_int(a + "feed_forward_length");
+  c.n_ff = c.n_ff_exp;
+  if (info.shared_expert != Need::none && L.ck.meta(a + "expert_shared_feed_forward_length"))
+    c.n_ff_shexp = L.meta_int(a + "expert_shared_feed_forward_length");
+  if (info.shared_expert == Need::required && c.n_ff_shexp == 0)
+    throw Error(L.path, "", "missing metadata '" + a + "expert_shared_feed_forward_length' (" + c.arch + " has a shared expert)",
+                "present", "absent");
+  c.gating = info.gating;
+  c.norm_topk = info.norm_topk_default;
+  if (const gguf::Value* v = L.ck.meta(a + "expert_weights_norm")) c.norm_topk = v->as_bool();
+  if (c.gating == MoeGating::softmax_topk) c.norm_topk = false;  // the k weights already sum to 1
+}
+
+void load_moe_layer(const Loader& L, const std::string& b, const ModelConfig& c, LayerWeights& w) {
+  w.router = L.dense(b + "ffn_gate_inp.weight", c.n_expert, c.n_embd);
+  for (int64_t x = 0; x < c.n_expert; ++x) {
+    const auto name = [&](std::string_view kind) {  // blk.N.ffn_gate_exps.E
+      std::string s = b;
+      s.append(kind).append(".").append(std::to_string(x));
+      return s;
+    };
+    Expert ex;
+    ex.gate = L.linear(name("ffn_gate_exps"), c.n_ff_exp, c.n_embd);
+    ex.up = L.linear(name("ffn_up_exps"), c.n_ff_exp, c.n_embd);
+    ex.down = L.linear(name("ffn_down_exps"), c.n_embd, c.n_ff_exp);
+    w.experts.push_back(std::move(ex));
+  }
+  if (c.n_ff_shexp > 0) {
+    w.sh_gate = L.linear(b + "ffn_gate_shexp", c.n_ff_shexp, c.n_embd);
+    w.sh_up = L.linear(b + "ffn_up_shexp", c.n_ff_shexp, c.n_embd);
+    w.sh_down = L.linear(b + "ffn_down_shexp", c.n_embd, c.n_ff_shexp);
+    // llama.cpp stores the shared expert's gate as a vector [n_embd], HF as a matrix [1, n_embd].
+    const std::string g = b + "ffn_gate_inp_shexp.weight";
+    const TensorEntry* e = L.ck.find(g);
+    if (e && e->shape.size() == 1) {
+      const std::vector<float> v = L.vec(g, c.n_embd);
+      w.sh_gate_inp = PinnedDense::from_f32(v, 1, c.n_embd);
+    } else {
+      w.sh_gate_inp = L.dense(g, 1, c.n_embd);
+    }
+  }
+}
+
 }  // namespace
 
 Model::Model() : impl_(std::make_unique<Impl>()) {}
@@ -145,21 +201,27 @@ Model::~Model() = default;
 
 std::unique_ptr<Model> Model::load(const Checkpoint& ck, const LoadOptions& opt) {
   const std::string& path = ck.info().path;
-  Loader L{ck, opt, path};
+  Loader L{ck, opt, path, {}};
   std::unique_ptr<Model> model(new Model());
   Impl& m = *model->impl_;
   m.source = path;
   m.mode = opt.mode;
   ModelConfig& c = m.cfg;
   const std::string gguf_arch = L.meta("general.architecture").as_string("general.architecture");
-  c.info = find_arch(gguf_arch);
+  const std::string a = gguf_arch + ".";
+  const bool experts = ck.meta(a + "expert_count") != nullptr;
+  c.info = find_arch(gguf_arch, experts);
   if (!c.info)
     throw Error(path, "", "unsupported architecture (general.architecture)", arch_names(), gguf_arch);
   c.arch = std::string(c.info->name);
-  const std::string a = gguf_arch + ".";
+  if (experts && c.info->moe == Need::none)
+    throw Error(path, "", "metadata '" + a + "expert_count' for an architecture without experts", "absent (" + c.arch + ")", "present");
+  if (!experts && c.info->moe == Need::required)
+    throw Error(path, "", "missing metadata '" + a + "expert_count' (" + c.arch + " routes its FFN to experts)", "present", "absent");
   c.n_layer = L.meta_int(a + "block_count");
   c.n_embd = L.meta_int(a + "embedding_length");
-  c.n_ff = L.meta_int(a + "feed_forward_length");
+  if (experts) load_moe_config(L, a, c);
+  else c.n_ff = L.meta_int(a + "feed_forward_length");
   c.n_head = L.meta_int(a + "attention.head_count");
   c.n_head_kv = ck.meta(a + "attention.head_count_kv") ? L.meta_int(a + "attention.head_count_kv") : c.n_head;
   c.n_ctx_train = ck.meta(a + "context_length") ? L.meta_int(a + "context_length") : 2048;
@@ -203,19 +265,24 @@ std::unique_ptr<Model> Model::load(const Checkpoint& ck, const LoadOptions& opt)
   c.qkv_bias = L.wanted(b0 + "attn_q.bias", info.qkv_bias);
   c.o_bias = L.wanted(b0 + "attn_output.bias", info.o_bias);
   c.qk_norm = L.wanted(b0 + "attn_q_norm.weight", info.qk_norm);
+  c.qk_norm_span = info.qk_norm_span;
   const int64_t qd = c.q_dim(), kv = c.kv_dim();
+  const bool full_qk = c.qk_norm_span == QkNormSpan::full;
   for (int64_t i = 0; i < c.n_layer; ++i) {
     const std::string b = "blk." + std::to_string(i) + ".";
     LayerWeights w;
     w.attn_norm = L.vec(b + "attn_norm.weight", c.n_embd);
     w.ffn_norm = L.vec(b + "ffn_norm.weight", c.n_embd);
+    if (c.n_expert > 0) load_moe_layer(L, b, c, w);
     w.q = L.linear(b + "attn_q", qd, c.n_embd);
     w.k = L.linear(b + "attn_k", kv, c.n_embd);
     w.v = L.linear(b + "attn_v", kv, c.n_embd);
     w.o = L.linear(b + "attn_output", c.n_embd, qd);
-    w.gate = L.linear(b + "ffn_gate", c.n_ff, c.n_embd);
-    w.up = L.linear(b + "ffn_up", c.n_ff, c.n_embd);
-    w.down = L.linear(b + "ffn_down", c.n_embd, c.n_ff);
+    if (c.n_expert == 0) {
+      w.gate = L.linear(b + "ffn_gate", c.n_ff, c.n_embd);
+      w.up = L.linear(b + "ffn_up", c.n_ff, c.n_embd);
+      w.down = L.linear(b + "ffn_down", c.n_embd, c.n_ff);
+    }
     if (c.qkv_bias) {
       w.q.bias = L.vec(b + "attn_q.bias", qd);
       w.k.bias = L.vec(b + "attn_k.bias", kv);
@@ -223,16 +290,21 @@ std::unique_ptr<Model> Model::load(const Checkpoint& ck, const LoadOptions& opt)
     }
     if (c.o_bias) w.o.bias = L.vec(b + "attn_output.bias", c.n_embd);
     if (c.qk_norm) {
-      w.q_norm = L.vec(b + "attn_q_norm.weight", c.head_dim);
-      w.k_norm = L.vec(b + "attn_k_norm.weight", c.head_dim);
+      w.q_norm = L.vec(b + "attn_q_norm.weight", full_qk ? qd : c.head_dim);
+      w.k_norm = L.vec(b + "attn_k_norm.weight", full_qk ? kv : c.head_dim);
     }
     if (opt.mode == Mode::w4a4)
-      for (const MatMul* mm : {&w.q, &w.k, &w.v, &w.o, &w.gate, &w.up, &w.down})
+      for (const MatMul* mm : w.matmuls())
         if (mm->nvfp4 && !mm->lin.has_input_scale())
           throw Error(path, mm->name + ".weight", "mode w4a4 needs an activation scale (input_scale) for every NVFP4 layer",
                       "an input scale (a W4A4 checkpoint, or calibrated scales)", "none");
     m.layers.push_back(std::move(w));
   }
+  // A tensor the model does not read is an error, not silently ignored: a misnamed expert or a
+  // layer this runtime does not know would otherwise change nothing but the results.
+  for (const TensorEntry& e : ck.tensors())
+    if (!L.used.count(e.name))
+      throw Error(path, e.name, "tensor the " + c.arch + " model does not use (neither mapped nor excluded)", "absent", "present");
   return model;
 }
 
@@ -244,7 +316,8 @@ size_t Model::weight_bytes() const {
   size_t b = m.embd.bytes() + (m.cfg.tied_head ? 0 : m.head_own.bytes()) + m.output_norm.size() * 4;
   for (const auto& l : m.layers) {
     b += (l.attn_norm.size() + l.ffn_norm.size() + l.q_norm.size() + l.k_norm.size()) * 4;
-    for (const MatMul* mm : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) b += mm->bytes + mm->bias.size() * 4;
+    b += l.router.bytes() + l.sh_gate_inp.bytes();
+    for (const MatMul* mm : l.matmuls()) b += mm->bytes + mm->bias.size() * 4;
   }
   return b;
 }
@@ -252,9 +325,16 @@ size_t Model::weight_bytes() const {
 size_t Model::bytes_per_token() const {
   // Everything but the embedding table is read once per token; of the embedding, one row (unless
   // it is the tied head, which is read in full).
+  // Of the routed experts, the n_expert_used a token selects (their average size).
   const Impl& m = *impl_;
   size_t b = weight_bytes();
   if (!m.cfg.tied_head) b -= m.embd.bytes() - m.embd.bytes() / static_cast<size_t>(m.cfg.n_vocab);
+  for (const auto& l : m.layers) {
+    if (l.experts.empty()) continue;
+    size_t all = 0;
+    for (const Expert& e : l.experts) all += e.gate.bytes + e.up.bytes + e.down.bytes;
+    b -= all - all / l.experts.size() * static_cast<size_t>(m.cfg.n_expert_used);
+  }
   return b;
 }
 
@@ -267,12 +347,19 @@ std::vector<std::string> Model::describe() const {
                 std::to_string(c.n_head_kv) + " of " + std::to_string(c.head_dim) + ", mlp " +
                 std::to_string(c.n_ff) + ", vocab " + std::to_string(c.n_vocab) +
                 (c.tied_head ? ", tied head" : ", own head") + (c.qkv_bias ? ", q/k/v bias" : "") +
-                (c.qk_norm ? ", q/k norm" : "") + ", RoPE " + (c.rope.style == RopeStyle::neox ? "NeoX" : "adjacent pairs") +
+                (c.qk_norm ? (c.qk_norm_span == QkNormSpan::full ? ", q/k norm (full width)" : ", q/k norm") : "") +
+                (c.n_expert > 0 ? ", " + std::to_string(c.n_expert) + " experts of " + std::to_string(c.n_ff_exp) + " (" +
+                                      std::to_string(c.n_expert_used) + " per token" +
+                                      (c.gating == MoeGating::softmax_topk ? ", softmax over the selected"
+                                                                           : c.norm_topk ? ", renormalised" : "") +
+                                      (c.n_ff_shexp > 0 ? ", shared expert of " + std::to_string(c.n_ff_shexp) : "") + ")"
+                                : "") +
+                ", RoPE " + (c.rope.style == RopeStyle::neox ? "NeoX" : "adjacent pairs") +
                 (c.rope.freq_factors.empty() ? "" : " with frequency factors") +
                 (c.rope.linear_factor != 1.0 ? " linear x" + std::to_string(c.rope.linear_factor) : ""));
   int nv = 0, nf = 0;
   for (const auto& l : m.layers)
-    for (const MatMul* mm : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) (mm->nvfp4 ? nv : nf)++;
+    for (const MatMul* mm : l.matmuls()) (mm->nvfp4 ? nv : nf)++;
   const MatMul& q0 = m.layers.front().q;
   std::string lin = "linear layers: " + std::to_string(nv) + " NVFP4, " + std::to_string(nf) + " float (f32)";
   if (nv > 0) {

@@ -45,8 +45,11 @@ Workspace::Impl::Impl(const Model::Impl& model, int64_t nb) : m(model), n_batch(
   v.resize(sz(c.kv_dim()));
   att.resize(sz(c.q_dim()));
   o.resize(sz(c.n_embd));
-  g.resize(sz(c.n_ff));
-  u.resize(sz(c.n_ff));
+  // The FFN's gate/up rows: the dense MLP, the experts (one token: k experts side by side) or
+  // the shared expert.
+  const int64_t ff = std::max({nb * c.n_ff, nb * c.n_ff_shexp, c.n_expert_used * c.n_ff_exp});
+  g.resize(static_cast<size_t>(ff));
+  u.resize(static_cast<size_t>(ff));
   hn.resize(sz(c.n_embd));
   rope.init(c.rope, c.head_dim);
 }
@@ -63,7 +66,10 @@ void Workspace::set_observer(Observer obs) { impl_->obs = std::move(obs); }
 size_t Workspace::bytes() const {
   const Impl& w = *impl_;
   size_t b = w.rope.bytes() + w.attn_scratch.size() * 4;
-  for (const auto* v : {&w.x, &w.xn, &w.q, &w.k, &w.v, &w.att, &w.o, &w.g, &w.u, &w.hn}) b += v->size() * 4;
+  for (const auto* v : {&w.x, &w.xn, &w.q, &w.k, &w.v, &w.att, &w.o, &w.g, &w.u, &w.hn, &w.moe_logits, &w.moe_w, &w.moe_x,
+                        &w.moe_y, &w.moe_slots})
+    b += v->size() * 4;
+  b += w.moe_sel.size() * 4 + (w.moe_count.size() + w.moe_pairs.size()) * 8;
   return b;
 }
 

@@ -25,6 +25,12 @@ struct Workspace::Impl {
   // [n_batch][width] activations: residual stream, normed, q/k/v, attention output, projection
   // output, gate/up, final-normed rows.
   std::vector<float> x, xn, q, k, v, att, o, g, u, hn;
+  // Mixture of experts: router logits [n][n_expert], each (token, rank)'s expert and weight, the
+  // pairs grouped by expert (moe_count: prefix sums by expert), gathered rows and their outputs,
+  // and the expert outputs by (token, rank) [n * k][n_embd].
+  std::vector<float> moe_logits, moe_w, moe_x, moe_y, moe_slots;
+  std::vector<int32_t> moe_sel;
+  std::vector<int64_t> moe_count, moe_pairs;
   std::vector<float> attn_scratch;
   RopeTable rope;
   LinearScratch lin;
@@ -59,5 +65,9 @@ struct StepRun {
 
 // The blocks (src/models/): one layer of the step, in place on ws.x.
 void dense_block(StepRun& s, int64_t layer);
+// The mixture-of-experts FFN (src/models/moe_block.cpp): out[t] for the step's normed rows xn[t].
+void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out);
+// The router's choice for one token: sel[j] and weight[j] for j < n_expert_used, in rank order.
+void route(const ModelConfig& c, const float* logits, int32_t* sel, float* weight);
 
 }  // namespace nvfp4
