@@ -13,6 +13,7 @@
 #include "model_path.h"
 #include "moe_tiny.h"
 #include "nvfp4/checkpoint.h"
+#include "nvfp4/convert.h"
 #include "nvfp4/error.h"
 #include "nvfp4/kernels.h"
 #include "nvfp4/model.h"
@@ -247,6 +248,35 @@ TEST(MoeLoad, RefusesWhatItCannotServe) {
   expect_refusal(t, [](gguf::Writer& w) { w.add_tensor("blk.0.ffn_gate.weight", {64}, ggml::F32, extra, sizeof extra); },
                  "blk.0.ffn_gate.weight': tensor the qwen3_moe model does not use");
   expect_refusal(t, [](gguf::Writer& w) { w.set_string("general.architecture", "qwen3"); }, "missing metadata 'qwen3.");
+}
+
+}  // namespace
+
+namespace {
+
+// convert GGUF -> GGUF keeps llama.cpp's stacked layout, byte for byte, and the model's results.
+TEST(MoeConvert, GgufRoundTripKeepsStackedExpertsAndLogits) {
+  test::ScratchDir dir;
+  test::TinyMoe t;
+  t.arch = "qwen2moe";
+  t.n_ff_shexp = 64;
+  const std::string in = dir.path + "/in.gguf", out = dir.path + "/out.gguf";
+  test::write_tiny_moe(in, t);
+  ConvertOptions opt;
+  opt.verify = true;
+  convert(in, out, opt);
+  const auto a = gguf::File::open(in), b = gguf::File::open(out);
+  ASSERT_EQ(a.tensors().size(), b.tensors().size());
+  for (const auto& ta : a.tensors()) {
+    const gguf::TensorInfo& tb = b.tensor(ta.name);
+    EXPECT_EQ(ta.ne, tb.ne) << ta.name;
+    EXPECT_EQ(ta.type, tb.type) << ta.name;
+    ASSERT_EQ(ta.nbytes, tb.nbytes) << ta.name;
+    EXPECT_EQ(std::memcmp(ta.data, tb.data, static_cast<size_t>(ta.nbytes)), 0) << ta.name;
+  }
+  const auto ca = Checkpoint::open(in), cb = Checkpoint::open(out);
+  const auto ma = Model::load(*ca, LoadOptions{}), mb = Model::load(*cb, LoadOptions{});
+  EXPECT_TRUE(run(*ma, all_in_one(), 2) == run(*mb, all_in_one(), 2));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include "nvfp4/convert.h"
 
 #include "io/convert_modelopt.h"
+#include "io/hf_names.h"
 #include "io/gguf_meta_from_checkpoint.h"
 #include "io/weight_quantizer.h"
 
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <memory>
 
 #include "nvfp4/checkpoint.h"
@@ -88,6 +90,69 @@ void from_f32(const std::vector<float>& v, uint32_t type, uint8_t* dst) {
 }
 
 std::vector<int64_t> ggml_ne(const std::vector<int64_t>& shape) { return {shape.rbegin(), shape.rend()}; }
+
+// llama.cpp's MoE layout: the per-expert tensors of the checkpoint (blk.N.ffn_*_exps.E.weight and
+// their .E.scale / .E.input_scale) written as one stacked tensor each, ne = [.., n_expert]
+// (companions: [n_expert]), at the place of expert 0's. Every expert 0..E-1 must be there with
+// one shape and type.
+std::vector<Recipe> stack_experts(std::vector<Recipe> in, const std::string& file) {
+  struct Group {
+    std::string name;
+    std::vector<const Recipe*> experts;
+  };
+  std::vector<Group> groups;
+  std::map<std::string, size_t> by_name;
+  std::vector<std::pair<int64_t, const Recipe*>> order;  // (group index or -1, recipe)
+  for (const Recipe& r : in) {
+    std::string stacked;
+    int64_t e = 0;
+    if (!hf::split_expert_name(r.name, stacked, e)) {
+      order.emplace_back(-1, &r);
+      continue;
+    }
+    auto it = by_name.find(stacked);
+    if (it == by_name.end()) {
+      it = by_name.emplace(stacked, groups.size()).first;
+      groups.push_back({stacked, {}});
+      order.emplace_back(static_cast<int64_t>(it->second), nullptr);
+    }
+    auto& ex = groups[it->second].experts;
+    if (static_cast<size_t>(e) >= ex.size()) ex.resize(static_cast<size_t>(e) + 1, nullptr);
+    if (ex[static_cast<size_t>(e)]) throw Error(file, r.name, "expert given twice", "once", "twice");
+    ex[static_cast<size_t>(e)] = &r;
+  }
+  std::vector<Recipe> out;
+  for (const auto& [g, r] : order) {
+    if (g < 0) {
+      out.push_back(*r);
+      continue;
+    }
+    const Group& grp = groups[static_cast<size_t>(g)];
+    const Recipe* first = grp.experts[0];
+    for (size_t e = 0; e < grp.experts.size(); ++e) {
+      const Recipe* x = grp.experts[e];
+      if (!x) throw Error(file, hf::expert_name(grp.name, static_cast<int64_t>(e)), "missing expert (llama.cpp stacks every expert of a layer)", "present", "absent");
+      if (!first) first = x;
+      if (x->type != first->type || x->ne != first->ne)
+        throw Error(file, x->name, "experts of one stacked tensor differ in type or shape",
+                    ggml_type_name(first->type), ggml_type_name(x->type));
+    }
+    Recipe st;
+    st.name = grp.name;
+    st.ne = first->ne == std::vector<int64_t>{1} ? std::vector<int64_t>{} : first->ne;
+    st.ne.push_back(static_cast<int64_t>(grp.experts.size()));
+    st.type = first->type;
+    st.nbytes = first->nbytes * grp.experts.size();
+    std::vector<std::function<void(uint8_t*)>> parts;
+    for (const Recipe* x : grp.experts) parts.push_back(x->produce);
+    const uint64_t each = first->nbytes;
+    st.produce = [parts, each](uint8_t* dst) {
+      for (size_t e = 0; e < parts.size(); ++e) parts[e](dst + e * each);
+    };
+    out.push_back(std::move(st));
+  }
+  return out;
+}
 
 std::vector<Recipe> plan(const Checkpoint& ck, const ConvertOptions& opt, std::shared_ptr<const WeightQuantizer> wq,
                          ConvertReport& rep) {
@@ -220,7 +285,8 @@ ConvertReport convert(const std::string& in, const std::string& out, const Conve
   const auto ck = Checkpoint::open(in);  // validated in full before anything is written
   if (!ends_with(out, ".gguf")) return convert_to_modelopt_dir(*ck, out, opt);
 
-  std::vector<Recipe> recipes = plan(*ck, opt, std::make_shared<const WeightQuantizer>(*ck, opt), rep);
+  std::vector<Recipe> recipes =
+      stack_experts(plan(*ck, opt, std::make_shared<const WeightQuantizer>(*ck, opt), rep), ck->info().path);
 
   gguf::Writer w;
   if (ck->info().container == "gguf") {

@@ -17,6 +17,7 @@
 #include "io/convert_modelopt.h"
 #include "io/hf_tokenizer_writer.h"
 #include "io/hf_names.h"
+#include "nvfp4/arch.h"
 #include "io/weight_quantizer.h"
 #include "nvfp4/codec.h"
 #include "nvfp4/error.h"
@@ -71,8 +72,9 @@ std::vector<uint8_t> scalar(float f) { return bytes_of(std::vector<float>{f}); }
 Json config_from_meta(const Checkpoint& ck) {
   const gguf::Value* a = ck.meta("general.architecture");
   const std::string arch = a && a->type == gguf::ValueType::string ? a->s : "";
-  if (arch != "llama") {
-    throw Error(ck.info().path, "", "cannot describe this architecture in an HF config.json", "general.architecture = llama", arch);
+  if (arch != "llama" || ck.meta("llama.expert_count")) {
+    throw Error(ck.info().path, "", "cannot describe this architecture in an HF config.json",
+                "general.architecture = llama without experts", arch + (ck.meta("llama.expert_count") ? " with experts" : ""));
   }
   Json c = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}};
   auto put = [&](const char* hfkey, const std::string& key) {
@@ -116,8 +118,11 @@ ConvertReport convert_to_modelopt_dir(const Checkpoint& ck, const std::string& o
   std::vector<Owned> outt;
   std::map<std::string, std::string> layer_algo;  // HF module -> ModelOpt quant_algo
   std::vector<std::string> excluded;
+  // HF names in the family's own spelling (Mixtral: block_sparse_moe.experts.E.w1).
+  const ArchInfo* family = find_arch(arch, ck.meta(arch + ".expert_count") != nullptr);
+  const std::string_view spelling = family ? family->name : std::string_view();
   for (const TensorEntry& e : ck.tensors()) {
-    const std::string hfn = hf::to_hf_name(e.name);
+    const std::string hfn = hf::to_hf_name(e.name, spelling);
     const bool is_weight = hfn.size() > 7 && hfn.compare(hfn.size() - 7, 7, ".weight") == 0;
     const std::string module = is_weight ? hfn.substr(0, hfn.size() - 7) : hfn;
     int64_t heads = 0;
