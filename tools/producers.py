@@ -106,9 +106,9 @@ def load_float(float_dir, dtype=torch.float32):
     return AutoModelForCausalLM.from_pretrained(str(float_dir), dtype=dtype, attn_implementation="eager").eval()
 
 
-def ct_quantize_save(float_dir, scheme, calib, out_dir, tokenizer, dtype=torch.float32):
+def ct_quantize_save(float_dir, scheme, calib, out_dir, tokenizer, dtype=torch.float32, ignore=("lm_head",)):
     """llm-compressor oneshot with QuantizationModifier(targets="Linear", scheme=scheme,
-    ignore=["lm_head"]) on the model loaded from float_dir (oneshot reads the config on disk),
+    ignore=ignore) on the model loaded from float_dir (oneshot reads the config on disk),
     saved with save_compressed=True. NVFP4 calibrates on `calib`; NVFP4A16 needs no data."""
     from datasets import Dataset
     from llmcompressor import oneshot
@@ -118,7 +118,7 @@ def ct_quantize_save(float_dir, scheme, calib, out_dir, tokenizer, dtype=torch.f
     if out_dir.exists():
         shutil.rmtree(out_dir)
     m = load_float(float_dir, dtype)
-    recipe = QuantizationModifier(targets="Linear", scheme=scheme, ignore=["lm_head"])
+    recipe = QuantizationModifier(targets="Linear", scheme=scheme, ignore=list(ignore))
     kw = {}
     if scheme == "NVFP4":
         ds = Dataset.from_dict({"input_ids": [list(c) for c in calib], "attention_mask": [[1] * len(c) for c in calib]})
