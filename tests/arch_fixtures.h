@@ -31,8 +31,8 @@ struct ArchOracle {
   std::vector<float> f32;
   int64_t nv = 0;
 
-  explicit ArchOracle(const std::string& arch) {
-    const std::string dir = arch_root() + "/" + arch;
+  explicit ArchOracle(const std::string& arch, const std::string& root = arch_root()) {
+    const std::string dir = root + "/" + arch;
     std::ifstream f(dir + "/logits.json");
     if (!f) throw std::runtime_error("missing " + dir + "/logits.json");
     j = nlohmann::json::parse(f);

@@ -61,7 +61,8 @@ const ArchTensor kLayer[] = {
 };
 
 // The routed experts, one 2-D tensor per expert on the HF side (transformers' own checkpoints and
-// ModelOpt's export; Mixtral's original w1/w3/w2 names too).
+// ModelOpt's export; Mixtral's original w1/w3/w2 names too). The first spelling of an entry is
+// the one written.
 const ArchExpertTensor kExpert[] = {
     {"ffn_gate_exps", "mlp.experts.*.gate_proj", ""},
     {"ffn_up_exps", "mlp.experts.*.up_proj", ""},
@@ -69,6 +70,11 @@ const ArchExpertTensor kExpert[] = {
     {"ffn_gate_exps", "block_sparse_moe.experts.*.w1", "mixtral"},
     {"ffn_up_exps", "block_sparse_moe.experts.*.w3", "mixtral"},
     {"ffn_down_exps", "block_sparse_moe.experts.*.w2", "mixtral"},
+    // llm-compressor 0.14 with transformers 5 writes Mixtral's experts under these names (read
+    // only: transformers itself does not load them back).
+    {"ffn_gate_exps", "block_sparse_moe.experts.*.gate_proj", "mixtral"},
+    {"ffn_up_exps", "block_sparse_moe.experts.*.up_proj", "mixtral"},
+    {"ffn_down_exps", "block_sparse_moe.experts.*.down_proj", "mixtral"},
 };
 
 const ArchTensor kGlobal[] = {

@@ -1,0 +1,224 @@
+// Mixture-of-experts checkpoints made by the real producers (fixtures/moe/<arch>/<form>/,
+// tools/gen_moe_fixtures.py: transformers save_pretrained, ModelOpt export_hf_checkpoint,
+// llm-compressor save_compressed, llama.cpp's convert_hf_to_gguf.py) of tiny random Qwen3-MoE,
+// Mixtral, OLMoE and Qwen2-MoE (shared expert) models, run against the frameworks' own logits.
+//
+// Bounds, as tests/test_arch_fixtures.cpp argues them (the same bf16 weights on both sides,
+// float32 rounding only): f32 on `float`, and a16 / f32 on `modelopt-w4a16`, against transformers'
+// and ModelOpt's fake-quant float32 logits within 5e-5. A router whose top-2 scores are within
+// rounding of each other would pick another expert on one side and move a position by far more;
+// none of the fixtures' positions does (the test would say so). w4a4 against ModelOpt's NVFP4
+// fake quant: an activation rounded to the other E2M1 neighbour moves a whole step (the arch
+// fixtures' argument): the median and maximum must stay below what activation quantization moves
+// (the same run against the W4A16 fake quant).
+//
+// llama.cpp: its conversion of the float model (BF16 weights, F32 router) runs in our f32 mode
+// within the same bound of transformers, and its NVFP4 conversion of ModelOpt's export
+// (qwen3_moe_i64: expert width 64, which llama.cpp's NVFP4 repack needs) holds the same NVFP4
+// bytes and scales as our `convert` of that directory, and runs to the same bits.
+#include <cstdio>
+#include <cstring>
+
+#include "arch_fixtures.h"
+#include "io_test_util.h"
+#include "nvfp4/convert.h"
+#include "nvfp4/ggml_types.h"
+#include "nvfp4/gguf.h"
+
+using namespace nvfp4;
+using namespace nvfp4::test;
+
+namespace {
+
+constexpr double kF32Bound = 5e-5;
+
+std::string moe_root() { return fixture_path("moe"); }
+std::string dir_of(const std::string& arch, const std::string& form) { return moe_root() + "/" + arch + "/" + form; }
+
+struct FormInfo {
+  const char* form;
+  const char* producer;
+  const char* algorithm;
+  bool w4a4;
+};
+const FormInfo kForms[] = {
+    {"float", "float", "float", false},
+    {"modelopt-nvfp4", "modelopt", "NVFP4", true},
+    {"modelopt-w4a16", "modelopt", "W4A16_NVFP4", false},
+    {"ct-nvfp4", "compressed-tensors", "nvfp4-pack-quantized", true},
+    {"ct-nvfp4a16", "compressed-tensors", "nvfp4-pack-quantized", false},
+};
+
+class MoeFixture : public ::testing::TestWithParam<std::string> {
+ protected:
+  ThreadPool pool_{2};
+  std::unique_ptr<Model> load(const Checkpoint& ck, Mode mode) {
+    LoadOptions lo;
+    lo.mode = mode;
+    return Model::load(ck, lo);
+  }
+};
+
+double against(const ArchOracle& o, const Model& m, const std::string& set, ThreadPool& pool, Diff& d) {
+  for (size_t p = 0; p < o.prompts(); ++p) {
+    const auto ids = o.ids(p);
+    const auto got = eval_all(m, ids, pool);
+    d.add(got.data(), o.logits(p, set), ids.size(), o.nv);
+  }
+  return d.max_abs;
+}
+
+TEST_P(MoeFixture, EveryFormOpensAsItsProducerWroteIt) {
+  const std::string arch = GetParam();
+  for (const FormInfo& f : kForms) {
+    SCOPED_TRACE(f.form);
+    auto ck = Checkpoint::open(dir_of(arch, f.form));
+    EXPECT_EQ(ck->info().producer, f.producer);
+    EXPECT_EQ(ck->info().algorithm, f.algorithm);
+    EXPECT_EQ(ck->info().has_input_scales, f.w4a4);
+    auto m = load(*ck, Mode::f32);
+    const ModelConfig& c = m->config();
+    EXPECT_EQ(c.n_expert, 8);
+    int nvfp4 = 0, routers = 0;
+    for (const TensorEntry& e : ck->tensors()) {
+      nvfp4 += e.storage == Storage::nvfp4;
+      if (e.name.find("ffn_gate_inp") != std::string::npos) {
+        ++routers;
+        EXPECT_NE(e.storage, Storage::nvfp4) << e.name << ": routers are excluded from quantization";
+      }
+    }
+    const int per_layer = 4 + 3 * 8 + (c.n_ff_shexp > 0 ? 3 : 0);
+    EXPECT_EQ(nvfp4, std::string(f.form) == "float" ? 0 : 2 * per_layer);
+    EXPECT_EQ(routers, c.n_ff_shexp > 0 ? 4 : 2);
+  }
+}
+
+TEST_P(MoeFixture, F32MatchesTransformers) {
+  const ArchOracle o(GetParam(), moe_root());
+  auto ck = Checkpoint::open(dir_of(GetParam(), "float"));
+  auto m = load(*ck, Mode::f32);
+  Diff d;
+  against(o, *m, "float", pool_, d);
+  std::printf("%s float f32 vs transformers: max |diff| %.3g (|logit| <= %.3g), argmax differs %d/%d\n", GetParam().c_str(),
+              d.max_abs, d.max_ref, d.argmax_differ, d.argmax_checked);
+  EXPECT_LE(d.max_abs, kF32Bound);
+  EXPECT_EQ(d.argmax_differ, 0);
+  EXPECT_GT(d.max_ref, 0.5);
+  for (size_t p = 0; p < o.prompts(); ++p) EXPECT_EQ(greedy(*m, o.ids(p), 16, pool_), o.greedy(p)) << "prompt " << p;
+}
+
+TEST_P(MoeFixture, A16MatchesModelOptFakeQuantW4A16) {
+  const ArchOracle o(GetParam(), moe_root());
+  for (const char* form : {"modelopt-w4a16", "modelopt-nvfp4"}) {
+    SCOPED_TRACE(form);
+    auto ck = Checkpoint::open(dir_of(GetParam(), form));
+    for (Mode mode : {Mode::a16, Mode::f32}) {
+      auto m = load(*ck, mode);
+      Diff d;
+      against(o, *m, "modelopt_w4a16", pool_, d);
+      std::printf("%s %s %s vs modelopt_w4a16: max |diff| %.3g, argmax differs %d/%d\n", GetParam().c_str(), form,
+                  std::string(mode_name(mode)).c_str(), d.max_abs, d.argmax_differ, d.argmax_checked);
+      EXPECT_LE(d.max_abs, kF32Bound);
+      EXPECT_EQ(d.argmax_differ, 0);
+    }
+  }
+}
+
+TEST_P(MoeFixture, W4A4RunsNearModelOptFakeQuantNvfp4) {
+  const ArchOracle o(GetParam(), moe_root());
+  auto ck = Checkpoint::open(dir_of(GetParam(), "modelopt-nvfp4"));
+  auto m = load(*ck, Mode::w4a4);
+  Diff d, a16ref;
+  against(o, *m, "modelopt_nvfp4", pool_, d);
+  against(o, *m, "modelopt_w4a16", pool_, a16ref);
+  std::printf("%s w4a4 vs modelopt_nvfp4: max |diff| %.3g (median position %.3g, %d of %d positions within 0.01); "
+              "vs W4A16 fake quant %.3g (median %.3g)\n",
+              GetParam().c_str(), d.max_abs, d.median(), d.within(0.01), d.positions, a16ref.max_abs, a16ref.median());
+  EXPECT_LT(d.median(), a16ref.median());
+  EXPECT_LT(d.max_abs, a16ref.max_abs);
+}
+
+TEST_P(MoeFixture, CompressedTensorsFormsRunInEveryModeTheyServe) {
+  const ArchOracle o(GetParam(), moe_root());
+  for (const char* form : {"ct-nvfp4", "ct-nvfp4a16"}) {
+    auto ck = Checkpoint::open(dir_of(GetParam(), form));
+    std::vector<Mode> modes = {Mode::a16, Mode::a16q8, Mode::f32};
+    if (ck->info().has_input_scales) modes.push_back(Mode::w4a4);
+    for (Mode mode : modes) {
+      auto m = load(*ck, mode);
+      Diff d;
+      against(o, *m, "modelopt_w4a16", pool_, d);  // another quantizer: reported, bounded loosely
+      std::printf("%s %s %s vs modelopt_w4a16: max |diff| %.3g, median %.3g\n", GetParam().c_str(), form,
+                  std::string(mode_name(mode)).c_str(), d.max_abs, d.median());
+      Diff f;
+      against(o, *m, "float", pool_, f);
+      EXPECT_LT(d.median(), f.median() + 0.5) << form << " " << mode_name(mode);
+    }
+  }
+}
+
+TEST_P(MoeFixture, LlamaCppFloatGgufRunsAsTransformers) {
+  const ArchOracle o(GetParam(), moe_root());
+  auto ck = Checkpoint::open(moe_root() + "/" + GetParam() + "/llamacpp-float.gguf");
+  auto m = load(*ck, Mode::f32);
+  Diff d;
+  against(o, *m, "float", pool_, d);
+  std::printf("%s llama.cpp's float GGUF, f32 vs transformers: max |diff| %.3g\n", GetParam().c_str(), d.max_abs);
+  EXPECT_LE(d.max_abs, kF32Bound);
+  // The greedy tokens llama.cpp itself produced on this file (llamacpp_greedy.json), which its
+  // generator checked against transformers'.
+  std::ifstream f(moe_root() + "/" + GetParam() + "/llamacpp_greedy.json");
+  const auto j = nlohmann::json::parse(f);
+  const int n = j["n"].get<int>();
+  for (size_t p = 0; p < j["prompts"].size(); ++p) {
+    const auto ids = j["prompts"][p].get<std::vector<int32_t>>();
+    EXPECT_EQ(greedy(*m, ids, n, pool_), j["transformers_float"][p].get<std::vector<int32_t>>()) << "prompt " << p;
+    if (j["float"]["ok"].get<bool>()) {
+      EXPECT_EQ(greedy(*m, ids, n, pool_), j["float"]["greedy"][p].get<std::vector<int32_t>>()) << "llama.cpp, prompt " << p;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Moe, MoeFixture, ::testing::Values("qwen3_moe", "mixtral", "olmoe", "qwen2_moe"),
+                         [](const auto& i) { return i.param; });
+
+// llama.cpp's NVFP4 conversion of ModelOpt's export and ours: the same tensors, bytes and scales;
+// the same model.
+TEST(MoeLlamaCpp, OurConvertWritesLlamaCppsNvfp4MoeGguf) {
+  const std::string d = moe_root() + "/qwen3_moe_i64";
+  for (const char* form : {"modelopt-nvfp4", "modelopt-w4a16"}) {
+    SCOPED_TRACE(form);
+    ScratchDir tmp;
+    const std::string ours = tmp.path + "/ours.gguf";
+    ConvertOptions opt;
+    opt.verify = true;
+    convert(d + "/" + form, ours, opt);
+    const auto a = gguf::File::open(d + "/llamacpp-" + form + ".gguf"), b = gguf::File::open(ours);
+    int same = 0;
+    for (const auto& ta : a.tensors()) {
+      if (ta.type != ggml::NVFP4 && ta.name.find("scale") == std::string::npos) continue;
+      const gguf::TensorInfo* tb = b.find_tensor(ta.name);
+      ASSERT_NE(tb, nullptr) << ta.name << " is in llama.cpp's file, not in ours";
+      EXPECT_EQ(ta.ne, tb->ne) << ta.name;
+      EXPECT_EQ(ta.type, tb->type) << ta.name;
+      ASSERT_EQ(ta.nbytes, tb->nbytes) << ta.name;
+      EXPECT_EQ(std::memcmp(ta.data, tb->data, static_cast<size_t>(ta.nbytes)), 0) << ta.name;
+      ++same;
+    }
+    EXPECT_GT(same, 2 * 3 * 2);  // stacked experts and their scales, both layers
+    const auto ca = Checkpoint::open(d + "/llamacpp-" + form + ".gguf"), cb = Checkpoint::open(d + "/" + form);
+    std::vector<Mode> modes = {Mode::a16q8};
+    if (std::string(form) == "modelopt-nvfp4") modes.push_back(Mode::w4a4);
+    ThreadPool pool(2);
+    const ArchOracle o("qwen3_moe_i64", moe_root());
+    for (Mode mode : modes) {
+      LoadOptions lo;
+      lo.mode = mode;
+      const auto ma = Model::load(*ca, lo), mb = Model::load(*cb, lo);
+      for (size_t p = 0; p < o.prompts(); ++p)
+        EXPECT_TRUE(eval_all(*ma, o.ids(p), pool) == eval_all(*mb, o.ids(p), pool)) << mode_name(mode) << " prompt " << p;
+    }
+  }
+}
+
+}  // namespace
