@@ -24,6 +24,10 @@
 #include "nvfp4/convert.h"
 #include "nvfp4/ggml_types.h"
 #include "nvfp4/gguf.h"
+#include "nvfp4/safetensors.h"
+
+#include <filesystem>
+#include <map>
 
 using namespace nvfp4;
 using namespace nvfp4::test;
@@ -218,6 +222,79 @@ TEST(MoeLlamaCpp, OurConvertWritesLlamaCppsNvfp4MoeGguf) {
       for (size_t p = 0; p < o.prompts(); ++p)
         EXPECT_TRUE(eval_all(*ma, o.ids(p), pool) == eval_all(*mb, o.ids(p), pool)) << mode_name(mode) << " prompt " << p;
     }
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// A copy of fixtures/moe/<arch>/<form> with `edit` applied to its model.safetensors (tensors by
+// name: replace the bytes, or drop with an empty vector) and to config.json's text.
+std::string edited_copy(const ScratchDir& tmp, const std::string& arch, const std::string& form,
+                        const std::map<std::string, std::vector<uint8_t>>& replace,
+                        const std::map<std::string, std::vector<uint8_t>>& add = {}) {
+  namespace fs = std::filesystem;
+  const std::string src = dir_of(arch, form), dst = tmp.path + "/" + form;
+  fs::create_directories(dst);
+  for (const auto& e : fs::directory_iterator(src))
+    if (e.path().filename() != "model.safetensors") fs::copy_file(e.path(), dst + "/" + e.path().filename().string());
+  const auto f = safetensors::File::open(src + "/model.safetensors");
+  std::vector<safetensors::WriteTensor> w;
+  for (const auto& t : f.tensors()) {
+    auto it = replace.find(t.name);
+    if (it != replace.end() && it->second.empty()) continue;  // dropped
+    const uint8_t* data = it != replace.end() ? it->second.data() : t.data;
+    w.push_back({t.name, t.dtype, t.shape, data, static_cast<size_t>(t.nbytes())});
+  }
+  for (const auto& [name, bytes] : add) w.push_back({name, safetensors::Dtype::F32, {static_cast<int64_t>(bytes.size() / 4)}, bytes.data(), bytes.size()});
+  safetensors::write(dst + "/model.safetensors", w, f.metadata());
+  return dst;
+}
+
+std::vector<uint8_t> f32_bytes(float v) {
+  std::vector<uint8_t> b(4);
+  std::memcpy(b.data(), &v, 4);
+  return b;
+}
+
+void expect_refused(const std::string& dir, const std::string& tensor, const std::string& rule) {
+  try {
+    const auto ck = Checkpoint::open(dir);
+    Model::load(*ck, LoadOptions{});
+    ADD_FAILURE() << dir << " accepted; expected " << rule;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.tensor(), tensor) << e.what();
+    EXPECT_NE(std::string(e.what()).find(rule), std::string::npos) << e.what();
+  }
+}
+
+// Malformed MoE checkpoints, each refused naming its tensor (layer and expert) and rule.
+TEST(MoeRefusals, BrokenExpertsAreRefusedNamingLayerAndExpert) {
+  {  // llm-compressor's uninitialised input_global_scale of an expert no calibration token reached
+    ScratchDir tmp;
+    const std::string t = "model.layers.1.mlp.experts.5.up_proj.input_global_scale";
+    for (float bad : {5e31f, 1.3e-43f}) {
+      ScratchDir t2;
+      expect_refused(edited_copy(t2, "qwen3_moe", "ct-nvfp4", {{t, f32_bytes(bad)}}), t, "activation scale outside what calibration gives");
+    }
+  }
+  {  // a 0 tensor scale (ModelOpt's export of an expert whose weights are all zero)
+    ScratchDir tmp;
+    const std::string t = "model.layers.0.mlp.experts.2.down_proj.weight_scale_2";
+    expect_refused(edited_copy(tmp, "qwen3_moe", "modelopt-w4a16", {{t, f32_bytes(0.0f)}}), t, "tensor scale must be finite and positive");
+  }
+  {  // an expert missing
+    ScratchDir tmp;
+    const std::string m = "model.layers.1.mlp.experts.7.gate_proj.";
+    const std::string dir = edited_copy(tmp, "qwen3_moe", "modelopt-w4a16",
+                                        {{m + "weight", {}}, {m + "weight_scale", {}}, {m + "weight_scale_2", {}}});
+    expect_refused(dir, "blk.1.ffn_gate_exps.7.weight", "missing tensor");
+  }
+  {  // a tensor no entry maps: neither used nor excluded
+    ScratchDir tmp;
+    const std::string dir = edited_copy(tmp, "olmoe", "float", {}, {{"model.layers.0.mlp.experts.3.bias_extra", f32_bytes(1.0f)}});
+    expect_refused(dir, "model.layers.0.mlp.experts.3.bias_extra", "does not use");
   }
 }
 

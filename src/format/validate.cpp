@@ -38,6 +38,17 @@ void check_tensor_scale(float scale2, const std::string& file, const std::string
   }
 }
 
+void check_input_scale(float input_scale, const std::string& file, const std::string& tensor) {
+  if (!(input_scale >= 1e-9f && input_scale <= 1e9f)) {  // NaN, inf, <= 0 included
+    throw Error(file, tensor, "activation scale outside what calibration gives (an uncalibrated layer or expert?)",
+                "1e-9 .. 1e9 (activation amax 2.7e-6 .. 2.7e12)", [&] {
+                  char b[32];
+                  std::snprintf(b, sizeof b, "%g", static_cast<double>(input_scale));
+                  return std::string(b);
+                }());
+  }
+}
+
 void check_n_in(int64_t n_in, bool block64, const std::string& file, const std::string& tensor) {
   const int64_t k = block64 ? 64 : 16;
   if (n_in <= 0 || n_in % k != 0) {

@@ -185,6 +185,7 @@ class GgufCheckpoint final : public Checkpoint {
           };
           e.scale2 = pick(s2, 1.0f);
           e.input_scale = pick(is, 0.0f);
+          if (e.input_scale != 0.0f) check_input_scale(e.input_scale, info_.path, base_name(t.name) + ".input_scale");
           ++nvfp4_count;
           if (e.input_scale > 0) ++with_input;
         }

@@ -308,6 +308,7 @@ class StCheckpoint final : public Checkpoint {
           const float v = scalar_f32(*is, "NVFP4 input scale");
           check_tensor_scale(v, is->file, isn);
           e.input_scale = ct ? 1.0f / v : v;
+          check_input_scale(e.input_scale, is->file, isn);
           if (lq != LayerQuant::nvfp4_w4a4) {
             throw Error(is->file, isn, "input scale present but the configuration does not declare W4A4 activations", "no input scale for " + std::string(layer_quant_name(lq)), "an input scale");
           }

@@ -212,9 +212,11 @@ std::vector<Recipe> plan(const Checkpoint& ck, const ConvertOptions& opt, std::s
     }
     DType dt;
     const void* raw = nullptr;
-    // HF input: 1-D tensors (norms, biases) as F32, as llama.cpp's converter writes them (its CPU
-    // kernels do not multiply by F16/BF16 vectors).
-    if (hf_input && e.shape.size() <= 1 && ck.raw_float(name, dt, raw) && dt != DType::f32) {
+    // HF input: 1-D tensors (norms, biases) and MoE routers (ffn_gate_inp, ffn_gate_inp_shexp) as
+    // F32, as llama.cpp's converter writes them (its CPU kernels do not multiply by F16/BF16
+    // vectors, and its router softmax reads F32 logits).
+    const bool router = name.find("ffn_gate_inp") != std::string::npos;
+    if ((hf_input || router) && (e.shape.size() <= 1 || router) && ck.raw_float(name, dt, raw) && dt != DType::f32) {
       out.push_back({name, ne, ggml::F32, static_cast<uint64_t>(elements) * 4,
                      [c, name](uint8_t* dst) { from_f32(c->to_f32(name), ggml::F32, dst); }});
       ++rep.kept;  // widened exactly
