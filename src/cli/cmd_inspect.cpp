@@ -1,10 +1,15 @@
-// nvfp4 inspect PATH [--json]: what the checkpoint is (container, producer, algorithm, modes it can
-// serve) and its tensors. Exit 0 when valid, 1 when refused (the error on stderr), 2 for usage.
+// nvfp4 inspect PATH [--json] [--experts]: what the checkpoint is (container, producer, algorithm,
+// modes it can serve, file bytes) and its tensors (a MoE layer's experts on one line per stacked
+// tensor unless --experts). Exit 0 when valid, 1 when refused (the error on stderr), 2 for usage.
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <map>
+
 #include "cli/registry.h"
+#include "io/hf_names.h"
 #include "nvfp4/checkpoint.h"
 
 namespace nvfp4::cli {
@@ -25,13 +30,37 @@ std::string shape_str(const std::vector<int64_t>& s) {
   return o + "]";
 }
 
+// Bytes of the checkpoint's files: the .gguf, or an HF directory's (or file's) .safetensors.
+uint64_t file_bytes(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(path)) return fs::file_size(path);
+  uint64_t b = 0;
+  for (const auto& e : fs::directory_iterator(path))
+    if (e.path().extension() == ".safetensors") b += fs::file_size(e.path());
+  return b;
+}
+
+std::string scales_str(float s2_lo, float s2_hi, float in_lo, float in_hi) {
+  char b[96];
+  std::string sc;
+  std::snprintf(b, sizeof b, s2_lo == s2_hi ? "%.6g" : "%.6g..%.6g", static_cast<double>(s2_lo), static_cast<double>(s2_hi));
+  sc = b;
+  if (in_hi > 0) {
+    std::snprintf(b, sizeof b, in_lo == in_hi ? " / %.6g" : " / %.6g..%.6g", static_cast<double>(in_lo), static_cast<double>(in_hi));
+    sc += b;
+  }
+  return sc;
+}
+
 Registrar reg("inspect", "Show what a checkpoint is (producer, algorithm, modes it can serve) and its tensors",
               [](CLI::App& sub) {
                 auto path = std::make_shared<std::string>();
                 auto json = std::make_shared<bool>(false);
+                auto experts = std::make_shared<bool>(false);
                 sub.add_option("PATH", *path, "checkpoint (.gguf, .safetensors or HF directory)")->required()->check(CLI::ExistingPath);
                 sub.add_flag("--json", *json, "print JSON");
-                return [path, json]() {
+                sub.add_flag("--experts", *experts, "list every expert's tensors (default: one line per stacked tensor)");
+                return [path, json, experts]() {
                   const auto ck = Checkpoint::open(*path);
                   const auto& in = ck->info();
                   const auto m = modes(*ck);
@@ -42,6 +71,7 @@ Registrar reg("inspect", "Show what a checkpoint is (producer, algorithm, modes 
                     j["producer"] = in.producer;
                     j["algorithm"] = in.algorithm;
                     j["modes"] = m;
+                    j["file_bytes"] = file_bytes(*path);
                     j["tensors"] = nlohmann::json::array();
                     for (const auto& t : ck->tensors()) {
                       nlohmann::json e = {{"name", t.name}, {"shape", t.shape}, {"storage", t.storage_name},
@@ -60,14 +90,42 @@ Registrar reg("inspect", "Show what a checkpoint is (producer, algorithm, modes 
                   if (m.empty())
                     std::cout << "f32 (float weights; NVFP4 modes after `nvfp4 convert`, or with `run --quantize`)";
                   for (size_t k = 0; k < m.size(); ++k) std::cout << (k ? ", " : "") << m[k];
-                  std::cout << "\ntensors:   " << ck->tensors().size() << "\n\n";
+                  std::cout << "\ntensors:   " << ck->tensors().size() << "\nfile:      " << file_bytes(*path) << " bytes\n\n";
                   std::printf("%-40s %-16s %-8s %6s  %s\n", "name", "shape", "storage", "bits", "scale2 / input_scale");
                   double bits = 0, values = 0;
+                  // Experts (blk.N.ffn_*_exps.E.*) on one line per stacked tensor unless --experts.
+                  struct Stack {
+                    const TensorEntry* first = nullptr;
+                    int64_t count = 0;
+                    float s2_lo = 0, s2_hi = 0, in_lo = 0, in_hi = 0;
+                  };
+                  std::map<std::string, Stack> stacks;
+                  for (const auto& t : ck->tensors()) {
+                    std::string st;
+                    int64_t e = 0;
+                    if (*experts || !hf::split_expert_name(t.name, st, e)) continue;
+                    Stack& k = stacks[st];
+                    if (!k.first) k = {&t, 0, t.scale2, t.scale2, t.input_scale, t.input_scale};
+                    ++k.count;
+                    k.s2_lo = std::min(k.s2_lo, t.scale2), k.s2_hi = std::max(k.s2_hi, t.scale2);
+                    k.in_lo = std::min(k.in_lo, t.input_scale), k.in_hi = std::max(k.in_hi, t.input_scale);
+                  }
                   for (const auto& t : ck->tensors()) {
                     double n = 1;
                     for (int64_t d : t.shape) n *= static_cast<double>(d);
                     bits += n * t.bits_per_weight;
                     values += n;
+                    std::string st;
+                    int64_t e = 0;
+                    if (!*experts && hf::split_expert_name(t.name, st, e)) {
+                      const Stack& k = stacks[st];
+                      if (k.first != &t) continue;  // printed with the first expert of its stack
+                      const std::string sc = t.storage == Storage::nvfp4 ? scales_str(k.s2_lo, k.s2_hi, k.in_lo, k.in_hi) : "";
+                      std::printf("%-40s %-16s %-8s %6.3g  %s\n", (st + " (" + std::to_string(k.count) + " experts)").c_str(),
+                                  (std::to_string(k.count) + " x " + shape_str(t.shape)).c_str(), t.storage_name.c_str(),
+                                  t.bits_per_weight, sc.c_str());
+                      continue;
+                    }
                     std::string sc;
                     if (t.storage == Storage::nvfp4) {
                       char b[64];
