@@ -62,6 +62,10 @@ class Checkpoint {
   // For F32/F16/BF16 storage: the dtype and a pointer to the stored values (zero copy); false
   // otherwise.
   virtual bool raw_float(const std::string& name, DType& dtype, const void*& data) const = 0;
+  // A hint that the caller has copied what it needs of tensor `name` (Model::load, into the
+  // kernels' layout): its mapped pages leave the resident set (read again if touched), so a
+  // loaded model does not hold its weights twice. Pointers from raw_float stay valid.
+  virtual void release(const std::string& name) const;
 };
 
 }  // namespace nvfp4

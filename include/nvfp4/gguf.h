@@ -61,6 +61,8 @@ class File {
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find_tensor(const std::string& name) const;
   const TensorInfo& tensor(const std::string& name) const;  // throws when absent
+  // MappedFile::drop for bytes of this file's map (nothing for a parsed buffer).
+  void drop(const void* p, size_t n) const;
 
  private:
   std::shared_ptr<MappedFile> map_;

@@ -20,6 +20,10 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // Hands the pages wholly inside [p, p + n) back to the kernel (madvise MADV_DONTNEED): they
+  // leave the resident set and are read from the file again if touched. Ranges outside the map
+  // are ignored. For weights copied into another layout at load.
+  void drop(const void* p, size_t n) const;
 
  private:
   void release();

@@ -49,6 +49,8 @@ class File {
   const std::vector<TensorInfo>& tensors() const { return tensors_; }  // in offset order
   const TensorInfo* find_tensor(const std::string& name) const;
   const TensorInfo& tensor(const std::string& name) const;  // throws nvfp4::Error when absent
+  // MappedFile::drop for bytes of this file's map (nothing for a parsed buffer).
+  void drop(const void* p, size_t n) const;
 
  private:
   std::shared_ptr<MappedFile> map_;

@@ -85,6 +85,11 @@ class GgufCheckpoint final : public Checkpoint {
     return true;
   }
 
+  void release(const std::string& name) const override {
+    auto it = infos_.find(name);
+    if (it != infos_.end()) file_.drop(it->second->data, static_cast<size_t>(it->second->nbytes));
+  }
+
  private:
   // A weight's companion scale: one F32 value, or (stacked experts) one per expert.
   std::vector<float> companion_scales(const std::string& weight, const std::string& suffix, int64_t n_expert) const {

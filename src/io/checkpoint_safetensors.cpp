@@ -136,6 +136,14 @@ class StCheckpoint final : public Checkpoint {
     return out;
   }
 
+  void release(const std::string& name) const override {
+    auto it = src_.find(name);
+    if (it == src_.end()) return;
+    for (const Ref* r : {&it->second.w, &it->second.scale})
+      if (r->t)
+        for (const auto& f : files_) f->drop(r->t->data, static_cast<size_t>(r->t->nbytes()));  // each ignores others' bytes
+  }
+
   bool raw_float(const std::string& name, DType& dtype, const void*& data) const override {
     const Source& s = src_.at(tensor(name).name);
     if (s.kind != Source::plain || s.heads) return false;

@@ -284,6 +284,10 @@ const Value& File::get(const std::string& key) const {
   return *v;
 }
 
+void File::drop(const void* p, size_t n) const {
+  if (map_) map_->drop(p, n);
+}
+
 const TensorInfo* File::find_tensor(const std::string& name) const {
   for (const auto& t : tensors_) if (t.name == name) return &t;
   return nullptr;

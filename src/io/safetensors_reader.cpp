@@ -214,6 +214,10 @@ File File::parse(const uint8_t* data, size_t size, const std::string& name) {
   return f;
 }
 
+void File::drop(const void* p, size_t n) const {
+  if (map_) map_->drop(p, n);
+}
+
 const TensorInfo* File::find_tensor(const std::string& name) const {
   for (const auto& t : tensors_) if (t.name == name) return &t;
   return nullptr;

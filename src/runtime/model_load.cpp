@@ -92,10 +92,18 @@ struct Loader {
 
   std::vector<float> vec(const std::string& name, int64_t n) const {
     shaped(name, {n});
-    return ck.to_f32(name);
+    std::vector<float> v = ck.to_f32(name);
+    ck.release(name);
+    return v;
   }
 
   MatMul linear(const std::string& base, int64_t n_out, int64_t n_in) const {
+    MatMul m = linear_copy(base, n_out, n_in);
+    ck.release(base + ".weight");  // copied into the kernels' layout: the mapped bytes can go
+    return m;
+  }
+
+  MatMul linear_copy(const std::string& base, int64_t n_out, int64_t n_in) const {
     const std::string name = base + ".weight";
     const TensorEntry& e = shaped(name, {n_out, n_in});
     MatMul m;
@@ -127,6 +135,12 @@ struct Loader {
   }
 
   PinnedDense dense(const std::string& name, int64_t n_out, int64_t n_in) const {
+    PinnedDense d = dense_copy(name, n_out, n_in);
+    ck.release(name);
+    return d;
+  }
+
+  PinnedDense dense_copy(const std::string& name, int64_t n_out, int64_t n_in) const {
     shaped(name, {n_out, n_in});
     DType dt;
     const void* data = nullptr;
