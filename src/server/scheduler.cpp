@@ -103,12 +103,13 @@ void Scheduler::finish(Slot& s, const std::string& reason, const std::optional<A
     std::lock_guard lk(s.job->mu);
     s.job->text += rest;
   }
+  // The counters first: a client that has its answer sees them counted.
+  metrics_.generations += 1;
+  metrics_.active_slots -= 1;
   end_job(*s.job, reason, err);
   s.job.reset();
   s.sampler.reset();
   s.text.reset();
-  metrics_.generations += 1;
-  metrics_.active_slots -= 1;
 }
 
 namespace {
