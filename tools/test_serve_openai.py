@@ -21,9 +21,9 @@ import urllib.request
 import openai
 
 
-def start(binary, model, extra, parallel=4, port=0):
+def start(binary, model, extra, parallel=4, port=0, threads=2):
     cmd = [binary, "serve", "-m", model, "--port", str(port), "--ctx", "512", "--parallel", str(parallel),
-           "--api-key", "k", "-t", "2"] + extra
+           "--api-key", "k", "-t", str(threads)] + extra
     p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     port = None
     t0 = time.time()
