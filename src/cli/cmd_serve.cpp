@@ -89,6 +89,9 @@ int serve(ServeArgs a) {
     http.set_backend(std::move(b));
     std::cerr << "nvfp4: serving " << a.parallel << " slots of " << a.m.n_ctx << " positions, " << a.m.n_batch
               << " prompt tokens per step, prompt cache " << (a.cache_prompt ? "on" : "off") << std::endl;
+    if (L.mode != Mode::a16q8 && L.mode != Mode::w4a4)
+      std::cerr << "nvfp4: precision " << mode_name(L.mode) << " is not integer-exact: a request's last bits may change "
+                << "with what shares its steps and with the prompt cache (bit-identical in a16q8 and w4a4)" << std::endl;
   } catch (const std::exception& e) {
     std::cerr << "nvfp4 serve: error: " << e.what() << "\n";
     rc = 1;
