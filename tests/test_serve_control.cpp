@@ -120,3 +120,83 @@ TEST(ServeControl, ExitsOneWhenTheModelDoesNotLoad) {
 
 }  // namespace
 }  // namespace nvfp4::test
+
+namespace nvfp4::test {
+namespace {
+
+using nlohmann::json;
+
+// Posts and hangs up after `ms` milliseconds without an answer (the client closes its socket).
+void post_and_leave(int port, const json& body, int ms) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(0, ms * 1000);
+  c.Post("/v1/completions", body.dump(), "application/json");
+}
+
+// Waits up to 5 s for a metric to reach `want`; its last value.
+double await_metric(int port, const char* name, double want) {
+  double v = metric(get(port, "/metrics").body, name);
+  for (int i = 0; i < 500 && v != want; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    v = metric(get(port, "/metrics").body, name);
+  }
+  return v;
+}
+
+// One slot busy with a stream: a request waiting behind it whose client leaves (whole or
+// streamed, before any byte was sent) is dropped from the queue at once; a whole (non-streamed)
+// request whose client leaves mid-generation frees its slot at once.
+TEST(ServeControl, ClientsThatLeaveAreNoticedAtOnce) {
+  NVFP4_REQUIRE_SMOLLM2(model);
+  ServeProcess s({"serve", "-m", model, "--quantize", "-t", "2", "--port", "0", "--ctx", "256", "--parallel", "1",
+                  "--queue", "4"});
+  ASSERT_TRUE(s.ready()) << s.log();
+  const int port = s.port();
+  const json longreq = {{"prompt", "Once upon a time"}, {"max_tokens", 230}, {"temperature", 0.7}, {"seed", 3},
+                        {"stream", true}};
+  std::promise<void> first_chunk;
+  std::atomic<bool> hang_up{false};
+  auto streamer = std::async(std::launch::async, [&] {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(300);
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/completions";
+    req.body = longreq.dump();
+    bool said = false;
+    req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
+      if (!said) first_chunk.set_value();
+      said = true;
+      return !hang_up.load();
+    };
+    c.send(req);
+  });
+  first_chunk.get_future().wait();
+  json whole = {{"prompt", "Hello"}, {"max_tokens", 4}, {"temperature", 0}};
+  post_and_leave(port, whole, 300);
+  EXPECT_EQ(await_metric(port, "nvfp4_generations_cancelled_total", 1), 1);
+  EXPECT_EQ(metric(get(port, "/metrics").body, "nvfp4_queue_depth"), 0);
+  json streamed = whole;
+  streamed["stream"] = true;
+  post_and_leave(port, streamed, 300);
+  EXPECT_EQ(await_metric(port, "nvfp4_generations_cancelled_total", 2), 2);
+  EXPECT_EQ(metric(get(port, "/metrics").body, "nvfp4_queue_depth"), 0);
+  EXPECT_EQ(metric(get(port, "/metrics").body, "nvfp4_slots_active"), 1) << "the stream still runs";
+  hang_up = true;
+  streamer.get();
+  EXPECT_EQ(await_metric(port, "nvfp4_slots_active", 0), 0);
+  EXPECT_EQ(await_metric(port, "nvfp4_generations_cancelled_total", 3), 3);
+
+  // A whole request mid-generation.
+  const double before = metric(get(port, "/metrics").body, "nvfp4_generated_tokens_total");
+  json gen = longreq;
+  gen.erase("stream");
+  post_and_leave(port, gen, 400);
+  EXPECT_EQ(await_metric(port, "nvfp4_generations_cancelled_total", 4), 4);
+  EXPECT_EQ(await_metric(port, "nvfp4_slots_active", 0), 0);
+  EXPECT_LT(metric(get(port, "/metrics").body, "nvfp4_generated_tokens_total") - before, 230);
+  EXPECT_EQ(s.terminate(), 0) << s.log();
+}
+
+}  // namespace
+}  // namespace nvfp4::test

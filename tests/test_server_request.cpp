@@ -45,6 +45,15 @@ TEST(ServerRequest, ParsesTheFieldsClientsSend) {
   EXPECT_FLOAT_EQ(c.sampling.temperature, 1.0f);  // OpenAI's default
   EXPECT_FALSE(c.seed_set);
   EXPECT_EQ(parse_gen_request(R"({"prompt":["text"]})", false).prompt, "text");
+  EXPECT_EQ(r.top_logprobs, -1);
+  EXPECT_TRUE(r.cache_prompt);
+  // logprobs: chat's boolean with top_logprobs, completions' count; cache_prompt as llama.cpp's.
+  EXPECT_EQ(parse_gen_request(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true})", true).top_logprobs, 0);
+  EXPECT_EQ(parse_gen_request(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":20})", true)
+                .top_logprobs, 20);
+  EXPECT_EQ(parse_gen_request(R"({"prompt":"x","logprobs":3,"cache_prompt":false})", false).top_logprobs, 3);
+  EXPECT_FALSE(parse_gen_request(R"({"prompt":"x","logprobs":3,"cache_prompt":false})", false).cache_prompt);
+  EXPECT_EQ(parse_gen_request(R"({"prompt":"x","logprobs":0})", false).top_logprobs, 0);
 }
 
 TEST(ServerRequest, RefusalsNameTheField) {
@@ -71,7 +80,12 @@ TEST(ServerRequest, RefusalsNameTheField) {
       {R"({"prompt":{}})", false, "prompt"},
       {R"({})", false, "prompt"},
       {R"({"prompt":"x","model":3})", false, "model"},
-      {R"({"prompt":"x","logprobs":2})", false, "logprobs"},
+      {R"({"prompt":"x","logprobs":21})", false, "logprobs"},
+      {R"({"prompt":"x","logprobs":true})", false, "logprobs"},
+      {R"({"messages":[{"role":"user","content":"x"}],"logprobs":1})", true, "logprobs"},
+      {R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", true, "top_logprobs"},
+      {R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":-1})", true, "top_logprobs"},
+      {R"({"prompt":"x","cache_prompt":1})", false, "cache_prompt"},
       {R"({})", true, "messages"},
       {R"({"messages":[]})", true, "messages"},
       {R"({"messages":"hi"})", true, "messages"},

@@ -5,7 +5,9 @@
 
 Starts the server on 127.0.0.1 (a free port), then: chat and completions, whole and streamed
 (the streamed text equals the whole one), concurrent requests with seeds give what each gives
-alone, the errors the client raises (400 naming the parameter, 401, 404), SIGTERM exits 0.
+alone, logprobs/top_logprobs in the client's types (whole and streamed alike, greedy = the best),
+the prompt cache's cached_tokens, the errors the client raises (400 naming the parameter, 401,
+404), SIGTERM exits 0.
 Exit 0 when every check passes; bounded in time (the server is killed after 300 s).
 """
 import concurrent.futures as cf
@@ -19,9 +21,9 @@ import urllib.request
 import openai
 
 
-def start(binary, model, extra):
-    cmd = [binary, "serve", "-m", model, "--port", "0", "--ctx", "512", "--parallel", "4",
-           "--api-key", "k", "-t", "2"] + extra
+def start(binary, model, extra, parallel=4, port=0, threads=2):
+    cmd = [binary, "serve", "-m", model, "--port", str(port), "--ctx", "512", "--parallel", str(parallel),
+           "--api-key", "k", "-t", str(threads)] + extra
     p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     port = None
     t0 = time.time()
@@ -76,6 +78,37 @@ def main():
         with cf.ThreadPoolExecutor(8) as ex:
             together = list(ex.map(one, range(8)))
         assert alone == together, (alone, together)
+        checks += 1
+
+        # logprobs: one entry per token, the greedy token is the most likely, streamed == whole.
+        lp = c.chat.completions.create(model=name, messages=msgs, max_tokens=8, temperature=0, logprobs=True,
+                                       top_logprobs=3)
+        content = lp.choices[0].logprobs.content
+        assert len(content) == lp.usage.completion_tokens, (len(content), lp.usage)
+        for t in content:
+            assert len(t.top_logprobs) == 3 and t.logprob <= 0, t
+            assert t.top_logprobs[0].token == t.token and t.top_logprobs[0].logprob == t.logprob, t
+            assert [x.logprob for x in t.top_logprobs] == sorted((x.logprob for x in t.top_logprobs), reverse=True)
+            assert t.bytes and all(0 <= b < 256 for b in t.bytes), t
+        streamed_lp = []
+        for ch in c.chat.completions.create(model=name, messages=msgs, max_tokens=8, temperature=0, logprobs=True,
+                                            top_logprobs=3, stream=True):
+            if ch.choices and ch.choices[0].logprobs:
+                streamed_lp += ch.choices[0].logprobs.content
+        assert [(t.token, t.logprob) for t in streamed_lp] == [(t.token, t.logprob) for t in content]
+        legacy = c.completions.create(model=name, prompt="Once upon a time", max_tokens=6, temperature=0, logprobs=2)
+        lpl = legacy.choices[0].logprobs
+        assert len(lpl.tokens) == len(lpl.token_logprobs) == len(lpl.top_logprobs) == legacy.usage.completion_tokens
+        assert all(max(d.values()) == v for d, v in zip(lpl.top_logprobs, lpl.token_logprobs)), lpl
+        checks += 2
+
+        # The prompt cache: a second request with the same system prompt reuses its tokens.
+        system = {"role": "system", "content": "You answer questions about geography in one sentence, plainly."}
+        first = c.chat.completions.create(model=name, messages=[system, msgs[0]], max_tokens=4, temperature=0)
+        again = c.chat.completions.create(model=name, messages=[system, {"role": "user", "content": "And Spain?"}],
+                                          max_tokens=4, temperature=0)
+        cached = again.usage.prompt_tokens_details.cached_tokens
+        assert 10 < cached < again.usage.prompt_tokens, (first.usage, again.usage)
         checks += 1
 
         for kwargs, param in [({"max_tokens": -1}, "max_tokens"), ({"temperature": -0.5}, "temperature"),

@@ -28,6 +28,7 @@ struct ServeArgs {
   int queue = 64;
   std::string alias;
   double grace_s = 10;
+  bool cache_prompt = true;
 };
 
 int serve(ServeArgs a) {
@@ -69,6 +70,7 @@ int serve(ServeArgs a) {
     so.queue = a.queue;
     so.threads = L.threads;
     so.kv = context_options(a.m).kv;
+    so.cache_prompt = a.cache_prompt;
     sched = std::make_unique<server::Scheduler>(*L.model, L.tok, so, metrics);
     auto b = std::make_unique<server::Backend>();
     b->model_name = a.alias.empty() ? std::filesystem::path(a.m.model).filename().string() : a.alias;
@@ -86,7 +88,10 @@ int serve(ServeArgs a) {
     b->created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     http.set_backend(std::move(b));
     std::cerr << "nvfp4: serving " << a.parallel << " slots of " << a.m.n_ctx << " positions, " << a.m.n_batch
-              << " prompt tokens per step" << std::endl;
+              << " prompt tokens per step, prompt cache " << (a.cache_prompt ? "on" : "off") << std::endl;
+    if (L.mode != Mode::a16q8 && L.mode != Mode::w4a4)
+      std::cerr << "nvfp4: precision " << mode_name(L.mode) << " is not integer-exact: a request's last bits may change "
+                << "with what shares its steps and with the prompt cache (bit-identical in a16q8 and w4a4)" << std::endl;
   } catch (const std::exception& e) {
     std::cerr << "nvfp4 serve: error: " << e.what() << "\n";
     rc = 1;
@@ -122,6 +127,8 @@ const Registrar reg("serve", "OpenAI-compatible HTTP server with continuous batc
       ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
   app.add_option("--shutdown-grace", a->grace_s, "seconds requests in flight may take at SIGTERM")
       ->check(CLI::Range(0.0, 3600.0));
+  app.add_flag("--cache-prompt,!--no-cache-prompt", a->cache_prompt,
+               "reuse a slot's KV for a prompt's common prefix (default: on; as llama-server's)");
   return [a] { return serve(*a); };
 });
 

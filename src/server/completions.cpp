@@ -6,7 +6,9 @@
 #include <random>
 
 #include "nvfp4/error.h"
+#include "server/logprobs.h"
 #include "server/openai_json.h"
+#include "server/peer.h"
 #include "server/request.h"
 
 namespace nvfp4::server {
@@ -44,11 +46,22 @@ std::vector<int32_t> prompt_tokens(const Backend& b, const GenRequest& r) {
 struct Stream {
   std::shared_ptr<Job> job;
   ResponseIds ids;
+  const Tokenizer* tok = nullptr;
+  PeerWatch peer;
   int64_t n_prompt = 0;
-  bool include_usage = false, return_tokens = false;
+  bool include_usage = false, return_tokens = false, logprobs = false;
   bool first = true, finished = false;
+  int64_t text_offset = 0;  // completions' logprobs.text_offset
   std::shared_ptr<void> guard;
+  explicit Stream(const httplib::Request& req) : peer(req) {}
 };
+
+// The choice's logprobs of these tokens, or null when not asked for.
+nlohmann::json logprobs_of(bool asked, bool chat, const std::vector<TokenLogprob>& lp, const Tokenizer& tok,
+                           int64_t& offset) {
+  if (!asked) return nullptr;
+  return chat ? chat_logprobs_json(lp, tok) : completion_logprobs_json(lp, tok, offset);
+}
 
 bool write(httplib::DataSink& sink, const std::string& s) { return sink.write(s.data(), s.size()); }
 
@@ -76,6 +89,9 @@ void handle_generation(const Backend& b, const httplib::Request& req, httplib::R
   job->sampling = r.sampling;
   if (!r.seed_set) job->sampling.seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   job->stop = r.stop;
+  job->cache_prompt = r.cache_prompt;
+  job->top_logprobs = r.top_logprobs;
+  const bool want_lp = r.top_logprobs >= 0;
 
   ResponseIds ids;
   ids.chat = chat;
@@ -86,23 +102,37 @@ void handle_generation(const Backend& b, const httplib::Request& req, httplib::R
   b.sched->submit(job);
 
   if (!r.stream) {
+    // The client may leave while it waits: the job is cancelled (its slot freed at the next step).
+    const PeerWatch peer(req);
     std::string text;
     std::vector<int32_t> toks;
+    std::vector<TokenLogprob> lps;
     for (;;) {
-      JobUpdate u = take(*job, 200ms);
+      JobUpdate u = take(*job, 50ms);
       text += u.text;
       toks.insert(toks.end(), u.tokens.begin(), u.tokens.end());
-      if (!u.done) continue;
+      for (auto& l : u.logprobs) lps.push_back(std::move(l));
+      if (!u.done) {
+        if (peer.gone()) {
+          job->cancelled = true;
+          throw ApiError(499, "the client closed the connection", "", "client_closed");
+        }
+        continue;
+      }
       if (u.error) throw *u.error;
-      res.set_content(dump(completion_json(ids, text, u.finish_reason, n_prompt, u.n_generated,
-                                           r.return_tokens ? &toks : nullptr)),
+      int64_t offset = 0;
+      res.set_content(dump(completion_json(ids, text, u.finish_reason, {n_prompt, u.n_generated, u.n_cached},
+                                           r.return_tokens ? &toks : nullptr,
+                                           logprobs_of(want_lp, chat, lps, *b.tok, offset))),
                       "application/json");
       return;
     }
   }
 
-  auto st = std::make_shared<Stream>();
+  auto st = std::make_shared<Stream>(req);
   st->job = job;
+  st->tok = b.tok;
+  st->logprobs = want_lp;
   st->ids = ids;
   st->n_prompt = n_prompt;
   st->include_usage = r.include_usage;
@@ -118,21 +148,27 @@ void handle_generation(const Backend& b, const httplib::Request& req, httplib::R
         }
         if (st->first && st->ids.chat) {
           st->first = false;
-          return write(sink, sse(chunk_json(st->ids, "", nullptr, true, st->include_usage, nullptr)));
+          return write(sink, sse(chunk_json(st->ids, "", nullptr, true, st->include_usage, nullptr, nullptr)));
         }
-        JobUpdate u = take(*st->job, 100ms);
+        JobUpdate u = take(*st->job, 50ms);
         bool ok = true;
         if (!u.text.empty() || !u.tokens.empty()) {
           ok = write(sink, sse(chunk_json(st->ids, u.text, nullptr, st->first, st->include_usage,
-                                          st->return_tokens ? &u.tokens : nullptr)));
+                                          st->return_tokens ? &u.tokens : nullptr,
+                                          logprobs_of(st->logprobs, st->ids.chat, u.logprobs, *st->tok,
+                                                      st->text_offset))));
           st->first = false;
+        } else if (!u.done && st->peer.gone()) {
+          return false;  // the client left while nothing was written: noticed now, not at the next write
         }
         if (ok && u.done) {
           if (u.error) {
             ok = write(sink, sse(error_json(*u.error)));
           } else {
-            ok = write(sink, sse(chunk_json(st->ids, "", &u.finish_reason, st->first, st->include_usage, nullptr)));
-            if (ok && st->include_usage) ok = write(sink, sse(usage_chunk_json(st->ids, st->n_prompt, u.n_generated)));
+            ok = write(sink, sse(chunk_json(st->ids, "", &u.finish_reason, st->first, st->include_usage, nullptr,
+                                            nullptr)));
+            if (ok && st->include_usage)
+              ok = write(sink, sse(usage_chunk_json(st->ids, {st->n_prompt, u.n_generated, u.n_cached})));
           }
           if (ok) ok = write(sink, "data: [DONE]\n\n");
           st->finished = true;

@@ -12,6 +12,7 @@
 
 #include "nvfp4/sampler.h"
 #include "server/api_error.h"
+#include "server/logprobs.h"
 
 namespace nvfp4::server {
 
@@ -21,6 +22,8 @@ struct Job {
   int64_t max_tokens = 1;
   SamplerOptions sampling;
   std::vector<std::string> stop;
+  bool cache_prompt = true;  // may reuse a slot's KV of a common prefix (when the server allows it)
+  int top_logprobs = -1;     // -1: no logprobs; else the logprob of each token and this many best
 
   // The client is gone or the server stops: the scheduler frees the slot at its next step.
   std::atomic<bool> cancelled{false};
@@ -30,7 +33,9 @@ struct Job {
   std::condition_variable cv;
   std::string text;              // sendable text not yet taken by the HTTP thread
   std::vector<int32_t> tokens;   // generated ids not yet taken
+  std::vector<TokenLogprob> logprobs;  // one per token in `tokens` when asked for
   int64_t n_generated = 0;       // tokens counted in usage
+  int64_t n_cached = 0;          // prompt tokens whose KV came from the prompt cache
   bool started = false;          // given a slot
   bool done = false;
   std::string finish_reason;     // "stop" or "length" when done without error
@@ -41,10 +46,12 @@ struct Job {
 struct JobUpdate {
   std::string text;
   std::vector<int32_t> tokens;
+  std::vector<TokenLogprob> logprobs;
   bool done = false;
   std::string finish_reason;
   std::optional<ApiError> error;
   int64_t n_generated = 0;
+  int64_t n_cached = 0;
 };
 
 // Waits up to `wait` for new text or the end; takes what there is.

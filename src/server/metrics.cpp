@@ -14,7 +14,11 @@ std::string Metrics::render() const {
   metric("nvfp4_requests_failed_total", "counter", "HTTP requests answered with an error status",
          static_cast<double>(requests_failed.load()));
   metric("nvfp4_generations_total", "counter", "completions finished", static_cast<double>(generations.load()));
+  metric("nvfp4_generations_cancelled_total", "counter", "generations ended because the client left",
+         static_cast<double>(cancelled.load()));
   metric("nvfp4_prompt_tokens_total", "counter", "prompt tokens processed", static_cast<double>(prompt_tokens.load()));
+  metric("nvfp4_prompt_tokens_cached_total", "counter", "prompt tokens reused from the prompt cache",
+         static_cast<double>(prompt_tokens_cached.load()));
   metric("nvfp4_generated_tokens_total", "counter", "tokens generated", static_cast<double>(generated_tokens.load()));
   metric("nvfp4_steps_total", "counter", "forward steps", static_cast<double>(steps.load()));
   metric("nvfp4_step_seconds_total", "counter", "seconds spent stepping", busy_s);

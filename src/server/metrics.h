@@ -10,7 +10,9 @@ struct Metrics {
   std::atomic<int64_t> requests{0};          // HTTP requests handled
   std::atomic<int64_t> requests_failed{0};   // answered with status >= 400
   std::atomic<int64_t> generations{0};       // completions finished
-  std::atomic<int64_t> prompt_tokens{0};
+  std::atomic<int64_t> cancelled{0};         // generations ended because the client left
+  std::atomic<int64_t> prompt_tokens{0};          // evaluated
+  std::atomic<int64_t> prompt_tokens_cached{0};   // taken from the prompt cache instead
   std::atomic<int64_t> generated_tokens{0};
   std::atomic<int64_t> steps{0};
   std::atomic<int64_t> step_ns{0};           // time in forward() and sampling

@@ -4,10 +4,11 @@ namespace nvfp4::server {
 
 using nlohmann::json;
 
-json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
-  return {{"prompt_tokens", prompt_tokens},
-          {"completion_tokens", completion_tokens},
-          {"total_tokens", prompt_tokens + completion_tokens}};
+json usage_json(const Usage& u) {
+  return {{"prompt_tokens", u.prompt_tokens},
+          {"completion_tokens", u.completion_tokens},
+          {"total_tokens", u.prompt_tokens + u.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
 }
 
 static json head(const ResponseIds& r, bool chunk) {
@@ -19,21 +20,21 @@ static json head(const ResponseIds& r, bool chunk) {
 }
 
 json completion_json(const ResponseIds& r, const std::string& text, const std::string& finish_reason,
-                     int64_t prompt_tokens, int64_t completion_tokens, const std::vector<int32_t>* tokens) {
+                     const Usage& usage, const std::vector<int32_t>* tokens, const json& logprobs) {
   json j = head(r, false);
-  json c = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
+  json c = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", finish_reason}};
   if (r.chat) c["message"] = {{"role", "assistant"}, {"content", text}};
   else c["text"] = text;
   if (tokens) c["tokens"] = *tokens;
   j["choices"] = json::array({c});
-  j["usage"] = usage_json(prompt_tokens, completion_tokens);
+  j["usage"] = usage_json(usage);
   return j;
 }
 
 json chunk_json(const ResponseIds& r, const std::string& text, const std::string* finish_reason, bool first,
-                bool with_usage_null, const std::vector<int32_t>* tokens) {
+                bool with_usage_null, const std::vector<int32_t>* tokens, const json& logprobs) {
   json j = head(r, true);
-  json c = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  json c = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", nullptr}};
   if (finish_reason) c["finish_reason"] = *finish_reason;
   if (r.chat) {
     json d = json::object();
@@ -49,10 +50,10 @@ json chunk_json(const ResponseIds& r, const std::string& text, const std::string
   return j;
 }
 
-json usage_chunk_json(const ResponseIds& r, int64_t prompt_tokens, int64_t completion_tokens) {
+json usage_chunk_json(const ResponseIds& r, const Usage& usage) {
   json j = head(r, true);
   j["choices"] = json::array();
-  j["usage"] = usage_json(prompt_tokens, completion_tokens);
+  j["usage"] = usage_json(usage);
   return j;
 }
 

@@ -14,15 +14,22 @@ struct ResponseIds {
   int64_t created = 0;
 };
 
-nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
-// A whole response.
+struct Usage {
+  int64_t prompt_tokens = 0, completion_tokens = 0;
+  int64_t cached_tokens = 0;  // of prompt_tokens, reused from the prompt cache
+};
+
+// {prompt_tokens, completion_tokens, total_tokens, prompt_tokens_details: {cached_tokens}}.
+nlohmann::json usage_json(const Usage& u);
+// A whole response; `logprobs` is the choice's (null when not asked for).
 nlohmann::json completion_json(const ResponseIds& r, const std::string& text, const std::string& finish_reason,
-                               int64_t prompt_tokens, int64_t completion_tokens, const std::vector<int32_t>* tokens);
+                               const Usage& usage, const std::vector<int32_t>* tokens, const nlohmann::json& logprobs);
 // A stream chunk: text (and the role, for the first chat chunk), or the finish reason.
 nlohmann::json chunk_json(const ResponseIds& r, const std::string& text, const std::string* finish_reason,
-                          bool first, bool with_usage_null, const std::vector<int32_t>* tokens);
+                          bool first, bool with_usage_null, const std::vector<int32_t>* tokens,
+                          const nlohmann::json& logprobs);
 // The last chunk with stream_options.include_usage: no choices, the usage.
-nlohmann::json usage_chunk_json(const ResponseIds& r, int64_t prompt_tokens, int64_t completion_tokens);
+nlohmann::json usage_chunk_json(const ResponseIds& r, const Usage& usage);
 // "data: <json>\n\n" (invalid UTF-8 replaced, never thrown on).
 std::string sse(const nlohmann::json& j);
 std::string dump(const nlohmann::json& j);

@@ -193,14 +193,22 @@ GenRequest parse_gen_request(const std::string& body, bool chat) {
     if (!so->is_object()) wrong("stream_options", "an object", *so);
     r.include_usage = get_bool(*so, "include_usage", false);
   }
-  // Asked for (true, or a count above 0) they are refused rather than silently left out.
-  for (const char* name : {"logprobs", "top_logprobs"}) {
-    const json* lp = field(j, name);
-    if (!lp) continue;
-    if (!lp->is_boolean() && !lp->is_number()) wrong(name, "a boolean or an integer", *lp);
-    if (lp->is_boolean() ? lp->get<bool>() : lp->get<double>() != 0)
-      throw ApiError(400, std::string("'") + name + "' is not supported by this server", name, "unsupported");
+  // logprobs: chat's is a boolean with top_logprobs beside it; the legacy completions' is the
+  // number of best tokens. At most 20 either way, as OpenAI's.
+  const auto top_range = [&](const char* name, int64_t v) {
+    if (v < 0 || v > 20) range(name, "between 0 and 20", *field(j, name));
+    return static_cast<int>(v);
+  };
+  if (chat) {
+    const bool lp = get_bool(j, "logprobs", false);
+    const auto top = get_int(j, "top_logprobs");
+    if (top && !lp)
+      throw ApiError(400, "'top_logprobs' needs 'logprobs': true", "top_logprobs", "invalid_value");
+    if (lp) r.top_logprobs = top ? top_range("top_logprobs", *top) : 0;
+  } else if (const auto lp = get_int(j, "logprobs")) {
+    r.top_logprobs = top_range("logprobs", *lp);
   }
+  r.cache_prompt = get_bool(j, "cache_prompt", true);
   r.return_tokens = get_bool(j, "return_tokens", false);
   return r;
 }

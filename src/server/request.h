@@ -25,6 +25,10 @@ struct GenRequest {
   std::vector<std::string> stop;      // at most 4, none empty
   bool stream = false, include_usage = false;
   bool return_tokens = false;         // nvfp4 extension: the token ids in the response
+  // Chat: logprobs (bool) and top_logprobs (0..20); completions: logprobs (0..20, the number of
+  // best tokens). -1: none.
+  int top_logprobs = -1;
+  bool cache_prompt = true;           // llama.cpp's field: false computes the whole prompt again
 };
 
 // Throws ApiError(400) naming the field.

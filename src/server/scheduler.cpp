@@ -13,10 +13,12 @@ JobUpdate take(Job& job, std::chrono::milliseconds wait) {
   JobUpdate u;
   u.text.swap(job.text);
   u.tokens.swap(job.tokens);
+  u.logprobs.swap(job.logprobs);
   u.done = job.done;
   u.finish_reason = job.finish_reason;
   u.error = job.error;
   u.n_generated = job.n_generated;
+  u.n_cached = job.n_cached;
   return u;
 }
 
@@ -24,6 +26,8 @@ struct Scheduler::Slot {
   Sequence seq;
   std::shared_ptr<Job> job;  // null: free
   uint64_t order = 0;        // admission order: prompts are prefilled first come, first served
+                             // (and, for a free slot, how recently it was used)
+  std::vector<int32_t> cached;  // the tokens whose KV the sequence holds (cached.size() == seq.pos())
   size_t n_prompt_done = 0;
   int32_t next = -1;         // sampled, fed at the next step
   std::optional<Sampler> sampler;
@@ -99,48 +103,88 @@ void Scheduler::finish(Slot& s, const std::string& reason, const std::optional<A
     std::lock_guard lk(s.job->mu);
     s.job->text += rest;
   }
+  // The counters first: a client that has its answer sees them counted.
+  metrics_.generations += 1;
+  metrics_.active_slots -= 1;
   end_job(*s.job, reason, err);
   s.job.reset();
   s.sampler.reset();
   s.text.reset();
-  metrics_.generations += 1;
-  metrics_.active_slots -= 1;
 }
+
+namespace {
+size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+}  // namespace
 
 bool Scheduler::admit() {
   const bool late = draining_ && std::chrono::steady_clock::now() >= deadline_;
-  bool busy = false;
+  // Waiting requests whose client left end now, not when a slot frees.
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if ((*it)->cancelled.load()) {
+      end_job(**it, "", ApiError(503, "cancelled"));
+      metrics_.cancelled += 1;
+      it = waiting_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  std::vector<Slot*> free;
   for (auto& sp : slots_) {
     Slot& s = *sp;
     if (s.job && (s.job->cancelled.load() || stopping_ || late)) {
-      finish(s, "", ApiError(503, s.job->cancelled.load() ? "cancelled" : "the server is shutting down"));
+      const bool gone = s.job->cancelled.load();
+      if (gone) metrics_.cancelled += 1;
+      finish(s, "", ApiError(503, gone ? "cancelled" : "the server is shutting down"));
     }
-    while (!s.job && !waiting_.empty()) {
-      std::shared_ptr<Job> j = std::move(waiting_.front());
-      waiting_.pop_front();
-      if (j->cancelled.load()) {
-        end_job(*j, "", ApiError(503, "cancelled"));
-        continue;
-      }
-      if (j->prompt.empty() || static_cast<int64_t>(j->prompt.size()) + j->max_tokens > opt_.n_ctx) {
-        end_job(*j, "", ApiError(400, "the prompt is empty or does not fit the context", "prompt"));
-        continue;
-      }
-      s.job = std::move(j);
-      s.order = admitted_++;
-      s.seq.truncate(0);
-      s.n_prompt_done = 0;
-      s.next = -1;
-      s.sampler.emplace(s.job->sampling);
-      s.text.emplace(s.job->stop);
-      metrics_.active_slots += 1;
-      {
-        std::lock_guard lk(s.job->mu);
-        s.job->started = true;
-      }
-    }
-    busy = busy || s.job != nullptr;
+    if (!s.job) free.push_back(&s);
   }
+  while (!free.empty() && !waiting_.empty()) {
+    std::shared_ptr<Job> j = std::move(waiting_.front());
+    waiting_.pop_front();
+    if (j->cancelled.load()) {
+      end_job(*j, "", ApiError(503, "cancelled"));
+      continue;
+    }
+    if (j->prompt.empty() || static_cast<int64_t>(j->prompt.size()) + j->max_tokens > opt_.n_ctx) {
+      end_job(*j, "", ApiError(400, "the prompt is empty or does not fit the context", "prompt"));
+      continue;
+    }
+    // The free slot with the longest cached prefix of the prompt, at most all but its last token
+    // (whose logits start the generation); ties and no cache: the least recently used.
+    const bool reuse = opt_.cache_prompt && j->cache_prompt;
+    size_t best = 0, best_n = 0;
+    for (size_t k = 0; k < free.size(); ++k) {
+      const size_t n = reuse ? std::min(common_prefix(free[k]->cached, j->prompt), j->prompt.size() - 1) : 0;
+      if (k == 0 || n > best_n || (n == best_n && free[k]->order < free[best]->order)) {
+        best = k;
+        best_n = n;
+      }
+    }
+    Slot& s = *free[best];
+    free.erase(free.begin() + static_cast<std::ptrdiff_t>(best));
+    s.job = std::move(j);
+    s.order = admitted_++;
+    s.seq.truncate(static_cast<int64_t>(best_n));
+    s.cached.resize(best_n);
+    s.n_prompt_done = best_n;
+    s.next = -1;
+    s.sampler.emplace(s.job->sampling);
+    s.text.emplace(s.job->stop);
+    metrics_.active_slots += 1;
+    metrics_.prompt_tokens_cached += static_cast<int64_t>(best_n);
+    {
+      std::lock_guard lk(s.job->mu);
+      s.job->started = true;
+      s.job->n_cached = static_cast<int64_t>(best_n);
+    }
+  }
+  bool busy = false;
+  for (auto& sp : slots_) busy = busy || sp->job != nullptr;
   metrics_.queue_depth = static_cast<int64_t>(waiting_.size());
   return busy;
 }
@@ -171,6 +215,7 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
     Slot& s = *sp;
     if (s.job && s.next >= 0) {
       toks.push_back({s.next, &s.seq, s.seq.pos(), true});
+      s.cached.push_back(s.next);
       rows.push_back(&s);
     }
   }
@@ -189,6 +234,7 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
     for (size_t i = 0; i < n; ++i) {
       const bool last = s->n_prompt_done + i + 1 == p.size();
       toks.push_back({p[s->n_prompt_done + i], &s->seq, pos0 + static_cast<int64_t>(i), last});
+      s->cached.push_back(p[s->n_prompt_done + i]);
       if (last) rows.push_back(s);
     }
     s->n_prompt_done += n;
@@ -200,26 +246,33 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
     forward(model_, toks, ws, pool, logits.data());
   } catch (const std::exception& e) {
     std::lock_guard lk(mu_);
-    for (auto& sp : slots_)
+    for (auto& sp : slots_) {
       if (sp->job) finish(*sp, "", ApiError(500, std::string("inference failed: ") + e.what()));
+      sp->cached.clear();  // what the caches hold is unknown now
+      sp->seq.truncate(0);
+    }
     return;
   }
   metrics_.prompt_tokens += n_prompt;
   const int64_t nv = model_.config().n_vocab;
   for (size_t r = 0; r < rows.size(); ++r) {
     Slot& s = *rows[r];
-    const int32_t tok = s.sampler->sample(logits.data() + static_cast<size_t>(r) * static_cast<size_t>(nv), nv);
+    const float* row = logits.data() + static_cast<size_t>(r) * static_cast<size_t>(nv);
+    const int32_t tok = s.sampler->sample(row, nv);
     Job& j = *s.job;
     if (tok_.is_eog(tok)) {
       finish(s, "stop", std::nullopt);
       continue;
     }
     const std::string piece = s.text->push(tok_.token_bytes(tok));
+    std::optional<TokenLogprob> lp;
+    if (j.top_logprobs >= 0) lp = token_logprob(row, nv, tok, j.top_logprobs);
     int64_t n_gen = 0;
     {
       std::lock_guard lk(j.mu);
       j.text += piece;
       j.tokens.push_back(tok);
+      if (lp) j.logprobs.push_back(std::move(*lp));
       n_gen = ++j.n_generated;
     }
     j.cv.notify_all();

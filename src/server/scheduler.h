@@ -26,6 +26,11 @@ struct SchedulerOptions {
   int queue = 64;         // requests waiting for a slot before 429
   int threads = 1;
   KvType kv = KvType::f32;
+  // Prompt cache: a slot keeps the KV of its last request; a new request takes the free slot
+  // whose cached tokens share the longest prefix with its prompt (ties: the least recently used)
+  // and evaluates only the rest. In a16q8 and w4a4 a position's keys and values depend on the
+  // tokens up to it alone, so the results are the same bits as computing it all again.
+  bool cache_prompt = true;
 };
 
 class Scheduler {

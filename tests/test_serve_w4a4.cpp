@@ -1,0 +1,120 @@
+// `nvfp4 serve` batch invariance in w4a4 (SmolLM2 quantized at load, activation scales calibrated
+// on data/calibration.txt, as `run --precision w4a4 --quantize --calibrate` does): concurrent
+// requests of different lengths, greedy and seeded, chat and completions, half streamed, give the
+// tokens, text and logprobs (==) each gives alone with the prompt cache off, in two arrival orders.
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "model_path.h"
+#include "serve_util.h"
+
+namespace nvfp4::test {
+namespace {
+
+using nlohmann::json;
+
+const char* kW4Prompts[] = {"The capital of France is", "Once upon a time, in a small village,", "def fibonacci(n):",
+                            "The three primary colors are", "Water boils at", "1, 2, 3, 4,"};
+
+struct W4Out {
+  int status = 0;
+  std::vector<int32_t> tokens;
+  std::string text;
+  std::vector<double> logprobs;
+};
+
+json w4_body(int i, bool cache) {
+  json b;
+  const bool chat = i % 3 == 0;
+  if (chat) b["messages"] = json::array({{{"role", "user"}, {"content", kW4Prompts[i % 6]}}});
+  else b["prompt"] = kW4Prompts[i % 6];
+  b["max_tokens"] = (kUnderSanitizer ? 3 : 5) + (i * 5) % 11;
+  b["return_tokens"] = true;
+  b["cache_prompt"] = cache;
+  if (chat) b["logprobs"] = true;
+  else b["logprobs"] = 0;
+  if (i % 2 == 0) {
+    b["temperature"] = 0;
+  } else {
+    b["temperature"] = 0.9;
+    b["top_k"] = 40;
+    b["seed"] = 500 + i;
+  }
+  return b;
+}
+
+W4Out w4_run(int port, int i, bool cache, bool stream) {
+  json b = w4_body(i, cache);
+  const bool chat = b.contains("messages");
+  const std::string path = chat ? "/v1/chat/completions" : "/v1/completions";
+  W4Out o;
+  const auto take_lp = [&](const json& lp) {
+    if (lp.is_null()) return;
+    if (chat) {
+      for (const json& t : lp["content"]) o.logprobs.push_back(t["logprob"]);
+    } else {
+      for (double v : lp["token_logprobs"]) o.logprobs.push_back(v);
+    }
+  };
+  if (!stream) {
+    const Reply r = post(port, path, b.dump());
+    o.status = r.status;
+    if (r.status != 200) return o;
+    const json& c = r.json["choices"][0];
+    o.tokens = c["tokens"].get<std::vector<int32_t>>();
+    o.text = chat ? c["message"]["content"].get<std::string>() : c["text"].get<std::string>();
+    take_lp(c["logprobs"]);
+    return o;
+  }
+  b["stream"] = true;
+  const StreamReply s = post_stream(port, path, b.dump());
+  o.status = s.done ? s.status : -1;
+  for (const json& e : s.events) {
+    if (!e.contains("choices") || e["choices"].empty()) continue;
+    const json& c = e["choices"][0];
+    if (c.contains("tokens"))
+      for (int32_t t : c["tokens"]) o.tokens.push_back(t);
+    if (chat && c["delta"].contains("content")) o.text += c["delta"]["content"].get<std::string>();
+    if (!chat) o.text += c["text"].get<std::string>();
+    take_lp(c["logprobs"]);
+  }
+  return o;
+}
+
+TEST(ServeW4a4, ConcurrentRequestsGiveTheTokensAndLogprobsOfEachAlone) {
+  NVFP4_REQUIRE_SMOLLM2(model);
+  const std::string calib = (std::filesystem::path(NVFP4_FIXTURES).parent_path() / "data" / "calibration.txt").string();
+  ServeProcess s({"serve", "-m", model, "--quantize", "--precision", "w4a4", "--calibrate", calib, "-t", "2",
+                  "--port", "0", "--ctx", "256", "--batch", "16", "--parallel", "4"});
+  ASSERT_TRUE(s.ready()) << s.log();
+  ASSERT_NE(s.log().find("precision w4a4"), std::string::npos) << s.log();
+  const int port = s.port();
+  const int n = kUnderSanitizer ? 5 : 12;
+  std::vector<W4Out> alone;
+  for (int i = 0; i < n; ++i) {
+    alone.push_back(w4_run(port, i, false, false));
+    ASSERT_EQ(alone.back().status, 200) << i;
+    ASSERT_FALSE(alone.back().tokens.empty());
+    ASSERT_EQ(alone.back().logprobs.size(), alone.back().tokens.size());
+  }
+  for (int round = 0; round < (kUnderSanitizer ? 1 : 2); ++round) {
+    std::vector<std::future<W4Out>> fut;
+    for (int k = 0; k < n; ++k) {
+      const int i = round == 0 ? k : n - 1 - k;
+      fut.push_back(std::async(std::launch::async, [&, i] { return w4_run(port, i, true, i % 2 == 1); }));
+    }
+    for (int k = 0; k < n; ++k) {
+      const int i = round == 0 ? k : n - 1 - k;
+      const W4Out o = fut[k].get();
+      ASSERT_EQ(o.status, 200) << "request " << i;
+      EXPECT_EQ(o.tokens, alone[i].tokens) << "request " << i << " round " << round;
+      EXPECT_EQ(o.text, alone[i].text) << "request " << i << " round " << round;
+      EXPECT_EQ(o.logprobs, alone[i].logprobs) << "request " << i << " round " << round;
+    }
+  }
+  EXPECT_EQ(s.terminate(), 0) << s.log();
+}
+
+}  // namespace
+}  // namespace nvfp4::test
