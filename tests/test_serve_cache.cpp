@@ -38,7 +38,9 @@ class ServeCache : public ::testing::Test {
     }
   }
   static void TearDownTestSuite() {
-    if (server_) EXPECT_EQ(server_->terminate(), 0) << server_->log();
+    if (server_) {
+      EXPECT_EQ(server_->terminate(), 0) << server_->log();
+    }
     delete server_;
     server_ = nullptr;
   }
