@@ -97,6 +97,48 @@ TEST(Linear, GroupEqualsOneByOne) {
   EXPECT_THROW(Linear::forward_group(Mode::a16q8, mixed, x.data(), 1, ys, pool), Error);
 }
 
+// forward_many (a MoE layer's experts, each over the tokens routed to it): each layer over its own
+// input and column count, one of them empty, gives its own forward()'s bits in every mode.
+TEST(Linear, ManyEqualsOneByOne) {
+  test::Rng rng(13);
+  const int64_t n_in = 320;
+  std::vector<RowMatrix> ws;
+  std::vector<Linear> lins;
+  for (int64_t n_out : {64, 16, 100, 48}) {
+    std::vector<float> wf(n_out * n_in);
+    for (auto& v : wf) v = rng.gauss() * 0.05f;
+    ws.push_back(quantize(wf.data(), n_out, n_in));
+    lins.push_back(Linear::prepare(ws.back().view(), 0.003f + 0.001f * static_cast<float>(lins.size()), "e"));
+  }
+  const int64_t ns[4] = {1, 0, 37, 5};  // 37: the GEMM path beside GEMV ones
+  std::vector<std::vector<float>> xs(4);
+  for (int i = 0; i < 4; ++i) {
+    xs[i].resize(static_cast<size_t>(std::max<int64_t>(ns[i], 1) * n_in));
+    for (auto& v : xs[i]) v = rng.gauss();
+  }
+  const Linear* ls[4] = {&lins[0], &lins[1], &lins[2], &lins[3]};
+  const float* xp[4] = {xs[0].data(), xs[1].data(), xs[2].data(), xs[3].data()};
+  for (Mode mode : {Mode::a16q8, Mode::a16, Mode::w4a4, Mode::f32, Mode::f64}) {
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      LinearScratch scratch;
+      std::vector<std::vector<float>> want(4), got(4);
+      float* ys[4];
+      for (int i = 0; i < 4; ++i) {
+        want[i].resize(static_cast<size_t>(ns[i] * lins[i].n_out()));
+        got[i].assign(want[i].size(), -1.0f);
+        lins[i].forward(mode, xp[i], ns[i], want[i].data(), pool);
+        ys[i] = got[i].data();
+      }
+      Linear::forward_many(mode, ls, xp, ns, ys, pool, &scratch);
+      for (int i = 0; i < 4; ++i)
+        for (size_t j = 0; j < want[i].size(); ++j)
+          ASSERT_EQ(std::bit_cast<uint32_t>(got[i][j]), std::bit_cast<uint32_t>(want[i][j]))
+              << mode_name(mode) << " threads " << threads << " layer " << i << " j " << j;
+    }
+  }
+}
+
 // The spinning hand-off: many short jobs in a row, each item run exactly once, for thread counts
 // below, at and above the core count (the last sleeps instead of spinning).
 TEST(ThreadPool, ManyShortJobsRunEveryItemOnce) {

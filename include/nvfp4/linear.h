@@ -57,6 +57,13 @@ class Linear {
   // which call or thread runs it). w4a4 layers, whose input scales differ, run one by one.
   static void forward_group(Mode mode, std::span<const Linear* const> layers, const float* x, int64_t n,
                             std::span<float* const> y, ThreadPool& pool, LinearScratch* scratch = nullptr);
+  // forward() of several layers, each over its own input: layer i reads xs[i] (ns[i] columns of
+  // its n_in) and writes ys[i]. Activations are prepared per layer, then one dispatch covers the
+  // union of all row tiles (a mixture-of-experts layer's experts over the tokens routed to each).
+  // Each y equals its own forward() bit for bit. A layer with ns[i] == 0 is skipped.
+  static void forward_many(Mode mode, std::span<const Linear* const> layers, std::span<const float* const> xs,
+                           std::span<const int64_t> ns, std::span<float* const> ys, ThreadPool& pool,
+                           LinearScratch* scratch = nullptr);
   // The name of the kernel forward() runs for (mode, n), for logs: e.g. "gemv_a16q8_avx512vnni".
   std::string kernel_name(Mode mode, int64_t n) const;
   // Bytes of the prepared weight stream (what one forward() reads): benchmarks' roofline.

@@ -30,6 +30,7 @@ void prepare_q8_pooled(const kern::KernelTable& k, const float* x, int64_t n, in
 
 struct LinearScratch::Impl {
   kern::ActQ8 q8;
+  std::vector<kern::ActQ8> many;  // forward_many: one per layer
 };
 LinearScratch::LinearScratch() : impl_(std::make_unique<Impl>()) {}
 LinearScratch::~LinearScratch() = default;
@@ -150,6 +151,64 @@ void Linear::forward_group(Mode mode, std::span<const Linear* const> layers, con
   };
   pool.run(first.back(), [&](int64_t b, int64_t e) {
     for (size_t i = 0; i < layers.size(); ++i) {
+      const int64_t lo = std::max(b, first[i]), hi = std::min(e, first[i + 1]);
+      if (lo < hi) run_tiles(i, lo - first[i], hi - first[i]);
+    }
+  });
+}
+
+void Linear::forward_many(Mode mode, std::span<const Linear* const> layers, std::span<const float* const> xs,
+                          std::span<const int64_t> ns, std::span<float* const> ys, ThreadPool& pool, LinearScratch* scratch) {
+  const size_t m = layers.size();
+  if (xs.size() != m || ns.size() != m || ys.size() != m)
+    throw Error("", "", "forward_many: one input, count and output per layer", std::to_string(m),
+                std::to_string(xs.size()) + "/" + std::to_string(ns.size()) + "/" + std::to_string(ys.size()));
+  if (m == 0) return;
+  for (const Linear* l : layers)
+    if (mode == Mode::w4a4 && !l->has_input_scale())
+      throw Error("", l->impl_->name, "mode w4a4 needs the checkpoint's activation scale (input_scale)", "an input scale", "none");
+  const kern::KernelTable& k = kern::table(active_isa());
+  // Prepared activations, one per layer; each prepared by one thread (columns are independent).
+  std::optional<LinearScratch> local;
+  std::vector<kern::ActQ8>& q8 = (scratch ? *scratch : local.emplace()).impl().many;
+  std::vector<kern::ActFp4> fp4;
+  int64_t cols = 0;
+  for (size_t i = 0; i < m; ++i) cols += ns[i];
+  const auto prep = [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const size_t u = static_cast<size_t>(i);
+      if (ns[u] <= 0) continue;
+      if (mode == Mode::a16q8) {
+        q8[u].shape(ns[u], layers[u]->n_in());
+        k.prep_q8(xs[u], 0, ns[u], q8[u]);
+      } else {
+        kern::prepare_fp4(xs[u], ns[u], layers[u]->n_in(), layers[u]->impl_->input_scale, fp4[u]);
+      }
+    }
+  };
+  if (mode == Mode::a16q8 || mode == Mode::w4a4) {
+    if (mode == Mode::a16q8 && q8.size() < m) q8.resize(m);
+    if (mode == Mode::w4a4) fp4.resize(m);
+    if (cols < 16) prep(0, static_cast<int64_t>(m));
+    else pool.run(static_cast<int64_t>(m), prep);
+  }
+  std::vector<int64_t> first(m + 1, 0);
+  for (size_t i = 0; i < m; ++i) first[i + 1] = first[i] + (ns[i] > 0 ? layers[i]->impl_->w.tiles : 0);
+  const auto run_tiles = [&](size_t i, int64_t tb, int64_t te) {
+    const kern::Packed& w = layers[i]->impl_->w;
+    const int64_t n = ns[i];
+    switch (mode) {
+      case Mode::a16q8: (n >= kern::kPrefillN ? k.a16q8_gemm : k.a16q8)(w, q8[i], tb, te, ys[i]); break;
+      case Mode::w4a4: k.w4a4(w, fp4[i], tb, te, ys[i]); break;
+      case Mode::a16: k.a16(w, xs[i], n, tb, te, ys[i]); break;
+      case Mode::f32: k.f32(w, xs[i], n, tb, te, ys[i]); break;
+      case Mode::f64: k.f64(w, xs[i], n, tb, te, ys[i]); break;
+    }
+  };
+  pool.run(first.back(), [&](int64_t b, int64_t e) {
+    // The layers whose tiles [first[i], first[i + 1]) meet [b, e): found by binary search.
+    size_t i = static_cast<size_t>(std::upper_bound(first.begin(), first.end(), b) - first.begin()) - 1;
+    for (; i < m && first[i] < e; ++i) {
       const int64_t lo = std::max(b, first[i]), hi = std::min(e, first[i + 1]);
       if (lo < hi) run_tiles(i, lo - first[i], hi - first[i]);
     }

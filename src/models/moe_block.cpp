@@ -8,11 +8,13 @@
 // Each expert's tensor scales are applied by its own Linear to its own projection's output.
 //
 // Tokens are grouped by expert: every active expert runs once per step over the rows of the tokens
-// routed to it (gathered, in step order), so its weights are decoded once for all of them. A token's
-// result does not depend on which other tokens share the step: the linear layers are exact per row
-// in the integer modes, and the sum over a token's experts is taken in its own rank order.
-// When the step holds one token, the gate and up projections of all its experts read the same
-// input and run as one group: the activation is prepared once and one dispatch covers them.
+// routed to it (gathered, in step order), so its weights are decoded once for all of them; the
+// gate/up projections of all active experts are one dispatch (Linear::forward_many) and their
+// downs another, the tiles of every expert shared out over the pool, so a hot expert keeps every
+// core busy. A token's result does not depend on which other tokens share the step: the linear
+// layers are exact per row in the integer modes, and the sum over a token's experts is taken in
+// its own rank order. A step of one token runs its k experts' gate/up as one group over the same
+// input (Linear::forward_group: the activation is prepared once).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -77,7 +79,6 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out) {
   w.moe_logits.resize(static_cast<size_t>(n * c.n_expert));
   w.moe_sel.resize(nk);
   w.moe_w.resize(nk);
-  w.moe_slots.resize(nk * static_cast<size_t>(d));
   L.router.forward(xn, n, w.moe_logits.data(), s.pool);
   const auto route_rows = [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t)
@@ -86,67 +87,89 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out) {
   if (n < 16) route_rows(0, n);
   else s.pool.run(n, route_rows);
 
-  if (n == 1) {
-    // One token: gate and up of its k experts as one group over the same input.
+  // Group the step's (token, rank) pairs by expert, tokens in step order within each: pair p of
+  // moe_pairs is (token, rank) index t * k + j; expert e holds pairs [moe_count[e], moe_count[e+1]).
+  w.moe_count.assign(static_cast<size_t>(c.n_expert) + 1, 0);
+  for (size_t i = 0; i < nk; ++i) ++w.moe_count[static_cast<size_t>(w.moe_sel[i]) + 1];
+  for (size_t e = 0; e < static_cast<size_t>(c.n_expert); ++e) w.moe_count[e + 1] += w.moe_count[e];
+  w.moe_pairs.resize(nk);
+  {
+    std::vector<int64_t> fill(w.moe_count.begin(), w.moe_count.end() - 1);
+    for (size_t i = 0; i < nk; ++i) w.moe_pairs[static_cast<size_t>(fill[static_cast<size_t>(w.moe_sel[i])]++)] = static_cast<int64_t>(i);
+  }
+  bool nvfp4 = true;
+  for (int64_t e = 0; e < c.n_expert; ++e) {
+    const Expert& ex = L.experts[static_cast<size_t>(e)];
+    nvfp4 = nvfp4 && ex.gate.nvfp4 && ex.up.nvfp4 && ex.down.nvfp4;
+  }
+  w.moe_x.resize(nk * static_cast<size_t>(d));
+  w.moe_y.resize(nk * static_cast<size_t>(d));
+  w.moe_g.resize(nk * static_cast<size_t>(ff));
+  w.moe_u.resize(nk * static_cast<size_t>(ff));
+  // The rows of each active expert, gathered in pair order (one token: its row, shared by all).
+  const bool one = n == 1;
+  if (!one)
+    for (size_t p = 0; p < nk; ++p)
+      std::memcpy(w.moe_x.data() + p * static_cast<size_t>(d), xn + (w.moe_pairs[p] / k) * d, static_cast<size_t>(d) * 4);
+  const auto rows_of = [&](int64_t e) { return w.moe_count[static_cast<size_t>(e) + 1] - w.moe_count[static_cast<size_t>(e)]; };
+  const auto x_of = [&](int64_t e) { return one ? xn : w.moe_x.data() + w.moe_count[static_cast<size_t>(e)] * d; };
+  if (w.obs)
+    for (int64_t e = 0; e < c.n_expert; ++e)
+      if (rows_of(e) > 0) {
+        const Expert& ex = L.experts[static_cast<size_t>(e)];
+        w.obs(ex.gate.name, x_of(e), rows_of(e), d);
+        w.obs(ex.up.name, x_of(e), rows_of(e), d);
+      }
+  if (nvfp4) {
+    // Expert-major: gate and up of every active expert in one dispatch, then SwiGLU, then every
+    // down in one dispatch. One token: its k experts' gate/up read the same row, prepared once.
     std::vector<const Linear*> lin;
+    std::vector<const float*> xs;
+    std::vector<int64_t> ns;
     std::vector<float*> ys;
-    bool nvfp4 = true;
-    for (int64_t j = 0; j < k; ++j) {
-      const Expert& e = L.experts[static_cast<size_t>(w.moe_sel[static_cast<size_t>(j)])];
-      nvfp4 = nvfp4 && e.gate.nvfp4 && e.up.nvfp4 && e.gate.bias.empty() && e.up.bias.empty();
-      lin.insert(lin.end(), {&e.gate.lin, &e.up.lin});
-      ys.insert(ys.end(), {w.g.data() + j * ff, w.u.data() + j * ff});
-      if (w.obs) {
-        w.obs(e.gate.name, xn, 1, d);
-        w.obs(e.up.name, xn, 1, d);
-      }
-    }
-    if (nvfp4) {
-      Linear::forward_group(s.m.mode, lin, xn, 1, ys, s.pool, &w.lin);
-    } else {
-      for (int64_t j = 0; j < k; ++j) {
-        const Expert& e = L.experts[static_cast<size_t>(w.moe_sel[static_cast<size_t>(j)])];
-        StepRun one{s.m, w, s.pool, 1};
-        one.run(e.gate, xn, w.g.data() + j * ff);
-        one.run(e.up, xn, w.u.data() + j * ff);
-      }
-    }
-    swiglu_rows(w.g.data(), w.u.data(), k * ff);
-    StepRun one{s.m, w, s.pool, 1};
-    for (int64_t j = 0; j < k; ++j) {
-      const Expert& e = L.experts[static_cast<size_t>(w.moe_sel[static_cast<size_t>(j)])];
-      one.run(e.down, w.g.data() + j * ff, w.moe_slots.data() + j * d);
-    }
-  } else {
-    // Group the step's (token, rank) pairs by expert, tokens in step order within each.
-    w.moe_count.assign(static_cast<size_t>(c.n_expert) + 1, 0);
-    for (size_t i = 0; i < nk; ++i) ++w.moe_count[static_cast<size_t>(w.moe_sel[i]) + 1];
-    for (size_t e = 0; e < static_cast<size_t>(c.n_expert); ++e) w.moe_count[e + 1] += w.moe_count[e];
-    w.moe_pairs.resize(nk);
-    {
-      std::vector<int64_t> fill(w.moe_count.begin(), w.moe_count.end() - 1);
-      for (size_t i = 0; i < nk; ++i) w.moe_pairs[static_cast<size_t>(fill[static_cast<size_t>(w.moe_sel[i])]++)] = static_cast<int64_t>(i);
-    }
-    w.moe_x.resize(static_cast<size_t>(n * d));
-    w.moe_y.resize(static_cast<size_t>(n * d));
     for (int64_t e = 0; e < c.n_expert; ++e) {
-      const int64_t b = w.moe_count[static_cast<size_t>(e)], cnt = w.moe_count[static_cast<size_t>(e) + 1] - b;
+      const int64_t cnt = rows_of(e), b = w.moe_count[static_cast<size_t>(e)];
       if (cnt == 0) continue;
-      for (int64_t r = 0; r < cnt; ++r) {
-        const int64_t t = w.moe_pairs[static_cast<size_t>(b + r)] / k;
-        std::memcpy(w.moe_x.data() + r * d, xn + t * d, static_cast<size_t>(d) * 4);
-      }
       const Expert& ex = L.experts[static_cast<size_t>(e)];
-      StepRun se{s.m, w, s.pool, cnt};
-      se.run_group({{&ex.gate, w.g.data()}, {&ex.up, w.u.data()}}, w.moe_x.data());
-      swiglu_rows(w.g.data(), w.u.data(), cnt * ff);
-      se.run(ex.down, w.g.data(), w.moe_y.data());
-      for (int64_t r = 0; r < cnt; ++r) {
-        const int64_t slot = w.moe_pairs[static_cast<size_t>(b + r)];
-        std::memcpy(w.moe_slots.data() + slot * d, w.moe_y.data() + r * d, static_cast<size_t>(d) * 4);
-      }
+      lin.insert(lin.end(), {&ex.gate.lin, &ex.up.lin});
+      xs.insert(xs.end(), {x_of(e), x_of(e)});
+      ns.insert(ns.end(), {cnt, cnt});
+      ys.insert(ys.end(), {w.moe_g.data() + b * ff, w.moe_u.data() + b * ff});
+    }
+    if (one) Linear::forward_group(s.m.mode, lin, xn, 1, ys, s.pool, &w.lin);
+    else Linear::forward_many(s.m.mode, lin, xs, ns, ys, s.pool, &w.lin);
+    if (nk * static_cast<size_t>(ff) < 4096) swiglu_rows(w.moe_g.data(), w.moe_u.data(), static_cast<int64_t>(nk) * ff);
+    else s.pool.run(static_cast<int64_t>(nk) * ff, [&](int64_t b, int64_t e) { swiglu_rows(w.moe_g.data() + b, w.moe_u.data() + b, e - b); }, 16);
+    lin.clear(), xs.clear(), ns.clear(), ys.clear();
+    for (int64_t e = 0; e < c.n_expert; ++e) {
+      const int64_t cnt = rows_of(e), b = w.moe_count[static_cast<size_t>(e)];
+      if (cnt == 0) continue;
+      const Expert& ex = L.experts[static_cast<size_t>(e)];
+      if (w.obs) w.obs(ex.down.name, w.moe_g.data() + b * ff, cnt, ff);
+      lin.push_back(&ex.down.lin);
+      xs.push_back(w.moe_g.data() + b * ff);
+      ns.push_back(cnt);
+      ys.push_back(w.moe_y.data() + b * d);
+    }
+    Linear::forward_many(s.m.mode, lin, xs, ns, ys, s.pool, &w.lin);
+  } else {
+    // Float experts (DenseLinear): one expert at a time over its gathered rows.
+    for (int64_t e = 0; e < c.n_expert; ++e) {
+      const int64_t cnt = rows_of(e), b = w.moe_count[static_cast<size_t>(e)];
+      if (cnt == 0) continue;
+      const Expert& ex = L.experts[static_cast<size_t>(e)];
+      ex.gate.forward(s.m.mode, x_of(e), cnt, w.moe_g.data() + b * ff, s.pool, &w.lin);
+      ex.up.forward(s.m.mode, x_of(e), cnt, w.moe_u.data() + b * ff, s.pool, &w.lin);
+      swiglu_rows(w.moe_g.data() + b * ff, w.moe_u.data() + b * ff, cnt * ff);
+      if (w.obs) w.obs(ex.down.name, w.moe_g.data() + b * ff, cnt, ff);
+      ex.down.forward(s.m.mode, w.moe_g.data() + b * ff, cnt, w.moe_y.data() + b * d, s.pool, &w.lin);
     }
   }
+  // Back from pair order to (token, rank) slots.
+  w.moe_slots.resize(nk * static_cast<size_t>(d));
+  for (size_t p = 0; p < nk; ++p)
+    std::memcpy(w.moe_slots.data() + static_cast<size_t>(w.moe_pairs[p]) * static_cast<size_t>(d),
+                w.moe_y.data() + p * static_cast<size_t>(d), static_cast<size_t>(d) * 4);
   // Each token's sum over its experts in rank order: out = w_0 y_0, then out += w_j y_j.
   for (int64_t t = 0; t < n; ++t) {
     float* o = out + t * d;

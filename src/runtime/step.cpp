@@ -67,7 +67,7 @@ size_t Workspace::bytes() const {
   const Impl& w = *impl_;
   size_t b = w.rope.bytes() + w.attn_scratch.size() * 4;
   for (const auto* v : {&w.x, &w.xn, &w.q, &w.k, &w.v, &w.att, &w.o, &w.g, &w.u, &w.hn, &w.moe_logits, &w.moe_w, &w.moe_x,
-                        &w.moe_y, &w.moe_slots})
+                        &w.moe_y, &w.moe_g, &w.moe_u, &w.moe_slots})
     b += v->size() * 4;
   b += w.moe_sel.size() * 4 + (w.moe_count.size() + w.moe_pairs.size()) * 8;
   return b;
