@@ -299,3 +299,35 @@ TEST(MoeRefusals, BrokenExpertsAreRefusedNamingLayerAndExpert) {
 }
 
 }  // namespace
+
+namespace {
+
+// convert of a ModelOpt MoE export to another directory repacks the experts and leaves the
+// excluded routers as they are (listed in exclude_modules); the result has the input's weights.
+TEST(MoeConvert, ModelOptDirectoryToDirectoryKeepsRoutersExcluded) {
+  ScratchDir tmp;
+  const std::string out = tmp.path + "/out";
+  ConvertOptions opt;
+  opt.verify = true;
+  const ConvertReport r = convert(dir_of("qwen2_moe", "modelopt-nvfp4"), out, opt);
+  EXPECT_EQ(r.quantized, 0);
+  const auto a = Checkpoint::open(dir_of("qwen2_moe", "modelopt-nvfp4")), b = Checkpoint::open(out);
+  for (const TensorEntry& e : a->tensors()) {
+    const TensorEntry* f = b->find(e.name);
+    ASSERT_NE(f, nullptr) << e.name;
+    EXPECT_EQ(f->storage, e.storage) << e.name;
+  }
+  std::ifstream q(out + "/hf_quant_config.json");
+  const auto j = nlohmann::json::parse(q);
+  const auto ex = j["quantization"]["exclude_modules"].get<std::vector<std::string>>();
+  for (const char* m : {"model.layers.0.mlp.gate", "model.layers.1.mlp.shared_expert_gate"})
+    EXPECT_NE(std::find(ex.begin(), ex.end(), m), ex.end()) << m;
+  ThreadPool pool(2);
+  const ArchOracle o("qwen2_moe", moe_root());
+  LoadOptions lo;
+  lo.mode = Mode::w4a4;
+  const auto ma = Model::load(*a, lo), mb = Model::load(*b, lo);
+  EXPECT_TRUE(eval_all(*ma, o.ids(1), pool) == eval_all(*mb, o.ids(1), pool));
+}
+
+}  // namespace
