@@ -122,7 +122,7 @@ TEST_F(DraftModel, DifferentDraftGivesPlainDecodingTokens) {
   // Every 4th prompt (a spread of the 10 bases and 5 endings); drafts of 4 keep the f32 cost low.
   std::vector<std::string> ps;
   for (size_t i = 0; i < test::spec_prompts().size(); i += 4) ps.push_back(test::spec_prompts()[i]);
-  ps.resize(kUnderSanitizer ? 3 : 12);
+  ps.resize(kUnderSanitizer ? 2 : 12);
   const Counts c = compare(*target_, ps, draft, kUnderSanitizer ? 6 : 8, 4, true, pool);
   EXPECT_EQ(c.compared, 2 * static_cast<int>(ps.size()));
   EXPECT_GT(c.accepted, 0);
@@ -132,7 +132,7 @@ TEST_F(DraftModel, DifferentDraftGivesPlainDecodingTokens) {
   // A probability floor and a minimum draft length shorten or drop drafts; still the same tokens.
   draft.p_min = 0.6f;
   draft.n_min = 2;
-  ps.resize(kUnderSanitizer ? 2 : 4);
+  ps.resize(kUnderSanitizer ? 1 : 4);
   const Counts f = compare(*target_, ps, draft, 8, 4, true, pool);
   EXPECT_EQ(f.compared, 2 * static_cast<int>(ps.size()));
   std::printf("f32 draft: %lld of %lld drafted tokens accepted over %d generations; with p-min 0.6, n-min 2: %lld of %lld\n",
@@ -142,7 +142,9 @@ TEST_F(DraftModel, DifferentDraftGivesPlainDecodingTokens) {
 
 TEST_F(DraftModel, W4a4TargetWithA16q8DraftGivesPlainDecodingTokens) {
   // The other integer-exact mode as the target (activation scales calibrated on a short text),
-  // the suite's a16q8 model as its draft.
+  // the suite's a16q8 model as its draft. Not under the sanitizers: calibrating and quantizing
+  // again cost more than half a minute there, for the same code paths as the tests above.
+  if (kUnderSanitizer) GTEST_SKIP() << "a second quantized load: Release only";
   LoadOptions lo;
   lo.mode = Mode::w4a4;
   lo.quantize = true;
@@ -151,7 +153,6 @@ TEST_F(DraftModel, W4a4TargetWithA16q8DraftGivesPlainDecodingTokens) {
   ThreadPool pool(2);
   DraftModelProposer draft(*target_, pool, 256);
   std::vector<std::string> ps = {test::spec_prompts()[0], test::spec_prompts()[11], test::spec_prompts()[27]};
-  if (kUnderSanitizer) ps.resize(1);
   const Counts c = compare(*w4a4, ps, draft, 8, 4, true, pool);
   EXPECT_EQ(c.compared, 2 * static_cast<int>(ps.size()));
   EXPECT_GT(c.drafted, 0);
