@@ -1,6 +1,6 @@
 // `nvfp4 run` and `nvfp4 quality` end to end on the real SmolLM2 (quantized to NVFP4 at load):
 // JSON output, exit codes, the w4a4 refusal, and the quality figures' sanity (a model against
-// itself scores KL 0 and 100 % same top token).
+// itself scores KL 0 and 100 % same top token); run --spec draft (-md) and its vocabulary refusal.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -119,4 +119,35 @@ TEST(CliModel, BenchModelJson) {
     EXPECT_TRUE(j[k].is_null()) << k;
   }
   EXPECT_EQ(j["kv"], "f32");
+}
+
+TEST(CliModel, RunSpecDraft) {
+  NVFP4_REQUIRE_SMOLLM2(path);
+  // llama.cpp's spelling -md; a draft with another vocabulary is refused naming both files.
+  const std::string tiny = std::string(NVFP4_FIXTURES) + "/arch/llama/float";
+  const Result bad = cli("run -m " + path + " --precision f32 --spec-allow-drift -md " + tiny + " -p hi -n 1", true);
+  EXPECT_EQ(bad.rc, 1) << bad.out;
+  EXPECT_NE(bad.out.find(path), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find(tiny), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("token count"), std::string::npos) << bad.out;
+  EXPECT_EQ(cli("run -m " + path + " --precision f32 --spec draft -p hi -n 1").rc, 1);  // no draft model
+  // The draft: the same GGUF in f32; the target a16q8 (f32 under the sanitizers, drift allowed).
+  const std::string q = kUnderSanitizer ? " --precision f32 --spec-allow-drift" : " --quantize";
+  const std::string args = " -p 'red green blue red green blue red' -n 8 -t 2 --ctx 128 --json";
+  const Result r = cli("run -m " + path + q + " -md " + path + " --draft-max 4" + args);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& s = j["speculative"];
+  EXPECT_EQ(s["method"], "draft");
+  EXPECT_EQ(s["proposer"], "draft model");
+  EXPECT_EQ(s["draft_precision"], "f32");
+  EXPECT_EQ(s["draft_max"], 4);
+  EXPECT_GE(s["drafted"].get<int64_t>(), s["accepted"].get<int64_t>());
+  EXPECT_GT(s["accepted"].get<int64_t>(), 0);
+  EXPECT_GE(s["acceptance"].get<double>(), 0.0);
+  EXPECT_LE(s["acceptance"].get<double>(), 1.0);
+  if (kUnderSanitizer) return;
+  const Result plain = cli("run -m " + path + q + args);
+  ASSERT_EQ(plain.rc, 0) << plain.out;
+  EXPECT_EQ(nlohmann::json::parse(plain.out)["ids"], j["ids"]);
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "model_path.h"
+#include "spec_prompts.h"
 #include "nvfp4/checkpoint.h"
 #include "nvfp4/error.h"
 #include "nvfp4/generate.h"
@@ -24,27 +25,6 @@ TEST(NgramProposer, LongestRecurringSuffixLatestOccurrence) {
   EXPECT_TRUE(p.propose(std::vector<int32_t>{5}, 4).empty());
 }
 
-namespace {
-std::vector<std::string> prompts() {
-  const char* bases[] = {
-      "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n",
-      "The quick brown fox jumps over the lazy dog. The quick brown fox",
-      "for (int i = 0; i < n; ++i) {\n  sum += x[i];\n}\nfor (int i = 0; i < n; ++i) {\n",
-      "Paris is the capital of France. Berlin is the capital of Germany. Rome is the capital of",
-      "<|im_start|>user\nRepeat after me: one two three four five<|im_end|>\n<|im_start|>assistant\n",
-      "SELECT name, age FROM users WHERE age > 30; SELECT name, age FROM",
-      "import numpy as np\nimport numpy as np\nx = np.zeros(3)\ny = np.zeros(",
-      "Quote the text: \"To be, or not to be, that is the question.\" The quote: \"To be,",
-      "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,",
-      "red green blue red green blue red green",
-  };
-  std::vector<std::string> out;
-  const char* suffixes[] = {"", " ", "\n", " Again:", " And then"};
-  for (const char* s : suffixes)
-    for (const char* b : bases) out.push_back(std::string(b) + s);
-  return out;
-}
-}  // namespace
 
 TEST(Speculative, TokensBitIdenticalToPlainDecodingGreedyAndSampled) {
   NVFP4_REQUIRE_SMOLLM2(path);
@@ -57,7 +37,7 @@ TEST(Speculative, TokensBitIdenticalToPlainDecodingGreedyAndSampled) {
   ThreadPool pool(2);
   Workspace ws(*model, 64);
   const auto is_eog = [&](int32_t t) { return tok.is_eog(t); };
-  std::vector<std::string> ps = prompts();
+  std::vector<std::string> ps = nvfp4::test::spec_prompts();
   if (kUnderSanitizer) ps.resize(6);
   int compared = 0;
   int64_t drafted = 0, accepted = 0;

@@ -1,5 +1,5 @@
 // Generation over one sequence: plain decoding (one token per step), or speculative decoding
-// with prompt-lookup (n-gram) drafts verified in one step of k+1 tokens.
+// with prompt-lookup (n-gram) or draft-model (draft.h) drafts verified in one step of k+1 tokens.
 //
 // Why speculation changes nothing but speed here: in the integer-exact modes (a16q8, w4a4) a
 // token's logits are the same bits whatever else its step holds (docs/DETERMINISM.md), so the
@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "nvfp4/draft.h"
 #include "nvfp4/model.h"
 #include "nvfp4/sampler.h"
 
@@ -32,10 +33,13 @@ struct NgramProposer {
 struct GenerateOptions {
   int64_t n_predict = 128;
   SamplerOptions sampling;
-  bool speculative = false;  // --spec ngram
+  bool speculative = false;  // --spec ngram, or --spec draft with `draft` set
   int draft_max = 8;         // tokens per draft (adapted: halved after a rejection at the first
                              // draft token, doubled back after a fully accepted one)
   NgramProposer ngram;
+  // The draft-model proposer (--spec draft); when set, it drafts instead of `ngram`. generate()
+  // resets it and evaluates the prompt into it.
+  DraftModelProposer* draft = nullptr;
   // Speculation backs off to plain decoding when, over the last 16 verification steps, it made
   // fewer tokens per second than the plain steps measured before it.
   bool backoff = true;
@@ -46,6 +50,7 @@ struct GenerateResult {
   std::string stop = "length";  // "length" or "eog"
   int64_t steps = 0;            // decode steps after the prompt
   int64_t drafted = 0, accepted = 0;
+  double draft_s = 0;  // seconds in the proposer (the draft model's prompt and drafting)
   bool backed_off = false;
   double prompt_s = 0, gen_s = 0;
 };

@@ -2,11 +2,13 @@
 // memory (stderr); --json prints one object (text, ids, timings) instead.
 #include <chrono>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "cli/model_setup.h"
 #include "cli/registry.h"
 #include "nvfp4/chat.h"
+#include "nvfp4/draft.h"
 #include "nvfp4/error.h"
 #include "nvfp4/generate.h"
 #include "nvfp4/sampler.h"
@@ -22,6 +24,10 @@ struct RunArgs {
   SamplerOptions s;
   std::string spec;
   GenerateOptions g;
+  std::string draft_model, draft_precision;  // --model-draft, --draft-precision
+  bool draft_quantize = false;
+  int draft_min = 0;
+  float draft_p_min = 0.0f;
   bool allow_drift = false;
   bool temp_set = false, top_k_set = false, top_p_set = false;
 };
@@ -29,7 +35,25 @@ struct RunArgs {
 int run(RunArgs& a) {
   if (a.prompt.empty() == a.file.empty())
     throw Error("", "", "give the prompt with exactly one of -p or -f", "-p TEXT or -f FILE", "");
+  if (!a.draft_model.empty() && a.spec.empty()) a.spec = "draft";  // -md alone drafts, as in llama.cpp
+  if (a.spec == "draft" && a.draft_model.empty())
+    throw Error("", "", "--spec draft needs the draft model", "--model-draft FILE", "no --model-draft");
+  if (a.spec != "draft" && !a.draft_model.empty())
+    throw Error(a.draft_model, "", "--model-draft is the draft model of --spec draft", "--spec draft", "--spec " + a.spec);
   Loaded L = load_model(a.m, a.json);
+  // The draft model: its own weights (its default precision unless --draft-precision), checked to
+  // share the target's vocabulary before anything runs.
+  Loaded D;
+  if (a.spec == "draft") {
+    ModelArgs dm = a.m;
+    dm.model = a.draft_model;
+    dm.precision = a.draft_precision;
+    dm.quantize = a.draft_quantize;
+    dm.calibrate.clear();
+    if (!a.json) std::cerr << "nvfp4: draft model:\n";
+    D = load_model(dm, a.json);
+    check_draft_vocab(L.tok, L.model->config().n_vocab, a.m.model, D.tok, D.model->config().n_vocab, a.draft_model);
+  }
   std::string text = a.file.empty() ? a.prompt : read_text_file(a.file);
   const bool chat = a.chat || !a.chat_template.empty();
   if (chat) {
@@ -49,16 +73,27 @@ int run(RunArgs& a) {
   ThreadPool pool(L.threads);
   Sequence seq(*L.model, co.n_ctx, co.kv);
   // Verification steps take up to draft_max + 1 tokens.
-  Workspace ws(*L.model, std::max<int64_t>(std::min(co.n_batch, co.n_ctx), a.spec == "ngram" ? a.g.draft_max + 1 : 1));
+  Workspace ws(*L.model, std::max<int64_t>(std::min(co.n_batch, co.n_ctx), a.spec.empty() ? 1 : a.g.draft_max + 1));
+  std::unique_ptr<DraftModelProposer> proposer;
+  if (D.model) {
+    proposer = std::make_unique<DraftModelProposer>(*D.model, pool, co.n_ctx, co.n_batch, co.kv);
+    proposer->n_min = a.draft_min;
+    proposer->p_min = a.draft_p_min;
+    a.g.draft = proposer.get();
+  }
   std::string said;
   a.g.sampling = generation_defaults(*L.ck, a.s, a.temp_set, a.top_k_set, a.top_p_set, said);
   if (!said.empty() && !a.json) std::cerr << "nvfp4: " << said << "\n";
   a.g.n_predict = a.n_predict;
-  a.g.speculative = a.spec == "ngram";
-  if (a.g.speculative && !a.json)
-    std::cerr << "nvfp4: speculative decoding: prompt lookup (n-gram " << a.g.ngram.n_min << ".." << a.g.ngram.n_max
-              << "), drafts of up to " << a.g.draft_max << " tokens, verified in one step"
+  a.g.speculative = !a.spec.empty();
+  if (a.g.speculative && !a.json) {
+    std::cerr << "nvfp4: speculative decoding: ";
+    if (a.spec == "ngram") std::cerr << "prompt lookup (n-gram " << a.g.ngram.n_min << ".." << a.g.ngram.n_max << ")";
+    else std::cerr << "draft model " << a.draft_model << " (" << mode_name(D.mode) << ", greedy, draft-min " << a.draft_min
+                   << ", draft-p-min " << a.draft_p_min << ")";
+    std::cerr << ", drafts of up to " << a.g.draft_max << " tokens, verified in one step"
               << (a.allow_drift ? " (drift allowed)" : " (bit-identical to plain decoding)") << "\n";
+  }
   std::string generated;
   const GenerateResult r = generate(*L.model, seq, ws, pool, ids, a.g, [&](int32_t t) { return L.tok.is_eog(t); },
                                     [&](int32_t t) {
@@ -73,6 +108,7 @@ int run(RunArgs& a) {
   const double prompt_tps = static_cast<double>(ids.size()) / prompt_s;
   const double gen_tps = out.size() > 1 && gen_s > 0 ? static_cast<double>(out.size() - 1) / gen_s : 0.0;
   const SamplerOptions& so = a.g.sampling;
+  const double acceptance = r.drafted > 0 ? static_cast<double>(r.accepted) / static_cast<double>(r.drafted) : 0.0;
   if (a.json) {
     nlohmann::json j;
     j["text"] = generated;
@@ -92,11 +128,24 @@ int run(RunArgs& a) {
     j["load_s"] = L.load_s;
     j["peak_rss_mb"] = peak_rss_mib();
     j["decode_steps"] = r.steps;
-    if (a.g.speculative)
-      j["speculative"] = {{"method", "ngram"}, {"drafted", r.drafted}, {"accepted", r.accepted},
-                          {"acceptance", r.drafted > 0 ? static_cast<double>(r.accepted) / static_cast<double>(r.drafted) : 0.0},
-                          {"tokens_per_step", r.steps > 0 ? static_cast<double>(out.size() - 1) / static_cast<double>(r.steps) : 0.0},
-                          {"backed_off", r.backed_off}, {"drift_allowed", a.allow_drift}};
+    if (a.g.speculative) {
+      nlohmann::json sj = {{"method", a.spec}, {"proposer", a.spec == "ngram" ? "prompt lookup" : "draft model"},
+                           {"drafted", r.drafted}, {"accepted", r.accepted}, {"acceptance", acceptance},
+                           {"tokens_per_step", r.steps > 0 ? static_cast<double>(out.size() - 1) / static_cast<double>(r.steps) : 0.0},
+                           {"draft_max", a.g.draft_max}, {"proposer_s", r.draft_s},
+                           {"backed_off", r.backed_off}, {"drift_allowed", a.allow_drift}};
+      if (a.spec == "ngram") {
+        sj["ngram_min"] = a.g.ngram.n_min;
+        sj["ngram_max"] = a.g.ngram.n_max;
+      } else {
+        sj["draft_model"] = a.draft_model;
+        sj["draft_precision"] = std::string(mode_name(D.mode));
+        sj["draft_min"] = a.draft_min;
+        sj["draft_p_min"] = a.draft_p_min;
+        sj["draft_evaluated"] = proposer->evaluated();
+      }
+      j["speculative"] = sj;
+    }
     std::cout << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::cout << "\n";
@@ -104,8 +153,8 @@ int run(RunArgs& a) {
               << out.size() << " tokens, " << gen_tps << " tok/s; peak RSS " << static_cast<int64_t>(peak_rss_mib())
               << " MiB\n";
     if (a.g.speculative)
-      std::cerr << "nvfp4: speculative: " << r.accepted << " of " << r.drafted << " drafted tokens accepted, "
-                << r.steps << " decode steps for " << out.size() << " tokens"
+      std::cerr << "nvfp4: speculative (" << (a.spec == "ngram" ? "prompt lookup" : "draft model") << "): " << r.accepted
+                << " of " << r.drafted << " drafted tokens accepted (acceptance " << acceptance << "), " << r.steps << " decode steps for " << out.size() << " tokens"
                 << (r.backed_off ? "; backed off to plain decoding (slower than plain over the last 16 steps)" : "") << "\n";
   }
   return 0;
@@ -125,9 +174,19 @@ const Registrar reg("run", "generate text from a prompt", [](CLI::App& app) {
   auto* top_p = app.add_option("--top-p", a->s.top_p, "top-p")->check(CLI::Range(0.0f, 1.0f));
   app.add_option("--seed", a->s.seed, "sampling seed");
   app.add_flag("--json", a->json, "print one JSON object: text, ids, timings");
-  app.add_option("--spec", a->spec, "speculative decoding: ngram (prompt lookup), bit-identical to plain decoding in a16q8/w4a4")
-      ->check(CLI::IsMember({"ngram"}));
-  app.add_option("--draft-max", a->g.draft_max, "speculative: draft tokens per step (default 8)")->check(CLI::Range(1, 64));
+  app.add_option("--spec", a->spec, "speculative decoding: ngram (prompt lookup) or draft (--model-draft), bit-identical to plain decoding in a16q8/w4a4")
+      ->check(CLI::IsMember({"ngram", "draft"}));
+  app.add_option("--draft-max,--spec-draft-n-max", a->g.draft_max, "speculative: draft tokens per step (default 8)")->check(CLI::Range(1, 64));
+  app.add_option("--model-draft,--spec-draft-model", a->draft_model,
+                 "speculative: the draft model, also -md (same vocabulary as the target; implies --spec draft)");
+  app.add_option("--draft-min,--spec-draft-n-min", a->draft_min, "draft model: drop drafts shorter than this (default 0)")
+      ->check(CLI::Range(0, 64));
+  app.add_option("--draft-p-min,--spec-draft-p-min", a->draft_p_min,
+                 "draft model: stop drafting at a token the draft gives less probability than this (default 0)")
+      ->check(CLI::Range(0.0f, 1.0f));
+  app.add_option("--draft-precision", a->draft_precision, "draft model: a16q8, a16, w4a4, f32 (default: its own default)")
+      ->check(CLI::IsMember({"a16q8", "a16", "w4a4", "f32"}));
+  app.add_flag("--draft-quantize", a->draft_quantize, "draft model: quantize its float linear layers to NVFP4 at load");
   app.add_option("--spec-ngram-min", a->g.ngram.n_min, "speculative: shortest n-gram looked up (default 1)")->check(CLI::Range(1, 16));
   app.add_option("--spec-ngram-max", a->g.ngram.n_max, "speculative: longest n-gram looked up (default 4)")->check(CLI::Range(1, 16));
   app.add_flag("--spec-allow-drift", a->allow_drift, "allow speculation in a16/f32, where output may drift from plain decoding");

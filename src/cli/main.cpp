@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <string_view>
+#include <vector>
 
 #include "cli/registry.h"
 #include "nvfp4/error.h"
@@ -30,8 +32,14 @@ int main(int argc, char** argv) {
     runners.emplace_back(sub, c.setup(*sub));
   }
 
+  // llama.cpp spells its draft model -md; CLI11 2.1's short names are one letter, so -md is
+  // taken as its long name here.
+  char model_draft[] = "--model-draft";
+  std::vector<char*> args(argv, argv + argc);
+  for (char*& s : args)
+    if (std::string_view(s) == "-md") s = model_draft;
   try {
-    app.parse(argc, argv);
+    app.parse(argc, args.data());
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;

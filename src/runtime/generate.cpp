@@ -50,8 +50,15 @@ GenerateResult generate(const Model& model, Sequence& seq, Workspace& ws, Thread
       step.push_back({prompt[s + i], &seq, seq.pos() + static_cast<int64_t>(i), s + i + 1 == prompt.size()});
     forward(model, step, ws, pool, logits.data());
   }
-  r.prompt_s = since(t0);
   std::vector<int32_t> history(prompt.begin(), prompt.end());
+  DraftModelProposer* const draft_model = opt.speculative ? opt.draft : nullptr;
+  if (draft_model) {
+    const auto td = clk::now();
+    draft_model->reset();
+    draft_model->sync(history);
+    r.draft_s += since(td);
+  }
+  r.prompt_s = since(t0);
   // emit(): the token of generation index tokens.size(), or false at the end.
   const auto emit = [&](const float* row) {
     const int32_t tok = sampler.sample_at(row, nv, r.tokens.size());
@@ -75,12 +82,22 @@ GenerateResult generate(const Model& model, Sequence& seq, Workspace& ws, Thread
     const int64_t room = seq.n_ctx() - seq.pos();  // positions left, the last token's included
     if (room < 1) break;
     std::vector<int32_t> draft;
-    // Two plain steps first measure what speculation must beat.
-    if (spec && plain_steps >= 2) {
-      const int64_t limit = std::min<int64_t>({k, room - 1, nb - 1, opt.n_predict - static_cast<int64_t>(r.tokens.size())});
-      if (limit > 0) draft = opt.ngram.propose(history, static_cast<int>(limit));
-    }
     const auto ts = clk::now();
+    // Two plain steps first measure what speculation must beat.
+    bool tried = false;
+    if (spec && plain_steps >= 2) {
+      // The step's last row gives a token beyond the drafts, so drafts stop one short of n_predict
+      // (and an accepted draft token is always one the cache keeps, as plain decoding's is).
+      const int64_t limit =
+          std::min<int64_t>({k, room - 1, nb - 1, opt.n_predict - static_cast<int64_t>(r.tokens.size()) - 1});
+      tried = limit > 0;
+      if (tried && draft_model) {
+        draft = draft_model->propose(history, static_cast<int>(limit));
+        r.draft_s += since(ts);
+      } else if (tried) {
+        draft = opt.ngram.propose(history, static_cast<int>(limit));
+      }
+    }
     step.clear();
     const int64_t p0 = seq.pos();
     step.push_back({history.back(), &seq, p0, true});
@@ -101,13 +118,15 @@ GenerateResult generate(const Model& model, Sequence& seq, Workspace& ws, Thread
     seq.truncate(p0 + 1 + static_cast<int64_t>(accepted));
     const double dt = since(ts);
     const int64_t made = static_cast<int64_t>(accepted) + 1;
-    if (draft.empty()) {
+    // An empty prompt lookup costs nothing: the step is a plain one. A draft model's empty draft
+    // cost its evaluation: the step counts against speculation.
+    if (draft.empty() && !(tried && draft_model)) {
       plain_s += dt;
       ++plain_steps;
       plain_tokens += 1;
     } else {
-      if (accepted == draft.size()) k = std::min(opt.draft_max, 2 * k);
-      else if (accepted == 0) k = std::max(1, k / 2);
+      if (!draft.empty() && accepted == draft.size()) k = std::min(opt.draft_max, 2 * k);
+      else if (!draft.empty() && accepted == 0) k = std::max(1, k / 2);
       window.emplace_back(dt, made);
       if (window.size() > 16) window.pop_front();
       if (opt.backoff && window.size() == 16 && plain_steps > 0) {
