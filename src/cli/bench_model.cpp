@@ -25,11 +25,12 @@ struct Opt {
   bool json = false;
   std::string peer_python, peer_q4_0_source;
   bool contention = false;
+  int peer_timeout_s = 600;
 };
 
-std::optional<nlohmann::json> peer(const Opt& o, const std::string& args) {
+std::optional<nlohmann::json> peer(const Opt& o, const std::string& args, int timeout_s = 0) {
   if (o.peer_python.empty()) return std::nullopt;
-  const std::string cmd = o.peer_python + " " + bench::repo_file("tools/llama_cpp_bench.py") + " " + args + " 2>/dev/null";
+  const std::string cmd = (timeout_s > 0 ? "timeout " + std::to_string(timeout_s) + " " : std::string()) + o.peer_python + " " + bench::repo_file("tools/llama_cpp_bench.py") + " " + args + " 2>/dev/null";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return std::nullopt;
   std::string out;
@@ -117,13 +118,19 @@ int run_contention(const Opt& o, const Loaded& L) {
                       {"dispatches_per_token", m.dispatches_per_token}});
       const std::string key = std::string("gen_tps_t") + (t == 1 ? "1" : "default") + (loaded ? "_loaded" : "");
       j[key] = m.tg;
+      // As each run ends (a loaded run can be slow): what it gave.
+      std::fprintf(stderr, "nvfp4 bench model --contention: nvfp4 -t %d, %s: generation %.1f tok/s, %.1f hand-offs/token\n", t,
+                   loaded ? "busy loop" : "alone", m.tg, m.dispatches_per_token);
     }
   for (int t : {1, L.threads}) {
     const std::string key = std::string("llama_cpp_gen_tps_t") + (t == 1 ? "1" : "default") + "_loaded";
     j[key] = nullptr;
     std::optional<bench::BusyLoad> busy(cores);
-    if (auto r = peer(o, o.m.model + peer_args(o, t)); r && r->contains("gen_tps")) {
+    // Bounded: under the load, a spinning peer can take very long (then its column stays null).
+    if (auto r = peer(o, o.m.model + peer_args(o, t), o.peer_timeout_s); r && r->contains("gen_tps")) {
       busy.reset();
+      std::fprintf(stderr, "nvfp4 bench model --contention: llama.cpp -t %d, busy loop: generation %.1f tok/s\n", t,
+                   (*r)["gen_tps"].get<double>());
       j[key] = (*r)["gen_tps"];
       rows.push_back({{"engine", "llama.cpp"}, {"threads", t}, {"load", true}, {"prompt_tps", (*r)["prompt_tps"]},
                       {"gen_tps", (*r)["gen_tps"]}});
@@ -240,6 +247,8 @@ const BenchRegistrar reg("model", "end-to-end prompt and generation speed, roofl
   app.add_option("--peer-q4_0-source", o->peer_q4_0_source, "GGUF that llama.cpp quantizes to Q4_0 for its own column");
   app.add_flag("--contention", o->contention,
                "generation at -t 1 and the default -t, without and with a busy loop on every core (and llama.cpp under it)");
+  app.add_option("--peer-timeout-s", o->peer_timeout_s, "--contention: seconds each loaded llama.cpp run may take (0: no limit)")
+      ->check(CLI::Range(0, 86400));
   app.add_flag("--json", o->json, "one JSON object");
   return [o] { return run(*o); };
 });
