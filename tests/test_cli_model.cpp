@@ -107,7 +107,7 @@ TEST(CliModel, BenchModelJson) {
   ASSERT_EQ(r.rc, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   for (const char* k : {"prompt_tps", "gen_tps", "roofline_gen_tps", "dram_gbps", "peak_rss_mb",
-                        "prompt_tps_min", "prompt_tps_max", "gen_tps_min", "gen_tps_max"}) {
+                        "prompt_tps_min", "prompt_tps_max", "gen_tps_min", "gen_tps_max", "dispatches_per_token"}) {
     ASSERT_TRUE(j.contains(k)) << k;
     EXPECT_GT(j[k].get<double>(), 0.0) << k;
   }
@@ -150,4 +150,29 @@ TEST(CliModel, RunSpecDraft) {
   const Result plain = cli("run -m " + path + q + args);
   ASSERT_EQ(plain.rc, 0) << plain.out;
   EXPECT_EQ(nlohmann::json::parse(plain.out)["ids"], j["ids"]);
+}
+
+// `bench model --contention`: -t 1 and -t 2, alone and under the busy loop, each with its
+// hand-offs per token (none on one thread, some on two); the llama.cpp columns null without a peer.
+TEST(CliModel, BenchModelContentionJson) {
+  NVFP4_REQUIRE_SMOLLM2(path);
+  if (kUnderSanitizer) GTEST_SKIP() << "a busy loop on every core: Release tree only";
+  const Result r = cli("bench model -m " + path + " --quantize -t 2 --prompt-tokens 4 --gen-tokens 2 --reps 1 "
+                       "--contention --peer-python /nonexistent/python --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"gen_tps_t1", "gen_tps_tdefault", "gen_tps_t1_loaded", "gen_tps_tdefault_loaded", "loaded_default_vs_t1"}) {
+    ASSERT_TRUE(j.contains(k)) << k;
+    EXPECT_GT(j[k].get<double>(), 0.0) << k;
+  }
+  for (const char* k : {"llama_cpp_gen_tps_t1_loaded", "llama_cpp_gen_tps_tdefault_loaded"}) {
+    ASSERT_TRUE(j.contains(k)) << k;
+    EXPECT_TRUE(j[k].is_null()) << k;
+  }
+  ASSERT_EQ(j["runs"].size(), 4u);
+  for (const auto& run : j["runs"]) {
+    EXPECT_EQ(run["engine"], "nvfp4");
+    if (run["threads"] == 1) EXPECT_EQ(run["dispatches_per_token"].get<double>(), 0.0);
+    else EXPECT_GT(run["dispatches_per_token"].get<double>(), 0.0);
+  }
 }

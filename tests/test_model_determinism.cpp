@@ -64,7 +64,7 @@ TEST(ModelDeterminism, A16q8LogitsBitIdenticalAcrossThreadsBatchesIsas) {
   // across the threads): 1 and 2 tokens per call on 2 threads.
   same(run(2, 1), "2 threads, batch 1");
   same(run(2, 2), "2 threads, batch 2");
-  for (const char* isa : {"scalar", "avx2", "avx512"}) {
+  for (const char* isa : {"scalar", "avx2", "avxvnni", "avx512"}) {
     if (!isa_ok(isa)) continue;
     IsaEnv e(isa);
     EXPECT_EQ(isa_name(active_isa()), std::string_view(isa));

@@ -49,7 +49,7 @@ TEST(PinnedDense, BitIdenticalAcrossIsaThreadsBatch) {
           }
           EXPECT_LE(std::fabs(ref[static_cast<size_t>(t * n_out + r)] - exact), mag * static_cast<double>(n_in) * 0x1p-24);
         }
-      for (const char* isa : {"scalar", "avx2", "avx512"}) {
+      for (const char* isa : {"scalar", "avx2", "avxvnni", "avx512"}) {
         if (!supported(isa)) continue;
         IsaEnv e(isa);
         EXPECT_EQ(isa_name(active_isa()), std::string_view(isa));

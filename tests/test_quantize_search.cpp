@@ -257,7 +257,7 @@ TEST(QuantizeSearchModel, CalibrationIsTheSameForThreadsAndPinnedAcrossIsasAndSe
   EXPECT_GT(moments_differ(pinned, ref), 0);  // another model: other statistics
   EXPECT_EQ(moments_differ(calibrate_second_moments(*ck, ids, 32, 1, CalibrationModel::rtn_a16q8), pinned), 0);
   int isas = 0;
-  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+  for (Isa i : compiled_isas()) {
     if (!isa_supported(i)) continue;
     IsaScope s(i);
     EXPECT_EQ(moments_differ(calibrate_second_moments(*ck, ids, 32, 2, CalibrationModel::rtn_a16q8), pinned), 0)

@@ -1,5 +1,5 @@
 // Which instruction set the kernels run on. The best variant the CPU supports is picked once, from
-// CPUID; NVFP4_ISA=scalar|avx2|avx512 in the environment, or force_isa() (tests, benchmarks),
+// CPUID; NVFP4_ISA=scalar|avx2|avxvnni|avx512 in the environment, or force_isa() (tests, benchmarks),
 // overrides it. Every variant of an integer-exact mode gives the scalar reference's bits, so the
 // choice changes speed only; the float modes stay within their derived bound of FP64.
 #pragma once
@@ -8,13 +8,15 @@
 
 namespace nvfp4 {
 
-enum class Isa { scalar, avx2, avx512 };
+enum class Isa { scalar, avx2, avxvnni, avx512 };
 
-// "scalar", "avx2", "avx512".
+// "scalar", "avx2", "avxvnni", "avx512".
 std::string_view isa_name(Isa isa);
 // Parses the names above; throws nvfp4::Error on anything else.
 Isa parse_isa(std::string_view s);
-// avx2: AVX2 + FMA + F16C; avx512: F/BW/VL/DQ + VNNI + VBMI (and the AVX2 set). Checked once.
+// avx2: AVX2 + FMA + F16C + BMI2; avxvnni: that and AVX-VNNI (vpdpbusd on 256-bit registers:
+// Alder Lake and later, Zen 5), false when this build could not compile it; avx512: F/BW/VL/DQ +
+// VNNI + VBMI (and the AVX2 set). Checked once.
 bool isa_supported(Isa isa);
 // The best supported ISA on this machine.
 Isa detect_isa();
@@ -31,5 +33,8 @@ void force_isa(Isa isa);
 void clear_forced_isa();
 // Every ISA this CPU supports, scalar first.
 std::vector<Isa> supported_isas();
+// Every ISA this build has kernels for (whether or not this CPU runs them), scalar first: what
+// tests loop over.
+std::vector<Isa> compiled_isas();
 
 }  // namespace nvfp4

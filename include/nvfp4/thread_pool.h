@@ -1,13 +1,19 @@
-// A small thread pool with a fixed partition: run(count, fn) splits [0, count) into one
-// contiguous range per thread by a formula of (count, threads) only, so which thread computes a
-// row never changes its result, and the integer-exact modes stay bit-identical for any count.
+// A small thread pool with a fixed partition: run(count, fn) splits [0, count) into contiguous
+// chunks by a formula of (count, threads, align) only, so the ranges fn sees never depend on
+// timing, and since every caller computes each item independently of which thread runs it, the
+// integer-exact modes stay bit-identical for any thread count.
+//
+// Who runs a chunk is not fixed: the caller and the workers claim the chunks in order from one
+// counter. A worker that another process has descheduled therefore stalls nobody unless it was
+// preempted inside a chunk; the others take the chunks it did not start. There are a few chunks
+// per thread (kChunksPerThread) so that what one preempted thread holds is small.
 //
 // Hand-off: a decode step dispatches a few hundred short jobs (tens of microseconds each), so
 // waking sleeping threads through the kernel for each one costs a large share of the step.
-// Workers and the caller therefore spin (with pause) for a short while before they sleep on a
-// condition variable; with more threads than cores they sleep at once. The spin budget adapts:
-// when the caller's wait outlasts it (another process holds a core and a worker is descheduled),
-// it halves; when waits end within it, it doubles back up to kMaxSpinNs.
+// Workers and the caller therefore spin (with pause, yielding after a few microseconds) for a
+// short while before they sleep on a condition variable; with more threads than cores they sleep
+// at once. The spin budget adapts: when the caller's wait outlasts it (another process holds a
+// core), it halves; when waits end within it, it doubles back up to kMaxSpinNs.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -27,25 +33,41 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int threads() const { return threads_; }
-  // Calls fn(begin, end) for each thread's range of [0, count); ranges are aligned to `align`
-  // items (the last range takes the rest). Returns when all are done.
+  // Calls fn(begin, end) for each chunk of [0, count) (chunks(count, align) of them, see
+  // partition()); ranges are aligned to `align` items (the last takes the rest). Returns when all
+  // are done. Not reentrant: one run() at a time, from one thread.
   void run(int64_t count, const std::function<void(int64_t, int64_t)>& fn, int64_t align = 1);
+  // How many chunks run() splits count items into: min(units, threads * kChunksPerThread), one
+  // when threads == 1.
+  int chunks(int64_t count, int64_t align) const;
+  // run() calls so far that handed work to the workers (hand-offs); 0 with one thread.
+  uint64_t dispatches() const { return dispatches_.load(std::memory_order_relaxed); }
+
+  static constexpr int kChunksPerThread = 4;
 
  private:
-  void worker(int index);
+  void worker();
+  // Claims and runs chunks of generation gen until none are left; false when gen is over.
+  void drain(uint64_t gen);
   static constexpr int64_t kMaxSpinNs = 200000;
   int threads_;
-  int64_t max_spin_ns_;             // 0 when threads > cores
+  int64_t max_spin_ns_;              // 0 when threads > cores
   std::atomic<int64_t> spin_ns_{0};  // how long to spin before sleeping now
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable cv_start_, cv_done_;
-  // Written by run() before the release increment of generation_, read after its acquire load.
-  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
-  int64_t count_ = 0, align_ = 1;
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  // The job: written by run() before the release store of ticket_, read only after a successful
+  // claim of one of its chunks (so run() cannot have moved on to the next job meanwhile).
+  std::atomic<const std::function<void(int64_t, int64_t)>*> job_{nullptr};
+  std::atomic<int64_t> count_{0}, align_{1};
+  std::atomic<int> chunks_{0};
+  // generation << 32 | next unclaimed chunk.
+  std::atomic<uint64_t> ticket_{0};
+  std::atomic<int> done_{0};  // chunks of the current generation finished
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> caller_sleeping_{false};
   std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> dispatches_{0};
 };
 
 // [begin, end) of part `index` of `parts` for `count` items aligned to `align`.

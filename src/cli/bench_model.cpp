@@ -2,11 +2,14 @@
 // greedy tokens) speed, median of repeats; the DRAM roofline of generation (weight bytes read per
 // token / the read bandwidth measured in the same run); and llama.cpp through PyPI llama-cpp-python
 // (tools/llama_cpp_bench.py) on the same NVFP4 GGUF and on llama.cpp's own Q4_0 of the model,
-// null where unavailable.
+// null where unavailable; pool hand-offs per generated token. --contention: the same under a busy
+// loop on every core (see run_contention).
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <thread>
 
 #include "cli/bench_registry.h"
 #include "cli/bench_util.h"
@@ -21,11 +24,13 @@ struct Opt {
   int reps = 3;
   bool json = false;
   std::string peer_python, peer_q4_0_source;
+  bool contention = false;
+  int peer_timeout_s = 600;
 };
 
-std::optional<nlohmann::json> peer(const Opt& o, const std::string& args) {
+std::optional<nlohmann::json> peer(const Opt& o, const std::string& args, int timeout_s = 0) {
   if (o.peer_python.empty()) return std::nullopt;
-  const std::string cmd = o.peer_python + " " + bench::repo_file("tools/llama_cpp_bench.py") + " " + args + " 2>/dev/null";
+  const std::string cmd = (timeout_s > 0 ? "timeout " + std::to_string(timeout_s) + " " : std::string()) + o.peer_python + " " + bench::repo_file("tools/llama_cpp_bench.py") + " " + args + " 2>/dev/null";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return std::nullopt;
   std::string out;
@@ -40,9 +45,15 @@ std::optional<nlohmann::json> peer(const Opt& o, const std::string& args) {
   try { return nlohmann::json::parse(out); } catch (...) { return std::nullopt; }
 }
 
-int run(const Opt& o) {
-  Loaded L = load_model(o.m, o.json);
-  ThreadPool pool(L.threads);
+struct Measured {
+  bench::Stats pps, tgs;
+  double pp = 0, tg = 0;
+  double dispatches_per_token = 0;  // pool hand-offs per generated token
+};
+
+// Prompt then generation, o.reps times, on a pool of `threads`.
+Measured measure(const Loaded& L, const Opt& o, int threads) {
+  ThreadPool pool(threads);
   ContextOptions co = context_options(o.m);
   co.n_ctx = o.prompt + o.gen;
   Context ctx(*L.model, co, pool);
@@ -51,11 +62,13 @@ int run(const Opt& o) {
   for (int64_t i = 0; i < o.prompt; ++i) prompt.push_back(static_cast<int32_t>(100 + (i * 7919) % (nv - 200)));
   std::vector<float> logits(static_cast<size_t>(nv));
   std::vector<double> pp_ms, tg_ms;
+  uint64_t gen_dispatches = 0;
   for (int r = 0; r < o.reps; ++r) {
     ctx.reset();
     double t0 = bench::now_ms();
     ctx.eval(prompt.data(), o.prompt, logits.data());
     pp_ms.push_back(bench::now_ms() - t0);
+    const uint64_t d0 = pool.dispatches();
     t0 = bench::now_ms();
     for (int64_t g = 0; g < o.gen; ++g) {
       int32_t tok = 0;
@@ -63,10 +76,92 @@ int run(const Opt& o) {
       ctx.eval(&tok, 1, logits.data());
     }
     tg_ms.push_back(bench::now_ms() - t0);
+    gen_dispatches += pool.dispatches() - d0;
   }
-  const bench::Stats pps = bench::stats_of(pp_ms), tgs = bench::stats_of(tg_ms);
-  const double pp = static_cast<double>(o.prompt) * 1000.0 / pps.median_ms;
-  const double tg = static_cast<double>(o.gen) * 1000.0 / tgs.median_ms;
+  Measured m;
+  m.pps = bench::stats_of(pp_ms);
+  m.tgs = bench::stats_of(tg_ms);
+  m.pp = static_cast<double>(o.prompt) * 1000.0 / m.pps.median_ms;
+  m.tg = static_cast<double>(o.gen) * 1000.0 / m.tgs.median_ms;
+  m.dispatches_per_token = static_cast<double>(gen_dispatches) / static_cast<double>(o.gen * o.reps);
+  return m;
+}
+
+std::string peer_args(const Opt& o, int threads) {
+  return " --prompt " + std::to_string(o.prompt) + " --gen " + std::to_string(o.gen) + " --threads " +
+         std::to_string(threads) + " --reps " + std::to_string(o.reps) + " --kv " + o.m.kv;
+}
+
+// --contention: generation at one thread and at the default count, without and with a fixed busy
+// loop on every core (one spinning process per core, started before and stopped after each
+// loaded run), and llama.cpp under the same load.
+int run_contention(const Opt& o, const Loaded& L) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  nlohmann::json j;
+  j["model"] = o.m.model;
+  j["precision"] = std::string(mode_name(L.mode));
+  j["threads"] = L.threads;
+  j["busy_procs"] = cores;
+  j["prompt_tokens"] = o.prompt;
+  j["gen_tokens"] = o.gen;
+  j["reps"] = o.reps;
+  nlohmann::json rows = nlohmann::json::array();
+  for (bool loaded : {false, true})
+    for (int t : {1, L.threads}) {
+      std::optional<bench::BusyLoad> busy;
+      if (loaded) busy.emplace(cores);
+      const Measured m = measure(L, o, t);
+      busy.reset();
+      rows.push_back({{"engine", "nvfp4"}, {"threads", t}, {"load", loaded}, {"prompt_tps", m.pp}, {"gen_tps", m.tg},
+                      {"gen_tps_min", static_cast<double>(o.gen) * 1000.0 / m.tgs.max_ms},
+                      {"gen_tps_max", static_cast<double>(o.gen) * 1000.0 / m.tgs.min_ms},
+                      {"dispatches_per_token", m.dispatches_per_token}});
+      const std::string key = std::string("gen_tps_t") + (t == 1 ? "1" : "default") + (loaded ? "_loaded" : "");
+      j[key] = m.tg;
+      // As each run ends (a loaded run can be slow): what it gave.
+      std::fprintf(stderr, "nvfp4 bench model --contention: nvfp4 -t %d, %s: generation %.1f tok/s, %.1f hand-offs/token\n", t,
+                   loaded ? "busy loop" : "alone", m.tg, m.dispatches_per_token);
+    }
+  for (int t : {1, L.threads}) {
+    const std::string key = std::string("llama_cpp_gen_tps_t") + (t == 1 ? "1" : "default") + "_loaded";
+    j[key] = nullptr;
+    std::optional<bench::BusyLoad> busy(cores);
+    // Bounded: under the load, a spinning peer can take very long (then its column stays null).
+    if (auto r = peer(o, o.m.model + peer_args(o, t), o.peer_timeout_s); r && r->contains("gen_tps")) {
+      busy.reset();
+      std::fprintf(stderr, "nvfp4 bench model --contention: llama.cpp -t %d, busy loop: generation %.1f tok/s\n", t,
+                   (*r)["gen_tps"].get<double>());
+      j[key] = (*r)["gen_tps"];
+      rows.push_back({{"engine", "llama.cpp"}, {"threads", t}, {"load", true}, {"prompt_tps", (*r)["prompt_tps"]},
+                      {"gen_tps", (*r)["gen_tps"]}});
+    }
+  }
+  j["runs"] = rows;
+  // The issue's target: under load the default thread count is no slower than one thread.
+  j["loaded_default_vs_t1"] = j["gen_tps_tdefault_loaded"].get<double>() / j["gen_tps_t1_loaded"].get<double>();
+  if (o.json) {
+    std::cout << j.dump(1) << "\n";
+    return 0;
+  }
+  std::printf("%-12s %8s %6s %12s %12s %14s\n", "engine", "threads", "load", "prompt t/s", "gen t/s", "hand-offs/tok");
+  for (const auto& r : rows) {
+    std::printf("%-12s %8d %6s %12.1f %12.1f", r["engine"].get<std::string>().c_str(), r["threads"].get<int>(),
+                r["load"].get<bool>() ? "busy" : "none", r["prompt_tps"].get<double>(), r["gen_tps"].get<double>());
+    if (r.contains("dispatches_per_token")) std::printf(" %14.1f\n", r["dispatches_per_token"].get<double>());
+    else std::printf(" %14s\n", "");
+  }
+  std::printf("under the busy loop (%d spinning processes): -t %d gives %.2fx the -t 1 rate\n", cores, L.threads,
+              j["loaded_default_vs_t1"].get<double>());
+  return 0;
+}
+
+int run(const Opt& o) {
+  Loaded L = load_model(o.m, o.json);
+  if (o.contention) return run_contention(o, L);
+  const Measured ms = measure(L, o, L.threads);
+  ThreadPool pool(L.threads);  // for the DRAM stream, after measure()'s pool is gone
+  const bench::Stats pps = ms.pps, tgs = ms.tgs;
+  const double pp = ms.pp, tg = ms.tg;
   const double gbps = bench::dram_read_gbps(pool, int64_t{1} << 30);
   const double bpt = static_cast<double>(L.model->bytes_per_token());
   nlohmann::json j;
@@ -89,9 +184,8 @@ int run(const Opt& o) {
   j["roofline_gen_tps"] = gbps * 1e9 / bpt;
   j["roofline_pct"] = 100.0 * tg / (gbps * 1e9 / bpt);
   j["peak_rss_mb"] = peak_rss_mib();
-  const std::string common = " --prompt " + std::to_string(o.prompt) + " --gen " + std::to_string(o.gen) +
-                             " --threads " + std::to_string(L.threads) + " --reps " + std::to_string(o.reps) +
-                             " --kv " + o.m.kv;
+  j["dispatches_per_token"] = ms.dispatches_per_token;
+  const std::string common = peer_args(o, L.threads);
   j["llama_cpp_nvfp4_prompt_tps"] = nullptr;
   j["llama_cpp_nvfp4_gen_tps"] = nullptr;
   j["llama_cpp_q4_0_prompt_tps"] = nullptr;
@@ -136,6 +230,7 @@ int run(const Opt& o) {
   if (j.contains("gen_vs_llama_cpp_nvfp4"))
     std::printf("against llama.cpp on the same NVFP4 GGUF: prompt %.2fx, generation %.2fx\n",
                 j["prompt_vs_llama_cpp_nvfp4"].get<double>(), j["gen_vs_llama_cpp_nvfp4"].get<double>());
+  std::printf("pool hand-offs per generated token: %.1f\n", ms.dispatches_per_token);
   std::printf("roofline: %.1f MB/token at %.1f GB/s = %.1f t/s; generation at %.1f %% of it; peak RSS %.0f MiB\n",
               bpt / 1e6, gbps, gbps * 1e9 / bpt, j["roofline_pct"].get<double>(), peak_rss_mib());
   return 0;
@@ -150,6 +245,10 @@ const BenchRegistrar reg("model", "end-to-end prompt and generation speed, roofl
   app.add_option("--reps", o->reps, "repeats (median)")->check(CLI::Range(1, 1000));
   app.add_option("--peer-python", o->peer_python, "python with llama_cpp (PyPI llama-cpp-python) for the llama.cpp columns");
   app.add_option("--peer-q4_0-source", o->peer_q4_0_source, "GGUF that llama.cpp quantizes to Q4_0 for its own column");
+  app.add_flag("--contention", o->contention,
+               "generation at -t 1 and the default -t, without and with a busy loop on every core (and llama.cpp under it)");
+  app.add_option("--peer-timeout-s", o->peer_timeout_s, "--contention: seconds each loaded llama.cpp run may take (0: no limit)")
+      ->check(CLI::Range(0, 86400));
   app.add_flag("--json", o->json, "one JSON object");
   return [o] { return run(*o); };
 });

@@ -1,6 +1,9 @@
 #include "cli/bench_util.h"
 
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +30,25 @@ Stats stats_of(std::vector<double> ms) {
   s.min_ms = ms.front();
   s.max_ms = ms.back();
   return s;
+}
+
+BusyLoad::BusyLoad(int procs) {
+  const pid_t parent = ::getpid();
+  for (int i = 0; i < procs; ++i) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(0);
+      volatile uint64_t x = 0;
+      for (;;) x = x + 1;  // the load: one core's worth of integer work, no memory traffic
+    }
+    if (pid > 0) pids_.push_back(pid);
+  }
+}
+
+BusyLoad::~BusyLoad() {
+  for (int pid : pids_) ::kill(pid, SIGKILL);
+  for (int pid : pids_) ::waitpid(pid, nullptr, 0);
 }
 
 double now_ms() {

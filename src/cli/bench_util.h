@@ -29,6 +29,19 @@ int64_t l3_bytes();
 // threads and returns the read bandwidth in GB/s (1e9 bytes per second).
 double dram_read_gbps(ThreadPool& pool, int64_t bytes);
 
+// A fixed competing load: `procs` child processes that each spin on a core until the object is
+// destroyed (SIGKILL, reaped); they die with this process too (PR_SET_PDEATHSIG).
+class BusyLoad {
+ public:
+  explicit BusyLoad(int procs);
+  ~BusyLoad();
+  BusyLoad(const BusyLoad&) = delete;
+  BusyLoad& operator=(const BusyLoad&) = delete;
+
+ private:
+  std::vector<int> pids_;
+};
+
 // The ggml peer: `peer --weights F --n-out A --n-in B --n N --threads T --reps R
 // --residency dram|cache --dram-bytes X --max-s S` prints one JSON line with median_ms, min_ms, max_ms.
 struct Peer {

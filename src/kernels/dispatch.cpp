@@ -16,17 +16,26 @@ std::string_view isa_name(Isa isa) {
   switch (isa) {
     case Isa::scalar: return "scalar";
     case Isa::avx2: return "avx2";
+    case Isa::avxvnni: return "avxvnni";
     case Isa::avx512: return "avx512";
   }
   return "?";
 }
 
 Isa parse_isa(std::string_view s) {
-  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avxvnni, Isa::avx512}) {
     if (s == isa_name(i)) return i;
   }
-  throw Error("", "", "unknown instruction set (NVFP4_ISA or --isa)", "scalar, avx2 or avx512",
+  throw Error("", "", "unknown instruction set (NVFP4_ISA or --isa)", "scalar, avx2, avxvnni or avx512",
               std::string(s));
+}
+
+std::vector<Isa> compiled_isas() {
+#ifdef NVFP4_HAVE_AVXVNNI
+  return {Isa::scalar, Isa::avx2, Isa::avxvnni, Isa::avx512};
+#else
+  return {Isa::scalar, Isa::avx2, Isa::avx512};
+#endif
 }
 
 namespace {
@@ -43,6 +52,21 @@ bool cpu_has_avx2() {
   static const bool v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                          cpuid_f16c_bmi2();
   return v;
+}
+
+// AVX-VNNI: CPUID leaf 7 subleaf 1 EAX bit 4 (the VEX-encoded vpdpbusd on xmm/ymm).
+bool cpu_has_avxvnni() {
+#ifdef NVFP4_HAVE_AVXVNNI
+  static const bool v = [] {
+    if (!cpu_has_avx2()) return false;
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return false;
+    return (a & (1u << 4)) != 0;
+  }();
+  return v;
+#else
+  return false;
+#endif
 }
 
 bool cpu_has_avx512() {
@@ -78,6 +102,7 @@ bool isa_supported(Isa isa) {
   switch (isa) {
     case Isa::scalar: return true;
     case Isa::avx2: return cpu_has_avx2();
+    case Isa::avxvnni: return cpu_has_avxvnni();
     case Isa::avx512: return cpu_has_avx512();
   }
   return false;
@@ -85,6 +110,7 @@ bool isa_supported(Isa isa) {
 
 Isa detect_isa() {
   if (cpu_has_avx512()) return Isa::avx512;
+  if (cpu_has_avxvnni()) return Isa::avxvnni;
   if (cpu_has_avx2()) return Isa::avx2;
   return Isa::scalar;
 }
@@ -107,7 +133,7 @@ void clear_forced_isa() { g_forced.store(-1, std::memory_order_relaxed); }
 
 std::vector<Isa> supported_isas() {
   std::vector<Isa> v;
-  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+  for (Isa i : compiled_isas()) {
     if (isa_supported(i)) v.push_back(i);
   }
   return v;
@@ -166,8 +192,28 @@ const KernelTable& table(Isa isa) {
                                   gemv_dense_avx512, "gemv_dense_avx512",
                                   attention_item_avx512, attention_phase_avx512, swiglu_avx512,
                                   f16_to_f32_avx512, rows_avx512, "gemv_pinned16_avx512"};
+#ifdef NVFP4_HAVE_AVXVNNI
+  // The AVX2 table with the integer-exact gemv/gemm kernels on vpdpbusd (ymm).
+  static const KernelTable avxvnni = [] {
+    KernelTable t = avx2;
+    t.isa = Isa::avxvnni;
+    t.a16q8 = gemv_a16q8_avxvnni;
+    t.a16q8_name = "gemv_a16q8_avxvnni";
+    t.a16q8_gemm = gemm_a16q8_avxvnni;
+    t.a16q8_gemm_name = "gemm_a16q8_avxvnni";
+    t.w4a4 = gemv_w4a4_avxvnni;
+    t.w4a4_name = "gemv_w4a4_avxvnni";
+    return t;
+  }();
+#endif
   switch (isa) {
     case Isa::avx512: return avx512;
+    case Isa::avxvnni:
+#ifdef NVFP4_HAVE_AVXVNNI
+      return avxvnni;
+#else
+      return avx2;
+#endif
     case Isa::avx2: return avx2;
     case Isa::scalar: break;
   }

@@ -164,6 +164,11 @@ void gemv_f32_avx2(const Packed&, const float*, int64_t, int64_t, int64_t, float
 void gemv_dense_avx2(DType, const uint8_t*, int64_t, int64_t, const float*, int64_t, int64_t,
                      int64_t, float*);
 
+// AVX-VNNI (vpdpbusd on 256-bit registers; compiled when the compiler has -mavxvnni).
+void gemv_a16q8_avxvnni(const Packed&, const ActQ8&, int64_t, int64_t, float*);
+void gemm_a16q8_avxvnni(const Packed&, const ActQ8&, int64_t, int64_t, float*);
+void gemv_w4a4_avxvnni(const Packed&, const ActFp4&, int64_t, int64_t, float*);
+
 void prepare_q8_cols_avx512(const float*, int64_t, int64_t, ActQ8&);
 void prepare_q8_avx512(const float* x, int64_t n, int64_t n_in, ActQ8& out);  // shape, then all columns
 void gemv_a16q8_avx512vnni(const Packed&, const ActQ8&, int64_t, int64_t, float*);

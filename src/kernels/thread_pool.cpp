@@ -23,6 +23,8 @@ void partition(int64_t count, int parts, int index, int64_t align, int64_t& begi
 
 namespace {
 
+constexpr uint64_t kChunkMask = 0xffffffffu;
+
 // Spins until done() or spin_ns have passed; true when done() became true. After the first
 // 20 microseconds it yields between checks, so that on a busy machine a spinning thread gives
 // its core to the thread it waits for instead of burning the time slice.
@@ -49,7 +51,7 @@ ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)) {
   const unsigned cores = std::thread::hardware_concurrency();
   max_spin_ns_ = (cores == 0 || static_cast<unsigned>(threads_) <= cores) ? kMaxSpinNs : 0;
   spin_ns_.store(max_spin_ns_);
-  for (int i = 1; i < threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
+  for (int i = 1; i < threads_; ++i) workers_.emplace_back([this] { worker(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -61,57 +63,88 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::worker(int index) {
+int ThreadPool::chunks(int64_t count, int64_t align) const {
+  if (threads_ == 1) return 1;
+  const int64_t units = (count + std::max<int64_t>(1, align) - 1) / std::max<int64_t>(1, align);
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(units, int64_t{threads_} * kChunksPerThread)));
+}
+
+void ThreadPool::drain(uint64_t gen) {
+  uint64_t t = ticket_.load(std::memory_order_acquire);
+  for (;;) {
+    if ((t >> 32) != gen) return;
+    const int c = static_cast<int>(t & kChunkMask);
+    // chunks_ may already be the next job's when this one is used up; the claim below then
+    // fails, because the next job changed the generation first.
+    if (c >= chunks_.load(std::memory_order_relaxed)) return;
+    if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    // Chunk c of this job is ours and unfinished, so run() is still waiting: the job is stable.
+    const int n = chunks_.load(std::memory_order_relaxed);
+    int64_t b, e;
+    partition(count_.load(std::memory_order_relaxed), n, c, align_.load(std::memory_order_relaxed), b, e);
+    if (b < e) (*job_.load(std::memory_order_relaxed))(b, e);
+    if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == n) {
+      // The caller may be asleep: take the lock so the notify cannot fall between its check
+      // of done_ and its wait.
+      std::lock_guard<std::mutex> lock(mu_);
+      cv_done_.notify_one();
+      return;
+    }
+    t = ticket_.load(std::memory_order_acquire);
+  }
+}
+
+void ThreadPool::worker() {
   uint64_t seen = 0;
   for (;;) {
     const auto started = [&] {
       return stop_.load(std::memory_order_acquire) ||
-             generation_.load(std::memory_order_acquire) != seen;
+             (ticket_.load(std::memory_order_acquire) >> 32) != seen;
     };
     if (!spin_until(spin_ns_.load(std::memory_order_relaxed), started)) {
       std::unique_lock<std::mutex> lock(mu_);
+      sleepers_.fetch_add(1, std::memory_order_relaxed);
       cv_start_.wait(lock, started);
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
     }
     if (stop_.load(std::memory_order_acquire)) return;
-    seen = generation_.load(std::memory_order_acquire);
-    int64_t b, e;
-    partition(count_, threads_, index, align_, b, e);
-    if (b < e) (*job_)(b, e);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      // The caller may be asleep: take the lock so the notify cannot fall between its check
-      // of pending_ and its wait.
-      std::lock_guard<std::mutex> lock(mu_);
-      cv_done_.notify_one();
-    }
+    seen = ticket_.load(std::memory_order_acquire) >> 32;
+    drain(seen);
   }
 }
 
 void ThreadPool::run(int64_t count, const std::function<void(int64_t, int64_t)>& fn, int64_t align) {
+  align = std::max<int64_t>(1, align);
   if (threads_ == 1 || count <= align) {
     if (count > 0) fn(0, count);
     return;
   }
-  job_ = &fn;
-  count_ = count;
-  align_ = std::max<int64_t>(1, align);
-  pending_.store(threads_ - 1, std::memory_order_relaxed);
+  const int n = chunks(count, align);
+  job_.store(&fn, std::memory_order_relaxed);
+  count_.store(count, std::memory_order_relaxed);
+  align_.store(align, std::memory_order_relaxed);
+  chunks_.store(n, std::memory_order_relaxed);
+  done_.store(0, std::memory_order_relaxed);
+  dispatches_.fetch_add(1, std::memory_order_relaxed);
+  uint64_t gen;
+  bool wake;
   {
     // Under the lock, so a worker between its check and its wait cannot miss the notify.
     std::lock_guard<std::mutex> lock(mu_);
-    generation_.fetch_add(1, std::memory_order_release);
+    gen = ((ticket_.load(std::memory_order_relaxed) >> 32) + 1) & kChunkMask;
+    ticket_.store(gen << 32, std::memory_order_release);
+    wake = sleepers_.load(std::memory_order_relaxed) > 0;
   }
-  cv_start_.notify_all();
-  int64_t b, e;
-  partition(count, threads_, 0, align_, b, e);
-  if (b < e) fn(b, e);
-  const auto done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (wake) cv_start_.notify_all();
+  drain(gen);
+  const auto done = [&] { return done_.load(std::memory_order_acquire) == n; };
   const int64_t budget = spin_ns_.load(std::memory_order_relaxed);
   if (spin_until(budget, done)) {
     // The workers kept up: spin longer next time (up to the maximum).
     spin_ns_.store(std::min(max_spin_ns_, budget * 2 + 1000), std::memory_order_relaxed);
   } else {
-    // They did not (a busy machine descheduled one): spinning only burned the time slice that
-    // thread needs, so halve the budget.
+    // They did not (a busy machine descheduled one inside a chunk): spinning only burned the
+    // time slice that thread needs, so halve the budget.
     spin_ns_.store(budget / 2, std::memory_order_relaxed);
     std::unique_lock<std::mutex> lock(mu_);
     cv_done_.wait(lock, done);

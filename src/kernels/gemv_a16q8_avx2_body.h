@@ -1,0 +1,309 @@
+#pragma once
+// The body of a16q8 on AVX2 and on AVX-VNNI (vpdpbusd on 256-bit registers), included by
+// gemv_a16q8_avx2.cpp (kVnni = false) and gemv_a16q8_avxvnni.cpp (kVnni = true).
+//
+// a16q8 on AVX2: the packed 16-row tile read as two halves of 8 rows (one int32 lane per row),
+// a window of up to 8 columns per pass; every 256-block is scanned once, then run half by half
+// (the second half reads the block's 2.3 KiB of records from L1), or both halves in one loop for
+// windows of 1-2 columns when both are narrow (decode).
+//
+// Why the result equals the reference bit for bit (the AVX-512 kernel's argument, see
+// gemv_a16q8_avx512vnni.cpp, with the group sum formed in int16):
+//  - decode: u = e2m1_q1 + 12 in [0, 24] by vpshufb; vpmaddubsw(u, q) gives, per row lane, two
+//    int16 pair sums |u_a q_a + u_b q_b| <= 2*24*127 = 6096 (no saturation). The four vpmaddubsw
+//    of a group are added with vpaddw: int16 lane 0 of a row holds sum_A u*q over the 8 elements
+//    A = {0,1,4,5,8,9,12,13}, lane 1 over the other 8 (B), each |.| <= 8*24*127 = 24384.
+//  - correction: corr = -12 * sum_16 q is added to lane 0 only (the int32 broadcast of corr
+//    masked to its low 16 bits: |corr| <= 24384 fits int16). Then lane 0 =
+//    sum_A (u-12) q - 12 sum_B q, |.| <= 8*12*127 + 12*8*127 = 24384: no wrap; and
+//    lane 0 + lane 1 = s = sum_16 (u-12) q = sum_16 e2m1_q1 * q, the reference's group sum.
+//  - narrow block (per 8-row half and 256-block): q9 = M * 2^E (M <= 15; E = e-1 for normal
+//    bytes, 0 for subnormal ones), Emin = the row's smallest E among its nonzero scales; when
+//    every row of the half has E - Emin <= 8, mult = M << (E - Emin) <= 3840 and vpmaddwd of the
+//    int16 pair (lane 0, lane 1) by (mult, mult) gives s * mult exactly (each product
+//    <= 24384 * 3840 < 2^27). S = sum_g s_g * mult_g <= 16 * 24384 * 3840 < 2^31: exact int32, and
+//    T = S * 2^Emin. float(T) * 2^-10 = vcvtdq2ps(S) * 2^(Emin - 10) (a power of two commutes with
+//    rounding; no overflow or underflow).
+//  - wide block (scales spanning more than 8 binades): s = vpmaddwd(pair, 1) in int32,
+//    s * q9 exact in float32 (15 + 4 significant bits), summed in float64 (integers below 2^37:
+//    exact), vcvtpd2ps (round to nearest even, as the reference's int64 -> float), times 2^-10.
+//  - then the pinned steps c * d, c * scale2, acc + c, one lane per row, blocks ascending, zero
+//    blocks skipped; y = half(acc) by vcvtps2ph (round to nearest even).
+// VNNI: the group sum s is formed in int32 by vpdpbusd from corr (exact: |s| <= 24384, see
+// above), so it fits int16 with its high half the sign; vpmaddwd by (mult, 0) gives s * mult
+// exactly, and the wide path uses s as it is: the same integers as the AVX2 path.
+// Windows, column blocks and threads only choose which rows/columns a pass computes, never the
+// order of the float steps, so every N and thread count gives the same bits.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/packed.h"
+
+// Internal linkage (an anonymous namespace): each including file gets its own copy, compiled with
+// its own flags, and the linker never merges them.
+namespace nvfp4::kern {
+namespace {
+namespace a16q8_avx2_body {
+
+
+// Software prefetch this many bytes ahead in the weight stream (as the AVX-512 kernel).
+inline constexpr int64_t kPrefetch = 8192;
+inline constexpr int64_t kQStride = ActQ8::kChunk * kGroup;  // one group of a chunk's 8 columns
+
+inline __m256i bcast4(const int8_t* p) {
+  int32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// The 8 scale bytes of half h of a record as int32 lanes.
+inline __m256i scale_bytes(const uint8_t* s8) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s8)));
+}
+
+// q9 of 8 scale bytes as exact floats: normal bytes (e >= 1) are (1 + m/8) * 2^(e+2), i.e. float
+// bits (v << 20) + (129 << 23); subnormal bytes (v < 8) are the integer m = v.
+inline __m256 q9_ps(const uint8_t* s8) {
+  const __m256i v = scale_bytes(s8);
+  const __m256 normal =
+      _mm256_castsi256_ps(_mm256_add_epi32(_mm256_slli_epi32(v, 20), _mm256_set1_epi32(129 << 23)));
+  const __m256 sub = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(8), v));
+  return _mm256_blendv_ps(normal, _mm256_cvtepi32_ps(v), sub);
+}
+
+// Scan of a block's count records at p (prefetching ahead): per row (byte lane of 16), Emin =
+// the smallest E = max((v >> 3) - 1, 0) over the nonzero scales (0 when all are zero). Returns
+// bit h set when half h is narrow (every row's E range <= 8).
+inline int scan_block(const uint8_t* p, int64_t count, __m128i& emin) {
+  const __m128i m1f = _mm_set1_epi8(0x1F), one = _mm_set1_epi8(1), big = _mm_set1_epi8(64);
+  __m128i lo = big, hi = _mm_setzero_si128();
+  for (int64_t g = 0; g < count; ++g, p += kRecordBytes) {
+    _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch + 128), _MM_HINT_T0);
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 128));
+    const __m128i e = _mm_subs_epu8(_mm_and_si128(_mm_srli_epi16(v, 3), m1f), one);
+    const __m128i zero = _mm_cmpeq_epi8(v, _mm_setzero_si128());
+    lo = _mm_min_epu8(lo, _mm_or_si128(e, _mm_and_si128(zero, big)));
+    hi = _mm_max_epu8(hi, e);
+  }
+  lo = _mm_min_epu8(lo, hi);
+  emin = lo;
+  const int wide = _mm_movemask_epi8(_mm_cmpgt_epi8(_mm_subs_epu8(hi, lo), _mm_set1_epi8(8)));
+  return ((wide & 0x00FF) ? 0 : 1) | ((wide & 0xFF00) ? 0 : 2);
+}
+
+// (mult, mult) in the two int16 halves of each row lane (AVX2: the pair holds the group sum in
+// two parts), or mult in the low half only (VNNI: the int32 group sum fits int16, so its high
+// half is its sign), mult = M << (E - Emin) (0 for byte 0: M = 0). M = v - 8E covers both kinds
+// of byte: normal 8e + m - 8(e-1) = 8 + m, subnormal v.
+template <bool kVnni>
+inline __m256i scale_mult(const uint8_t* s8, __m256i emin) {
+  const __m256i v = scale_bytes(s8);
+  const __m256i e = _mm256_max_epi32(_mm256_sub_epi32(_mm256_srli_epi32(v, 3), _mm256_set1_epi32(1)),
+                                     _mm256_setzero_si256());
+  const __m256i mult = _mm256_sllv_epi32(_mm256_sub_epi32(v, _mm256_slli_epi32(e, 3)), _mm256_sub_epi32(e, emin));
+  if constexpr (kVnni) return mult;
+  return _mm256_or_si256(mult, _mm256_slli_epi32(mult, 16));
+}
+
+struct Decoded {
+  __m256i w0, w1, w2, w3;
+};
+// Half h's codes of a record (ph = record + 32h): bytes [0, 32) and [64, 96) of ph.
+inline Decoded decode(const uint8_t* ph) {
+  const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kU12)));
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i p0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ph));
+  const __m256i p1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ph + 64));
+  return {_mm256_shuffle_epi8(lut, _mm256_and_si256(p0, m4)),
+          _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(p0, 4), m4)),
+          _mm256_shuffle_epi8(lut, _mm256_and_si256(p1, m4)),
+          _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(p1, 4), m4))};
+}
+
+// AVX2: the int16 pair (lane 0, lane 1) per row whose sum is the group sum s (see the header).
+// VNNI: s itself in int32, corr + four vpdpbusd (each u*q product and sum exact in int32).
+template <bool kVnni>
+inline __m256i group_pair(const Decoded& d, const int8_t* qg, const int32_t* corr) {
+  if constexpr (kVnni) {
+    __m256i s = _mm256_set1_epi32(*corr);
+    s = _mm256_dpbusd_avx_epi32(s, d.w0, bcast4(qg));
+    s = _mm256_dpbusd_avx_epi32(s, d.w1, bcast4(qg + 4));
+    s = _mm256_dpbusd_avx_epi32(s, d.w2, bcast4(qg + 8));
+    return _mm256_dpbusd_avx_epi32(s, d.w3, bcast4(qg + 12));
+  }
+  const __m256i a = _mm256_add_epi16(_mm256_maddubs_epi16(d.w0, bcast4(qg)), _mm256_maddubs_epi16(d.w1, bcast4(qg + 4)));
+  const __m256i b = _mm256_add_epi16(_mm256_maddubs_epi16(d.w2, bcast4(qg + 8)), _mm256_maddubs_epi16(d.w3, bcast4(qg + 12)));
+  const __m256i c = _mm256_and_si256(_mm256_set1_epi32(*corr), _mm256_set1_epi32(0xFFFF));
+  return _mm256_add_epi16(_mm256_add_epi16(a, b), c);
+}
+
+// Narrow half: t[c] = float(T) * 2^-10 for the 8 rows of the half at ph (record + 32h).
+template <bool kVnni, int NC>
+inline void narrow_half(const uint8_t* ph, const uint8_t* s8, int64_t count, __m256i emin,
+                        const int8_t* qb, const int32_t* cb, __m256 t[NC]) {
+  __m256i acc[NC];
+  for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_si256();
+  for (int64_t g = 0; g < count; ++g, ph += kRecordBytes, s8 += kRecordBytes, qb += kQStride, cb += ActQ8::kChunk) {
+    const Decoded d = decode(ph);
+    const __m256i mult = scale_mult<kVnni>(s8, emin);
+    for (int c = 0; c < NC; ++c) acc[c] = _mm256_add_epi32(acc[c], _mm256_madd_epi16(group_pair<kVnni>(d, qb + c * kGroup, cb + c), mult));
+  }
+  // 2^(Emin - 10) as float bits: (Emin - 10 + 127) << 23.
+  const __m256 pow2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(emin, _mm256_set1_epi32(117)), 23));
+  for (int c = 0; c < NC; ++c) t[c] = _mm256_mul_ps(_mm256_cvtepi32_ps(acc[c]), pow2);
+}
+
+// Both halves narrow, windows of 1-2 columns (decode): one loop over the block reads each record
+// once and shares the activation broadcasts between the halves (the decoded halves, their
+// multipliers and 2 * NC sums still fit the 16 ymm). The same integer sums as narrow_half.
+template <bool kVnni, int NC>
+inline void narrow_both(const uint8_t* p, int64_t count, __m256i emin0, __m256i emin1,
+                        const int8_t* qb, const int32_t* cb, __m256 t[2][NC]) {
+  __m256i acc0[NC], acc1[NC];
+  for (int c = 0; c < NC; ++c) acc0[c] = acc1[c] = _mm256_setzero_si256();
+  const __m256i lo16 = _mm256_set1_epi32(0xFFFF);
+  for (int64_t g = 0; g < count; ++g, p += kRecordBytes, qb += kQStride, cb += ActQ8::kChunk) {
+    const Decoded d0 = decode(p), d1 = decode(p + 32);
+    const __m256i m0 = scale_mult<kVnni>(p + 128, emin0), m1 = scale_mult<kVnni>(p + 136, emin1);
+    for (int c = 0; c < NC; ++c) {
+      const int8_t* qg = qb + c * kGroup;
+      const __m256i x0 = bcast4(qg), x1 = bcast4(qg + 4), x2 = bcast4(qg + 8), x3 = bcast4(qg + 12);
+      if constexpr (kVnni) {
+        const __m256i corr = _mm256_set1_epi32(cb[c]);
+        __m256i s0 = _mm256_dpbusd_avx_epi32(corr, d0.w0, x0), s1 = _mm256_dpbusd_avx_epi32(corr, d1.w0, x0);
+        s0 = _mm256_dpbusd_avx_epi32(s0, d0.w1, x1);
+        s1 = _mm256_dpbusd_avx_epi32(s1, d1.w1, x1);
+        s0 = _mm256_dpbusd_avx_epi32(s0, d0.w2, x2);
+        s1 = _mm256_dpbusd_avx_epi32(s1, d1.w2, x2);
+        s0 = _mm256_dpbusd_avx_epi32(s0, d0.w3, x3);
+        s1 = _mm256_dpbusd_avx_epi32(s1, d1.w3, x3);
+        acc0[c] = _mm256_add_epi32(acc0[c], _mm256_madd_epi16(s0, m0));
+        acc1[c] = _mm256_add_epi32(acc1[c], _mm256_madd_epi16(s1, m1));
+        continue;
+      }
+      const __m256i corr = _mm256_and_si256(_mm256_set1_epi32(cb[c]), lo16);
+      const __m256i a0 = _mm256_add_epi16(_mm256_maddubs_epi16(d0.w0, x0), _mm256_maddubs_epi16(d0.w1, x1));
+      const __m256i b0 = _mm256_add_epi16(_mm256_maddubs_epi16(d0.w2, x2), _mm256_maddubs_epi16(d0.w3, x3));
+      const __m256i a1 = _mm256_add_epi16(_mm256_maddubs_epi16(d1.w0, x0), _mm256_maddubs_epi16(d1.w1, x1));
+      const __m256i b1 = _mm256_add_epi16(_mm256_maddubs_epi16(d1.w2, x2), _mm256_maddubs_epi16(d1.w3, x3));
+      acc0[c] = _mm256_add_epi32(acc0[c], _mm256_madd_epi16(_mm256_add_epi16(_mm256_add_epi16(a0, b0), corr), m0));
+      acc1[c] = _mm256_add_epi32(acc1[c], _mm256_madd_epi16(_mm256_add_epi16(_mm256_add_epi16(a1, b1), corr), m1));
+    }
+  }
+  const __m256 pow0 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(emin0, _mm256_set1_epi32(117)), 23));
+  const __m256 pow1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(emin1, _mm256_set1_epi32(117)), 23));
+  for (int c = 0; c < NC; ++c) {
+    t[0][c] = _mm256_mul_ps(_mm256_cvtepi32_ps(acc0[c]), pow0);
+    t[1][c] = _mm256_mul_ps(_mm256_cvtepi32_ps(acc1[c]), pow1);
+  }
+}
+
+// Wide half, one column at a time (rare: its float64 sums take two registers per column).
+template <bool kVnni, int NC>
+inline void wide_half(const uint8_t* ph, const uint8_t* s8, int64_t count, const int8_t* qb,
+                      const int32_t* cb, __m256 t[NC]) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int c = 0; c < NC; ++c) {
+    __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+    for (int64_t g = 0; g < count; ++g) {
+      const __m256i pair =
+          group_pair<kVnni>(decode(ph + g * kRecordBytes), qb + g * kQStride + c * kGroup, cb + g * ActQ8::kChunk + c);
+      const __m256i s = kVnni ? pair : _mm256_madd_epi16(pair, ones);
+      const __m256 pr = _mm256_mul_ps(_mm256_cvtepi32_ps(s), q9_ps(s8 + g * kRecordBytes));  // exact
+      lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(pr)));
+      hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(pr, 1)));
+    }
+    t[c] = _mm256_mul_ps(_mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo)), _mm256_set1_ps(0x1p-10f));
+  }
+}
+
+// One tile, columns [c0, c0 + NC) (inside one chunk of 8).
+template <bool kVnni, int NC>
+void tile_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float* y) {
+  alignas(32) float acc[NC][16] = {};
+  const uint8_t* p = w.tile(tile);
+  const __m256 s2 = _mm256_set1_ps(w.scale2);
+  for (int64_t b = 0; b < a.blocks; ++b) {
+    const int64_t g0 = b * (kQ8Block / kGroup);
+    const int64_t count = std::min<int64_t>(a.groups, g0 + kQ8Block / kGroup) - g0;
+    const int8_t* qb = a.qg(g0, c0);
+    const int32_t* cb = a.corrg(g0, c0);
+    __m128i emin;
+    const int narrow = scan_block(p, count, emin);
+    __m256 tt[2][NC];
+    const bool both = NC <= 2 && narrow == 3;
+    if (both) {
+      narrow_both<kVnni, NC>(p, count, _mm256_cvtepu8_epi32(emin), _mm256_cvtepu8_epi32(_mm_srli_si128(emin, 8)), qb, cb, tt);
+    }
+    for (int h = 0; h < 2; ++h) {
+      __m256* t = tt[h];
+      if (both) {  // done above
+      } else if (narrow & (1 << h)) {
+        const __m256i e = _mm256_cvtepu8_epi32(h ? _mm_srli_si128(emin, 8) : emin);
+        narrow_half<kVnni, NC>(p + 32 * h, p + 128 + 8 * h, count, e, qb, cb, t);
+      } else {
+        wide_half<kVnni, NC>(p + 32 * h, p + 128 + 8 * h, count, qb, cb, t);
+      }
+      for (int c = 0; c < NC; ++c) {
+        const int64_t col = c0 + c;
+        if (a.zero[col * a.blocks + b]) continue;
+        __m256 v = _mm256_mul_ps(t[c], _mm256_set1_ps(a.d[col * a.blocks + b]));
+        v = _mm256_mul_ps(v, s2);
+        _mm256_store_ps(acc[c] + 8 * h, _mm256_add_ps(_mm256_load_ps(acc[c] + 8 * h), v));
+      }
+    }
+    p += count * kRecordBytes;
+  }
+  const int64_t r0 = tile * kTileRows;
+  const int rows = static_cast<int>(std::min<int64_t>(kTileRows, w.n_out - r0));
+  // Lane r of half h is stored when 8h + r < rows (masked stores: no copy through memory).
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int c = 0; c < NC; ++c) {
+    float* yc = y + (c0 + c) * w.n_out + r0;
+    for (int h = 0; h < 2; ++h) {
+      const __m128i hv = _mm256_cvtps_ph(_mm256_load_ps(acc[c] + 8 * h), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      if (rows == kTileRows) {
+        _mm256_storeu_ps(yc + 8 * h, _mm256_cvtph_ps(hv));
+      } else {
+        _mm256_maskstore_ps(yc + 8 * h, _mm256_cmpgt_epi32(_mm256_set1_epi32(rows - 8 * h), lane), _mm256_cvtph_ps(hv));
+      }
+    }
+  }
+}
+
+using PassFn = void (*)(const Packed&, const ActQ8&, int64_t, int64_t, float*);
+template <bool kVnni>
+constexpr PassFn kPass[9] = {nullptr,
+                             tile_pass<kVnni, 1>, tile_pass<kVnni, 2>, tile_pass<kVnni, 3>, tile_pass<kVnni, 4>,
+                             tile_pass<kVnni, 5>, tile_pass<kVnni, 6>, tile_pass<kVnni, 7>, tile_pass<kVnni, 8>};
+
+template <bool kVnni>
+void run_window(const Packed& w, const ActQ8& a, int64_t t, int64_t c0, int64_t c1, float* y) {
+  for (; c0 < c1; c0 += 8) kPass<kVnni>[std::min<int64_t>(8, c1 - c0)](w, a, t, c0, y);
+}
+
+// Decode and small N: per tile, the columns in windows of at most 8.
+template <bool kVnni>
+void gemv(const Packed& w, const ActQ8& a, int64_t tb, int64_t te, float* y) {
+  for (int64_t t = tb; t < te; ++t) run_window<kVnni>(w, a, t, 0, a.n, y);
+}
+
+// Prefill (N >= kPrefillN): the columns cut into blocks whose int8 activations fit in half a
+// MiB (L2 of most AVX2 cores is 0.5-2 MiB: 128 columns of 4096); for each block, every tile of
+// this thread streams once and runs the block in windows of 8 (the tile's records stay in L1/L2
+// across the windows). Same arithmetic per (row, column) as the decode kernel.
+template <bool kVnni>
+void gemm(const Packed& w, const ActQ8& a, int64_t tb, int64_t te, float* y) {
+  const int64_t cb = std::max<int64_t>(8, ((int64_t{1} << 19) / std::max<int64_t>(1, a.n_in)) / 8 * 8);
+  for (int64_t b0 = 0; b0 < a.n; b0 += cb) {
+    const int64_t b1 = std::min<int64_t>(a.n, b0 + cb);
+    for (int64_t t = tb; t < te; ++t) run_window<kVnni>(w, a, t, b0, b1, y);
+  }
+}
+
+
+}  // namespace a16q8_avx2_body
+}  // namespace
+}  // namespace nvfp4::kern

@@ -1,0 +1,91 @@
+// The pool's contract beyond "every item once" (test_linear.cpp): the ranges it hands out are
+// fixed by (count, threads, align) whatever the timing, a thread that stalls inside its chunk
+// does not keep the others from the rest, and dispatches() counts the hand-offs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "nvfp4/thread_pool.h"
+
+using namespace nvfp4;
+
+TEST(ThreadPool, RangesAreTheFixedChunksWhateverTheTiming) {
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    for (int64_t count : {2, 7, 64, 1000, 4097}) {
+      for (int64_t align : {1, 16}) {
+        const int n = pool.chunks(count, align);
+        EXPECT_EQ(n, std::min<int64_t>((count + align - 1) / align, threads * ThreadPool::kChunksPerThread));
+        std::vector<std::pair<int64_t, int64_t>> want;
+        for (int i = 0; i < n; ++i) {
+          int64_t b, e;
+          partition(count, n, i, align, b, e);
+          if (b < e) want.emplace_back(b, e);
+        }
+        for (int rep = 0; rep < 20; ++rep) {
+          std::mutex mu;
+          std::vector<std::pair<int64_t, int64_t>> got;
+          pool.run(count, [&](int64_t b, int64_t e) {
+            if ((b / std::max<int64_t>(1, align)) % 3 == rep % 3) std::this_thread::yield();  // vary the timing
+            std::lock_guard<std::mutex> lock(mu);
+            got.emplace_back(b, e);
+          }, align);
+          std::sort(got.begin(), got.end());
+          if (count <= align) {
+            ASSERT_EQ(got.size(), 1u);
+            continue;
+          }
+          ASSERT_EQ(got, want) << threads << " threads, count " << count << ", align " << align;
+        }
+      }
+    }
+  }
+}
+
+// A worker held up inside its chunk (as when another process takes its core) leaves the rest of
+// the chunks to the caller: the held chunk waits until the caller has run every other one, which
+// with a fixed thread-to-range assignment would never happen (the test would time out and fail).
+TEST(ThreadPool, AStalledThreadDoesNotStallTheOthers) {
+  ThreadPool pool(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  const int64_t count = 64;
+  const int n = pool.chunks(count, 1);
+  ASSERT_GT(n, 2);
+  for (int rep = 0; rep < 5; ++rep) {
+    std::atomic<int> by_caller{0};
+    std::atomic<bool> timed_out{false};
+    pool.run(count, [&](int64_t, int64_t) {
+      if (std::this_thread::get_id() == caller) {
+        by_caller.fetch_add(1);
+        return;
+      }
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (by_caller.load() < n - 1) {
+        if (std::chrono::steady_clock::now() > until) {
+          timed_out = true;
+          break;
+        }
+        std::this_thread::yield();
+      }
+    });
+    EXPECT_FALSE(timed_out.load());
+    EXPECT_GE(by_caller.load(), n - 1);
+  }
+}
+
+TEST(ThreadPool, DispatchesCountTheHandOffs) {
+  ThreadPool one(1), two(2);
+  for (int i = 0; i < 5; ++i) {
+    one.run(100, [](int64_t, int64_t) {});
+    two.run(100, [](int64_t, int64_t) {});
+  }
+  two.run(1, [](int64_t, int64_t) {});  // one item: run on the caller, no hand-off
+  EXPECT_EQ(one.dispatches(), 0u);
+  EXPECT_EQ(two.dispatches(), 5u);
+}
