@@ -28,7 +28,8 @@ struct ConvertOptions {
   bool verify = false;                // re-read the output and compare it bit for bit
   int threads = 0;                    // quantizer threads; 0 = hardware concurrency
   // How float weights become NVFP4 (src/io/weight_quantizer.h):
-  std::string method = "rtn";         // rtn (ModelOpt's rounding) | search (per-block scale search)
+  std::string method = "rtn";         // rtn (ModelOpt's rounding) | search (per-block scale search) |
+                                      // awq (per-input-channel scales, io/awq_search.h; needs calibrate)
   std::string scale2 = "fused";       // fused: q/k/v and gate/up share one tensor scale, the larger
                                       // amax of the group (ModelOpt's export) | per-tensor
   std::string calibrate;              // search: text whose activations weight the error (else unweighted)

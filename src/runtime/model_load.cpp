@@ -101,9 +101,7 @@ struct Loader {
     m.n_in = n_in;
     if (e.storage == Storage::nvfp4) {
       const RowMatrix w = ck.nvfp4(name);
-      if (!ck.pre_quant_scale(name).empty())
-        throw Error(path, name, "NVFP4_AWQ pre_quant_scale is not supported by the runtime yet",
-                    "no pre_quant_scale", "a pre_quant_scale");
+      m.pre_scale = ck.pre_quant_scale(name);  // NVFP4_AWQ (the reader checked its length)
       m.nvfp4 = true;
       m.lin = Linear::prepare(w.view(), e.input_scale, base);
       m.bytes = w.codes.size() + w.scales.size() + 4;
@@ -118,8 +116,13 @@ struct Loader {
       m.bytes = q.codes.size() + q.scales.size() + 4;
       return m;
     }
-    m.dense = DenseLinear::prepare(DType::f32, w.data(), n_out, n_in);
     m.bytes = w.size() * 4;
+    if (opt.pinned_float) {
+      m.use_pinned = true;
+      m.pinned = PinnedDense::from_f32(std::move(w), n_out, n_in);
+      return m;
+    }
+    m.dense = DenseLinear::prepare(DType::f32, w.data(), n_out, n_in);
     return m;
   }
 
