@@ -116,7 +116,9 @@ TEST(QuantizeAwq, EveryGroupScoresNoWorseThanRtnAndSomeBetter) {
   for (const AwqGroup& g : p.groups) {
     EXPECT_LE(g.err, g.err_rtn) << g.members.front();
     better += g.err < g.err_rtn;
-    if (g.alpha == 0.0) for (float s : g.s) EXPECT_EQ(s, 1.0f);
+    if (g.alpha == 0.0) {
+      for (float s : g.s) EXPECT_EQ(s, 1.0f);
+    }
   }
   EXPECT_GE(better, 4);
   // GGUF: attn_output / ffn_down cannot hold a pre_quant_scale, so they are not in the plan.
@@ -158,16 +160,18 @@ TEST(QuantizeAwq, GgufFoldsNormFedGroupsAndRefusesUnfoldedPreQuantScale) {
 }
 
 // The same inputs and calibration text give the same bytes for 1 and 2 threads and every ISA:
-// search and awq, calibrated on the float model (default) and on the rtn model, GGUF and directory.
+// search, awq and awq with the search's rounding, calibrated on the float model (default) and on
+// the rtn model, GGUF and directory.
 TEST(QuantizeAwq, OutputBytesAreTheSameForThreadsAndIsas) {
   test::ScratchDir tmp;
   const std::string calib = write_text(tmp);
   int runs = 0;
-  for (const char* method : {"search", "awq"}) {
+  for (const std::string method : {"search", "awq", "awq+search"}) {
     for (const char* on : {"float", "rtn"}) {
       for (const char* ext : {".gguf", ""}) {
         ConvertOptions o = awq_options(calib);
-        o.method = method;
+        o.method = method == "search" ? "search" : "awq";
+        o.awq_rounding = method == "awq+search" ? "search" : "rtn";
         o.calib_model = on;
         std::string ref;
         int k = 0;
@@ -190,5 +194,5 @@ TEST(QuantizeAwq, OutputBytesAreTheSameForThreadsAndIsas) {
       }
     }
   }
-  EXPECT_EQ(runs, 8);
+  EXPECT_EQ(runs, 12);
 }

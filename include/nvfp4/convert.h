@@ -37,6 +37,8 @@ struct ConvertOptions {
   std::string calib_model = "float";  // float: the float model in f32 | rtn: the rtn NVFP4 model in
                                       // a16q8 (bit-pinned on every ISA; see calibrate.h)
   int search_radius = 4;              // search: scale bytes rtn - r .. rtn + r
+  std::string awq_rounding = "rtn";   // awq: rtn (ModelOpt's rounding of W * s) | search (the per-block
+                                      // search, weighted by mean (x_i / s_i)^2)
   std::function<void(const std::string&)> log;  // progress lines (calibration, search)
   // HF input to GGUF output: take the tokenizer from this GGUF file (empty: the input's own).
   std::string tokenizer;

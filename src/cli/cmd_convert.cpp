@@ -2,6 +2,7 @@
 //                          [--verify] [--threads N] [--tokenizer FILE.gguf] [--progress]
 //                          [--quantize-method rtn|search|awq] [--calibrate FILE] [--ctx N]
 //                          [--calibrate-model float|rtn] [--scale2 fused|per-tensor] [--search-radius R]
+//                          [--awq-rounding rtn|search]
 // Progress goes to stderr (a line at most every second) when stderr is a terminal or with
 // --progress. SIGINT/SIGTERM remove the temporary output and exit 130/143; leftovers of a killed
 // convert into the same place are removed (and named) when the next one starts.
@@ -58,7 +59,9 @@ Registrar reg(
           ->check(CLI::IsMember({"float", "rtn"}));
       sub.add_option("--scale2", a->opt.scale2, "tensor scale: fused (q/k/v and gate/up share one, as ModelOpt's export; default) or per-tensor")
           ->check(CLI::IsMember({"fused", "per-tensor"}));
-      sub.add_option("--search-radius", a->opt.search_radius, "search: scale bytes rtn-R..rtn+R (default 4)")->check(CLI::Range(0, 32));
+      sub.add_option("--awq-rounding", a->opt.awq_rounding, "awq: rounding of the scaled weights, rtn (ModelOpt's; default) or search (per-block scale search)")
+          ->check(CLI::IsMember({"rtn", "search"}));
+            sub.add_option("--search-radius", a->opt.search_radius, "search: scale bytes rtn-R..rtn+R (default 4)")->check(CLI::Range(0, 32));
       sub.add_option("--tokenizer", a->opt.tokenizer, "HF input, GGUF output: take the tokenizer from this GGUF")
           ->check(CLI::ExistingFile);
       sub.add_flag("--progress", a->progress, "print progress on stderr even when it is not a terminal");

@@ -54,6 +54,9 @@ WeightQuantizer::WeightQuantizer(const Checkpoint& ck, const ConvertOptions& opt
     throw Error("", "", "--quantize-method awq searches its scales on calibration activations", "--calibrate FILE", "none");
   }
   if (opt.scale2 != "fused" && opt.scale2 != "per-tensor") throw Error("", "", "unknown --scale2", "fused or per-tensor", opt.scale2);
+  if (opt.awq_rounding != "rtn" && opt.awq_rounding != "search") {
+    throw Error("", "", "unknown --awq-rounding", "rtn or search", opt.awq_rounding);
+  }
   if (opt.search_radius < 0 || opt.search_radius > 32) {
     throw Error("", "", "--search-radius", "0..32", std::to_string(opt.search_radius));
   }
@@ -136,7 +139,9 @@ RowMatrix WeightQuantizer::quantize(const std::string& name, const std::vector<f
     return nvfp4::quantize(w.data(), n_out, n_in, name);
   }
   const float* imp = nullptr;
-  if (opt_.method == "search" && !moments_.empty()) {
+  const bool search = opt_.method == "search" || (awq() && opt_.awq_rounding == "search");
+  std::vector<float> awq_imp;
+  if (search && !moments_.empty()) {
     auto it = moments_.find(layer_of(name));
     if (it == moments_.end()) {
       throw Error(opt_.calibrate, name, "no calibration statistics for this layer", "the float model runs it", "never observed");
@@ -145,6 +150,16 @@ RowMatrix WeightQuantizer::quantize(const std::string& name, const std::vector<f
       throw Error(opt_.calibrate, name, "calibration statistics do not fit", std::to_string(n_in) + " channels", std::to_string(it->second.size()));
     }
     imp = it->second.data();
+    auto g = awq_.group_of.find(name);
+    if (g != awq_.group_of.end()) {  // the quantized layer's input is x * (1 / s): mean x_i^2 / s_i^2
+      const std::vector<float>& sc = awq_.groups[g->second].s;
+      awq_imp.resize(sc.size());
+      for (size_t i = 0; i < sc.size(); ++i) {
+        const float p = 1.0f / sc[i];
+        awq_imp[i] = it->second[i] * (p * p);
+      }
+      imp = awq_imp.data();
+    }
   }
   RowMatrix m;
   m.n_out = n_out;
@@ -161,7 +176,7 @@ RowMatrix WeightQuantizer::quantize(const std::string& name, const std::vector<f
       try {
         const int64_t r0 = n_out * t / nt, r1 = n_out * (t + 1) / nt;
         if (r1 <= r0) return;
-        const RowMatrix part = opt_.method == "search"
+        const RowMatrix part = search
                                    ? quantize_search(w.data() + r0 * n_in, r1 - r0, n_in, s2, imp, opt_.search_radius, name)
                                    : quantize_with_scale2(w.data() + r0 * n_in, r1 - r0, n_in, s2, name);
         std::copy(part.codes.begin(), part.codes.end(), m.codes.begin() + r0 * (n_in / 2));
