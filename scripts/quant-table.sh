@@ -2,7 +2,8 @@
 # The quantizer table of docs/BENCHMARKS.md section 4: a model quantized to NVFP4 by each method of
 # `nvfp4 convert` (rtn = ModelOpt's export; search unweighted; search weighted by the activations of
 # a calibration text, on the float model and on the rtn model; awq, GGUF (norm-folded scales only)
-# and ModelOpt directory (NVFP4_AWQ with pre_quant_scale)) and by the peers: ModelOpt's AWQ-lite
+# and ModelOpt directory (NVFP4_AWQ with pre_quant_scale), each also with --awq-rounding search) and
+# by the peers: ModelOpt's AWQ-lite
 # (mtq.quantize NVFP4_AWQ_LITE_CFG + export_hf_checkpoint) and llm-compressor's NVFP4 (oneshot),
 # both on the same float model and calibration text (tools/quant_peers.py, CPU), and ggml's own
 # NVFP4 quantizer (PyPI llama-cpp-python, scripts/setup-bench-peer.sh); each timed, then `nvfp4
@@ -54,6 +55,10 @@ timed() {  # command...: runs it, prints the wall seconds
   row "nvfp4 awq, GGUF (norm-folded groups only)" "$work/awq.gguf" "$s"
   s=$(timed build/nvfp4 convert "$M" "$work/awq-dir" --threads "$threads" --quantize-method awq --calibrate "$calib")
   row "nvfp4 awq, ModelOpt NVFP4_AWQ directory" "$work/awq-dir" "$s"
+  s=$(timed build/nvfp4 convert "$M" "$work/awqs.gguf" --threads "$threads" --quantize-method awq --awq-rounding search --calibrate "$calib")
+  row "nvfp4 awq + search rounding, GGUF" "$work/awqs.gguf" "$s"
+  s=$(timed build/nvfp4 convert "$M" "$work/awqs-dir" --threads "$threads" --quantize-method awq --awq-rounding search --calibrate "$calib")
+  row "nvfp4 awq + search rounding, ModelOpt directory" "$work/awqs-dir" "$s"
   if [ -n "${FLOAT_DIR:-}" ]; then
     pd=${PEERS_DIR:-$work/peers}
     if [ ! -f "$pd/times.json" ] || [ ! -d "$pd/modelopt-awq-lite" ] || [ ! -d "$pd/ct-nvfp4-cal" ]; then
