@@ -189,7 +189,9 @@ TEST(CheckpointSafetensors, EveryLoadingRuleRefuses) {
     check(v, "input_without_w4a4", "input scale present but the configuration does not declare W4A4 activations"); }
   { Variant v = base; v.t.erase(UP + ".input_global_scale"); check(v, "w4a4_without_input", "W4A4 declared (FP4 input_activations) but the layer has no input scale"); }
   { Variant v = mo; v.hfq["quantization"]["quantized_layers"][UP]["quant_algo"] = "NVFP4"; check(v, "mo_w4a4_without_input", "W4A4 declared (quant_algo NVFP4) but the layer has no input scale"); }
-  { Variant v = mo; v.hfq["quantization"]["quantized_layers"][UP]["quant_algo"] = "NVFP4_AWQ"; check(v, "awq_without_pqs", "NVFP4_AWQ layer without pre_quant_scale"); }
+  { Variant v = mo; v.hfq["quantization"]["quantized_layers"][UP]["quant_algo"] = "NVFP4_AWQ";  // scale folded into the norm
+    EXPECT_EQ(rule(v.write(d, "awq_without_pqs")), "");
+    EXPECT_TRUE(Checkpoint::open(d / "awq_without_pqs")->pre_quant_scale("blk.0.ffn_up.weight").empty()); }
   { Variant v = mo; v.set_f32(UP + ".pre_quant_scale", {64}, std::vector<float>(64, 1.0f)); check(v, "pqs_not_awq", "pre_quant_scale present but the layer is not NVFP4_AWQ"); }
   { Variant v = mo; v.hfq["quantization"]["quantized_layers"][UP]["quant_algo"] = "NVFP4_AWQ";
     v.set_f32(UP + ".pre_quant_scale", {64}, std::vector<float>(64, 1.0f));

@@ -19,11 +19,11 @@ std::map<std::string, float> calibrate_input_scales(const Checkpoint& ck, const 
 // The importance statistics of `convert --quantize-method search`: per linear layer ("blk.0.attn_q"),
 // per input channel, the mean of x_i^2 over every calibration token (sums in float64, tokens in
 // order), rounded to 4 significant bits (round_importance). on = float: the float model in f32,
-// whose linear layers' summation order follows the vector width (docs/DETERMINISM.md): the same
-// statistics for any thread count, but across ISAs a mean within the f32 noise of a rounding
-// boundary can differ (4 of about 130k channels between scalar and AVX-512 on SmolLM2, 64
-// tokens). on = rtn: the model quantized at load (ModelOpt's rounding) in a16q8, which is pinned:
-// the same bits on every ISA and thread count. progress(done_tokens, total_tokens) per window.
+// its linear layers through PinnedDense (LoadOptions::pinned_float; everything else of the f32
+// step is pinned, docs/DETERMINISM.md): the same bits on every ISA and thread count (before, with
+// DenseLinear, 4 of about 130k channels differed between scalar and AVX-512 on SmolLM2). on = rtn:
+// the model quantized at load (ModelOpt's rounding) in a16q8, likewise pinned.
+// progress(done_tokens, total_tokens) per window.
 enum class CalibrationModel { float_model, rtn_a16q8 };
 using ChannelMoments = std::map<std::string, std::vector<float>>;
 ChannelMoments calibrate_second_moments(const Checkpoint& ck, const std::vector<int32_t>& tokens, int64_t n_ctx,

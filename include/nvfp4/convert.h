@@ -28,7 +28,8 @@ struct ConvertOptions {
   bool verify = false;                // re-read the output and compare it bit for bit
   int threads = 0;                    // quantizer threads; 0 = hardware concurrency
   // How float weights become NVFP4 (src/io/weight_quantizer.h):
-  std::string method = "rtn";         // rtn (ModelOpt's rounding) | search (per-block scale search)
+  std::string method = "rtn";         // rtn (ModelOpt's rounding) | search (per-block scale search) |
+                                      // awq (per-input-channel scales, io/awq_search.h; needs calibrate)
   std::string scale2 = "fused";       // fused: q/k/v and gate/up share one tensor scale, the larger
                                       // amax of the group (ModelOpt's export) | per-tensor
   std::string calibrate;              // search: text whose activations weight the error (else unweighted)
@@ -36,6 +37,8 @@ struct ConvertOptions {
   std::string calib_model = "float";  // float: the float model in f32 | rtn: the rtn NVFP4 model in
                                       // a16q8 (bit-pinned on every ISA; see calibrate.h)
   int search_radius = 4;              // search: scale bytes rtn - r .. rtn + r
+  std::string awq_rounding = "rtn";   // awq: rtn (ModelOpt's rounding of W * s) | search (the per-block
+                                      // search, weighted by mean (x_i / s_i)^2)
   std::function<void(const std::string&)> log;  // progress lines (calibration, search)
   // HF input to GGUF output: take the tokenizer from this GGUF file (empty: the input's own).
   std::string tokenizer;

@@ -65,6 +65,9 @@ struct LoadOptions {
   // Activation scales (amax / 2688) per linear layer ("blk.0.attn_q"), for w4a4 on layers
   // quantized at load; a checkpoint's own input scales take precedence.
   std::map<std::string, float> input_scales;
+  // Float linear layers (not quantized) through PinnedDense (docs/DETERMINISM.md: the same bits on
+  // every ISA) instead of DenseLinear (whose order follows the vector width): calibration.
+  bool pinned_float = false;
 };
 
 enum class KvType { f32, f16 };

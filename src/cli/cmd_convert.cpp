@@ -1,7 +1,8 @@
 // nvfp4 convert IN OUT.gguf|OUT_DIR [--keep PATTERN]... [--quantize PATTERN]... [--keep-type f16|f32|bf16]
 //                          [--verify] [--threads N] [--tokenizer FILE.gguf] [--progress]
-//                          [--quantize-method rtn|search] [--calibrate FILE] [--ctx N]
+//                          [--quantize-method rtn|search|awq] [--calibrate FILE] [--ctx N]
 //                          [--calibrate-model float|rtn] [--scale2 fused|per-tensor] [--search-radius R]
+//                          [--awq-rounding rtn|search]
 // Progress goes to stderr (a line at most every second) when stderr is a terminal or with
 // --progress. SIGINT/SIGTERM remove the temporary output and exit 130/143; leftovers of a killed
 // convert into the same place are removed (and named) when the next one starts.
@@ -47,16 +48,20 @@ Registrar reg(
           ->check(CLI::IsMember({"f16", "f32", "bf16"}));
       sub.add_flag("--verify", a->opt.verify, "re-read the output and compare it bit for bit before it is renamed into place");
       sub.add_option("--threads", a->opt.threads, "quantizer threads (default: all cores)")->check(CLI::NonNegativeNumber);
-      sub.add_option("--quantize-method", a->opt.method, "rtn: ModelOpt's rounding (default); search: per-block scale search")
-          ->check(CLI::IsMember({"rtn", "search"}));
-      sub.add_option("--calibrate", a->opt.calibrate, "search: text whose activations (float model) weight the error")
+      sub.add_option("--quantize-method", a->opt.method,
+                     "rtn: ModelOpt's rounding (default); search: per-block scale search; awq: per-input-channel scales "
+                     "searched on --calibrate (ModelOpt's NVFP4_AWQ form; GGUF: only the norm-folded ones)")
+          ->check(CLI::IsMember({"rtn", "search", "awq"}));
+      sub.add_option("--calibrate", a->opt.calibrate, "search / awq: text whose activations weight the error")
           ->check(CLI::ExistingFile);
       sub.add_option("--ctx", a->opt.calib_ctx, "calibration window in tokens (default 512)")->check(CLI::PositiveNumber);
       sub.add_option("--calibrate-model", a->opt.calib_model, "search: activations of the float model (f32; default) or of the rtn NVFP4 model (a16q8, bit-pinned on every ISA)")
           ->check(CLI::IsMember({"float", "rtn"}));
       sub.add_option("--scale2", a->opt.scale2, "tensor scale: fused (q/k/v and gate/up share one, as ModelOpt's export; default) or per-tensor")
           ->check(CLI::IsMember({"fused", "per-tensor"}));
-      sub.add_option("--search-radius", a->opt.search_radius, "search: scale bytes rtn-R..rtn+R (default 4)")->check(CLI::Range(0, 32));
+      sub.add_option("--awq-rounding", a->opt.awq_rounding, "awq: rounding of the scaled weights, rtn (ModelOpt's; default) or search (per-block scale search)")
+          ->check(CLI::IsMember({"rtn", "search"}));
+            sub.add_option("--search-radius", a->opt.search_radius, "search: scale bytes rtn-R..rtn+R (default 4)")->check(CLI::Range(0, 32));
       sub.add_option("--tokenizer", a->opt.tokenizer, "HF input, GGUF output: take the tokenizer from this GGUF")
           ->check(CLI::ExistingFile);
       sub.add_flag("--progress", a->progress, "print progress on stderr even when it is not a terminal");

@@ -317,7 +317,7 @@ class StCheckpoint final : public Checkpoint {
           check_tensor_scale(v, is->file, isn);
           e.input_scale = ct ? 1.0f / v : v;
           check_input_scale(e.input_scale, is->file, isn);
-          if (lq != LayerQuant::nvfp4_w4a4) {
+          if (lq != LayerQuant::nvfp4_w4a4 && lq != LayerQuant::nvfp4_awq) {  // ModelOpt's NVFP4_AWQ is W4A4
             throw Error(is->file, isn, "input scale present but the configuration does not declare W4A4 activations", "no input scale for " + std::string(layer_quant_name(lq)), "an input scale");
           }
           used.insert(isn);
@@ -337,9 +337,7 @@ class StCheckpoint final : public Checkpoint {
           st::to_float(*p->t, s.pqs.data(), p->file);
           for (float v : s.pqs) if (!std::isfinite(v)) throw Error(p->file, pq, "pre_quant_scale not finite", "finite", std::to_string(v));
           used.insert(pq);
-        } else if (lq == LayerQuant::nvfp4_awq) {
-          throw Error(ref.file, name, "NVFP4_AWQ layer without pre_quant_scale", pq, "absent");
-        }
+        }  // an NVFP4_AWQ layer without one: export_hf_checkpoint folded its scale into the preceding norm
         e.storage = Storage::nvfp4;
         e.storage_name = "NVFP4";
         e.bits_per_weight = 4.5;

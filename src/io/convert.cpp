@@ -169,6 +169,10 @@ std::vector<Recipe> plan(const Checkpoint& ck, const ConvertOptions& opt, std::s
     for (int64_t d : e.shape) elements *= d;
     const int64_t n_out = n_in ? elements / n_in : 0;
     if (e.storage == Storage::nvfp4) {
+      if (!ck.pre_quant_scale(name).empty()) {  // an NVFP4_AWQ layer whose scale is not folded into a norm
+        throw Error(file, name, "GGUF has no place for NVFP4_AWQ's pre_quant_scale (it is not folded into a norm in this checkpoint)",
+                    "a layer without pre_quant_scale", "a pre_quant_scale");
+      }
       if (n_in % kGgmlBlock != 0) {
         throw Error(file, name, "NVFP4 row does not fit ggml's 64-value blocks", "n_in % 64 == 0", "n_in = " + std::to_string(n_in));
       }
@@ -208,6 +212,12 @@ std::vector<Recipe> plan(const Checkpoint& ck, const ConvertOptions& opt, std::s
       // The tensor scale is known once the weight has been produced (written just before).
       out.push_back({base_name(name) + ".scale", {1}, ggml::F32, 4, [s2](uint8_t* dst) { std::memcpy(dst, s2.get(), 4); }});
       ++rep.quantized;
+      continue;
+    }
+    if (wq->folds(name)) {  // awq: the norm weight times its group's 1 / s, F32
+      out.push_back({name, ne, ggml::F32, static_cast<uint64_t>(elements) * 4,
+                     [c, name, wq](uint8_t* dst) { from_f32(wq->fold_norm(name, c->to_f32(name)), ggml::F32, dst); }});
+      ++rep.kept;
       continue;
     }
     DType dt;
@@ -287,8 +297,16 @@ ConvertReport convert(const std::string& in, const std::string& out, const Conve
   const auto ck = Checkpoint::open(in);  // validated in full before anything is written
   if (!ends_with(out, ".gguf")) return convert_to_modelopt_dir(*ck, out, opt);
 
-  std::vector<Recipe> recipes =
-      stack_experts(plan(*ck, opt, std::make_shared<const WeightQuantizer>(*ck, opt), rep), ck->info().path);
+  // The tensors plan() quantizes from float (awq's groups must all be among them).
+  const auto eligible = [&ck, &opt](const std::string& name) {
+    const TensorEntry* e = ck->find(name);
+    if (!e || e->storage == Storage::nvfp4 || e->shape.size() != 2) return false;
+    const bool q = (default_quantizes(name, 2) || matches_any(opt.quantize, name)) && !matches_any(opt.keep, name);
+    return q && e->shape.back() % kGgmlBlock == 0;
+  };
+  const auto wq = std::make_shared<const WeightQuantizer>(*ck, opt, false, eligible);
+  for (const auto& n : wq->notes()) rep.notes.push_back(n);
+  std::vector<Recipe> recipes = stack_experts(plan(*ck, opt, wq, rep), ck->info().path);
 
   gguf::Writer w;
   if (ck->info().container == "gguf") {

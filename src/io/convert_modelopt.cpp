@@ -114,7 +114,15 @@ ConvertReport convert_to_modelopt_dir(const Checkpoint& ck, const std::string& o
   const st::Dtype keep = opt.keep_type == "f32" ? st::Dtype::F32 : opt.keep_type == "bf16" ? st::Dtype::BF16 : st::Dtype::F16;
 
   ConvertReport rep;
-  const WeightQuantizer wq(ck, opt);
+  const auto eligible = [&ck, &opt](const std::string& name) {
+    const TensorEntry* e = ck.find(name);
+    if (!e || e->storage == Storage::nvfp4 || e->shape.size() != 2) return false;
+    bool q = default_quantizes(name, 2);
+    if (matches_any(opt.quantize, name)) q = true;
+    return q && !matches_any(opt.keep, name) && e->shape.back() % 16 == 0;
+  };
+  const WeightQuantizer wq(ck, opt, true, eligible);
+  for (const auto& n : wq.notes()) rep.notes.push_back(n);
   std::vector<Owned> outt;
   std::map<std::string, std::string> layer_algo;  // HF module -> ModelOpt quant_algo
   std::vector<std::string> excluded;
@@ -162,11 +170,12 @@ ConvertReport convert_to_modelopt_dir(const Checkpoint& ck, const std::string& o
         outt.push_back({module + ".input_scale", st::Dtype::F32, {}, scalar(e.input_scale)});
         algo = "NVFP4";
       }
-      const std::vector<float> pqs = e.storage == Storage::nvfp4 ? ck.pre_quant_scale(e.name) : std::vector<float>{};
+      const std::vector<float> pqs = e.storage == Storage::nvfp4 ? ck.pre_quant_scale(e.name) : wq.pre_quant_scale(e.name);
       if (!pqs.empty()) {
         outt.push_back({module + ".pre_quant_scale", st::Dtype::F32, {n_in}, bytes_of(pqs)});
         algo = "NVFP4_AWQ";
       }
+      if (e.storage != Storage::nvfp4 && wq.awq_scaled(e.name)) algo = "NVFP4_AWQ";  // folded into its norm or not, as ModelOpt's export
       layer_algo[module] = algo;
       continue;
     }
@@ -180,7 +189,7 @@ ConvertReport convert_to_modelopt_dir(const Checkpoint& ck, const std::string& o
     if (e.storage == Storage::bf16) dt = st::Dtype::BF16;
     if (e.storage != Storage::f32 && e.storage != Storage::f16 && e.storage != Storage::bf16) ++rep.retyped;
     else ++rep.kept;
-    const std::vector<float> v = ck.to_f32(e.name);
+    const std::vector<float> v = wq.fold_norm(e.name, ck.to_f32(e.name));  // awq: 1 / s folded into the norm
     std::vector<uint8_t> b;
     if (dt == st::Dtype::F32) {
       b = bytes_of(v);
@@ -203,6 +212,10 @@ ConvertReport convert_to_modelopt_dir(const Checkpoint& ck, const std::string& o
     Json layers = Json::object();
     for (const auto& [m, al] : layer_algo) layers[m] = {{"quant_algo", al}};
     quant["quantized_layers"] = layers;
+  }
+  if (algo == "NVFP4_AWQ") {  // export_hf_checkpoint's two extra fields for AWQ
+    quant["has_zero_point"] = false;
+    quant["pre_quant_scale"] = true;
   }
   Json config;
   if (ck.info().container == "safetensors") {

@@ -44,15 +44,24 @@ std::string fused_group(const std::string& name) {
   return m[1].str() + (part.find("_exps") != std::string::npos ? "ffn_gate_up_exps" : "ffn_gate_up");
 }
 
-WeightQuantizer::WeightQuantizer(const Checkpoint& ck, const ConvertOptions& opt)
+WeightQuantizer::WeightQuantizer(const Checkpoint& ck, const ConvertOptions& opt, bool pre_quant_scale_ok,
+                                 const std::function<bool(const std::string&)>& eligible)
     : ck_(ck), opt_(opt), threads_(opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {
-  if (opt.method != "rtn" && opt.method != "search") throw Error("", "", "unknown --quantize-method", "rtn or search", opt.method);
+  if (opt.method != "rtn" && opt.method != "search" && opt.method != "awq") {
+    throw Error("", "", "unknown --quantize-method", "rtn, search or awq", opt.method);
+  }
+  if (opt.method == "awq" && opt.calibrate.empty()) {
+    throw Error("", "", "--quantize-method awq searches its scales on calibration activations", "--calibrate FILE", "none");
+  }
   if (opt.scale2 != "fused" && opt.scale2 != "per-tensor") throw Error("", "", "unknown --scale2", "fused or per-tensor", opt.scale2);
+  if (opt.awq_rounding != "rtn" && opt.awq_rounding != "search") {
+    throw Error("", "", "unknown --awq-rounding", "rtn or search", opt.awq_rounding);
+  }
   if (opt.search_radius < 0 || opt.search_radius > 32) {
     throw Error("", "", "--search-radius", "0..32", std::to_string(opt.search_radius));
   }
   if (!opt.calibrate.empty()) {
-    if (opt.method != "search") throw Error(opt.calibrate, "", "--calibrate weights the search", "--quantize-method search", opt.method);
+    if (opt.method == "rtn") throw Error(opt.calibrate, "", "--calibrate weights the search", "--quantize-method search or awq", opt.method);
     const Tokenizer tok = Tokenizer::from_checkpoint(ck);
     const std::vector<int32_t> toks = tok.encode(read_file(opt.calibrate), false);
     if (opt.log) opt.log("calibrate: " + std::to_string(toks.size()) + " tokens of " + opt.calibrate + ", windows of " + std::to_string(opt.calib_ctx));
@@ -65,6 +74,36 @@ WeightQuantizer::WeightQuantizer(const Checkpoint& ck, const ConvertOptions& opt
       if (log) log("calibrate: " + std::to_string(done) + "/" + std::to_string(total) + " tokens");
     });
   }
+  if (opt.method == "awq") {
+    const auto all = [](const std::string&) { return true; };
+    awq_ = plan_awq(ck, moments_, pre_quant_scale_ok, opt.scale2 == "fused", threads_, eligible ? eligible : all, notes_, opt.log);
+  }
+}
+
+std::vector<float> WeightQuantizer::scaled(const std::string& name, std::vector<float> w) const {
+  auto it = awq_.group_of.find(name);
+  if (it == awq_.group_of.end()) return w;
+  const std::vector<float>& s = awq_.groups[it->second].s;
+  const size_t n_in = s.size();
+  for (size_t i = 0; i < w.size(); ++i) w[i] = w[i] * s[i % n_in];
+  return w;
+}
+
+std::vector<float> WeightQuantizer::pre_quant_scale(const std::string& name) const {
+  auto it = awq_.group_of.find(name);
+  if (it == awq_.group_of.end() || !awq_.groups[it->second].norm.empty()) return {};
+  std::vector<float> p = awq_.groups[it->second].s;
+  for (float& v : p) v = 1.0f / v;
+  return p;
+}
+
+std::vector<float> WeightQuantizer::fold_norm(const std::string& name, std::vector<float> v) const {
+  auto it = awq_.norm_of.find(name);
+  if (it == awq_.norm_of.end()) return v;
+  const std::vector<float>& s = awq_.groups[it->second].s;
+  if (s.size() != v.size()) throw Error(ck_.info().path, name, "awq scale does not fit the norm", std::to_string(s.size()), std::to_string(v.size()));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = v[i] * (1.0f / s[i]);
+  return v;
 }
 
 float WeightQuantizer::scale2(const std::string& name, const std::vector<float>& w) const {
@@ -73,6 +112,7 @@ float WeightQuantizer::scale2(const std::string& name, const std::vector<float>&
     for (float x : v) a = std::max(a, std::fabs(x));
     return a;
   };
+  // w: the weight as quantized (awq: already scaled); the other members are scaled here alike.
   const std::string g = opt_.scale2 == "fused" ? fused_group(name) : "";
   if (g.empty()) return tensor_scale2(w.data(), static_cast<int64_t>(w.size()));
   std::lock_guard<std::mutex> lock(mu_);
@@ -83,21 +123,25 @@ float WeightQuantizer::scale2(const std::string& name, const std::vector<float>&
   float a = 0.0f;
   for (const TensorEntry& e : ck_.tensors()) {
     if (e.storage == Storage::nvfp4 || fused_group(e.name) != g) continue;
-    a = std::max(a, e.name == name ? amax(w) : amax(ck_.to_f32(e.name)));
+    a = std::max(a, e.name == name ? amax(w) : amax(scaled(e.name, ck_.to_f32(e.name))));
   }
   const float s2 = a == 0.0f ? 1.0f : a / 2688.0f;
   group_scale2_[g] = s2;
   return s2;
 }
 
-RowMatrix WeightQuantizer::quantize(const std::string& name, const std::vector<float>& w, int64_t n_out, int64_t n_in) const {
+RowMatrix WeightQuantizer::quantize(const std::string& name, const std::vector<float>& w_in, int64_t n_out, int64_t n_in) const {
+  const std::vector<float> w_scaled = awq() ? scaled(name, w_in) : std::vector<float>{};
+  const std::vector<float>& w = awq() ? w_scaled : w_in;
   const float s2 = scale2(name, w);
   if (!(s2 > 0.0f)) {
     // amax > 0 yet amax / 2688 underflows: quantize() names the rule.
     return nvfp4::quantize(w.data(), n_out, n_in, name);
   }
   const float* imp = nullptr;
-  if (opt_.method == "search" && !moments_.empty()) {
+  const bool search = opt_.method == "search" || (awq() && opt_.awq_rounding == "search");
+  std::vector<float> awq_imp;
+  if (search && !moments_.empty()) {
     auto it = moments_.find(layer_of(name));
     if (it == moments_.end()) {
       throw Error(opt_.calibrate, name, "no calibration statistics for this layer", "the float model runs it", "never observed");
@@ -106,6 +150,16 @@ RowMatrix WeightQuantizer::quantize(const std::string& name, const std::vector<f
       throw Error(opt_.calibrate, name, "calibration statistics do not fit", std::to_string(n_in) + " channels", std::to_string(it->second.size()));
     }
     imp = it->second.data();
+    auto g = awq_.group_of.find(name);
+    if (g != awq_.group_of.end()) {  // the quantized layer's input is x * (1 / s): mean x_i^2 / s_i^2
+      const std::vector<float>& sc = awq_.groups[g->second].s;
+      awq_imp.resize(sc.size());
+      for (size_t i = 0; i < sc.size(); ++i) {
+        const float p = 1.0f / sc[i];
+        awq_imp[i] = it->second[i] * (p * p);
+      }
+      imp = awq_imp.data();
+    }
   }
   RowMatrix m;
   m.n_out = n_out;
@@ -122,7 +176,7 @@ RowMatrix WeightQuantizer::quantize(const std::string& name, const std::vector<f
       try {
         const int64_t r0 = n_out * t / nt, r1 = n_out * (t + 1) / nt;
         if (r1 <= r0) return;
-        const RowMatrix part = opt_.method == "search"
+        const RowMatrix part = search
                                    ? quantize_search(w.data() + r0 * n_in, r1 - r0, n_in, s2, imp, opt_.search_radius, name)
                                    : quantize_with_scale2(w.data() + r0 * n_in, r1 - r0, n_in, s2, name);
         std::copy(part.codes.begin(), part.codes.end(), m.codes.begin() + r0 * (n_in / 2));

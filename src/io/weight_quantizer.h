@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "io/awq_search.h"
 #include "nvfp4/calibrate.h"
 #include "nvfp4/checkpoint.h"
 #include "nvfp4/convert.h"
@@ -24,19 +25,36 @@ std::string fused_group(const std::string& name);
 class WeightQuantizer {
  public:
   // Validates the options and, for search with opt.calibrate, runs the calibration (the float
-  // model over the text, opt.calib_ctx tokens a window). Throws nvfp4::Error.
-  WeightQuantizer(const Checkpoint& ck, const ConvertOptions& opt);
+  // model over the text, opt.calib_ctx tokens a window); for awq also the scale search
+  // (awq_search.h). pre_quant_scale_ok: the output can hold a pre_quant_scale (ModelOpt
+  // directory; GGUF: no). eligible(name): the output quantizes that float tensor. Throws
+  // nvfp4::Error.
+  WeightQuantizer(const Checkpoint& ck, const ConvertOptions& opt, bool pre_quant_scale_ok = false,
+                  const std::function<bool(const std::string&)>& eligible = {});
 
   // Quantizes float tensor `name` (w: its to_f32 values, [n_out][n_in]).
   RowMatrix quantize(const std::string& name, const std::vector<float>& w, int64_t n_out, int64_t n_in) const;
   // The tensor scale `name` gets: its own, or its fused group's (the members' largest).
   float scale2(const std::string& name, const std::vector<float>& w) const;
+  // awq: the pre_quant_scale (1 / s) written for weight `name`, empty when none (not awq, or
+  // folded into its norm).
+  std::vector<float> pre_quant_scale(const std::string& name) const;
+  // awq: a norm weight with its group's 1 / s folded in (v_i * (1 / s_i)); v unchanged otherwise.
+  std::vector<float> fold_norm(const std::string& name, std::vector<float> v) const;
+  bool awq() const { return opt_.method == "awq"; }
+  bool awq_scaled(const std::string& weight) const { return awq_.group_of.count(weight) != 0; }
+  bool folds(const std::string& norm) const { return awq_.norm_of.count(norm) != 0; }
+  const std::vector<std::string>& notes() const { return notes_; }
 
  private:
   const Checkpoint& ck_;
   ConvertOptions opt_;
   int threads_;
   ChannelMoments moments_;
+  AwqPlan awq_;
+  std::vector<std::string> notes_;
+  // w * s (columns) when `name` has awq scales, else w.
+  std::vector<float> scaled(const std::string& name, std::vector<float> w) const;
   mutable std::mutex mu_;
   mutable std::map<std::string, float> group_scale2_;
 };

@@ -25,6 +25,7 @@ ChannelMoments calibrate_second_moments(const Checkpoint& ck, const std::vector<
   LoadOptions lo;
   lo.mode = on == CalibrationModel::float_model ? Mode::f32 : Mode::a16q8;
   lo.quantize = on == CalibrationModel::rtn_a16q8;
+  lo.pinned_float = true;  // the float model's linear layers in the pinned order: the same moments on every ISA
   auto model = Model::load(ck, lo);
   ThreadPool pool(threads);
   ContextOptions co;

@@ -16,15 +16,21 @@ struct MatMul {
   bool nvfp4 = false;
   Linear lin;
   DenseLinear dense;
+  PinnedDense pinned;  // instead of dense with LoadOptions::pinned_float
+  bool use_pinned = false;
   int64_t n_out = 0, n_in = 0;
   size_t bytes = 0;  // weight bytes as stored for the kernels
   std::vector<float> bias;  // [n_out], empty: none (added to the output in float)
+  // NVFP4_AWQ's per-input-channel pre_quant_scale [n_in], empty: none. StepRun::run/run_group
+  // multiply the input by it (x[i] * s[i], one float product) before the layer reads it.
+  std::vector<float> pre_scale;
   void forward(Mode mode, const float* x, int64_t n, float* y, ThreadPool& pool, LinearScratch* scratch) const {
     if (nvfp4) lin.forward(mode, x, n, y, pool, scratch);
+    else if (use_pinned) pinned.forward(x, n, y, pool);
     else dense.forward(x, n, y, pool);
   }
   std::string kernel(Mode mode, int64_t n) const {
-    return nvfp4 ? lin.kernel_name(mode, n) : dense.kernel_name(n);
+    return nvfp4 ? lin.kernel_name(mode, n) : use_pinned ? pinned.kernel_name() : dense.kernel_name(n);
   }
 };
 

@@ -112,9 +112,7 @@ struct Loader {
     m.n_in = n_in;
     if (e.storage == Storage::nvfp4) {
       const RowMatrix w = ck.nvfp4(name);
-      if (!ck.pre_quant_scale(name).empty())
-        throw Error(path, name, "NVFP4_AWQ pre_quant_scale is not supported by the runtime yet",
-                    "no pre_quant_scale", "a pre_quant_scale");
+      m.pre_scale = ck.pre_quant_scale(name);  // NVFP4_AWQ (the reader checked its length)
       m.nvfp4 = true;
       m.lin = Linear::prepare(w.view(), e.input_scale, base);
       m.bytes = w.codes.size() + w.scales.size() + 4;
@@ -129,8 +127,13 @@ struct Loader {
       m.bytes = q.codes.size() + q.scales.size() + 4;
       return m;
     }
-    m.dense = DenseLinear::prepare(DType::f32, w.data(), n_out, n_in);
     m.bytes = w.size() * 4;
+    if (opt.pinned_float) {
+      m.use_pinned = true;
+      m.pinned = PinnedDense::from_f32(std::move(w), n_out, n_in);
+      return m;
+    }
+    m.dense = DenseLinear::prepare(DType::f32, w.data(), n_out, n_in);
     return m;
   }
 
@@ -190,6 +193,10 @@ void load_moe_layer(const Loader& L, const std::string& b, const ModelConfig& c,
     ex.gate = L.linear(name("ffn_gate_exps"), c.n_ff_exp, c.n_embd);
     ex.up = L.linear(name("ffn_up_exps"), c.n_ff_exp, c.n_embd);
     ex.down = L.linear(name("ffn_down_exps"), c.n_embd, c.n_ff_exp);
+    for (const MatMul* mm : {&ex.gate, &ex.up, &ex.down})
+      if (!mm->pre_scale.empty())
+        throw Error(L.path, mm->name + ".weight", "NVFP4_AWQ pre_quant_scale on a routed expert is not supported",
+                    "no pre_quant_scale on experts", "a pre_quant_scale of " + std::to_string(mm->pre_scale.size()) + " values");
     w.experts.push_back(std::move(ex));
   }
   if (c.n_ff_shexp > 0) {

@@ -100,9 +100,18 @@ void add_bias(const MatMul& mm, float* y, int64_t n) {
 }
 }  // namespace
 
+const float* StepRun::pre_scaled(const std::vector<float>& s, const float* in, int64_t n_in) const {
+  if (s.empty()) return in;
+  const size_t need = static_cast<size_t>(n * n_in);
+  if (ws.pre.size() < need) ws.pre.resize(need);
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t i = 0; i < n_in; ++i) ws.pre[static_cast<size_t>(t * n_in + i)] = in[t * n_in + i] * s[static_cast<size_t>(i)];
+  return ws.pre.data();
+}
+
 void StepRun::run(const MatMul& mm, const float* in, float* out) const {
   if (ws.obs) ws.obs(mm.name, in, n, mm.n_in);
-  mm.forward(m.mode, in, n, out, pool, &ws.lin);
+  mm.forward(m.mode, pre_scaled(mm.pre_scale, in, mm.n_in), n, out, pool, &ws.lin);
   add_bias(mm, out, n);
 }
 
@@ -111,7 +120,8 @@ void StepRun::run_group(std::initializer_list<std::pair<const MatMul*, float*>> 
   float* ys[4];
   size_t k = 0;
   bool nvfp4 = mms.size() <= 4;
-  for (const auto& [mm, y] : mms) nvfp4 = nvfp4 && mm->nvfp4;
+  const std::vector<float>& pre = mms.begin()->first->pre_scale;
+  for (const auto& [mm, y] : mms) nvfp4 = nvfp4 && mm->nvfp4 && mm->pre_scale == pre;
   if (!nvfp4) {
     for (const auto& [mm, y] : mms) run(*mm, in, y);
     return;
@@ -121,7 +131,7 @@ void StepRun::run_group(std::initializer_list<std::pair<const MatMul*, float*>> 
     lin[k] = &mm->lin;
     ys[k++] = y;
   }
-  Linear::forward_group(m.mode, std::span<const Linear* const>(lin, k), in, n, std::span<float* const>(ys, k), pool, &ws.lin);
+  Linear::forward_group(m.mode, std::span<const Linear* const>(lin, k), pre_scaled(pre, in, mms.begin()->first->n_in), n, std::span<float* const>(ys, k), pool, &ws.lin);
   for (const auto& [mm, y] : mms) add_bias(*mm, y, n);
 }
 

@@ -32,6 +32,7 @@ struct Workspace::Impl {
   std::vector<int32_t> moe_sel;
   std::vector<int64_t> moe_count, moe_pairs;
   std::vector<float> attn_scratch;
+  std::vector<float> pre;  // the input times a layer's pre_quant_scale (grown on first use)
   RopeTable rope;
   LinearScratch lin;
   Observer obs;
@@ -54,13 +55,17 @@ struct StepRun {
   // out[t] = RMSNorm(in[t]) * w over rows of width d (n rows): sum of squares in double,
   // ascending; scale = float(1 / sqrt(mean + eps)); (x * scale) * w in float.
   void rmsnorm(const float* in, const std::vector<float>& w, float* out, int64_t rows, int64_t d) const;
-  // One linear layer (bias added in float when it has one), with the observer.
+  // One linear layer (bias added in float when it has one), with the observer (which sees the
+  // input before a pre_quant_scale).
   void run(const MatMul& mm, const float* in, float* out) const;
   // Layers that read the same input (q/k/v, gate/up): NVFP4 ones share one activation
-  // preparation and one dispatch (Linear::forward_group, same bits as one by one).
+  // preparation and one dispatch (Linear::forward_group, same bits as one by one) when their
+  // pre_quant_scales are equal (ModelOpt's export gives a fused group one); else one by one.
   void run_group(std::initializer_list<std::pair<const MatMul*, float*>> mms, const float* in) const;
   // x[i] += o[i] for the step's rows of width d.
   void residual(float* x, const float* o, int64_t d) const;
+  // in, or ws.pre = in[t][i] * s[i] when s is non-empty.
+  const float* pre_scaled(const std::vector<float>& s, const float* in, int64_t n_in) const;
 };
 
 // The blocks (src/models/): one layer of the step, in place on ws.x.
