@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "nvfp4/error.h"
+#include "nvfp4/kernels.h"
 #include "nvfp4/linear.h"
 #include "nvfp4/quantize.h"
 #include "test_util.h"
@@ -38,6 +39,35 @@ TEST(Linear, EqualsReferenceForEveryModeThreadCountAndWindow) {
         }
       }
     }
+  }
+}
+
+// Every window size from 1 to 40 (the step sizes a server's mixed steps take), every ISA, in the
+// integer-exact modes: each column equals the scalar reference.
+TEST(Linear, EveryWindowSizeEqualsReferenceOnEveryIsa) {
+  test::Rng rng(14);
+  const int64_t n_out = 96, n_in = 576;
+  std::vector<float> wf(n_out * n_in);
+  for (auto& v : wf) v = rng.gauss() * 0.05f;
+  RowMatrix w = quantize(wf.data(), n_out, n_in);
+  Linear lin = Linear::prepare(w.view(), 0.003f, "t");
+  std::vector<float> x(40 * n_in);
+  for (auto& v : x) v = rng.gauss();
+  for (Mode mode : {Mode::a16q8, Mode::w4a4}) {
+    std::vector<float> want(40 * n_out);
+    matvec_ref(mode, w.view(), x.data(), 40, want.data(), 0.003f);
+    for (Isa isa : supported_isas()) {
+      force_isa(isa);
+      ThreadPool pool(2);
+      for (int64_t n = 1; n <= 40; ++n) {
+        std::vector<float> got(n * n_out);
+        lin.forward(mode, x.data(), n, got.data(), pool);
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+              << mode_name(mode) << " " << isa_name(isa) << " n " << n << " i " << i;
+      }
+    }
+    clear_forced_isa();
   }
 }
 
