@@ -16,6 +16,7 @@
 // within the same bound of transformers, and its NVFP4 conversion of ModelOpt's export
 // (qwen3_moe_i64: expert width 64, which llama.cpp's NVFP4 repack needs) holds the same NVFP4
 // bytes and scales as our `convert` of that directory, and runs to the same bits.
+#include <bit>
 #include <cstdio>
 #include <cstring>
 
@@ -328,6 +329,31 @@ TEST(MoeConvert, ModelOptDirectoryToDirectoryKeepsRoutersExcluded) {
   lo.mode = Mode::w4a4;
   const auto ma = Model::load(*a, lo), mb = Model::load(*b, lo);
   EXPECT_TRUE(eval_all(*ma, o.ids(1), pool) == eval_all(*mb, o.ids(1), pool));
+}
+
+}  // namespace
+
+namespace {
+
+// rtn (`convert`'s default) of the float MoE model is ModelOpt's export, byte for byte: every
+// expert's codes, block scales and tensor scale, gate and up unified per expert (and for the
+// shared expert), as ModelOpt's W4A16 export of the same bf16 model holds them.
+TEST_P(MoeFixture, RtnOfTheFloatModelIsModelOptsExport) {
+  ScratchDir tmp;
+  const std::string out = tmp.path + "/rtn";
+  ConvertOptions opt;
+  convert(dir_of(GetParam(), "float"), out, opt);
+  const auto ours = Checkpoint::open(out), mo = Checkpoint::open(dir_of(GetParam(), "modelopt-w4a16"));
+  int same = 0;
+  for (const TensorEntry& e : mo->tensors()) {
+    if (e.storage != Storage::nvfp4) continue;
+    const RowMatrix a = mo->nvfp4(e.name), b = ours->nvfp4(e.name);
+    EXPECT_EQ(a.codes, b.codes) << e.name;
+    EXPECT_EQ(a.scales, b.scales) << e.name;
+    EXPECT_EQ(std::bit_cast<uint32_t>(a.scale2), std::bit_cast<uint32_t>(b.scale2)) << e.name;
+    ++same;
+  }
+  EXPECT_GE(same, 56);
 }
 
 }  // namespace

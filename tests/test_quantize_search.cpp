@@ -157,7 +157,14 @@ TEST(FusedScale, GroupNames) {
   EXPECT_EQ(fused_group("blk.3.attn_v.weight"), "blk.3.attn_qkv");
   EXPECT_EQ(fused_group("blk.12.ffn_gate.weight"), "blk.12.ffn_gate_up");
   EXPECT_EQ(fused_group("blk.12.ffn_up.weight"), "blk.12.ffn_gate_up");
-  EXPECT_EQ(fused_group("blk.1.ffn_up_exps.weight"), "blk.1.ffn_gate_up_exps");
+  // Per expert (the checkpoint's per-expert entries) and the shared expert, as ModelOpt unifies them.
+  EXPECT_EQ(fused_group("blk.1.ffn_up_exps.7.weight"), "blk.1.ffn_gate_up_exps.7");
+  EXPECT_EQ(fused_group("blk.1.ffn_gate_exps.7.weight"), "blk.1.ffn_gate_up_exps.7");
+  EXPECT_EQ(fused_group("blk.1.ffn_gate_exps.6.weight"), "blk.1.ffn_gate_up_exps.6");
+  EXPECT_EQ(fused_group("blk.1.ffn_up_exps.weight"), "");  // a stack is split per expert first
+  EXPECT_EQ(fused_group("blk.1.ffn_down_exps.7.weight"), "");
+  EXPECT_EQ(fused_group("blk.2.ffn_gate_shexp.weight"), "blk.2.ffn_gate_up_shexp");
+  EXPECT_EQ(fused_group("blk.2.ffn_up_shexp.weight"), "blk.2.ffn_gate_up_shexp");
   EXPECT_EQ(fused_group("blk.3.attn_output.weight"), "");
   EXPECT_EQ(fused_group("blk.3.ffn_down.weight"), "");
   EXPECT_EQ(fused_group("blk.3.attn_q.bias"), "");

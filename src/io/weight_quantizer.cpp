@@ -36,12 +36,17 @@ std::string layer_of(const std::string& name) {
 }  // namespace
 
 std::string fused_group(const std::string& name) {
-  static const std::regex re(R"(^(blk\.\d+\.)(attn_q|attn_k|attn_v|ffn_gate|ffn_up|ffn_gate_exps|ffn_up_exps)\.weight$)");
+  // q/k/v of a layer; gate/up of a layer, of its shared expert, and of each routed expert
+  // (blk.N.ffn_{gate,up}_exps.E), as ModelOpt unifies them.
+  static const std::regex re(R"(^(blk\.\d+\.)(attn_q|attn_k|attn_v|ffn_gate|ffn_up|ffn_gate_shexp|ffn_up_shexp|ffn_gate_exps|ffn_up_exps)(\.\d+)?\.weight$)");
   std::smatch m;
   if (!std::regex_match(name, m, re)) return "";
   const std::string part = m[2].str();
+  const bool expert = part.find("_exps") != std::string::npos;
+  if (expert != m[3].matched) return "";
   if (part.rfind("attn_", 0) == 0) return m[1].str() + "attn_qkv";
-  return m[1].str() + (part.find("_exps") != std::string::npos ? "ffn_gate_up_exps" : "ffn_gate_up");
+  if (part.find("_shexp") != std::string::npos) return m[1].str() + "ffn_gate_up_shexp";
+  return m[1].str() + (expert ? "ffn_gate_up_exps" + m[3].str() : "ffn_gate_up");
 }
 
 WeightQuantizer::WeightQuantizer(const Checkpoint& ck, const ConvertOptions& opt, bool pre_quant_scale_ok,
