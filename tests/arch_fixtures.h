@@ -25,6 +25,22 @@ inline std::string arch_root() {
   return fixture_path("arch");
 }
 
+// The producer forms every fixture architecture has (tools/gen_arch_fixtures.py,
+// tools/gen_moe_fixtures.py), with what Checkpoint::open must recognise in each.
+struct FormInfo {
+  const char* form;
+  const char* producer;
+  const char* algorithm;
+  bool w4a4;
+};
+inline constexpr FormInfo kForms[] = {
+    {"float", "float", "float", false},
+    {"modelopt-nvfp4", "modelopt", "NVFP4", true},
+    {"modelopt-w4a16", "modelopt", "W4A16_NVFP4", false},
+    {"ct-nvfp4", "compressed-tensors", "nvfp4-pack-quantized", true},
+    {"ct-nvfp4a16", "compressed-tensors", "nvfp4-pack-quantized", false},
+};
+
 // logits.json + logits.f32 of one architecture.
 struct ArchOracle {
   nlohmann::json j;

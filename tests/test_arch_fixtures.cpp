@@ -52,20 +52,6 @@ constexpr double kF32Bound = 5e-5;
 
 std::string form_dir(const std::string& arch, const std::string& form) { return arch_root() + "/" + arch + "/" + form; }
 
-struct FormInfo {
-  const char* form;
-  const char* producer;
-  const char* algorithm;
-  bool w4a4;
-};
-const FormInfo kForms[] = {
-    {"float", "float", "float", false},
-    {"modelopt-nvfp4", "modelopt", "NVFP4", true},
-    {"modelopt-w4a16", "modelopt", "W4A16_NVFP4", false},
-    {"ct-nvfp4", "compressed-tensors", "nvfp4-pack-quantized", true},
-    {"ct-nvfp4a16", "compressed-tensors", "nvfp4-pack-quantized", false},
-};
-
 class ArchFixture : public ::testing::TestWithParam<std::string> {
  protected:
   // Model of `form` in `mode`, or skip naming the refusal of an unsupported architecture.

@@ -40,20 +40,6 @@ constexpr double kF32Bound = 5e-5;
 std::string moe_root() { return fixture_path("moe"); }
 std::string dir_of(const std::string& arch, const std::string& form) { return moe_root() + "/" + arch + "/" + form; }
 
-struct FormInfo {
-  const char* form;
-  const char* producer;
-  const char* algorithm;
-  bool w4a4;
-};
-const FormInfo kForms[] = {
-    {"float", "float", "float", false},
-    {"modelopt-nvfp4", "modelopt", "NVFP4", true},
-    {"modelopt-w4a16", "modelopt", "W4A16_NVFP4", false},
-    {"ct-nvfp4", "compressed-tensors", "nvfp4-pack-quantized", true},
-    {"ct-nvfp4a16", "compressed-tensors", "nvfp4-pack-quantized", false},
-};
-
 class MoeFixture : public ::testing::TestWithParam<std::string> {
  protected:
   ThreadPool pool_{2};

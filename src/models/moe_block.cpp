@@ -34,32 +34,20 @@ float key(float v) { return std::isnan(v) ? -INFINITY : v; }
 
 void route(const ModelConfig& c, const float* logits, int32_t* sel, float* weight) {
   const int64_t ne = c.n_expert, k = c.n_expert_used;
-  int32_t idx[1024];
-  std::vector<int32_t> big;
-  int32_t* order = idx;
-  if (ne > 1024) {
-    big.resize(static_cast<size_t>(ne));
-    order = big.data();
-  }
-  std::iota(order, order + ne, 0);
-  std::partial_sort(order, order + k, order + ne, [&](int32_t a, int32_t b) {
+  std::vector<int32_t> order(static_cast<size_t>(ne));
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
     const float la = key(logits[a]), lb = key(logits[b]);
     return la > lb || (la == lb && a < b);
   });
-  for (int64_t j = 0; j < k; ++j) sel[j] = order[j];
-  double p[1024];
-  std::vector<double> pbig;
-  double* pe = p;
-  if (k > 1024) {
-    pbig.resize(static_cast<size_t>(k));
-    pe = pbig.data();
-  }
+  for (int64_t j = 0; j < k; ++j) sel[j] = order[static_cast<size_t>(j)];
+  std::vector<double> pe(static_cast<size_t>(k));
   if (c.gating == MoeGating::softmax_topk) {
     // softmax over the k selected: exp(l - l_max) in double, summed in rank order.
     const double mx = key(logits[sel[0]]);
     double sum = 0.0;
-    for (int64_t j = 0; j < k; ++j) sum += (pe[j] = pinned::exp(static_cast<double>(key(logits[sel[j]])) - mx));
-    for (int64_t j = 0; j < k; ++j) weight[j] = static_cast<float>(pe[j] / sum);
+    for (int64_t j = 0; j < k; ++j) sum += (pe[static_cast<size_t>(j)] = pinned::exp(static_cast<double>(key(logits[sel[j]])) - mx));
+    for (int64_t j = 0; j < k; ++j) weight[j] = static_cast<float>(pe[static_cast<size_t>(j)] / sum);
     return;
   }
   // softmax over all n_expert logits: the denominator summed in expert order.
@@ -67,8 +55,8 @@ void route(const ModelConfig& c, const float* logits, int32_t* sel, float* weigh
   double sum = 0.0;
   for (int64_t e = 0; e < ne; ++e) sum += pinned::exp(static_cast<double>(key(logits[e])) - mx);
   double sel_sum = 0.0;
-  for (int64_t j = 0; j < k; ++j) sel_sum += (pe[j] = pinned::exp(static_cast<double>(key(logits[sel[j]])) - mx) / sum);
-  for (int64_t j = 0; j < k; ++j) weight[j] = static_cast<float>(c.norm_topk ? pe[j] / sel_sum : pe[j]);
+  for (int64_t j = 0; j < k; ++j) sel_sum += (pe[static_cast<size_t>(j)] = pinned::exp(static_cast<double>(key(logits[sel[j]])) - mx) / sum);
+  for (int64_t j = 0; j < k; ++j) weight[j] = static_cast<float>(c.norm_topk ? pe[static_cast<size_t>(j)] / sel_sum : pe[static_cast<size_t>(j)]);
 }
 
 void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out) {
