@@ -89,3 +89,42 @@ TEST(ThreadPool, DispatchesCountTheHandOffs) {
   EXPECT_EQ(one.dispatches(), 0u);
   EXPECT_EQ(two.dispatches(), 5u);
 }
+
+namespace {
+
+// Back-to-back runs of varying sizes for two seconds, with two spinning threads beside the pool
+// so that its workers are descheduled mid-run: every item of every run is done exactly once and
+// no run hangs. Before run() closed the finished generation, a worker holding a stale ticket
+// could claim against the next job's chunk count: the caller then returned early or waited
+// forever. The same loop as a standalone program beside two busy processes hung after 0.6-1.4
+// million runs; this bounded version does not always reach that, so it guards the invariant
+// rather than reproducing the race.
+TEST(ThreadPool, BackToBackRunsUnderContentionRunEveryItemOnce) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> busy;
+  for (int i = 0; i < 2; ++i)
+    busy.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  nvfp4::ThreadPool pool(2);
+  std::vector<int> hits(300);
+  const auto t0 = std::chrono::steady_clock::now();
+  int64_t runs = 0;
+  bool ok = true;
+  while (ok && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2)) {
+    const int count = 1 + static_cast<int>((runs * 7919) % 300);
+    std::fill(hits.begin(), hits.begin() + count, 0);
+    pool.run(count, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) ++hits[static_cast<size_t>(i)];
+    });
+    for (int i = 0; i < count; ++i) ok = ok && hits[static_cast<size_t>(i)] == 1;
+    ++runs;
+  }
+  stop = true;
+  for (auto& t : busy) t.join();
+  EXPECT_TRUE(ok) << "run " << runs;
+  EXPECT_GT(runs, 100);
+}
+
+}  // namespace

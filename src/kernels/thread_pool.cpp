@@ -24,6 +24,9 @@ void partition(int64_t count, int parts, int index, int64_t align, int64_t& begi
 namespace {
 
 constexpr uint64_t kChunkMask = 0xffffffffu;
+// The chunk index a finished generation is closed with before the next job is written: above any
+// chunk count, and far from the generation bits.
+constexpr uint64_t kClosed = 0x7fffffffu;
 
 // Spins until done() or spin_ns have passed; true when done() became true. After the first
 // 20 microseconds it yields between checks, so that on a busy machine a spinning thread gives
@@ -76,7 +79,9 @@ void ThreadPool::drain(uint64_t gen) {
     const int c = static_cast<int>(t & kChunkMask);
     // chunks_ may already be the next job's when this one is used up; the claim below then
     // fails, because the next job changed the generation first.
-    if (c >= chunks_.load(std::memory_order_relaxed)) return;
+    // Acquire: a count written for the next job comes after run() closed this generation, so
+    // the claim below then fails.
+    if (c >= chunks_.load(std::memory_order_acquire)) return;
     if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
     // Chunk c of this job is ours and unfinished, so run() is still waiting: the job is stable.
     const int n = chunks_.load(std::memory_order_relaxed);
@@ -120,11 +125,17 @@ void ThreadPool::run(int64_t count, const std::function<void(int64_t, int64_t)>&
     return;
   }
   const int n = chunks(count, align);
+  // Close the finished generation first. A worker may still hold a ticket of it that it read
+  // before its last chunk was claimed; if it then read this job's chunk count (larger) and
+  // claimed against the old ticket, it would run a chunk of a job that is not its own and count
+  // it in this job's done_ (run() returning early, or never). With the generation closed, any
+  // such claim fails: the count is published (release) after the close.
+  ticket_.store((ticket_.load(std::memory_order_relaxed) & ~kChunkMask) | kClosed, std::memory_order_relaxed);
   job_.store(&fn, std::memory_order_relaxed);
   count_.store(count, std::memory_order_relaxed);
   align_.store(align, std::memory_order_relaxed);
-  chunks_.store(n, std::memory_order_relaxed);
   done_.store(0, std::memory_order_relaxed);
+  chunks_.store(n, std::memory_order_release);
   dispatches_.fetch_add(1, std::memory_order_relaxed);
   uint64_t gen;
   bool wake;
