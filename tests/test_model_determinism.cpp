@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "model_path.h"
+#include "isa_scope.h"
 #include "nvfp4/checkpoint.h"
 #include "nvfp4/model.h"
 #include "nvfp4/tokenizer.h"
@@ -16,10 +17,7 @@
 using namespace nvfp4;
 
 namespace {
-struct IsaEnv {
-  explicit IsaEnv(const char* v) { force_isa(parse_isa(v)); }
-  ~IsaEnv() { clear_forced_isa(); }
-};
+using test::IsaEnv;
 bool isa_ok(const char* isa) { return isa_supported(parse_isa(isa)); }
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include "io_test_util.h"
 #include "model_path.h"
 #include "moe_tiny.h"
+#include "isa_scope.h"
 #include "nvfp4/checkpoint.h"
 #include "nvfp4/convert.h"
 #include "nvfp4/error.h"
@@ -24,10 +25,7 @@ using namespace nvfp4;
 
 namespace {
 
-struct IsaEnv {
-  explicit IsaEnv(Isa i) { force_isa(i); }
-  ~IsaEnv() { clear_forced_isa(); }
-};
+using test::IsaEnv;
 
 using Prompts = std::vector<std::vector<int32_t>>;
 const Prompts kPrompts = {{5, 17, 3, 88, 41}, {9, 9, 60, 2, 71, 33, 12, 95, 4}, {44, 1, 70}};

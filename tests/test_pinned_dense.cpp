@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "isa_scope.h"
 #include "nvfp4/codec.h"
 #include "runtime/pinned_dense.h"
 #include "nvfp4/kernels.h"
@@ -14,10 +15,7 @@
 using namespace nvfp4;
 
 namespace {
-struct IsaEnv {  // forces the kernels' (and so the runtime's) ISA for a scope
-  explicit IsaEnv(const char* v) { force_isa(parse_isa(v)); }
-  ~IsaEnv() { clear_forced_isa(); }
-};
+using test::IsaEnv;
 bool supported(const char* isa) { return isa_supported(parse_isa(isa)); }
 }  // namespace
 

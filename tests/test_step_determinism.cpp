@@ -10,6 +10,7 @@
 #include <map>
 
 #include "model_path.h"
+#include "isa_scope.h"
 #include "nvfp4/checkpoint.h"
 #include "nvfp4/error.h"
 #include "nvfp4/kernels.h"
@@ -21,10 +22,7 @@ using namespace nvfp4;
 
 namespace {
 
-struct IsaEnv {
-  explicit IsaEnv(Isa i) { force_isa(i); }
-  ~IsaEnv() { clear_forced_isa(); }
-};
+using test::IsaEnv;
 
 // A schedule: steps, each a list of (sequence, token count) in step order.
 using Schedule = std::vector<std::vector<std::pair<int, int64_t>>>;
