@@ -68,13 +68,17 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out) {
   w.moe_logits.resize(static_cast<size_t>(n * c.n_expert));
   w.moe_sel.resize(nk);
   w.moe_w.resize(nk);
-  L.router.forward(xn, n, w.moe_logits.data(), s.pool);
-  const auto route_rows = [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t)
-      route(c, w.moe_logits.data() + t * c.n_expert, w.moe_sel.data() + t * k, w.moe_w.data() + t * k);
-  };
-  if (n < 16) route_rows(0, n);
-  else s.pool.run(n, route_rows);
+  {
+    PartTimer timer(w.prof, StepProfile::router, static_cast<double>(L.router.bytes()));
+    L.router.forward(xn, n, w.moe_logits.data(), s.pool);
+    const auto route_rows = [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t)
+        route(c, w.moe_logits.data() + t * c.n_expert, w.moe_sel.data() + t * k, w.moe_w.data() + t * k);
+    };
+    if (n < 16) route_rows(0, n);
+    else s.pool.run(n, route_rows);
+  }
+  PartTimer timer(w.prof, StepProfile::experts);  // bytes: the active experts', added below
 
   // Group the step's (token, rank) pairs by expert, tokens in step order within each: pair p of
   // moe_pairs is (token, rank) index t * k + j; expert e holds pairs [moe_count[e], moe_count[e+1]).
@@ -90,7 +94,11 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out) {
   for (int64_t e = 0; e < c.n_expert; ++e) {
     const Expert& ex = L.experts[static_cast<size_t>(e)];
     nvfp4 = nvfp4 && ex.gate.nvfp4 && ex.up.nvfp4 && ex.down.nvfp4;
+    if (w.prof && w.moe_count[static_cast<size_t>(e) + 1] > w.moe_count[static_cast<size_t>(e)])
+      w.prof->bytes[StepProfile::experts] += static_cast<double>(ex.gate.bytes + ex.up.bytes + ex.down.bytes);
   }
+  if (w.prof && L.sh_gate.n_out > 0)
+    w.prof->bytes[StepProfile::experts] += static_cast<double>(L.sh_gate.bytes + L.sh_up.bytes + L.sh_down.bytes + L.sh_gate_inp.bytes());
   w.moe_y.resize(nk * static_cast<size_t>(d));
   w.moe_g.resize(nk * static_cast<size_t>(ff));
   w.moe_u.resize(nk * static_cast<size_t>(ff));

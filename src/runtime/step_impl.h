@@ -11,6 +11,7 @@
 #include "runtime/attention.h"
 #include "runtime/model_impl.h"
 #include "runtime/rope.h"
+#include "runtime/step_profile.h"
 
 namespace nvfp4 {
 
@@ -36,6 +37,7 @@ struct Workspace::Impl {
   RopeTable rope;
   LinearScratch lin;
   Observer obs;
+  StepProfile* prof = nullptr;
   AttnStep step;
   Impl(const Model::Impl& model, int64_t nb);
 };
