@@ -221,7 +221,8 @@ std::vector<Recipe> plan(const Checkpoint& ck, const ConvertOptions& opt, std::s
     const bool head = is_head(name) && e.shape.size() == 2;
     if (head && opt.head == "q8") {
       out.push_back(q8_0_recipe(ck, e, name, ne, n_out, n_in));
-      ++rep.retyped;
+      rep.notes.push_back(name + ": Q8_0 (--head q8" + std::string(e.storage_name == "Q8_0" ? ", copied" : ", quantized") + ")");
+      ++rep.kept;
       continue;
     }
     bool q = default_quantizes(name, e.shape.size()) || (head && opt.head == "nvfp4");
