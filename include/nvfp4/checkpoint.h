@@ -62,6 +62,9 @@ class Checkpoint {
   // For F32/F16/BF16 storage: the dtype and a pointer to the stored values (zero copy); false
   // otherwise.
   virtual bool raw_float(const std::string& name, DType& dtype, const void*& data) const = 0;
+  // For ggml block storage (GGUF): the ggml type and a pointer to the stored blocks (zero copy);
+  // false otherwise (the default).
+  virtual bool raw_ggml(const std::string& name, uint32_t& type, const void*& data) const;
   // A hint that the caller has copied what it needs of tensor `name` (Model::load, into the
   // kernels' layout): its mapped pages leave the resident set (read again if touched), so a
   // loaded model does not hold its weights twice. Pointers from raw_float stay valid.

@@ -1,4 +1,5 @@
 // nvfp4 convert IN OUT.gguf|OUT_DIR [--keep PATTERN]... [--quantize PATTERN]... [--keep-type f16|f32|bf16]
+//                          [--head f16|q8|nvfp4]
 //                          [--verify] [--threads N] [--tokenizer FILE.gguf] [--progress]
 //                          [--quantize-method rtn|search|awq] [--calibrate FILE] [--ctx N]
 //                          [--calibrate-model float|rtn] [--scale2 fused|per-tensor] [--search-radius R]
@@ -46,6 +47,9 @@ Registrar reg(
       sub.add_option("--quantize", a->opt.quantize, "glob of 2-D tensors to quantize although the default keeps them");
       sub.add_option("--keep-type", a->opt.keep_type, "type of kept ggml-quantized matrices (embedding)")
           ->check(CLI::IsMember({"f16", "f32", "bf16"}));
+      sub.add_option("--head", a->opt.head, "output head and embedding: f16 (as today: float kept, ggml-quantized to --keep-type), "
+                     "q8 (GGML Q8_0; integer-exact in a16q8/w4a4) or nvfp4 (quantized like the linear layers); GGUF output")
+          ->check(CLI::IsMember({"f16", "q8", "nvfp4"}));
       sub.add_flag("--verify", a->opt.verify, "re-read the output and compare it bit for bit before it is renamed into place");
       sub.add_option("--threads", a->opt.threads, "quantizer threads (default: all cores)")->check(CLI::NonNegativeNumber);
       sub.add_option("--quantize-method", a->opt.method,

@@ -52,6 +52,15 @@ std::string scales_str(float s2_lo, float s2_hi, float in_lo, float in_hi) {
   return sc;
 }
 
+// The head's storage: output.weight, or the tied token_embd.weight (convert --head f16|q8|nvfp4).
+std::string head_line(const Checkpoint& ck) {
+  const TensorEntry* h = ck.find("output.weight");
+  const bool tied = h == nullptr;
+  if (tied) h = ck.find("token_embd.weight");
+  if (!h) return "none";
+  return h->storage_name + (tied ? " (tied: token_embd.weight)" : " (output.weight)");
+}
+
 Registrar reg("inspect", "Show what a checkpoint is (producer, algorithm, modes it can serve) and its tensors",
               [](CLI::App& sub) {
                 auto path = std::make_shared<std::string>();
@@ -72,6 +81,7 @@ Registrar reg("inspect", "Show what a checkpoint is (producer, algorithm, modes 
                     j["algorithm"] = in.algorithm;
                     j["modes"] = m;
                     j["file_bytes"] = file_bytes(*path);
+                    j["head"] = head_line(*ck);
                     j["tensors"] = nlohmann::json::array();
                     for (const auto& t : ck->tensors()) {
                       nlohmann::json e = {{"name", t.name}, {"shape", t.shape}, {"storage", t.storage_name},
@@ -90,6 +100,7 @@ Registrar reg("inspect", "Show what a checkpoint is (producer, algorithm, modes 
                   if (m.empty())
                     std::cout << "f32 (float weights; NVFP4 modes after `nvfp4 convert`, or with `run --quantize`)";
                   for (size_t k = 0; k < m.size(); ++k) std::cout << (k ? ", " : "") << m[k];
+                  std::cout << "\nhead:      " << head_line(*ck);
                   std::cout << "\ntensors:   " << ck->tensors().size() << "\nfile:      " << file_bytes(*path) << " bytes\n\n";
                   std::printf("%-40s %-16s %-8s %6s  %s\n", "name", "shape", "storage", "bits", "scale2 / input_scale");
                   double bits = 0, values = 0;

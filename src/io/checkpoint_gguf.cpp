@@ -85,6 +85,13 @@ class GgufCheckpoint final : public Checkpoint {
     return true;
   }
 
+  bool raw_ggml(const std::string& name, uint32_t& type, const void*& data) const override {
+    const gguf::TensorInfo& t = *infos_.at(tensor(name).name);
+    type = t.type;
+    data = t.data;
+    return true;
+  }
+
   void release(const std::string& name) const override {
     auto it = infos_.find(name);
     if (it != infos_.end()) file_.drop(it->second->data, static_cast<size_t>(it->second->nbytes));

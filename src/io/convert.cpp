@@ -23,6 +23,7 @@
 #include "nvfp4/gguf.h"
 #include "nvfp4/gguf_writer.h"
 #include "nvfp4/layout.h"
+#include "nvfp4/q8_0.h"
 #include "nvfp4/quantize.h"
 
 namespace nvfp4 {
@@ -69,6 +70,34 @@ float quantize_to_blocks(const std::vector<float>& w, int64_t n_out, int64_t n_i
     row_to_ggml_row(m.codes.data() + r * (n_in / 2), m.scales.data() + r * (n_in / kGroup), n_in, dst + r * row_bytes);
   }
   return m.scale2;
+}
+
+bool is_head(const std::string& name) { return name == "output.weight" || name == "token_embd.weight"; }
+
+// --head q8: Q8_0 blocks, copied when the input already holds Q8_0, else quantized from float32.
+Recipe q8_0_recipe(const Checkpoint& ck, const TensorEntry& e, const std::string& name, const std::vector<int64_t>& ne,
+                   int64_t n_out, int64_t n_in) {
+  if (n_in % kQ8_0Block != 0) {
+    throw Error(ck.info().path, name, "--head q8 stores Q8_0 blocks of 32", "n_in % 32 == 0", "n_in = " + std::to_string(n_in));
+  }
+  const uint64_t nb = static_cast<uint64_t>(n_out * (n_in / kQ8_0Block)) * sizeof(BlockQ8_0);
+  uint32_t type = 0;
+  const void* raw = nullptr;
+  if (e.storage == Storage::ggml_quant && ck.raw_ggml(name, type, raw) && type == ggml::Q8_0) {
+    return {name, ne, ggml::Q8_0, nb, [raw, nb](uint8_t* dst) { std::memcpy(dst, raw, nb); }};
+  }
+  const Checkpoint* c = &ck;
+  return {name, ne, ggml::Q8_0, nb, [c, name, n_out, n_in](uint8_t* dst) {
+            const std::vector<float> w = c->to_f32(name);
+            for (size_t i = 0; i < w.size(); ++i) {
+              if (!std::isfinite(w[i])) {
+                throw Error("", name, "cannot quantize a tensor holding NaN or Inf", "finite values",
+                            std::to_string(w[i]) + " at flat index " + std::to_string(i));
+              }
+            }
+            const int64_t row_bytes = n_in / kQ8_0Block * static_cast<int64_t>(sizeof(BlockQ8_0));
+            for (int64_t r = 0; r < n_out; ++r) quantize_row_q8_0(w.data() + r * n_in, n_in, dst + r * row_bytes);
+          }};
 }
 
 uint32_t keep_ggml_type(const std::string& t) {
@@ -189,7 +218,14 @@ std::vector<Recipe> plan(const Checkpoint& ck, const ConvertOptions& opt, std::s
       ++rep.repacked;
       continue;
     }
-    bool q = default_quantizes(name, e.shape.size());
+    const bool head = is_head(name) && e.shape.size() == 2;
+    if (head && opt.head == "q8") {
+      out.push_back(q8_0_recipe(ck, e, name, ne, n_out, n_in));
+      rep.notes.push_back(name + ": Q8_0 (--head q8" + std::string(e.storage_name == "Q8_0" ? ", copied" : ", quantized") + ")");
+      ++rep.kept;
+      continue;
+    }
+    bool q = default_quantizes(name, e.shape.size()) || (head && opt.head == "nvfp4");
     if (matches_any(opt.quantize, name)) {
       if (e.shape.size() != 2) throw Error(file, name, "--quantize names a tensor that is not a matrix", "2 dimensions", std::to_string(e.shape.size()));
       q = true;
@@ -295,13 +331,18 @@ ConvertReport convert(const std::string& in, const std::string& out, const Conve
   }
   ConvertReport rep;
   const auto ck = Checkpoint::open(in);  // validated in full before anything is written
+  if (opt.head != "f16" && opt.head != "q8" && opt.head != "nvfp4") throw Error("", "", "unknown --head", "f16, q8 or nvfp4", opt.head);
+  if (!ends_with(out, ".gguf") && opt.head != "f16") {
+    throw Error(out, "", "--head q8 / nvfp4 needs a GGUF output", "OUT ending in .gguf", "a directory (ModelOpt layout)");
+  }
   if (!ends_with(out, ".gguf")) return convert_to_modelopt_dir(*ck, out, opt);
 
   // The tensors plan() quantizes from float (awq's groups must all be among them).
   const auto eligible = [&ck, &opt](const std::string& name) {
     const TensorEntry* e = ck->find(name);
     if (!e || e->storage == Storage::nvfp4 || e->shape.size() != 2) return false;
-    const bool q = (default_quantizes(name, 2) || matches_any(opt.quantize, name)) && !matches_any(opt.keep, name);
+    const bool head = is_head(name) && opt.head == "nvfp4";
+    const bool q = (default_quantizes(name, 2) || head || matches_any(opt.quantize, name)) && !matches_any(opt.keep, name);
     return q && e->shape.back() % kGgmlBlock == 0;
   };
   const auto wq = std::make_shared<const WeightQuantizer>(*ck, opt, false, eligible);

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "kernels/head_q8.h"
 #include "kernels/packed.h"
 #include "nvfp4/error.h"
 #include "nvfp4/kernels.h"
@@ -171,7 +172,8 @@ const KernelTable& table(Isa isa) {
                                   gemv_f64_scalar, "gemv_f64_ref",
                                   gemv_dense_scalar, "gemv_dense_ref",
                                   attention_item_scalar, attention_phase_scalar, swiglu_scalar,
-                                  f16_to_f32_scalar, rows_scalar, "gemv_pinned16_scalar"};
+                                  f16_to_f32_scalar, rows_scalar, "gemv_pinned16_scalar",
+                                  head_q8_scalar, "head_q8_ref"};
   static const KernelTable avx2{Isa::avx2, prepare_q8_cols_avx2,
                                 gemv_a16q8_avx2, "gemv_a16q8_avx2",
                                 gemm_a16q8_avx2, "gemm_a16q8_avx2",
@@ -181,7 +183,8 @@ const KernelTable& table(Isa isa) {
                                 gemv_f64_scalar, "gemv_f64_ref",
                                 gemv_dense_avx2, "gemv_dense_avx2",
                                 attention_item_avx2, attention_phase_avx2, swiglu_avx2,
-                                f16_to_f32_avx2, rows_avx2, "gemv_pinned16_avx2"};
+                                f16_to_f32_avx2, rows_avx2, "gemv_pinned16_avx2",
+                                head_q8_avx2, "head_q8_avx2"};
   static const KernelTable avx512{Isa::avx512, prepare_q8_cols_avx512,
                                   gemv_a16q8_avx512vnni, "gemv_a16q8_avx512vnni",
                                   gemm_a16q8_avx512vnni, "gemm_a16q8_avx512vnni",
@@ -191,7 +194,8 @@ const KernelTable& table(Isa isa) {
                                   gemv_f64_scalar, "gemv_f64_ref",
                                   gemv_dense_avx512, "gemv_dense_avx512",
                                   attention_item_avx512, attention_phase_avx512, swiglu_avx512,
-                                  f16_to_f32_avx512, rows_avx512, "gemv_pinned16_avx512"};
+                                  f16_to_f32_avx512, rows_avx512, "gemv_pinned16_avx512",
+                                  head_q8_avx512vnni, "head_q8_avx512vnni"};
 #ifdef NVFP4_HAVE_AVXVNNI
   // The AVX2 table with the integer-exact gemv/gemm kernels on vpdpbusd (ymm).
   static const KernelTable avxvnni = [] {
@@ -203,6 +207,8 @@ const KernelTable& table(Isa isa) {
     t.a16q8_gemm_name = "gemm_a16q8_avxvnni";
     t.w4a4 = gemv_w4a4_avxvnni;
     t.w4a4_name = "gemv_w4a4_avxvnni";
+    t.head_q8 = head_q8_avxvnni;
+    t.head_q8_name = "head_q8_avxvnni";
     return t;
   }();
 #endif

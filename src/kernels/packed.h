@@ -126,6 +126,10 @@ using F16Fn = void (*)(const uint16_t* h, float* f, int64_t n);
 using PinnedRowsFn = void (*)(const void* w, bool f16, int64_t n_in, int64_t n_out, const float* x, int64_t n,
                               float* y, int64_t b, int64_t e);
 
+// The Q8_0 head (kernels/head_q8.h): rows [r_b, r_e) of y for every column of a.
+struct HeadQ8;
+using HeadQ8Fn = void (*)(const HeadQ8& w, const ActQ8& a, int64_t r_b, int64_t r_e, float* y);
+
 struct KernelTable {
   Isa isa;
   PrepQ8Fn prep_q8;  // the a16q8 activation quantizer (same bits on every ISA)
@@ -141,6 +145,7 @@ struct KernelTable {
   SwigluFn swiglu;
   F16Fn f16_to_f32;
   PinnedRowsFn pinned_rows; const char* pinned_name;  // "gemv_pinned16_<isa>"
+  HeadQ8Fn head_q8; const char* head_q8_name;          // the integer-exact Q8_0 head
 };
 inline constexpr int64_t kPrefillN = 32;
 

@@ -6,6 +6,7 @@
 #include "nvfp4/dense.h"
 #include "nvfp4/linear.h"
 #include "nvfp4/model.h"
+#include "runtime/head.h"
 #include "runtime/pinned_dense.h"
 
 namespace nvfp4 {
@@ -68,9 +69,9 @@ struct Model::Impl {
   Mode mode = Mode::a16q8;
   std::vector<LayerWeights> layers;
   std::vector<float> output_norm;
-  PinnedDense embd;
-  PinnedDense head_own;  // used when the head is not tied
-  const PinnedDense& head() const { return cfg.tied_head ? embd : head_own; }
+  Head embd;      // F16/F32, Q8_0 or NVFP4 (runtime/head.h)
+  Head head_own;  // used when the head is not tied
+  const Head& head() const { return cfg.tied_head ? embd : head_own; }
   std::string source;
 };
 

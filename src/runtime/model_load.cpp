@@ -6,6 +6,7 @@
 #include "nvfp4/arch.h"
 #include "nvfp4/codec.h"
 #include "nvfp4/error.h"
+#include "nvfp4/ggml_types.h"
 #include "nvfp4/quantize.h"
 #include "runtime/model_impl.h"
 
@@ -135,6 +136,26 @@ struct Loader {
     }
     m.dense = DenseLinear::prepare(DType::f32, w.data(), n_out, n_in);
     return m;
+  }
+
+  // The embedding or the head: Q8_0 (convert --head q8) and NVFP4 (--head nvfp4) as stored when the
+  // checkpoint is served as it is; otherwise the float path of dense().
+  Head head_tensor(const std::string& name, int64_t n_out, int64_t n_in, bool forward, bool rows) const {
+    const TensorEntry& e = shaped(name, {n_out, n_in});
+    uint32_t type = 0;
+    const void* data = nullptr;
+    if (!opt.quantize && ck.raw_ggml(name, type, data) && type == ggml::Q8_0) {
+      const bool integer = opt.mode == Mode::a16q8 || opt.mode == Mode::w4a4;
+      Head h = Head::q8_0(static_cast<const uint8_t*>(data), n_out, n_in, integer);
+      ck.release(name);
+      return h;
+    }
+    if (e.storage == Storage::nvfp4) {
+      Head h = Head::nvfp4(ck.nvfp4(name), e.input_scale, name.substr(0, name.size() - 7), forward, rows);
+      ck.release(name);
+      return h;
+    }
+    return Head::dense(dense(name, n_out, n_in));
   }
 
   PinnedDense dense(const std::string& name, int64_t n_out, int64_t n_in) const {
@@ -275,11 +296,11 @@ std::unique_ptr<Model> Model::load(const Checkpoint& ck, const LoadOptions& opt)
                 emb ? "another shape" : "absent");
   c.n_vocab = emb->shape[0];
 
-  m.embd = L.dense("token_embd.weight", c.n_vocab, c.n_embd);
   c.tied_head = ck.find("output.weight") == nullptr;
+  m.embd = L.head_tensor("token_embd.weight", c.n_vocab, c.n_embd, c.tied_head, true);
   if (const gguf::Value* t = ck.meta("nvfp4.hf.tie_word_embeddings"); t && !t->as_bool() && c.tied_head)
     throw Error(path, "output.weight", "missing tensor (config.json tie_word_embeddings is false)", "lm_head.weight", "absent");
-  if (!c.tied_head) m.head_own = L.dense("output.weight", c.n_vocab, c.n_embd);
+  if (!c.tied_head) m.head_own = L.head_tensor("output.weight", c.n_vocab, c.n_embd, true, false);
   m.output_norm = L.vec("output_norm.weight", c.n_embd);
   const ArchInfo& info = *c.info;
   const std::string b0 = "blk.0.";
@@ -391,8 +412,8 @@ std::vector<std::string> Model::describe() const {
   }
   if (nf > 0) lin += "; float kernel " + q0.kernel(m.mode, 1);
   out.push_back(lin);
-  out.push_back(std::string("head: ") + (m.head().is_f16() ? "F16" : "F32") + ", kernel " + m.head().kernel_name() +
-                "; embedding " + (m.embd.is_f16() ? "F16" : "F32"));
+  out.push_back("head: " + m.head().type_name() + ", kernel " + m.head().kernel_name(m.mode) + "; embedding " +
+                m.embd.type_name());
   out.push_back("weights: " + std::to_string(weight_bytes() / (1024 * 1024)) + " MiB as held, " +
                 std::to_string(bytes_per_token() / (1024 * 1024)) + " MiB read per token");
   return out;

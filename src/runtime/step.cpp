@@ -206,7 +206,7 @@ void forward(const Model& model, std::span<const StepToken> tokens, Workspace& w
   if (rows == 0) return;
   PartTimer timer(ws.prof, StepProfile::head, static_cast<double>(m.head().bytes()));
   run.rmsnorm(ws.xn.data(), m.output_norm, ws.hn.data(), rows, d);
-  m.head().forward(ws.hn.data(), rows, logits, pool);
+  m.head().forward(m.mode, ws.hn.data(), rows, logits, pool);
 }
 
 // ---- Context ----------------------------------------------------------------------------------

@@ -1,0 +1,15 @@
+// The Q8_0 head on AVX2 (vpmaddubsw + vpmaddwd; derivation in head_q8.h and head_q8_body.h).
+#include "kernels/head_q8_body.h"
+
+namespace nvfp4::kern {
+namespace {
+struct DotAvx2 {
+  static __m256i dot(__m256i u, __m256i s) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)); }
+};
+}  // namespace
+
+void head_q8_avx2(const HeadQ8& w, const ActQ8& a, int64_t r_b, int64_t r_e, float* y) {
+  head_rows8<DotAvx2>(w, a, r_b, r_e, y);
+}
+
+}  // namespace nvfp4::kern
