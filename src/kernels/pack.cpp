@@ -7,6 +7,34 @@
 
 namespace nvfp4::kern {
 
+namespace {
+// The per-block scale summary beside the stream (see packed.h).
+void summarize_blocks(Packed& p) {
+  p.blocks = (p.groups + kBlockGroups - 1) / kBlockGroups;
+  p.emin.assign(static_cast<size_t>(p.tiles * p.blocks * kTileRows), 0);
+  p.narrow.assign(static_cast<size_t>(p.tiles * p.blocks), 0);
+  for (int64_t t = 0; t < p.tiles; ++t) {
+    for (int64_t b = 0; b < p.blocks; ++b) {
+      const int64_t g0 = b * kBlockGroups, g1 = std::min<int64_t>(p.groups, g0 + kBlockGroups);
+      int flags = 3;
+      for (int r = 0; r < kTileRows; ++r) {
+        int lo = 64, hi = 0;
+        for (int64_t g = g0; g < g1; ++g) {
+          const uint8_t v = p.tile(t)[g * kRecordBytes + 128 + r];
+          if (v == 0) continue;
+          lo = std::min(lo, scale_e(v));
+          hi = std::max(hi, scale_e(v));
+        }
+        if (lo > hi) lo = hi = 0;
+        p.emin[static_cast<size_t>((t * p.blocks + b) * kTileRows + r)] = static_cast<uint8_t>(lo);
+        if (hi - lo > kNarrowRange) flags &= ~(1 << (r / 8));
+      }
+      p.narrow[static_cast<size_t>(t * p.blocks + b)] = static_cast<uint8_t>(flags);
+    }
+  }
+}
+}  // namespace
+
 Packed pack_weights(const RowView& w) {
   if (w.n_in <= 0 || w.n_in % kGroup != 0 || w.n_out <= 0) {
     throw Error("", "", "NVFP4 weight shape: n_in must be a positive multiple of 16, n_out positive",
@@ -35,6 +63,7 @@ Packed pack_weights(const RowView& w) {
       }
     }
   }
+  summarize_blocks(p);
   return p;
 }
 

@@ -12,6 +12,12 @@
 // maps each code to the unsigned byte e2m1_q1(code) + 12 in [0, 24]; the +12 is cancelled by
 // starting each group sum at -12 * sum(q) (ActQ8::corr), the same for every row.
 // AVX2 reads the same bytes as two halves of 8 rows (bytes 0-31 / 32-63 of each 64).
+//
+// Beside the stream, per tile and 256-value block b (groups [16b, 16b + 16), the a16q8 block), a
+// summary of its scales that the a16q8 kernels would otherwise rescan every call: emin, per row,
+// the smallest E among the block's nonzero scale bytes (q9 = M * 2^E with M <= 15: E = e - 1 for
+// normal bytes, 0 for subnormal ones; 0 when all are zero), and bit h of narrow set when every row
+// of half h (rows 8h..8h+7) has E - emin <= kNarrowRange (the kernels' exact int32 path).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -28,15 +34,23 @@ namespace nvfp4::kern {
 
 inline constexpr int kTileRows = 16;
 inline constexpr int kRecordBytes = 144;
+inline constexpr int kBlockGroups = kQ8Block / kGroup;  // records per a16q8 block
+inline constexpr int kNarrowRange = 7;                   // narrow: mult = M << (E - emin) <= 1920
 // Code -> e2m1_q1(code) + 12: the byte-shuffle table of the unsigned decode.
 inline constexpr uint8_t kU12[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0};
 
 struct Packed {
-  int64_t n_out = 0, n_in = 0, tiles = 0, groups = 0;
+  int64_t n_out = 0, n_in = 0, tiles = 0, groups = 0, blocks = 0;
   float scale2 = 1.0f;
   std::vector<uint8_t> bytes;
+  std::vector<uint8_t> emin;    // [tile][block][16]
+  std::vector<uint8_t> narrow;  // [tile][block]
   const uint8_t* tile(int64_t t) const { return bytes.data() + t * groups * kRecordBytes; }
+  const uint8_t* emin_at(int64_t t, int64_t b) const { return emin.data() + (t * blocks + b) * kTileRows; }
+  int narrow_at(int64_t t, int64_t b) const { return narrow[static_cast<size_t>(t * blocks + b)]; }
 };
+// E of q9 = M * 2^E for a scale byte (see above).
+inline int scale_e(uint8_t v) { return std::max((v >> 3) - 1, 0); }
 
 Packed pack_weights(const RowView& w);
 // Rows of tile t back in the row layout (16 rows, padding included): for fallbacks and tests.
