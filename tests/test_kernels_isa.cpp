@@ -342,6 +342,7 @@ TEST(Dispatch, VectorActivationQuantizerEqualsTheReference) {
     (isa == Isa::avx2 ? kern::prepare_q8_avx2 : kern::prepare_q8_avx512)(x.data(), n, n_in, got);
     EXPECT_EQ(got.q, want.q) << n_in;
     EXPECT_EQ(got.corr, want.corr) << n_in;
+    EXPECT_EQ(got.corr16, want.corr16) << n_in;
     EXPECT_EQ(got.zero, want.zero) << n_in;
     ASSERT_EQ(got.d.size(), want.d.size());
     for (size_t i = 0; i < got.d.size(); ++i) EXPECT_EQ(std::bit_cast<uint32_t>(got.d[i]), std::bit_cast<uint32_t>(want.d[i]));

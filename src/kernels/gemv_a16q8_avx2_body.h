@@ -14,8 +14,8 @@
 //    int16 pair sums |u_a q_a + u_b q_b| <= 2*24*127 = 6096 (no saturation). The four vpmaddubsw
 //    of a group are added with vpaddw: int16 lane 0 of a row holds sum_A u*q over the 8 elements
 //    A = {0,1,4,5,8,9,12,13}, lane 1 over the other 8 (B), each |.| <= 8*24*127 = 24384.
-//  - correction: corr = -12 * sum_16 q is added to lane 0 only (the int32 broadcast of corr
-//    masked to its low 16 bits: |corr| <= 24384 fits int16). Then lane 0 =
+//  - correction: corr = -12 * sum_16 q is added to lane 0 only (the int32 broadcast of
+//    ActQ8::corr16, corr's low 16 bits: |corr| <= 24384 fits int16). Then lane 0 =
 //    sum_A (u-12) q - 12 sum_B q, |.| <= 8*12*127 + 12*8*127 = 24384: no wrap; and
 //    lane 0 + lane 1 = s = sum_16 (u-12) q = sum_16 e2m1_q1 * q, the reference's group sum.
 //  - narrow half (per 8-row half and 256-block, from the summary): q9 = M * 2^E (M <= 15; E = e-1
@@ -128,8 +128,9 @@ inline Bcast bcast(const int8_t* qg, const int32_t* corr) {
   return {bcast4(qg), bcast4(qg + 4), bcast4(qg + 8), bcast4(qg + 12), _mm256_set1_epi32(*corr)};
 }
 
-// AVX2: the int16 pair (lane 0, lane 1) per row whose sum is the group sum s (see the header).
-// VNNI: s itself in int32, corr + four vpdpbusd (each u*q product and sum exact in int32).
+// AVX2: the int16 pair (lane 0, lane 1) per row whose sum is the group sum s (see the header;
+// x.corr holds corr16). VNNI: s itself in int32, corr + four vpdpbusd (each u*q product and sum
+// exact in int32).
 template <bool kVnni>
 inline __m256i group_sum(const Decoded& d, const Bcast& x) {
   if constexpr (kVnni) {
@@ -140,7 +141,7 @@ inline __m256i group_sum(const Decoded& d, const Bcast& x) {
   }
   const __m256i a = _mm256_add_epi16(_mm256_maddubs_epi16(d.w0, x.x0), _mm256_maddubs_epi16(d.w1, x.x1));
   const __m256i b = _mm256_add_epi16(_mm256_maddubs_epi16(d.w2, x.x2), _mm256_maddubs_epi16(d.w3, x.x3));
-  return _mm256_add_epi16(_mm256_add_epi16(a, b), _mm256_and_si256(x.corr, _mm256_set1_epi32(0xFFFF)));
+  return _mm256_add_epi16(_mm256_add_epi16(a, b), x.corr);
 }
 
 // S += s * mult, exact (see the header).
@@ -228,7 +229,7 @@ void tile_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
     const int64_t g0 = b * kBlockGroups;
     const int64_t count = std::min<int64_t>(a.groups, g0 + kBlockGroups) - g0;
     const int8_t* qb = a.qg(g0, c0);
-    const int32_t* cb = a.corrg(g0, c0);
+    const int32_t* cb = kVnni ? a.corrg(g0, c0) : a.corr16g(g0, c0);  // VNNI: int32 corr, AVX2: its low half
     const uint8_t* emin = w.emin_at(tile, b);
     const int narrow = w.narrow_at(tile, b);
     __m256 tt[2][NC];

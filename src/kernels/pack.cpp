@@ -111,7 +111,7 @@ void prepare_q8_cols(const float* x, int64_t t0, int64_t t1, ActQ8& out) {
         dst[j] = a.q[g * kGroup + j];
         s += dst[j];
       }
-      out.corr_at(g, t) = -12 * s;
+      out.set_corr(g, t, -12 * s);
     }
   }
 }

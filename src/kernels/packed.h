@@ -66,14 +66,19 @@ struct ActQ8 {
   int64_t n = 0, n_in = 0, groups = 0, blocks = 0;
   std::vector<int8_t> q;       // [chunk][groups][kChunk][16]
   std::vector<int32_t> corr;   // [chunk][groups][kChunk]: -12 * sum of the group's q
+  std::vector<int32_t> corr16; // the same slots: corr's low 16 bits, zero-extended (AVX2 adds it to int16 lane 0)
   std::vector<float> d;        // [n][blocks]: 1 / iscale
   std::vector<uint8_t> zero;   // [n][blocks]: the block contributes nothing
   int64_t slot(int64_t g, int64_t c) const { return ((c / kChunk) * groups + g) * kChunk + c % kChunk; }
   int64_t chunks() const { return (n + kChunk - 1) / kChunk; }
   int8_t* qg(int64_t g, int64_t c) { return q.data() + slot(g, c) * kGroup; }
   const int8_t* qg(int64_t g, int64_t c) const { return q.data() + slot(g, c) * kGroup; }
-  int32_t& corr_at(int64_t g, int64_t c) { return corr[static_cast<size_t>(slot(g, c))]; }
+  void set_corr(int64_t g, int64_t c, int32_t v) {
+    corr[static_cast<size_t>(slot(g, c))] = v;
+    corr16[static_cast<size_t>(slot(g, c))] = v & 0xFFFF;
+  }
   const int32_t* corrg(int64_t g, int64_t c) const { return corr.data() + slot(g, c); }
+  const int32_t* corr16g(int64_t g, int64_t c) const { return corr16.data() + slot(g, c); }
   void shape(int64_t n_, int64_t n_in_) {
     n = n_;
     n_in = n_in_;
@@ -81,6 +86,7 @@ struct ActQ8 {
     blocks = (n_in + kQ8Block - 1) / kQ8Block;
     q.resize(static_cast<size_t>(chunks() * groups * kChunk * kGroup));
     corr.resize(static_cast<size_t>(chunks() * groups * kChunk));
+    corr16.resize(corr.size());
     d.assign(static_cast<size_t>(n * blocks), 0.0f);
     zero.assign(static_cast<size_t>(n * blocks), 0);
   }
@@ -89,7 +95,7 @@ struct ActQ8 {
     zero[static_cast<size_t>(t * blocks + b)] = 1;
     for (int64_t g = g0; g < g1; ++g) {
       std::fill_n(qg(g, t), kGroup, int8_t{0});
-      corr_at(g, t) = 0;
+      set_corr(g, t, 0);
     }
   }
 };
