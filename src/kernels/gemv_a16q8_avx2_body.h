@@ -22,8 +22,9 @@
 //    for normal bytes, 0 for subnormal ones), emin = the row's smallest E among its nonzero
 //    scales; every row of the half has E - emin <= 7. Per record, in int16 words: k = E - emin =
 //    e saturating-minus (1 + emin) (0 for subnormal and zero bytes, whose emin is 0 or M is 0),
-//    M = v - 8 * (e saturating-minus 1), 2^k (<= 128) by vpshufb, and mult = 2^k * M <= 1920 by
-//    vpmaddubsw (the word's high bytes: 2^0 * 0). vpmaddwd of the int16 pair (lane 0, lane 1) by
+//    M = v - 8 * max(e - 1, 0) (8E by vpshufb on e), 2^k (<= 128) by vpshufb, and
+//    mult = 2^k * M <= 1920 by vpmaddubsw (the word's high bytes: 2^0 * 0: M's is 0).
+//    vpmaddwd of the int16 pair (lane 0, lane 1) by
 //    (mult, mult) gives s * mult exactly (each product <= 24384 * 1920 < 2^26).
 //    S = sum_g s_g * mult_g <= 16 * 24384 * 1920 < 2^30: exact int32, and T = S * 2^emin.
 //    float(T) * 2^-10 = vcvtdq2ps(S) * 2^(emin - 10) (a power of two commutes with rounding; no
@@ -98,7 +99,10 @@ inline Mults scale_mults(const uint8_t* s16, __m256i base) {
   const __m256i v = row_words(s16);
   const __m256i e = _mm256_srli_epi16(v, 3);
   const __m256i k = _mm256_subs_epu16(e, base);
-  const __m256i m = _mm256_sub_epi16(v, _mm256_slli_epi16(_mm256_subs_epu16(e, _mm256_set1_epi16(1)), 3));
+  // 8E = 8 * max(e - 1, 0) by vpshufb on e (<= 15; the word's high byte indexes entry 0 = 0).
+  const __m256i e8 = _mm256_setr_epi8(0, 0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112,
+                                      0, 0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112);
+  const __m256i m = _mm256_sub_epi16(v, _mm256_shuffle_epi8(e8, e));
   const __m256i pow2 = _mm256_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0,
                                         1, 2, 4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m256i mult = _mm256_maddubs_epi16(_mm256_shuffle_epi8(pow2, k), m);
