@@ -172,7 +172,9 @@ inline void narrow_half(const uint8_t* p, int h, int64_t count, const uint8_t* e
     const Decoded d = decode(p + 32 * h);
     const Mults m = scale_mults<kVnni>(p + 128, base);
     const __m256i mult = h ? m.m1 : m.m0;
-    for (int c = 0; c < NC; ++c) acc[c] = accumulate<kVnni>(acc[c], group_sum<kVnni>(d, bcast(qb + c * kGroup, cb + c)), mult);
+    for (int c = 0; c < NC; ++c) {
+      acc[c] = accumulate<kVnni>(acc[c], group_sum<kVnni>(d, bcast(qb + c * kGroup, cb + c)), mult);
+    }
   }
   const __m256 pow2 = pow2_of(emin + 8 * h);
   for (int c = 0; c < NC; ++c) t[c] = _mm256_mul_ps(_mm256_cvtepi32_ps(acc[c]), pow2);
@@ -193,9 +195,13 @@ inline void narrow_both(const uint8_t* p, int64_t count, const uint8_t* emin, co
     // Half by half inside the record (the order keeps few values live: no spills at NC = 1).
     const Mults m = scale_mults<kVnni>(p + 128, base);
     const Decoded d0 = decode(p);
-    for (int c = 0; c < NC; ++c) acc0[c] = accumulate<kVnni>(acc0[c], group_sum<kVnni>(d0, bcast(qb + c * kGroup, cb + c)), m.m0);
+    for (int c = 0; c < NC; ++c) {
+      acc0[c] = accumulate<kVnni>(acc0[c], group_sum<kVnni>(d0, bcast(qb + c * kGroup, cb + c)), m.m0);
+    }
     const Decoded d1 = decode(p + 32);
-    for (int c = 0; c < NC; ++c) acc1[c] = accumulate<kVnni>(acc1[c], group_sum<kVnni>(d1, bcast(qb + c * kGroup, cb + c)), m.m1);
+    for (int c = 0; c < NC; ++c) {
+      acc1[c] = accumulate<kVnni>(acc1[c], group_sum<kVnni>(d1, bcast(qb + c * kGroup, cb + c)), m.m1);
+    }
   }
   const __m256 pow0 = pow2_of(emin), pow1 = pow2_of(emin + 8);
   for (int c = 0; c < NC; ++c) {
