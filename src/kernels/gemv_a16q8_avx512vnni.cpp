@@ -11,7 +11,7 @@
 //    narrow (the usual case): write q9 = M * 2^E (M <= 15, E <= 14) and let emin be the row's
 //      smallest E among its nonzero scales in the block; when every row's E - emin <= 7,
 //      mult = M << (E - emin) <= 1920 (k = E - emin = e saturating-minus (1 + emin), 0 for
-//      subnormal and zero bytes; M = v - 8 * (e saturating-minus 1)) and
+//      subnormal and zero bytes; M = v - 8 * max(e - 1, 0)) and
 //      S = sum_g s_g * mult_g stays below 16 * 24384 * 1920 < 2^30: exact int32 (vpdpwssd of s's
 //      low half by mult, its high half by 0), and T = S * 2^emin;
 //  - float(T) * 2^-10: wide: vcvtpd2ps then the multiply; narrow: vcvtdq2ps(S) * 2^(Emin-10).
@@ -59,12 +59,13 @@ inline __m512i lut64() {
 }
 
 // mult = M << (E - emin) for 16 scale bytes (0 for byte 0) in int32 lanes; base = 1 + emin.
-// The saturating 16-bit subtractions act on the low halves (the high ones are 0 - 0).
+// 8E = 8 * max(e - 1, 0) by vpshufb on e (<= 15; the lane's upper bytes index entry 0 = 0); the
+// saturating 16-bit subtraction acts on the low halves (the high ones are 0 - 0).
 inline __m512i scale_mult(const uint8_t* s16, __m512i base) {
+  const __m512i e8 = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112));
   const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s16)));
   const __m512i e = _mm512_srli_epi32(v, 3);
-  const __m512i m = _mm512_sub_epi32(v, _mm512_slli_epi32(_mm512_subs_epu16(e, _mm512_set1_epi32(1)), 3));
-  return _mm512_sllv_epi32(m, _mm512_subs_epu16(e, base));
+  return _mm512_sllv_epi32(_mm512_sub_epi32(v, _mm512_shuffle_epi8(e8, e)), _mm512_subs_epu16(e, base));
 }
 
 struct Decoded {
