@@ -12,6 +12,7 @@
 #include "nvfp4/kernels.h"
 #include "nvfp4/linear.h"
 #include "nvfp4/quantize.h"
+#include "isa_scope.h"
 #include "test_util.h"
 
 using namespace nvfp4;
@@ -167,6 +168,63 @@ TEST(Linear, ManyEqualsOneByOne) {
               << mode_name(mode) << " threads " << threads << " layer " << i << " j " << j;
     }
   }
+}
+
+// forward_routed (a MoE layer's gate/up over the tokens routed to each expert): layer i over rows
+// rows[i] of one input, consecutive layers sharing a row list, one layer empty, a row repeated and
+// a window wide enough for the GEMM path: each layer's bits equal forward() of its gathered rows.
+TEST(Linear, RoutedEqualsForwardOfGatheredRows) {
+  test::Rng rng(17);
+  const int64_t n_in = 320, n = 40;
+  std::vector<RowMatrix> ws;
+  std::vector<Linear> lins;
+  for (int64_t n_out : {64, 48, 16, 100, 32}) {
+    std::vector<float> wf(n_out * n_in);
+    for (auto& v : wf) v = rng.gauss() * 0.05f;
+    ws.push_back(quantize(wf.data(), n_out, n_in));
+    lins.push_back(Linear::prepare(ws.back().view(), 0.003f + 0.001f * static_cast<float>(lins.size()), "e"));
+  }
+  std::vector<float> x(static_cast<size_t>(n * n_in));
+  for (auto& v : x) v = rng.gauss();
+  for (int64_t i = 0; i < 4 * n_in; ++i) x[static_cast<size_t>(7 * n_in + i)] = 0.0f;  // rows 7-10: zero blocks
+  std::vector<int64_t> r0 = {3, 9, 0}, r2, r3 = {39}, r4 = {5, 5, 8};
+  for (int64_t t = 0; t < n; t += 1) r2.push_back(n - 1 - t);  // 40 rows: the GEMM path
+  const int64_t* rows[5] = {r0.data(), r0.data(), r2.data(), r3.data(), r4.data()};
+  const int64_t ns[5] = {3, 3, n, 1, 0};
+  const Linear* ls[5] = {&lins[0], &lins[1], &lins[2], &lins[3], &lins[4]};
+  for (Isa isa : compiled_isas()) {
+    if (!isa_supported(isa)) continue;
+    test::IsaEnv env(isa);
+    for (Mode mode : {Mode::a16q8, Mode::a16, Mode::w4a4, Mode::f32, Mode::f64}) {
+      for (int threads : {1, 2, 3}) {
+        ThreadPool pool(threads);
+        LinearScratch scratch;
+        std::vector<std::vector<float>> want(5), got(5);
+        float* ys[5];
+        for (int i = 0; i < 5; ++i) {
+          std::vector<float> g(static_cast<size_t>(std::max<int64_t>(ns[i], 1) * n_in));
+          for (int64_t j = 0; j < ns[i]; ++j) std::copy_n(x.data() + rows[i][j] * n_in, n_in, g.data() + j * n_in);
+          want[i].resize(static_cast<size_t>(ns[i] * lins[i].n_out()));
+          got[i].assign(want[i].size(), -1.0f);
+          lins[i].forward(mode, g.data(), ns[i], want[i].data(), pool);
+          ys[i] = got[i].data();
+        }
+        Linear::forward_routed(mode, ls, x.data(), n, rows, ns, ys, pool, &scratch);
+        for (int i = 0; i < 5; ++i)
+          for (size_t j = 0; j < want[i].size(); ++j)
+            ASSERT_EQ(std::bit_cast<uint32_t>(got[i][j]), std::bit_cast<uint32_t>(want[i][j]))
+                << isa_name(isa) << " " << mode_name(mode) << " threads " << threads << " layer " << i << " j " << j;
+      }
+    }
+  }
+  ThreadPool pool(1);
+  std::vector<int64_t> bad = {n};
+  const int64_t* brows[1] = {bad.data()};
+  const int64_t bn[1] = {1};
+  std::vector<float> y(64);
+  float* bys[1] = {y.data()};
+  const Linear* bl[1] = {&lins[0]};
+  EXPECT_THROW(Linear::forward_routed(Mode::a16q8, bl, x.data(), n, brows, bn, bys, pool), Error);
 }
 
 // The spinning hand-off: many short jobs in a row, each item run exactly once, for thread counts

@@ -64,6 +64,15 @@ class Linear {
   static void forward_many(Mode mode, std::span<const Linear* const> layers, std::span<const float* const> xs,
                            std::span<const int64_t> ns, std::span<float* const> ys, ThreadPool& pool,
                            LinearScratch* scratch = nullptr);
+  // forward_many over rows of one input x (n columns of the layers' common n_in): layer i reads
+  // columns rows[i][0..ns[i]) of x, in that order (a MoE layer: the tokens routed to an expert).
+  // In a16q8 x is quantized once and each layer's columns are copied from it, so a token routed to
+  // k experts is prepared once rather than 2k times; consecutive layers with the same rows (an
+  // expert's gate and up) share one block. Other modes gather the float columns (w4a4: each layer
+  // quantizes them with its own input scale). Each y equals forward() of its columns bit for bit.
+  static void forward_routed(Mode mode, std::span<const Linear* const> layers, const float* x, int64_t n,
+                             std::span<const int64_t* const> rows, std::span<const int64_t> ns,
+                             std::span<float* const> ys, ThreadPool& pool, LinearScratch* scratch = nullptr);
   // The name of the kernel forward() runs for (mode, n), for logs: e.g. "gemv_a16q8_avx512vnni".
   std::string kernel_name(Mode mode, int64_t n) const;
   // Bytes of the prepared weight stream (what one forward() reads): benchmarks' roofline.

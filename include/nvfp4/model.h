@@ -138,6 +138,19 @@ struct StepToken {
 // calibrating activation scales.
 using Observer = std::function<void(const std::string& layer, const float* x, int64_t n, int64_t n_in)>;
 
+// Where the steps' time goes (`bench model --profile`): wall seconds and the weight bytes each
+// part read, summed over the steps run while it is attached to a Workspace. The parts are timed
+// around the calls that make them (the results do not change); `total` is the whole step, so
+// total minus the parts is everything else (norms, residuals, the embedding, routing's plumbing).
+struct StepProfile {
+  enum Part { attn_proj, attention, router, experts, mlp, head, n_parts };
+  static const char* name(int part);
+  double seconds[n_parts] = {};
+  double bytes[n_parts] = {};
+  double total = 0;
+  int64_t steps = 0, tokens = 0;
+};
+
 // The scratch of one forward pass of up to n_batch tokens: activations, attention scores and the
 // linear layers' prepared activations; the RoPE table. Buffers grow to what a step needs and are
 // kept; nothing in it changes a result.
@@ -150,6 +163,7 @@ class Workspace {
   int64_t n_batch() const;
   size_t bytes() const;
   void set_observer(Observer obs);
+  void set_profile(StepProfile* p);  // null: off
 
   struct Impl;
   Impl& impl() { return *impl_; }
@@ -181,6 +195,7 @@ class Context {
   size_t bytes() const;  // bytes allocated by this context
   using Observer = nvfp4::Observer;
   void set_observer(Observer obs);
+  void set_profile(StepProfile* p);  // null: off
   Sequence& sequence();
 
   struct Impl;

@@ -3,7 +3,7 @@
 // token / the read bandwidth measured in the same run); and llama.cpp through PyPI llama-cpp-python
 // (tools/llama_cpp_bench.py) on the same NVFP4 GGUF and on llama.cpp's own Q4_0 of the model,
 // null where unavailable; pool hand-offs per generated token. --contention: the same under a busy
-// loop on every core (see run_contention).
+// loop on every core (see run_contention). --profile: where a generated token's time goes.
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -25,6 +25,7 @@ struct Opt {
   bool json = false;
   std::string peer_python, peer_q4_0_source;
   bool contention = false;
+  bool profile = false;
   int peer_timeout_s = 600;
 };
 
@@ -49,6 +50,7 @@ struct Measured {
   bench::Stats pps, tgs;
   double pp = 0, tg = 0;
   double dispatches_per_token = 0;  // pool hand-offs per generated token
+  StepProfile prof;                 // --profile: one more generation pass, timed by part
 };
 
 // Prompt then generation, o.reps times, on a pool of `threads`.
@@ -79,12 +81,52 @@ Measured measure(const Loaded& L, const Opt& o, int threads) {
     gen_dispatches += pool.dispatches() - d0;
   }
   Measured m;
+  if (o.profile) {
+    // After the timed repeats, so that the clock reads cannot touch the figures above.
+    ctx.reset();
+    ctx.eval(prompt.data(), o.prompt, logits.data());
+    ctx.set_profile(&m.prof);
+    for (int64_t g = 0; g < o.gen; ++g) {
+      int32_t tok = 0;
+      for (int64_t i = 1; i < nv; ++i) if (logits[static_cast<size_t>(i)] > logits[static_cast<size_t>(tok)]) tok = static_cast<int32_t>(i);
+      ctx.eval(&tok, 1, logits.data());
+    }
+    ctx.set_profile(nullptr);
+  }
   m.pps = bench::stats_of(pp_ms);
   m.tgs = bench::stats_of(tg_ms);
   m.pp = static_cast<double>(o.prompt) * 1000.0 / m.pps.median_ms;
   m.tg = static_cast<double>(o.gen) * 1000.0 / m.tgs.median_ms;
   m.dispatches_per_token = static_cast<double>(gen_dispatches) / static_cast<double>(o.gen * o.reps);
   return m;
+}
+
+// --profile: per generated token, each part's time, weight bytes, and the rate at which it read
+// them against the DRAM stream measured in the same run.
+nlohmann::json profile_json(const StepProfile& p, double dram_gbps) {
+  nlohmann::json parts = nlohmann::json::array();
+  const double tok = static_cast<double>(std::max<int64_t>(p.tokens, 1));
+  double timed = 0;
+  for (int i = 0; i < StepProfile::n_parts; ++i) {
+    timed += p.seconds[i];
+    if (p.seconds[i] == 0 && p.bytes[i] == 0) continue;
+    const double gbps = p.seconds[i] > 0 ? p.bytes[i] / p.seconds[i] / 1e9 : 0;
+    parts.push_back({{"part", StepProfile::name(i)}, {"ms_per_token", 1e3 * p.seconds[i] / tok},
+                     {"mb_per_token", p.bytes[i] / tok / 1e6}, {"gbps", gbps},
+                     {"pct_of_dram", dram_gbps > 0 ? 100.0 * gbps / dram_gbps : 0}, {"pct_of_step", 100.0 * p.seconds[i] / p.total}});
+  }
+  parts.push_back({{"part", "other"}, {"ms_per_token", 1e3 * (p.total - timed) / tok}, {"mb_per_token", 0.0}, {"gbps", 0.0},
+                   {"pct_of_dram", 0.0}, {"pct_of_step", 100.0 * (p.total - timed) / p.total}});
+  return {{"tokens", p.tokens}, {"ms_per_token", 1e3 * p.total / tok}, {"dram_gbps", dram_gbps}, {"parts", parts}};
+}
+
+void print_profile(const nlohmann::json& pj) {
+  std::printf("profile of %lld generated tokens (%.2f ms each; DRAM read %.1f GB/s):\n", pj["tokens"].get<long long>(),
+              pj["ms_per_token"].get<double>(), pj["dram_gbps"].get<double>());
+  std::printf("  %-22s %10s %8s %10s %9s %8s\n", "part", "ms/token", "% step", "MB/token", "GB/s", "% DRAM");
+  for (const auto& r : pj["parts"])
+    std::printf("  %-22s %10.3f %8.1f %10.1f %9.1f %8.0f\n", r["part"].get<std::string>().c_str(), r["ms_per_token"].get<double>(),
+                r["pct_of_step"].get<double>(), r["mb_per_token"].get<double>(), r["gbps"].get<double>(), r["pct_of_dram"].get<double>());
 }
 
 std::string peer_args(const Opt& o, int threads) {
@@ -185,6 +227,7 @@ int run(const Opt& o) {
   j["roofline_pct"] = 100.0 * tg / (gbps * 1e9 / bpt);
   j["peak_rss_mb"] = peak_rss_mib();
   j["dispatches_per_token"] = ms.dispatches_per_token;
+  if (o.profile) j["profile"] = profile_json(ms.prof, gbps);
   const std::string common = peer_args(o, L.threads);
   j["llama_cpp_nvfp4_prompt_tps"] = nullptr;
   j["llama_cpp_nvfp4_gen_tps"] = nullptr;
@@ -233,6 +276,7 @@ int run(const Opt& o) {
   std::printf("pool hand-offs per generated token: %.1f\n", ms.dispatches_per_token);
   std::printf("roofline: %.1f MB/token at %.1f GB/s = %.1f t/s; generation at %.1f %% of it; peak RSS %.0f MiB\n",
               bpt / 1e6, gbps, gbps * 1e9 / bpt, j["roofline_pct"].get<double>(), peak_rss_mib());
+  if (o.profile) print_profile(j["profile"]);
   return 0;
 }
 
@@ -249,6 +293,8 @@ const BenchRegistrar reg("model", "end-to-end prompt and generation speed, roofl
                "generation at -t 1 and the default -t, without and with a busy loop on every core (and llama.cpp under it)");
   app.add_option("--peer-timeout-s", o->peer_timeout_s, "--contention: seconds each loaded llama.cpp run may take (0: no limit)")
       ->check(CLI::Range(0, 86400));
+  app.add_flag("--profile", o->profile,
+               "after the timed runs, one more generation timed by part (attention, router, experts, mlp, head): ms, MB and GB/s per token");
   app.add_flag("--json", o->json, "one JSON object");
   return [o] { return run(*o); };
 });

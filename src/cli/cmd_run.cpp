@@ -127,6 +127,7 @@ int run(RunArgs& a) {
     j["gen_tps"] = gen_tps;
     j["load_s"] = L.load_s;
     j["peak_rss_mb"] = peak_rss_mib();
+    j["resident_mb"] = resident_mib();
     j["decode_steps"] = r.steps;
     if (a.g.speculative) {
       nlohmann::json sj = {{"method", a.spec}, {"proposer", a.spec == "ngram" ? "prompt lookup" : "draft model"},
@@ -150,8 +151,8 @@ int run(RunArgs& a) {
   } else {
     std::cout << "\n";
     std::cerr << "nvfp4: prompt " << ids.size() << " tokens, " << prompt_tps << " tok/s; generation "
-              << out.size() << " tokens, " << gen_tps << " tok/s; peak RSS " << static_cast<int64_t>(peak_rss_mib())
-              << " MiB\n";
+              << out.size() << " tokens, " << gen_tps << " tok/s; resident " << static_cast<int64_t>(resident_mib()) << " MiB (peak "
+              << static_cast<int64_t>(peak_rss_mib()) << " MiB)\n";
     if (a.g.speculative)
       std::cerr << "nvfp4: speculative (" << (a.spec == "ngram" ? "prompt lookup" : "draft model") << "): " << r.accepted
                 << " of " << r.drafted << " drafted tokens accepted (acceptance " << acceptance << "), " << r.steps << " decode steps for " << out.size() << " tokens"

@@ -1,11 +1,12 @@
 #include "cli/model_setup.h"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -48,6 +49,14 @@ double peak_rss_mib() {
   struct rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   return static_cast<double>(ru.ru_maxrss) / 1024.0;  // KiB on Linux
+}
+
+double resident_mib() {
+  // /proc/self/statm: size resident shared text lib data dt, in pages.
+  std::ifstream f("/proc/self/statm");
+  long long size = 0, resident = 0;
+  if (!(f >> size >> resident)) return 0.0;
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
 }
 
 SamplerOptions generation_defaults(const Checkpoint& ck, SamplerOptions s, bool temp_set, bool top_k_set,

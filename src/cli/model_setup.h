@@ -37,6 +37,9 @@ struct Loaded {
 Loaded load_model(const ModelArgs& a, bool quiet);
 ContextOptions context_options(const ModelArgs& a);
 double peak_rss_mib();
+// The process's resident memory now (VmRSS), MiB: the weights as held once the mapped file's pages
+// are released, plus the KV cache and scratch touched so far.
+double resident_mib();
 // The sampling defaults of an HF checkpoint's generation_config.json (do_sample, temperature,
 // top_k, top_p, as transformers reads them: temperature 1, top_k 50, top_p 1 when absent) for
 // the fields the user did not set; `said` describes what was taken (empty: nothing).

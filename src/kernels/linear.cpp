@@ -30,7 +30,8 @@ void prepare_q8_pooled(const kern::KernelTable& k, const float* x, int64_t n, in
 
 struct LinearScratch::Impl {
   kern::ActQ8 q8;
-  std::vector<kern::ActQ8> many;  // forward_many: one per layer
+  std::vector<kern::ActQ8> many;  // forward_many / forward_routed: one per layer
+  std::vector<std::vector<float>> routed_x;  // forward_routed outside a16q8: gathered columns
 };
 LinearScratch::LinearScratch() : impl_(std::make_unique<Impl>()) {}
 LinearScratch::~LinearScratch() = default;
@@ -160,6 +161,38 @@ void Linear::forward_group(Mode mode, std::span<const Linear* const> layers, con
   });
 }
 
+namespace {
+// One dispatch over the union of the row tiles of the layers w with ns[i] > 0: layer i runs its kernel
+// for mode over its prepared activations (q8[i] or fp4[i]) or its float columns xs[i].
+void dispatch_many(Mode mode, const kern::ActQ8* const* q8,
+                   const kern::ActFp4* fp4, std::span<const float* const> xs, std::span<const int64_t> ns,
+                   std::span<float* const> ys, std::span<const kern::Packed* const> w, ThreadPool& pool) {
+  const size_t m = w.size();
+  const kern::KernelTable& k = kern::table(active_isa());
+  std::vector<int64_t> first(m + 1, 0);
+  for (size_t i = 0; i < m; ++i) first[i + 1] = first[i] + (ns[i] > 0 ? w[i]->tiles : 0);
+  const auto run_tiles = [&](size_t i, int64_t tb, int64_t te) {
+    const kern::Packed& wi = *w[i];
+    const int64_t n = ns[i];
+    switch (mode) {
+      case Mode::a16q8: (n >= kern::kPrefillN ? k.a16q8_gemm : k.a16q8)(wi, *q8[i], tb, te, ys[i]); break;
+      case Mode::w4a4: k.w4a4(wi, fp4[i], tb, te, ys[i]); break;
+      case Mode::a16: k.a16(wi, xs[i], n, tb, te, ys[i]); break;
+      case Mode::f32: k.f32(wi, xs[i], n, tb, te, ys[i]); break;
+      case Mode::f64: k.f64(wi, xs[i], n, tb, te, ys[i]); break;
+    }
+  };
+  pool.run(first.back(), [&](int64_t b, int64_t e) {
+    // The layers whose tiles [first[i], first[i + 1]) meet [b, e): found by binary search.
+    size_t i = static_cast<size_t>(std::upper_bound(first.begin(), first.end(), b) - first.begin()) - 1;
+    for (; i < m && first[i] < e; ++i) {
+      const int64_t lo = std::max(b, first[i]), hi = std::min(e, first[i + 1]);
+      if (lo < hi) run_tiles(i, lo - first[i], hi - first[i]);
+    }
+  });
+}
+}  // namespace
+
 void Linear::forward_many(Mode mode, std::span<const Linear* const> layers, std::span<const float* const> xs,
                           std::span<const int64_t> ns, std::span<float* const> ys, ThreadPool& pool, LinearScratch* scratch) {
   const size_t m = layers.size();
@@ -195,27 +228,77 @@ void Linear::forward_many(Mode mode, std::span<const Linear* const> layers, std:
     if (cols < 16) prep(0, static_cast<int64_t>(m));
     else pool.run(static_cast<int64_t>(m), prep);
   }
-  std::vector<int64_t> first(m + 1, 0);
-  for (size_t i = 0; i < m; ++i) first[i + 1] = first[i] + (ns[i] > 0 ? layers[i]->impl_->w.tiles : 0);
-  const auto run_tiles = [&](size_t i, int64_t tb, int64_t te) {
-    const kern::Packed& w = layers[i]->impl_->w;
-    const int64_t n = ns[i];
-    switch (mode) {
-      case Mode::a16q8: (n >= kern::kPrefillN ? k.a16q8_gemm : k.a16q8)(w, q8[i], tb, te, ys[i]); break;
-      case Mode::w4a4: k.w4a4(w, fp4[i], tb, te, ys[i]); break;
-      case Mode::a16: k.a16(w, xs[i], n, tb, te, ys[i]); break;
-      case Mode::f32: k.f32(w, xs[i], n, tb, te, ys[i]); break;
-      case Mode::f64: k.f64(w, xs[i], n, tb, te, ys[i]); break;
+  std::vector<const kern::ActQ8*> qp(m);
+  std::vector<const kern::Packed*> w(m);
+  for (size_t i = 0; i < m; ++i) {
+    qp[i] = i < q8.size() ? &q8[i] : nullptr;
+    w[i] = &layers[i]->impl_->w;
+  }
+  dispatch_many(mode, qp.data(), fp4.data(), xs, ns, ys, w, pool);
+}
+
+void Linear::forward_routed(Mode mode, std::span<const Linear* const> layers, const float* x, int64_t n,
+                            std::span<const int64_t* const> rows, std::span<const int64_t> ns,
+                            std::span<float* const> ys, ThreadPool& pool, LinearScratch* scratch) {
+  const size_t m = layers.size();
+  if (rows.size() != m || ns.size() != m || ys.size() != m)
+    throw Error("", "", "forward_routed: one row list, count and output per layer", std::to_string(m),
+                std::to_string(rows.size()) + "/" + std::to_string(ns.size()) + "/" + std::to_string(ys.size()));
+  if (m == 0 || n <= 0) return;
+  const int64_t n_in = layers[0]->n_in();
+  for (size_t i = 0; i < m; ++i) {
+    if (layers[i]->n_in() != n_in)
+      throw Error("", layers[i]->impl_->name, "forward_routed: layers must read the same input width", std::to_string(n_in), std::to_string(layers[i]->n_in()));
+    for (int64_t j = 0; j < ns[i]; ++j)
+      if (rows[i][j] < 0 || rows[i][j] >= n)
+        throw Error("", layers[i]->impl_->name, "forward_routed: row index within the input", "[0, " + std::to_string(n) + ")", std::to_string(rows[i][j]));
+  }
+  std::optional<LinearScratch> local;
+  LinearScratch::Impl& sc = (scratch ? *scratch : local.emplace()).impl();
+  // Layer i's gathered block: its own, or the one before it when both read the same rows (gate
+  // and up of one expert).
+  std::vector<size_t> src(m);
+  for (size_t i = 0; i < m; ++i) src[i] = (i > 0 && rows[i] == rows[i - 1] && ns[i] == ns[i - 1]) ? src[i - 1] : i;
+  if (mode != Mode::a16q8) {
+    // The float columns of each layer, gathered; then forward_many prepares them per layer (w4a4:
+    // each layer's own input scale).
+    sc.routed_x.resize(m);
+    std::vector<const float*> xs(m);
+    for (size_t i = 0; i < m; ++i) {
+      if (src[i] == i && ns[i] > 0) {
+        std::vector<float>& g = sc.routed_x[i];
+        g.resize(static_cast<size_t>(ns[i] * n_in));
+        for (int64_t j = 0; j < ns[i]; ++j) std::copy_n(x + rows[i][j] * n_in, n_in, g.data() + j * n_in);
+      }
+      xs[i] = sc.routed_x[src[i]].data();
+    }
+    forward_many(mode, layers, xs, ns, ys, pool, scratch ? scratch : &*local);
+    return;
+  }
+  // a16q8: the input quantized once, then each block gathered from it by column.
+  const kern::KernelTable& k = kern::table(active_isa());
+  prepare_q8_pooled(k, x, n, n_in, sc.q8, pool);
+  if (sc.many.size() < m) sc.many.resize(m);
+  int64_t cols = 0;
+  for (size_t i = 0; i < m; ++i) cols += ns[i];
+  const auto gather = [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const size_t u = static_cast<size_t>(i);
+      if (src[u] != u || ns[u] <= 0) continue;
+      sc.many[u].shape(ns[u], n_in);
+      kern::gather_q8_cols(sc.q8, rows[u], 0, ns[u], sc.many[u]);
     }
   };
-  pool.run(first.back(), [&](int64_t b, int64_t e) {
-    // The layers whose tiles [first[i], first[i + 1]) meet [b, e): found by binary search.
-    size_t i = static_cast<size_t>(std::upper_bound(first.begin(), first.end(), b) - first.begin()) - 1;
-    for (; i < m && first[i] < e; ++i) {
-      const int64_t lo = std::max(b, first[i]), hi = std::min(e, first[i + 1]);
-      if (lo < hi) run_tiles(i, lo - first[i], hi - first[i]);
-    }
-  });
+  if (cols < 16) gather(0, static_cast<int64_t>(m));
+  else pool.run(static_cast<int64_t>(m), gather);
+  std::vector<const kern::ActQ8*> qp(m);
+  std::vector<const kern::Packed*> w(m);
+  std::vector<const float*> xs(m, nullptr);
+  for (size_t i = 0; i < m; ++i) {
+    qp[i] = &sc.many[src[i]];
+    w[i] = &layers[i]->impl_->w;
+  }
+  dispatch_many(mode, qp.data(), nullptr, xs, ns, ys, w, pool);
 }
 
 }  // namespace nvfp4

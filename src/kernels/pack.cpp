@@ -116,6 +116,19 @@ void prepare_q8_cols(const float* x, int64_t t0, int64_t t1, ActQ8& out) {
   }
 }
 
+void gather_q8_cols(const ActQ8& src, const int64_t* cols, int64_t c0, int64_t c1, ActQ8& out) {
+  const size_t nb = static_cast<size_t>(out.blocks);
+  for (int64_t c = c0; c < c1; ++c) {
+    const int64_t s = cols[c];
+    for (int64_t g = 0; g < out.groups; ++g) {
+      std::copy_n(src.qg(g, s), kGroup, out.qg(g, c));
+      out.set_corr(g, c, *src.corrg(g, s));  // and corr16
+    }
+    std::copy_n(src.d.begin() + static_cast<std::ptrdiff_t>(s * out.blocks), nb, out.d.begin() + static_cast<std::ptrdiff_t>(c * out.blocks));
+    std::copy_n(src.zero.begin() + static_cast<std::ptrdiff_t>(s * out.blocks), nb, out.zero.begin() + static_cast<std::ptrdiff_t>(c * out.blocks));
+  }
+}
+
 void prepare_fp4(const float* x, int64_t n, int64_t n_in, float input_scale, ActFp4& out) {
   out.n = n;
   out.n_in = n_in;

@@ -111,6 +111,10 @@ void prepare_q8_cols(const float* x, int64_t t0, int64_t t1, ActQ8& out);
 using PrepQ8Fn = void (*)(const float* x, int64_t t0, int64_t t1, ActQ8& out);
 // out.shape(n, n_in), then every column: the whole preparation on one thread.
 void prepare_q8(const float* x, int64_t n, int64_t n_in, ActQ8& out);
+// Columns cols[c0..c1) of src as columns [c0, c1) of out, which out.shape(n, src.n_in) has sized:
+// the bytes prepare_q8 gives those columns' floats (each column is quantized on its own), so a
+// token routed to several experts is quantized once and copied to each (Linear::forward_routed).
+void gather_q8_cols(const ActQ8& src, const int64_t* cols, int64_t c0, int64_t c1, ActQ8& out);
 
 // w4a4 activations of n columns, each quantized by the reference quantize_act_fp4.
 struct ActFp4 {

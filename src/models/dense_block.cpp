@@ -16,7 +16,10 @@ void dense_block(StepRun& s, int64_t l) {
   const LayerWeights& L = s.m.layers[static_cast<size_t>(l)];
   const int64_t n = s.n, d = c.n_embd, qd = c.q_dim(), kvd = c.kv_dim(), hd = c.head_dim;
   s.rmsnorm(w.x.data(), L.attn_norm, w.xn.data(), n, d);
-  s.run_group({{&L.q, w.q.data()}, {&L.k, w.k.data()}, {&L.v, w.v.data()}}, w.xn.data());
+  {
+    PartTimer timer(w.prof, StepProfile::attn_proj, static_cast<double>(L.q.bytes + L.k.bytes + L.v.bytes));
+    s.run_group({{&L.q, w.q.data()}, {&L.k, w.k.data()}, {&L.v, w.v.data()}}, w.xn.data());
+  }
   if (c.qk_norm && c.qk_norm_span == QkNormSpan::full) {  // OLMoE: over each token's whole q and k
     s.rmsnorm(w.q.data(), L.q_norm, w.q.data(), n, qd);
     s.rmsnorm(w.k.data(), L.k_norm, w.k.data(), n, kvd);
@@ -32,10 +35,16 @@ void dense_block(StepRun& s, int64_t l) {
       tk.kv->store(l, tk.pos, w.k.data() + t * kvd, w.v.data() + t * kvd);
     }
   };
-  if (n < 16) rope_store(0, n);
-  else s.pool.run(n, rope_store);  // tokens are independent (each its own cache position)
-  attention(c, w.step, l, w.q.data(), w.att.data(), w.attn_scratch, s.pool);
-  s.run(L.o, w.att.data(), w.o.data());
+  {
+    PartTimer timer(w.prof, StepProfile::attention);
+    if (n < 16) rope_store(0, n);
+    else s.pool.run(n, rope_store);  // tokens are independent (each its own cache position)
+    attention(c, w.step, l, w.q.data(), w.att.data(), w.attn_scratch, s.pool);
+  }
+  {
+    PartTimer timer(w.prof, StepProfile::attn_proj, static_cast<double>(L.o.bytes));
+    s.run(L.o, w.att.data(), w.o.data());
+  }
   s.residual(w.x.data(), w.o.data(), d);
   s.rmsnorm(w.x.data(), L.ffn_norm, w.xn.data(), n, d);
   if (!L.experts.empty()) {
@@ -43,9 +52,12 @@ void dense_block(StepRun& s, int64_t l) {
     s.residual(w.x.data(), w.o.data(), d);
     return;
   }
-  s.run_group({{&L.gate, w.g.data()}, {&L.up, w.u.data()}}, w.xn.data());
-  s.pool.run(n * c.n_ff, [&](int64_t b, int64_t e) { swiglu_rows(w.g.data() + b, w.u.data() + b, e - b); }, 16);
-  s.run(L.down, w.g.data(), w.o.data());
+  {
+    PartTimer timer(w.prof, StepProfile::mlp, static_cast<double>(L.gate.bytes + L.up.bytes + L.down.bytes));
+    s.run_group({{&L.gate, w.g.data()}, {&L.up, w.u.data()}}, w.xn.data());
+    s.pool.run(n * c.n_ff, [&](int64_t b, int64_t e) { swiglu_rows(w.g.data() + b, w.u.data() + b, e - b); }, 16);
+    s.run(L.down, w.g.data(), w.o.data());
+  }
   s.residual(w.x.data(), w.o.data(), d);
 }
 

@@ -8,7 +8,8 @@
 // Each expert's tensor scales are applied by its own Linear to its own projection's output.
 //
 // Tokens are grouped by expert: every active expert runs once per step over the rows of the tokens
-// routed to it (gathered, in step order), so its weights are decoded once for all of them; the
+// routed to it (in step order), so its weights are decoded once for all of them, and each token's
+// row is quantized once for all its experts (Linear::forward_routed); the
 // gate/up projections of all active experts are one dispatch (Linear::forward_many) and their
 // downs another, the tiles of every expert shared out over the pool, so a hot expert keeps every
 // core busy. A token's result does not depend on which other tokens share the step: the linear
@@ -67,13 +68,17 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out) {
   w.moe_logits.resize(static_cast<size_t>(n * c.n_expert));
   w.moe_sel.resize(nk);
   w.moe_w.resize(nk);
-  L.router.forward(xn, n, w.moe_logits.data(), s.pool);
-  const auto route_rows = [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t)
-      route(c, w.moe_logits.data() + t * c.n_expert, w.moe_sel.data() + t * k, w.moe_w.data() + t * k);
-  };
-  if (n < 16) route_rows(0, n);
-  else s.pool.run(n, route_rows);
+  {
+    PartTimer timer(w.prof, StepProfile::router, static_cast<double>(L.router.bytes()));
+    L.router.forward(xn, n, w.moe_logits.data(), s.pool);
+    const auto route_rows = [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t)
+        route(c, w.moe_logits.data() + t * c.n_expert, w.moe_sel.data() + t * k, w.moe_w.data() + t * k);
+    };
+    if (n < 16) route_rows(0, n);
+    else s.pool.run(n, route_rows);
+  }
+  PartTimer timer(w.prof, StepProfile::experts);  // bytes: the active experts', added below
 
   // Group the step's (token, rank) pairs by expert, tokens in step order within each: pair p of
   // moe_pairs is (token, rank) index t * k + j; expert e holds pairs [moe_count[e], moe_count[e+1]).
@@ -89,14 +94,22 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out) {
   for (int64_t e = 0; e < c.n_expert; ++e) {
     const Expert& ex = L.experts[static_cast<size_t>(e)];
     nvfp4 = nvfp4 && ex.gate.nvfp4 && ex.up.nvfp4 && ex.down.nvfp4;
+    if (w.prof && w.moe_count[static_cast<size_t>(e) + 1] > w.moe_count[static_cast<size_t>(e)])
+      w.prof->bytes[StepProfile::experts] += static_cast<double>(ex.gate.bytes + ex.up.bytes + ex.down.bytes);
   }
-  w.moe_x.resize(nk * static_cast<size_t>(d));
+  if (w.prof && L.sh_gate.n_out > 0)
+    w.prof->bytes[StepProfile::experts] += static_cast<double>(L.sh_gate.bytes + L.sh_up.bytes + L.sh_down.bytes + L.sh_gate_inp.bytes());
   w.moe_y.resize(nk * static_cast<size_t>(d));
   w.moe_g.resize(nk * static_cast<size_t>(ff));
   w.moe_u.resize(nk * static_cast<size_t>(ff));
-  // The rows of each active expert, gathered in pair order (one token: its row, shared by all).
+  // Each pair's token: expert e reads the rows moe_tok[moe_count[e] ..] of xn. The float rows are
+  // gathered only where something reads them as floats (float experts, an observer); NVFP4
+  // experts get them through Linear::forward_routed, which quantizes each token once.
   const bool one = n == 1;
-  if (!one)
+  w.moe_tok.resize(nk);
+  for (size_t p = 0; p < nk; ++p) w.moe_tok[p] = w.moe_pairs[p] / k;
+  if (!one && (!nvfp4 || w.obs)) w.moe_x.resize(nk * static_cast<size_t>(d));
+  if (!one && (!nvfp4 || w.obs))
     for (size_t p = 0; p < nk; ++p)
       std::memcpy(w.moe_x.data() + p * static_cast<size_t>(d), xn + (w.moe_pairs[p] / k) * d, static_cast<size_t>(d) * 4);
   const auto rows_of = [&](int64_t e) { return w.moe_count[static_cast<size_t>(e) + 1] - w.moe_count[static_cast<size_t>(e)]; };
@@ -113,6 +126,7 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out) {
     // down in one dispatch. One token: its k experts' gate/up read the same row, prepared once.
     std::vector<const Linear*> lin;
     std::vector<const float*> xs;
+    std::vector<const int64_t*> rows;
     std::vector<int64_t> ns;
     std::vector<float*> ys;
     for (int64_t e = 0; e < c.n_expert; ++e) {
@@ -120,12 +134,12 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out) {
       if (cnt == 0) continue;
       const Expert& ex = L.experts[static_cast<size_t>(e)];
       lin.insert(lin.end(), {&ex.gate.lin, &ex.up.lin});
-      xs.insert(xs.end(), {x_of(e), x_of(e)});
+      rows.insert(rows.end(), 2, w.moe_tok.data() + b);
       ns.insert(ns.end(), {cnt, cnt});
       ys.insert(ys.end(), {w.moe_g.data() + b * ff, w.moe_u.data() + b * ff});
     }
     if (one) Linear::forward_group(s.m.mode, lin, xn, 1, ys, s.pool, &w.lin);
-    else Linear::forward_many(s.m.mode, lin, xs, ns, ys, s.pool, &w.lin);
+    else Linear::forward_routed(s.m.mode, lin, xn, n, rows, ns, ys, s.pool, &w.lin);
     if (nk * static_cast<size_t>(ff) < 4096) swiglu_rows(w.moe_g.data(), w.moe_u.data(), static_cast<int64_t>(nk) * ff);
     else s.pool.run(static_cast<int64_t>(nk) * ff, [&](int64_t b, int64_t e) { swiglu_rows(w.moe_g.data() + b, w.moe_u.data() + b, e - b); }, 16);
     lin.clear(), xs.clear(), ns.clear(), ys.clear();

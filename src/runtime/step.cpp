@@ -3,6 +3,7 @@
 // Nothing mixes tokens but attention, which reads each token's own sequence: a token's result
 // does not depend on the step it came in (docs/DETERMINISM.md).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -63,6 +64,12 @@ Workspace::Workspace(Workspace&&) noexcept = default;
 Workspace& Workspace::operator=(Workspace&&) noexcept = default;
 int64_t Workspace::n_batch() const { return impl_->n_batch; }
 void Workspace::set_observer(Observer obs) { impl_->obs = std::move(obs); }
+void Workspace::set_profile(StepProfile* p) { impl_->prof = p; }
+
+const char* StepProfile::name(int part) {
+  static constexpr const char* kNames[n_parts] = {"attention projections", "attention", "router", "experts", "mlp", "head"};
+  return part >= 0 && part < n_parts ? kNames[part] : "?";
+}
 size_t Workspace::bytes() const {
   const Impl& w = *impl_;
   size_t b = w.rope.bytes() + w.attn_scratch.size() * 4;
@@ -169,6 +176,18 @@ void forward(const Model& model, std::span<const StepToken> tokens, Workspace& w
     at[static_cast<size_t>(t)] = AttnToken{&s.seq->impl().kv, s.pos, 0};
     max_pos = std::max(max_pos, s.pos);
   }
+  const auto t_start = std::chrono::steady_clock::now();
+  struct StepTotal {  // the whole step into prof->total, however it returns
+    StepProfile* p;
+    std::chrono::steady_clock::time_point t0;
+    int64_t n;
+    ~StepTotal() {
+      if (!p) return;
+      p->total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      ++p->steps;
+      p->tokens += n;
+    }
+  } step_total{ws.prof, t_start, n};
   ws.step.set(at);
   ws.rope.reserve(max_pos + 1);
   StepRun run{m, ws, pool, n};
@@ -185,6 +204,7 @@ void forward(const Model& model, std::span<const StepToken> tokens, Workspace& w
       ++rows;
     }
   if (rows == 0) return;
+  PartTimer timer(ws.prof, StepProfile::head, static_cast<double>(m.head().bytes()));
   run.rmsnorm(ws.xn.data(), m.output_norm, ws.hn.data(), rows, d);
   m.head().forward(ws.hn.data(), rows, logits, pool);
 }
@@ -233,6 +253,7 @@ int64_t Context::pos() const { return impl_->seq.pos(); }
 int64_t Context::n_ctx() const { return impl_->seq.n_ctx(); }
 void Context::reset() { impl_->seq.truncate(0); }
 void Context::set_observer(Observer obs) { impl_->ws.set_observer(std::move(obs)); }
+void Context::set_profile(StepProfile* p) { impl_->ws.set_profile(p); }
 Sequence& Context::sequence() { return impl_->seq; }
 size_t Context::bytes() const { return impl_->seq.bytes() + impl_->ws.bytes(); }
 

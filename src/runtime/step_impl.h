@@ -11,6 +11,7 @@
 #include "runtime/attention.h"
 #include "runtime/model_impl.h"
 #include "runtime/rope.h"
+#include "runtime/step_profile.h"
 
 namespace nvfp4 {
 
@@ -30,12 +31,13 @@ struct Workspace::Impl {
   // and the expert outputs by (token, rank) [n * k][n_embd].
   std::vector<float> moe_logits, moe_w, moe_x, moe_y, moe_g, moe_u, moe_slots;
   std::vector<int32_t> moe_sel;
-  std::vector<int64_t> moe_count, moe_pairs;
+  std::vector<int64_t> moe_count, moe_pairs, moe_tok;
   std::vector<float> attn_scratch;
   std::vector<float> pre;  // the input times a layer's pre_quant_scale (grown on first use)
   RopeTable rope;
   LinearScratch lin;
   Observer obs;
+  StepProfile* prof = nullptr;
   AttnStep step;
   Impl(const Model::Impl& model, int64_t nb);
 };
