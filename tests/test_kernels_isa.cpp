@@ -60,9 +60,9 @@ RowMatrix edge_weights(int64_t n_out, int64_t n_in, uint64_t seed) {
 }
 
 // Realistic weights (ModelOpt quantizer on Gaussian rows of different magnitudes): their 256-blocks
-// take the kernels' narrow exact path. kind 1; kinds 2 and 3: every group's scale 0x4F (E = 8)
-// except the first of each 256-block at 0x08 (E = 0), i.e. an exponent range of exactly 8 (narrow,
-// the int32 bound), or 0x57 (E = 9: range 9, the wide path); kind 4: rows 0-7 of each tile as kind
+// take the kernels' narrow exact path. kind 1; kinds 2 and 3: every group's scale 0x47 (E = 7)
+// except the first of each 256-block at 0x08 (E = 0), i.e. an exponent range of exactly 7 (narrow,
+// kNarrowRange: the int32 bound), or 0x4F (E = 8: range 8, the wide path); kind 4: rows 0-7 of each tile as kind
 // 2 and rows 8-15 as kind 3 (the AVX2 kernel chooses per 8-row half: one narrow, one wide half in
 // the same block); kind 0: edge_weights.
 RowMatrix weights_of_kind(int kind, int64_t n_out, int64_t n_in, uint64_t seed) {
@@ -80,7 +80,7 @@ RowMatrix weights_of_kind(int kind, int64_t n_out, int64_t n_in, uint64_t seed) 
   for (int64_t r = 0; r < n_out; ++r) {
     for (int64_t g = 0; g < n_in / 16; ++g) {
       const bool narrow = kind == 2 || (kind == 4 && r % 16 < 8);
-      w.scales[r * (n_in / 16) + g] = g % 16 == 0 ? 0x08 : (narrow ? 0x4F : 0x57);
+      w.scales[r * (n_in / 16) + g] = g % 16 == 0 ? 0x08 : (narrow ? 0x47 : 0x4F);
     }
   }
   for (int64_t i = 0; i < n_in / 2; ++i) w.codes[i] = 0x77;  // row 0: the largest positive codes
@@ -294,6 +294,40 @@ TEST(Dispatch, PackUnpackRoundTrips) {
   }
 }
 
+// The per-block scale summary beside the packed stream: emin is the smallest E over the row's
+// nonzero scales of the 256-block, narrow says every row of the half spans <= kNarrowRange binades,
+// and q9 = M * 2^E with M = v - 8E <= 15 (the factorization the narrow kernels use) for every byte.
+TEST(Dispatch, BlockSummaryMatchesTheScales) {
+  for (int kind : {0, 1, 2, 3, 4}) {
+    const int64_t n_out = 37, n_in = 576;  // blocks of 16, 16 and 4 groups; a partial tile
+    RowMatrix w = weights_of_kind(kind, n_out, n_in, 11);
+    kern::Packed p = kern::pack_weights(w.view());
+    ASSERT_EQ(p.blocks, 3);
+    for (int64_t t = 0; t < p.tiles; ++t) {
+      for (int64_t b = 0; b < p.blocks; ++b) {
+        int want_narrow = 3;
+        for (int r = 0; r < 16; ++r) {
+          const int64_t row = t * 16 + r;
+          int lo = 99, hi = -1;
+          for (int64_t g = b * 16; g < std::min<int64_t>(n_in / 16, b * 16 + 16) && row < n_out; ++g) {
+            const uint8_t v = w.scales[row * (n_in / 16) + g];
+            const int e = kern::scale_e(v), m = v - 8 * e;
+            ASSERT_LE(m, 15);
+            ASSERT_EQ(e4m3_q9(v), m << e) << "byte " << int(v);
+            if (v == 0) continue;
+            lo = std::min(lo, e);
+            hi = std::max(hi, e);
+          }
+          if (hi < 0) lo = hi = 0;
+          ASSERT_EQ(p.emin_at(t, b)[r], lo) << "kind " << kind << " tile " << t << " block " << b << " row " << r;
+          if (hi - lo > kern::kNarrowRange) want_narrow &= ~(1 << (r / 8));
+        }
+        ASSERT_EQ(p.narrow_at(t, b), want_narrow) << "kind " << kind << " tile " << t << " block " << b;
+      }
+    }
+  }
+}
+
 TEST(Dispatch, VectorActivationQuantizerEqualsTheReference) {
   if (!isa_supported(Isa::avx2)) GTEST_SKIP() << "this CPU lacks avx2: no vector quantizer runs";
   for (Isa isa : {Isa::avx2, Isa::avx512}) for (int64_t n_in : {16, 64, 576, 4096, 14352}) {
@@ -308,6 +342,7 @@ TEST(Dispatch, VectorActivationQuantizerEqualsTheReference) {
     (isa == Isa::avx2 ? kern::prepare_q8_avx2 : kern::prepare_q8_avx512)(x.data(), n, n_in, got);
     EXPECT_EQ(got.q, want.q) << n_in;
     EXPECT_EQ(got.corr, want.corr) << n_in;
+    EXPECT_EQ(got.corr16, want.corr16) << n_in;
     EXPECT_EQ(got.zero, want.zero) << n_in;
     ASSERT_EQ(got.d.size(), want.d.size());
     for (size_t i = 0; i < got.d.size(); ++i) EXPECT_EQ(std::bit_cast<uint32_t>(got.d[i]), std::bit_cast<uint32_t>(want.d[i]));

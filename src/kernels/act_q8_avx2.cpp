@@ -64,7 +64,7 @@ void prepare_q8_cols_avx2(const float* x, int64_t t0, int64_t t1, ActQ8& out) {
         const __m256i p16 = _mm256_packs_epi32(qa, qb);
         const __m256i p8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16, p16), order);
         _mm_storeu_si128(reinterpret_cast<__m128i*>(out.qg(g, t)), _mm256_castsi256_si128(p8));
-        out.corr_at(g, t) = -12 * hsum(_mm256_add_epi32(qa, qb));
+        out.set_corr(g, t, -12 * hsum(_mm256_add_epi32(qa, qb)));
       }
       out.d[t * out.blocks + b] = 1.0f / iscale;
     }

@@ -38,7 +38,7 @@ void prepare_q8_cols_avx512(const float* x, int64_t t0, int64_t t1, ActQ8& out) 
         const __m512i q = _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xt + g * kGroup), vs)),
                                            _mm512_set1_epi32(127));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(out.qg(g, t)), _mm512_cvtepi32_epi8(q));
-        out.corr_at(g, t) = -12 * _mm512_reduce_add_epi32(q);
+        out.set_corr(g, t, -12 * _mm512_reduce_add_epi32(q));
       }
       out.d[t * out.blocks + b] = 1.0f / iscale;
     }

@@ -3,9 +3,10 @@
 // gemv_a16q8_avx2.cpp (kVnni = false) and gemv_a16q8_avxvnni.cpp (kVnni = true).
 //
 // a16q8 on AVX2: the packed 16-row tile read as two halves of 8 rows (one int32 lane per row),
-// a window of up to 8 columns per pass; every 256-block is scanned once, then run half by half
-// (the second half reads the block's 2.3 KiB of records from L1), or both halves in one loop for
-// windows of 1-2 columns when both are narrow (decode).
+// a window of up to 8 columns per pass; each 256-block runs half by half (the second half reads
+// the block's 2.3 KiB of records from L1), or both halves in one loop for windows of 1-2 columns
+// when both are narrow (decode). Which path a half takes, and its emin, come from the block
+// summary built with the packed stream (Packed::emin / narrow, see packed.h).
 //
 // Why the result equals the reference bit for bit (the AVX-512 kernel's argument, see
 // gemv_a16q8_avx512vnni.cpp, with the group sum formed in int16):
@@ -13,24 +14,28 @@
 //    int16 pair sums |u_a q_a + u_b q_b| <= 2*24*127 = 6096 (no saturation). The four vpmaddubsw
 //    of a group are added with vpaddw: int16 lane 0 of a row holds sum_A u*q over the 8 elements
 //    A = {0,1,4,5,8,9,12,13}, lane 1 over the other 8 (B), each |.| <= 8*24*127 = 24384.
-//  - correction: corr = -12 * sum_16 q is added to lane 0 only (the int32 broadcast of corr
-//    masked to its low 16 bits: |corr| <= 24384 fits int16). Then lane 0 =
+//  - correction: corr = -12 * sum_16 q is added to lane 0 only (the int32 broadcast of
+//    ActQ8::corr16, corr's low 16 bits: |corr| <= 24384 fits int16). Then lane 0 =
 //    sum_A (u-12) q - 12 sum_B q, |.| <= 8*12*127 + 12*8*127 = 24384: no wrap; and
 //    lane 0 + lane 1 = s = sum_16 (u-12) q = sum_16 e2m1_q1 * q, the reference's group sum.
-//  - narrow block (per 8-row half and 256-block): q9 = M * 2^E (M <= 15; E = e-1 for normal
-//    bytes, 0 for subnormal ones), Emin = the row's smallest E among its nonzero scales; when
-//    every row of the half has E - Emin <= 8, mult = M << (E - Emin) <= 3840 and vpmaddwd of the
-//    int16 pair (lane 0, lane 1) by (mult, mult) gives s * mult exactly (each product
-//    <= 24384 * 3840 < 2^27). S = sum_g s_g * mult_g <= 16 * 24384 * 3840 < 2^31: exact int32, and
-//    T = S * 2^Emin. float(T) * 2^-10 = vcvtdq2ps(S) * 2^(Emin - 10) (a power of two commutes with
-//    rounding; no overflow or underflow).
-//  - wide block (scales spanning more than 8 binades): s = vpmaddwd(pair, 1) in int32,
+//  - narrow half (per 8-row half and 256-block, from the summary): q9 = M * 2^E (M <= 15; E = e-1
+//    for normal bytes, 0 for subnormal ones), emin = the row's smallest E among its nonzero
+//    scales; every row of the half has E - emin <= 7. Per record, in int16 words: k = E - emin =
+//    e saturating-minus (1 + emin) (0 for subnormal and zero bytes, whose emin is 0 or M is 0),
+//    M = v - 8 * max(e - 1, 0) (8E by vpshufb on e), 2^k (<= 128) by vpshufb, and
+//    mult = 2^k * M <= 1920 by vpmaddubsw (the word's high bytes: 2^0 * 0: M's is 0).
+//    vpmaddwd of the int16 pair (lane 0, lane 1) by
+//    (mult, mult) gives s * mult exactly (each product <= 24384 * 1920 < 2^26).
+//    S = sum_g s_g * mult_g <= 16 * 24384 * 1920 < 2^30: exact int32, and T = S * 2^emin.
+//    float(T) * 2^-10 = vcvtdq2ps(S) * 2^(emin - 10) (a power of two commutes with rounding; no
+//    overflow or underflow).
+//  - wide half (scales spanning more than 7 binades): s = vpmaddwd(pair, 1) in int32,
 //    s * q9 exact in float32 (15 + 4 significant bits), summed in float64 (integers below 2^37:
 //    exact), vcvtpd2ps (round to nearest even, as the reference's int64 -> float), times 2^-10.
 //  - then the pinned steps c * d, c * scale2, acc + c, one lane per row, blocks ascending, zero
 //    blocks skipped; y = half(acc) by vcvtps2ph (round to nearest even).
 // VNNI: the group sum s is formed in int32 by vpdpbusd from corr (exact: |s| <= 24384, see
-// above), so it fits int16 with its high half the sign; vpmaddwd by (mult, 0) gives s * mult
+// above), so it fits int16 with its high half the sign; vpdpwssd by (mult, 0) adds s * mult to S
 // exactly, and the wide path uses s as it is: the same integers as the AVX2 path.
 // Windows, column blocks and threads only choose which rows/columns a pass computes, never the
 // order of the float steps, so every N and thread count gives the same bits.
@@ -46,7 +51,6 @@ namespace nvfp4::kern {
 namespace {
 namespace a16q8_avx2_body {
 
-
 // Software prefetch this many bytes ahead in the weight stream (as the AVX-512 kernel).
 inline constexpr int64_t kPrefetch = 8192;
 inline constexpr int64_t kQStride = ActQ8::kChunk * kGroup;  // one group of a chunk's 8 columns
@@ -57,54 +61,53 @@ inline __m256i bcast4(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
-// The 8 scale bytes of half h of a record as int32 lanes.
-inline __m256i scale_bytes(const uint8_t* s8) {
-  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s8)));
+inline void prefetch_block(const uint8_t* p, int64_t count) {
+  for (int64_t g = 0; g < count; ++g, p += kRecordBytes) {
+    _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch + 128), _MM_HINT_T0);
+  }
 }
 
 // q9 of 8 scale bytes as exact floats: normal bytes (e >= 1) are (1 + m/8) * 2^(e+2), i.e. float
 // bits (v << 20) + (129 << 23); subnormal bytes (v < 8) are the integer m = v.
 inline __m256 q9_ps(const uint8_t* s8) {
-  const __m256i v = scale_bytes(s8);
+  const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s8)));
   const __m256 normal =
       _mm256_castsi256_ps(_mm256_add_epi32(_mm256_slli_epi32(v, 20), _mm256_set1_epi32(129 << 23)));
   const __m256 sub = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(8), v));
   return _mm256_blendv_ps(normal, _mm256_cvtepi32_ps(v), sub);
 }
 
-// Scan of a block's count records at p (prefetching ahead): per row (byte lane of 16), Emin =
-// the smallest E = max((v >> 3) - 1, 0) over the nonzero scales (0 when all are zero). Returns
-// bit h set when half h is narrow (every row's E range <= 8).
-inline int scan_block(const uint8_t* p, int64_t count, __m128i& emin) {
-  const __m128i m1f = _mm_set1_epi8(0x1F), one = _mm_set1_epi8(1), big = _mm_set1_epi8(64);
-  __m128i lo = big, hi = _mm_setzero_si128();
-  for (int64_t g = 0; g < count; ++g, p += kRecordBytes) {
-    _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch + 128), _MM_HINT_T0);
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 128));
-    const __m128i e = _mm_subs_epu8(_mm_and_si128(_mm_srli_epi16(v, 3), m1f), one);
-    const __m128i zero = _mm_cmpeq_epi8(v, _mm_setzero_si128());
-    lo = _mm_min_epu8(lo, _mm_or_si128(e, _mm_and_si128(zero, big)));
-    hi = _mm_max_epu8(hi, e);
-  }
-  lo = _mm_min_epu8(lo, hi);
-  emin = lo;
-  const int wide = _mm_movemask_epi8(_mm_cmpgt_epi8(_mm_subs_epu8(hi, lo), _mm_set1_epi8(8)));
-  return ((wide & 0x00FF) ? 0 : 1) | ((wide & 0xFF00) ? 0 : 2);
+// 16 bytes of a tile (one per row) as int16 words ordered rows 0-3, 8-11 | 4-7, 12-15 (lane 0 |
+// lane 1), so that vpunpcklwd / vpunpckhwd give rows 0-7 / 8-15 in int32 lane order.
+inline __m256i row_words(const uint8_t* s16) {
+  const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s16)));
+  const __m256i ctl = _mm256_setr_epi8(0, -1, 1, -1, 2, -1, 3, -1, 8, -1, 9, -1, 10, -1, 11, -1,
+                                       4, -1, 5, -1, 6, -1, 7, -1, 12, -1, 13, -1, 14, -1, 15, -1);
+  return _mm256_shuffle_epi8(v, ctl);
 }
 
-// (mult, mult) in the two int16 halves of each row lane (AVX2: the pair holds the group sum in
-// two parts), or mult in the low half only (VNNI: the int32 group sum fits int16, so its high
-// half is its sign), mult = M << (E - Emin) (0 for byte 0: M = 0). M = v - 8E covers both kinds
-// of byte: normal 8e + m - 8(e-1) = 8 + m, subnormal v.
+// Per half, mult = M << (E - emin) of a record's 16 scale bytes in each row's int32 lane: as
+// (mult, mult) (AVX2: the pair holds the group sum in two parts) or (mult, 0) (VNNI: the int32
+// group sum fits int16, its high half the sign). base = row_words(emin) + 1. Rows whose E - emin
+// exceeds 7 (a wide half's) get a meaningless mult that nothing reads.
+struct Mults {
+  __m256i m0, m1;
+};
 template <bool kVnni>
-inline __m256i scale_mult(const uint8_t* s8, __m256i emin) {
-  const __m256i v = scale_bytes(s8);
-  const __m256i e = _mm256_max_epi32(_mm256_sub_epi32(_mm256_srli_epi32(v, 3), _mm256_set1_epi32(1)),
-                                     _mm256_setzero_si256());
-  const __m256i mult = _mm256_sllv_epi32(_mm256_sub_epi32(v, _mm256_slli_epi32(e, 3)), _mm256_sub_epi32(e, emin));
-  if constexpr (kVnni) return mult;
-  return _mm256_or_si256(mult, _mm256_slli_epi32(mult, 16));
+inline Mults scale_mults(const uint8_t* s16, __m256i base) {
+  const __m256i v = row_words(s16);
+  const __m256i e = _mm256_srli_epi16(v, 3);
+  const __m256i k = _mm256_subs_epu16(e, base);
+  // 8E = 8 * max(e - 1, 0) by vpshufb on e (<= 15; the word's high byte indexes entry 0 = 0).
+  const __m256i e8 = _mm256_setr_epi8(0, 0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112,
+                                      0, 0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112);
+  const __m256i m = _mm256_sub_epi16(v, _mm256_shuffle_epi8(e8, e));
+  const __m256i pow2 = _mm256_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0,
+                                        1, 2, 4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m256i mult = _mm256_maddubs_epi16(_mm256_shuffle_epi8(pow2, k), m);
+  const __m256i hi = kVnni ? _mm256_setzero_si256() : mult;
+  return {_mm256_unpacklo_epi16(mult, hi), _mm256_unpackhi_epi16(mult, hi)};
 }
 
 struct Decoded {
@@ -122,36 +125,58 @@ inline Decoded decode(const uint8_t* ph) {
           _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(p1, 4), m4))};
 }
 
-// AVX2: the int16 pair (lane 0, lane 1) per row whose sum is the group sum s (see the header).
-// VNNI: s itself in int32, corr + four vpdpbusd (each u*q product and sum exact in int32).
-template <bool kVnni>
-inline __m256i group_pair(const Decoded& d, const int8_t* qg, const int32_t* corr) {
-  if constexpr (kVnni) {
-    __m256i s = _mm256_set1_epi32(*corr);
-    s = _mm256_dpbusd_avx_epi32(s, d.w0, bcast4(qg));
-    s = _mm256_dpbusd_avx_epi32(s, d.w1, bcast4(qg + 4));
-    s = _mm256_dpbusd_avx_epi32(s, d.w2, bcast4(qg + 8));
-    return _mm256_dpbusd_avx_epi32(s, d.w3, bcast4(qg + 12));
-  }
-  const __m256i a = _mm256_add_epi16(_mm256_maddubs_epi16(d.w0, bcast4(qg)), _mm256_maddubs_epi16(d.w1, bcast4(qg + 4)));
-  const __m256i b = _mm256_add_epi16(_mm256_maddubs_epi16(d.w2, bcast4(qg + 8)), _mm256_maddubs_epi16(d.w3, bcast4(qg + 12)));
-  const __m256i c = _mm256_and_si256(_mm256_set1_epi32(*corr), _mm256_set1_epi32(0xFFFF));
-  return _mm256_add_epi16(_mm256_add_epi16(a, b), c);
+struct Bcast {
+  __m256i x0, x1, x2, x3, corr;
+};
+inline Bcast bcast(const int8_t* qg, const int32_t* corr) {
+  return {bcast4(qg), bcast4(qg + 4), bcast4(qg + 8), bcast4(qg + 12), _mm256_set1_epi32(*corr)};
 }
 
-// Narrow half: t[c] = float(T) * 2^-10 for the 8 rows of the half at ph (record + 32h).
+// AVX2: the int16 pair (lane 0, lane 1) per row whose sum is the group sum s (see the header;
+// x.corr holds corr16). VNNI: s itself in int32, corr + four vpdpbusd (each u*q product and sum
+// exact in int32).
+template <bool kVnni>
+inline __m256i group_sum(const Decoded& d, const Bcast& x) {
+  if constexpr (kVnni) {
+    __m256i s = _mm256_dpbusd_avx_epi32(x.corr, d.w0, x.x0);
+    s = _mm256_dpbusd_avx_epi32(s, d.w1, x.x1);
+    s = _mm256_dpbusd_avx_epi32(s, d.w2, x.x2);
+    return _mm256_dpbusd_avx_epi32(s, d.w3, x.x3);
+  }
+  const __m256i a = _mm256_add_epi16(_mm256_maddubs_epi16(d.w0, x.x0), _mm256_maddubs_epi16(d.w1, x.x1));
+  const __m256i b = _mm256_add_epi16(_mm256_maddubs_epi16(d.w2, x.x2), _mm256_maddubs_epi16(d.w3, x.x3));
+  return _mm256_add_epi16(_mm256_add_epi16(a, b), x.corr);
+}
+
+// S += s * mult, exact (see the header).
+template <bool kVnni>
+inline __m256i accumulate(__m256i acc, __m256i s, __m256i mult) {
+  if constexpr (kVnni) return _mm256_dpwssd_avx_epi32(acc, s, mult);
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(s, mult));
+}
+
+// 2^(emin - 10) of the 8 rows at e8 as float bits: (emin - 10 + 127) << 23.
+inline __m256 pow2_of(const uint8_t* e8) {
+  const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(e8)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(117)), 23));
+}
+
+// Narrow half h: t[c] = float(T) * 2^-10 for the 8 rows of the half of the block's records at p.
 template <bool kVnni, int NC>
-inline void narrow_half(const uint8_t* ph, const uint8_t* s8, int64_t count, __m256i emin,
-                        const int8_t* qb, const int32_t* cb, __m256 t[NC]) {
+inline void narrow_half(const uint8_t* p, int h, int64_t count, const uint8_t* emin, const int8_t* qb,
+                        const int32_t* cb, __m256 t[NC]) {
+  const __m256i base = _mm256_add_epi16(row_words(emin), _mm256_set1_epi16(1));
   __m256i acc[NC];
   for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_si256();
-  for (int64_t g = 0; g < count; ++g, ph += kRecordBytes, s8 += kRecordBytes, qb += kQStride, cb += ActQ8::kChunk) {
-    const Decoded d = decode(ph);
-    const __m256i mult = scale_mult<kVnni>(s8, emin);
-    for (int c = 0; c < NC; ++c) acc[c] = _mm256_add_epi32(acc[c], _mm256_madd_epi16(group_pair<kVnni>(d, qb + c * kGroup, cb + c), mult));
+  for (int64_t g = 0; g < count; ++g, p += kRecordBytes, qb += kQStride, cb += ActQ8::kChunk) {
+    const Decoded d = decode(p + 32 * h);
+    const Mults m = scale_mults<kVnni>(p + 128, base);
+    const __m256i mult = h ? m.m1 : m.m0;
+    for (int c = 0; c < NC; ++c) {
+      acc[c] = accumulate<kVnni>(acc[c], group_sum<kVnni>(d, bcast(qb + c * kGroup, cb + c)), mult);
+    }
   }
-  // 2^(Emin - 10) as float bits: (Emin - 10 + 127) << 23.
-  const __m256 pow2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(emin, _mm256_set1_epi32(117)), 23));
+  const __m256 pow2 = pow2_of(emin + 8 * h);
   for (int c = 0; c < NC; ++c) t[c] = _mm256_mul_ps(_mm256_cvtepi32_ps(acc[c]), pow2);
 }
 
@@ -159,41 +184,26 @@ inline void narrow_half(const uint8_t* ph, const uint8_t* s8, int64_t count, __m
 // once and shares the activation broadcasts between the halves (the decoded halves, their
 // multipliers and 2 * NC sums still fit the 16 ymm). The same integer sums as narrow_half.
 template <bool kVnni, int NC>
-inline void narrow_both(const uint8_t* p, int64_t count, __m256i emin0, __m256i emin1,
-                        const int8_t* qb, const int32_t* cb, __m256 t[2][NC]) {
+inline void narrow_both(const uint8_t* p, int64_t count, const uint8_t* emin, const int8_t* qb,
+                        const int32_t* cb, __m256 t[2][NC]) {
+  const __m256i base = _mm256_add_epi16(row_words(emin), _mm256_set1_epi16(1));
   __m256i acc0[NC], acc1[NC];
   for (int c = 0; c < NC; ++c) acc0[c] = acc1[c] = _mm256_setzero_si256();
-  const __m256i lo16 = _mm256_set1_epi32(0xFFFF);
   for (int64_t g = 0; g < count; ++g, p += kRecordBytes, qb += kQStride, cb += ActQ8::kChunk) {
-    const Decoded d0 = decode(p), d1 = decode(p + 32);
-    const __m256i m0 = scale_mult<kVnni>(p + 128, emin0), m1 = scale_mult<kVnni>(p + 136, emin1);
+    _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch + 128), _MM_HINT_T0);
+    // Half by half inside the record (the order keeps few values live: no spills at NC = 1).
+    const Mults m = scale_mults<kVnni>(p + 128, base);
+    const Decoded d0 = decode(p);
     for (int c = 0; c < NC; ++c) {
-      const int8_t* qg = qb + c * kGroup;
-      const __m256i x0 = bcast4(qg), x1 = bcast4(qg + 4), x2 = bcast4(qg + 8), x3 = bcast4(qg + 12);
-      if constexpr (kVnni) {
-        const __m256i corr = _mm256_set1_epi32(cb[c]);
-        __m256i s0 = _mm256_dpbusd_avx_epi32(corr, d0.w0, x0), s1 = _mm256_dpbusd_avx_epi32(corr, d1.w0, x0);
-        s0 = _mm256_dpbusd_avx_epi32(s0, d0.w1, x1);
-        s1 = _mm256_dpbusd_avx_epi32(s1, d1.w1, x1);
-        s0 = _mm256_dpbusd_avx_epi32(s0, d0.w2, x2);
-        s1 = _mm256_dpbusd_avx_epi32(s1, d1.w2, x2);
-        s0 = _mm256_dpbusd_avx_epi32(s0, d0.w3, x3);
-        s1 = _mm256_dpbusd_avx_epi32(s1, d1.w3, x3);
-        acc0[c] = _mm256_add_epi32(acc0[c], _mm256_madd_epi16(s0, m0));
-        acc1[c] = _mm256_add_epi32(acc1[c], _mm256_madd_epi16(s1, m1));
-        continue;
-      }
-      const __m256i corr = _mm256_and_si256(_mm256_set1_epi32(cb[c]), lo16);
-      const __m256i a0 = _mm256_add_epi16(_mm256_maddubs_epi16(d0.w0, x0), _mm256_maddubs_epi16(d0.w1, x1));
-      const __m256i b0 = _mm256_add_epi16(_mm256_maddubs_epi16(d0.w2, x2), _mm256_maddubs_epi16(d0.w3, x3));
-      const __m256i a1 = _mm256_add_epi16(_mm256_maddubs_epi16(d1.w0, x0), _mm256_maddubs_epi16(d1.w1, x1));
-      const __m256i b1 = _mm256_add_epi16(_mm256_maddubs_epi16(d1.w2, x2), _mm256_maddubs_epi16(d1.w3, x3));
-      acc0[c] = _mm256_add_epi32(acc0[c], _mm256_madd_epi16(_mm256_add_epi16(_mm256_add_epi16(a0, b0), corr), m0));
-      acc1[c] = _mm256_add_epi32(acc1[c], _mm256_madd_epi16(_mm256_add_epi16(_mm256_add_epi16(a1, b1), corr), m1));
+      acc0[c] = accumulate<kVnni>(acc0[c], group_sum<kVnni>(d0, bcast(qb + c * kGroup, cb + c)), m.m0);
+    }
+    const Decoded d1 = decode(p + 32);
+    for (int c = 0; c < NC; ++c) {
+      acc1[c] = accumulate<kVnni>(acc1[c], group_sum<kVnni>(d1, bcast(qb + c * kGroup, cb + c)), m.m1);
     }
   }
-  const __m256 pow0 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(emin0, _mm256_set1_epi32(117)), 23));
-  const __m256 pow1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(emin1, _mm256_set1_epi32(117)), 23));
+  const __m256 pow0 = pow2_of(emin), pow1 = pow2_of(emin + 8);
   for (int c = 0; c < NC; ++c) {
     t[0][c] = _mm256_mul_ps(_mm256_cvtepi32_ps(acc0[c]), pow0);
     t[1][c] = _mm256_mul_ps(_mm256_cvtepi32_ps(acc1[c]), pow1);
@@ -208,8 +218,8 @@ inline void wide_half(const uint8_t* ph, const uint8_t* s8, int64_t count, const
   for (int c = 0; c < NC; ++c) {
     __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
     for (int64_t g = 0; g < count; ++g) {
-      const __m256i pair =
-          group_pair<kVnni>(decode(ph + g * kRecordBytes), qb + g * kQStride + c * kGroup, cb + g * ActQ8::kChunk + c);
+      const __m256i pair = group_sum<kVnni>(decode(ph + g * kRecordBytes),
+                                            bcast(qb + g * kQStride + c * kGroup, cb + g * ActQ8::kChunk + c));
       const __m256i s = kVnni ? pair : _mm256_madd_epi16(pair, ones);
       const __m256 pr = _mm256_mul_ps(_mm256_cvtepi32_ps(s), q9_ps(s8 + g * kRecordBytes));  // exact
       lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(pr)));
@@ -226,23 +236,24 @@ void tile_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
   const uint8_t* p = w.tile(tile);
   const __m256 s2 = _mm256_set1_ps(w.scale2);
   for (int64_t b = 0; b < a.blocks; ++b) {
-    const int64_t g0 = b * (kQ8Block / kGroup);
-    const int64_t count = std::min<int64_t>(a.groups, g0 + kQ8Block / kGroup) - g0;
+    const int64_t g0 = b * kBlockGroups;
+    const int64_t count = std::min<int64_t>(a.groups, g0 + kBlockGroups) - g0;
     const int8_t* qb = a.qg(g0, c0);
-    const int32_t* cb = a.corrg(g0, c0);
-    __m128i emin;
-    const int narrow = scan_block(p, count, emin);
+    const int32_t* cb = kVnni ? a.corrg(g0, c0) : a.corr16g(g0, c0);  // VNNI: int32 corr, AVX2: its low half
+    const uint8_t* emin = w.emin_at(tile, b);
+    const int narrow = w.narrow_at(tile, b);
     __m256 tt[2][NC];
     const bool both = NC <= 2 && narrow == 3;
     if (both) {
-      narrow_both<kVnni, NC>(p, count, _mm256_cvtepu8_epi32(emin), _mm256_cvtepu8_epi32(_mm_srli_si128(emin, 8)), qb, cb, tt);
+      narrow_both<kVnni, NC>(p, count, emin, qb, cb, tt);
+    } else {
+      prefetch_block(p, count);
     }
     for (int h = 0; h < 2; ++h) {
       __m256* t = tt[h];
       if (both) {  // done above
       } else if (narrow & (1 << h)) {
-        const __m256i e = _mm256_cvtepu8_epi32(h ? _mm_srli_si128(emin, 8) : emin);
-        narrow_half<kVnni, NC>(p + 32 * h, p + 128 + 8 * h, count, e, qb, cb, t);
+        narrow_half<kVnni, NC>(p, h, count, emin, qb, cb, t);
       } else {
         wide_half<kVnni, NC>(p + 32 * h, p + 128 + 8 * h, count, qb, cb, t);
       }
@@ -302,7 +313,6 @@ void gemm(const Packed& w, const ActQ8& a, int64_t tb, int64_t te, float* y) {
     for (int64_t t = tb; t < te; ++t) run_window<kVnni>(w, a, t, b0, b1, y);
   }
 }
-
 
 }  // namespace a16q8_avx2_body
 }  // namespace

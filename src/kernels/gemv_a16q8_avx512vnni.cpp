@@ -4,14 +4,16 @@
 // Why the result equals the reference bit for bit:
 //  - group sum s = -12*sum(q) + sum_j u_j*q_j with u = e2m1_q1 + 12 (vpdpbusd, int32, exact:
 //    |s| <= 16*12*127 = 24384, so s also fits int16);
-//  - T = sum_g s_g * q9_g over a 256-block is an exact integer, formed one of two ways:
+//  - T = sum_g s_g * q9_g over a 256-block is an exact integer, formed one of two ways, chosen
+//    per tile and block by the summary built with the packed stream (Packed::emin / narrow):
 //    wide: s * q9 in float32 is exact (15 + 4 significant bits), the 16 products summed in
 //      float64 (integers below 2^37: exact);
-//    narrow (the usual case, chosen per tile and block): write q9 = M * 2^E (M <= 15, E <= 14)
-//      and let Emin be the row's smallest E among its nonzero scales in the block; when every
-//      row's E - Emin <= 8, mult = M << (E - Emin) <= 3840 and S = sum_g s_g * mult_g stays
-//      below 16 * 24384 * 3840 < 2^31: exact int32 (vpmaddwd of s's low half by mult), and
-//      T = S * 2^Emin;
+//    narrow (the usual case): write q9 = M * 2^E (M <= 15, E <= 14) and let emin be the row's
+//      smallest E among its nonzero scales in the block; when every row's E - emin <= 7,
+//      mult = M << (E - emin) <= 1920 (k = E - emin = e saturating-minus (1 + emin), 0 for
+//      subnormal and zero bytes; M = v - 8 * max(e - 1, 0)) and
+//      S = sum_g s_g * mult_g stays below 16 * 24384 * 1920 < 2^30: exact int32 (vpdpwssd of s's
+//      low half by mult, its high half by 0), and T = S * 2^emin;
 //  - float(T) * 2^-10: wide: vcvtpd2ps then the multiply; narrow: vcvtdq2ps(S) * 2^(Emin-10).
 //    Scaling by a power of two commutes with rounding to float (no overflow/underflow here), so
 //    both give the reference's float(T) * 2^-10 (int64 -> float rounds to nearest even);
@@ -56,37 +58,14 @@ inline __m512i lut64() {
   return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kU12)));
 }
 
-// E of q9 = M * 2^E per scale byte: e - 1 for normal bytes, 0 for subnormal ones (and 0).
-inline __m512i scale_exp(__m512i v) {
-  return _mm512_max_epi32(_mm512_sub_epi32(_mm512_srli_epi32(v, 3), _mm512_set1_epi32(1)), _mm512_setzero_si512());
-}
-inline __m512i scale_bytes(const uint8_t* s16) {
-  return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s16)));
-}
-
-// Per row, Emin over the nonzero scales of groups [0, count) of the records at p; false when some
-// row's E range exceeds 8 (the block then takes the wide path).
-inline bool narrow_block(const uint8_t* p, int64_t count, __m512i& emin) {
-  __m512i lo = _mm512_set1_epi32(64), hi = _mm512_setzero_si512();
-  for (int64_t g = 0; g < count; ++g, p += kRecordBytes) {
-    const __m512i v = scale_bytes(p + 128);
-    const __mmask16 nz = _mm512_test_epi32_mask(v, v);
-    const __m512i e = scale_exp(v);
-    lo = _mm512_mask_min_epi32(lo, nz, lo, e);
-    hi = _mm512_mask_max_epi32(hi, nz, hi, e);
-  }
-  lo = _mm512_min_epi32(lo, hi);  // rows whose scales are all 0: Emin = 0
-  emin = lo;
-  return _mm512_cmpgt_epi32_mask(_mm512_sub_epi32(hi, lo), _mm512_set1_epi32(8)) == 0;
-}
-
-// mult = M << (E - Emin) for 16 scale bytes (0 for byte 0).
-inline __m512i scale_mult(const uint8_t* s16, __m512i emin) {
-  const __m512i v = scale_bytes(s16);
-  const __m512i m = _mm512_mask_mov_epi32(
-      _mm512_or_si512(_mm512_and_si512(v, _mm512_set1_epi32(7)), _mm512_set1_epi32(8)),
-      _mm512_cmplt_epu32_mask(v, _mm512_set1_epi32(8)), v);
-  return _mm512_sllv_epi32(m, _mm512_sub_epi32(scale_exp(v), emin));
+// mult = M << (E - emin) for 16 scale bytes (0 for byte 0) in int32 lanes; base = 1 + emin.
+// 8E = 8 * max(e - 1, 0) by vpshufb on e (<= 15; the lane's upper bytes index entry 0 = 0); the
+// saturating 16-bit subtraction acts on the low halves (the high ones are 0 - 0).
+inline __m512i scale_mult(const uint8_t* s16, __m512i base) {
+  const __m512i e8 = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112));
+  const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s16)));
+  const __m512i e = _mm512_srli_epi32(v, 3);
+  return _mm512_sllv_epi32(_mm512_sub_epi32(v, _mm512_shuffle_epi8(e8, e)), _mm512_subs_epu16(e, base));
 }
 
 struct Decoded {
@@ -119,17 +98,19 @@ void tile_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
     const int8_t* qb = a.qg(g0, c0);
     const int32_t* cb = a.corrg(g0, c0);
     __m512 t[NC];  // float(T) * 2^-10 per column
-    __m512i emin;
-    if (narrow_block(p, g_end - g0, emin)) {
+    const uint8_t* em = w.emin_at(tile, b);
+    if (w.narrow_at(tile, b) == 3) {
+      const __m512i emin = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(em)));
+      const __m512i base = _mm512_add_epi32(emin, _mm512_set1_epi32(1));
       __m512i acc_i[NC];
       for (int c = 0; c < NC; ++c) acc_i[c] = _mm512_setzero_si512();
       for (int64_t g = g0; g < g_end; ++g, p += kRecordBytes, qb += qstride, cb += ActQ8::kChunk) {
         _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch + 128), _MM_HINT_T0);
         const Decoded d = decode(p, lut);
-        const __m512i mult = scale_mult(p + 128, emin);
+        const __m512i mult = scale_mult(p + 128, base);
         for (int c = 0; c < NC; ++c) {
-          acc_i[c] = _mm512_add_epi32(acc_i[c], _mm512_madd_epi16(group_sum(d, qb + c * kGroup, cb[c]), mult));
+          acc_i[c] = _mm512_dpwssd_epi32(acc_i[c], group_sum(d, qb + c * kGroup, cb[c]), mult);
         }
       }
       // 2^(Emin - 10) as float bits: (Emin - 10 + 127) << 23.

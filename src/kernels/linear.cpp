@@ -62,7 +62,10 @@ Linear Linear::prepare(const RowView& w, float input_scale, const std::string& n
 
 int64_t Linear::n_out() const { return impl_->w.n_out; }
 int64_t Linear::n_in() const { return impl_->w.n_in; }
-int64_t Linear::weight_bytes() const { return static_cast<int64_t>(impl_->w.bytes.size()); }
+int64_t Linear::weight_bytes() const {  // the record stream and the block summary the kernels read
+  const kern::Packed& w = impl_->w;
+  return static_cast<int64_t>(w.bytes.size() + w.emin.size() + w.narrow.size());
+}
 
 Linear Linear::clone() const {
   Linear l;

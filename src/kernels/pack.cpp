@@ -7,6 +7,34 @@
 
 namespace nvfp4::kern {
 
+namespace {
+// The per-block scale summary beside the stream (see packed.h).
+void summarize_blocks(Packed& p) {
+  p.blocks = (p.groups + kBlockGroups - 1) / kBlockGroups;
+  p.emin.assign(static_cast<size_t>(p.tiles * p.blocks * kTileRows), 0);
+  p.narrow.assign(static_cast<size_t>(p.tiles * p.blocks), 0);
+  for (int64_t t = 0; t < p.tiles; ++t) {
+    for (int64_t b = 0; b < p.blocks; ++b) {
+      const int64_t g0 = b * kBlockGroups, g1 = std::min<int64_t>(p.groups, g0 + kBlockGroups);
+      int flags = 3;
+      for (int r = 0; r < kTileRows; ++r) {
+        int lo = 64, hi = 0;
+        for (int64_t g = g0; g < g1; ++g) {
+          const uint8_t v = p.tile(t)[g * kRecordBytes + 128 + r];
+          if (v == 0) continue;
+          lo = std::min(lo, scale_e(v));
+          hi = std::max(hi, scale_e(v));
+        }
+        if (lo > hi) lo = hi = 0;
+        p.emin[static_cast<size_t>((t * p.blocks + b) * kTileRows + r)] = static_cast<uint8_t>(lo);
+        if (hi - lo > kNarrowRange) flags &= ~(1 << (r / 8));
+      }
+      p.narrow[static_cast<size_t>(t * p.blocks + b)] = static_cast<uint8_t>(flags);
+    }
+  }
+}
+}  // namespace
+
 Packed pack_weights(const RowView& w) {
   if (w.n_in <= 0 || w.n_in % kGroup != 0 || w.n_out <= 0) {
     throw Error("", "", "NVFP4 weight shape: n_in must be a positive multiple of 16, n_out positive",
@@ -35,6 +63,7 @@ Packed pack_weights(const RowView& w) {
       }
     }
   }
+  summarize_blocks(p);
   return p;
 }
 
@@ -82,7 +111,7 @@ void prepare_q8_cols(const float* x, int64_t t0, int64_t t1, ActQ8& out) {
         dst[j] = a.q[g * kGroup + j];
         s += dst[j];
       }
-      out.corr_at(g, t) = -12 * s;
+      out.set_corr(g, t, -12 * s);
     }
   }
 }
@@ -93,7 +122,7 @@ void gather_q8_cols(const ActQ8& src, const int64_t* cols, int64_t c0, int64_t c
     const int64_t s = cols[c];
     for (int64_t g = 0; g < out.groups; ++g) {
       std::copy_n(src.qg(g, s), kGroup, out.qg(g, c));
-      out.corr_at(g, c) = *src.corrg(g, s);
+      out.set_corr(g, c, *src.corrg(g, s));  // and corr16
     }
     std::copy_n(src.d.begin() + static_cast<std::ptrdiff_t>(s * out.blocks), nb, out.d.begin() + static_cast<std::ptrdiff_t>(c * out.blocks));
     std::copy_n(src.zero.begin() + static_cast<std::ptrdiff_t>(s * out.blocks), nb, out.zero.begin() + static_cast<std::ptrdiff_t>(c * out.blocks));

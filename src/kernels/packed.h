@@ -12,6 +12,12 @@
 // maps each code to the unsigned byte e2m1_q1(code) + 12 in [0, 24]; the +12 is cancelled by
 // starting each group sum at -12 * sum(q) (ActQ8::corr), the same for every row.
 // AVX2 reads the same bytes as two halves of 8 rows (bytes 0-31 / 32-63 of each 64).
+//
+// Beside the stream, per tile and 256-value block b (groups [16b, 16b + 16), the a16q8 block), a
+// summary of its scales that the a16q8 kernels would otherwise rescan every call: emin, per row,
+// the smallest E among the block's nonzero scale bytes (q9 = M * 2^E with M <= 15: E = e - 1 for
+// normal bytes, 0 for subnormal ones; 0 when all are zero), and bit h of narrow set when every row
+// of half h (rows 8h..8h+7) has E - emin <= kNarrowRange (the kernels' exact int32 path).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -28,15 +34,23 @@ namespace nvfp4::kern {
 
 inline constexpr int kTileRows = 16;
 inline constexpr int kRecordBytes = 144;
+inline constexpr int kBlockGroups = kQ8Block / kGroup;  // records per a16q8 block
+inline constexpr int kNarrowRange = 7;                   // narrow: mult = M << (E - emin) <= 1920
 // Code -> e2m1_q1(code) + 12: the byte-shuffle table of the unsigned decode.
 inline constexpr uint8_t kU12[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0};
 
 struct Packed {
-  int64_t n_out = 0, n_in = 0, tiles = 0, groups = 0;
+  int64_t n_out = 0, n_in = 0, tiles = 0, groups = 0, blocks = 0;
   float scale2 = 1.0f;
   std::vector<uint8_t> bytes;
+  std::vector<uint8_t> emin;    // [tile][block][16]
+  std::vector<uint8_t> narrow;  // [tile][block]
   const uint8_t* tile(int64_t t) const { return bytes.data() + t * groups * kRecordBytes; }
+  const uint8_t* emin_at(int64_t t, int64_t b) const { return emin.data() + (t * blocks + b) * kTileRows; }
+  int narrow_at(int64_t t, int64_t b) const { return narrow[static_cast<size_t>(t * blocks + b)]; }
 };
+// E of q9 = M * 2^E for a scale byte (see above).
+inline int scale_e(uint8_t v) { return std::max((v >> 3) - 1, 0); }
 
 Packed pack_weights(const RowView& w);
 // Rows of tile t back in the row layout (16 rows, padding included): for fallbacks and tests.
@@ -52,14 +66,19 @@ struct ActQ8 {
   int64_t n = 0, n_in = 0, groups = 0, blocks = 0;
   std::vector<int8_t> q;       // [chunk][groups][kChunk][16]
   std::vector<int32_t> corr;   // [chunk][groups][kChunk]: -12 * sum of the group's q
+  std::vector<int32_t> corr16; // the same slots: corr's low 16 bits, zero-extended (AVX2 adds it to int16 lane 0)
   std::vector<float> d;        // [n][blocks]: 1 / iscale
   std::vector<uint8_t> zero;   // [n][blocks]: the block contributes nothing
   int64_t slot(int64_t g, int64_t c) const { return ((c / kChunk) * groups + g) * kChunk + c % kChunk; }
   int64_t chunks() const { return (n + kChunk - 1) / kChunk; }
   int8_t* qg(int64_t g, int64_t c) { return q.data() + slot(g, c) * kGroup; }
   const int8_t* qg(int64_t g, int64_t c) const { return q.data() + slot(g, c) * kGroup; }
-  int32_t& corr_at(int64_t g, int64_t c) { return corr[static_cast<size_t>(slot(g, c))]; }
+  void set_corr(int64_t g, int64_t c, int32_t v) {
+    corr[static_cast<size_t>(slot(g, c))] = v;
+    corr16[static_cast<size_t>(slot(g, c))] = v & 0xFFFF;
+  }
   const int32_t* corrg(int64_t g, int64_t c) const { return corr.data() + slot(g, c); }
+  const int32_t* corr16g(int64_t g, int64_t c) const { return corr16.data() + slot(g, c); }
   void shape(int64_t n_, int64_t n_in_) {
     n = n_;
     n_in = n_in_;
@@ -67,6 +86,7 @@ struct ActQ8 {
     blocks = (n_in + kQ8Block - 1) / kQ8Block;
     q.resize(static_cast<size_t>(chunks() * groups * kChunk * kGroup));
     corr.resize(static_cast<size_t>(chunks() * groups * kChunk));
+    corr16.resize(corr.size());
     d.assign(static_cast<size_t>(n * blocks), 0.0f);
     zero.assign(static_cast<size_t>(n * blocks), 0);
   }
@@ -75,7 +95,7 @@ struct ActQ8 {
     zero[static_cast<size_t>(t * blocks + b)] = 1;
     for (int64_t g = g0; g < g1; ++g) {
       std::fill_n(qg(g, t), kGroup, int8_t{0});
-      corr_at(g, t) = 0;
+      set_corr(g, t, 0);
     }
   }
 };
