@@ -94,7 +94,7 @@ int serve(ServeArgs a) {
     so.spec = a.so;
     so.spec.ngram = a.spec == "ngram" || a.spec == "ngram-simple";
     if (so.spec.lookup.n_min > so.spec.lookup.n_max)
-      throw Error("", "--spec-ngram-min", "the shortest n-gram looked up is at most the longest (--spec-ngram-max)",
+      throw Error("", "", "--spec-ngram-min: the shortest n-gram looked up is at most the longest (--spec-ngram-max)",
                   "at most " + std::to_string(so.spec.lookup.n_max), std::to_string(so.spec.lookup.n_min));
     sched = std::make_unique<server::Scheduler>(*L.model, L.tok, so, metrics);
     auto b = std::make_unique<server::Backend>();
