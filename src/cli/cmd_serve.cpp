@@ -14,6 +14,7 @@
 #include "cli/model_setup.h"
 #include "cli/registry.h"
 #include "nvfp4/chat.h"
+#include "nvfp4/draft.h"
 #include "nvfp4/error.h"
 #include "server/http_server.h"
 #include "server/scheduler.h"
@@ -29,6 +30,9 @@ struct ServeArgs {
   std::string alias;
   double grace_s = 10;
   bool cache_prompt = true;
+  std::string spec;
+  server::SpecOptions so;
+  std::string draft_model, draft_precision;  // -md, --draft-precision
 };
 
 int serve(ServeArgs a) {
@@ -60,9 +64,25 @@ int serve(ServeArgs a) {
 
   int rc = 0;
   std::unique_ptr<server::Scheduler> sched;
-  Loaded L;
+  Loaded L, D;
   try {
+    if (!a.draft_model.empty() && a.spec.empty()) a.spec = "draft";  // -md alone drafts, as in llama-server
+    if (a.spec == "draft" && a.draft_model.empty())
+      throw Error("", "", "--spec draft needs the draft model", "--model-draft FILE (-md)", "no --model-draft");
+    if (a.spec != "draft" && !a.draft_model.empty())
+      throw Error(a.draft_model, "", "--model-draft is the draft model of --spec draft", "--spec draft", "--spec " + a.spec);
     L = load_model(a.m, false);
+    if (a.spec == "draft") {
+      ModelArgs dm = a.m;
+      dm.model = a.draft_model;
+      dm.precision = a.draft_precision;
+      dm.calibrate.clear();
+      std::cerr << "nvfp4: draft model:\n";
+      D = load_model(dm, false);
+      check_draft_vocab(L.tok, L.model->config().n_vocab, a.m.model, D.tok, D.model->config().n_vocab, a.draft_model);
+      a.so.draft = D.model.get();
+      a.so.draft_name = a.draft_model;
+    }
     server::SchedulerOptions so;
     so.parallel = a.parallel;
     so.n_ctx = a.m.n_ctx;
@@ -71,6 +91,11 @@ int serve(ServeArgs a) {
     so.threads = L.threads;
     so.kv = context_options(a.m).kv;
     so.cache_prompt = a.cache_prompt;
+    so.spec = a.so;
+    so.spec.ngram = a.spec == "ngram" || a.spec == "ngram-simple";
+    if (so.spec.lookup.n_min > so.spec.lookup.n_max)
+      throw Error("", "", "--spec-ngram-min: the shortest n-gram looked up is at most the longest (--spec-ngram-max)",
+                  "at most " + std::to_string(so.spec.lookup.n_max), std::to_string(so.spec.lookup.n_min));
     sched = std::make_unique<server::Scheduler>(*L.model, L.tok, so, metrics);
     auto b = std::make_unique<server::Backend>();
     b->model_name = a.alias.empty() ? std::filesystem::path(a.m.model).filename().string() : a.alias;
@@ -84,11 +109,13 @@ int serve(ServeArgs a) {
     if (L.tok.bos() >= 0) b->chat_opts.bos_token = L.tok.token_bytes(L.tok.bos());
     if (L.tok.eos() >= 0) b->chat_opts.eos_token = L.tok.token_bytes(L.tok.eos());
     b->sched = sched.get();
+    b->speculative = so.spec.on();
     b->n_ctx = a.m.n_ctx;
     b->created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     http.set_backend(std::move(b));
     std::cerr << "nvfp4: serving " << a.parallel << " slots of " << a.m.n_ctx << " positions, " << a.m.n_batch
               << " prompt tokens per step, prompt cache " << (a.cache_prompt ? "on" : "off") << std::endl;
+    std::cerr << "nvfp4: speculative decoding: " << so.spec.describe() << std::endl;
     if (L.mode != Mode::a16q8 && L.mode != Mode::w4a4)
       std::cerr << "nvfp4: precision " << mode_name(L.mode) << " is not integer-exact: a request's last bits may change "
                 << "with what shares its steps and with the prompt cache (bit-identical in a16q8 and w4a4)" << std::endl;
@@ -129,6 +156,25 @@ const Registrar reg("serve", "OpenAI-compatible HTTP server with continuous batc
       ->check(CLI::Range(0.0, 3600.0));
   app.add_flag("--cache-prompt,!--no-cache-prompt", a->cache_prompt,
                "reuse a slot's KV for a prompt's common prefix (default: on; as llama-server's)");
+  app.add_option("--spec,--spec-type", a->spec,
+                 "speculative decoding: ngram (prompt lookup; also ngram-simple) or draft (-md), bit-identical to plain decoding in a16q8/w4a4")
+      ->check(CLI::IsMember({"ngram", "ngram-simple", "draft"}));
+  app.add_option("--model-draft,--spec-draft-model", a->draft_model,
+                 "speculative: the draft model, also -md (same vocabulary as the target; implies --spec draft)");
+  app.add_option("--draft-precision", a->draft_precision, "draft model: a16q8, a16, w4a4, f32 (default: its own default)")
+      ->check(CLI::IsMember({"a16q8", "a16", "w4a4", "f32"}));
+  app.add_option("--draft-max,--draft,--draft-n,--spec-draft-n-max", a->so.draft_max,
+                 "speculative: draft tokens per slot and step (default 8; they count in --batch)")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--draft-min,--draft-n-min,--spec-draft-n-min", a->so.draft_min,
+                 "speculative: drop drafts shorter than this (default 0)")
+      ->check(CLI::Range(0, 64));
+  app.add_option("--spec-ngram-min", a->so.lookup.n_min, "speculative: shortest n-gram looked up (default 1)")
+      ->check(CLI::Range(1, 16));
+  app.add_option("--spec-ngram-max", a->so.lookup.n_max, "speculative: longest n-gram looked up (default 4)")
+      ->check(CLI::Range(1, 16));
+  app.add_flag("--spec-allow-drift", a->so.allow_drift,
+               "allow speculation in a16/f32, where output may drift from plain decoding");
   return [a] { return serve(*a); };
 });
 

@@ -50,7 +50,7 @@ struct Stream {
   PeerWatch peer;
   int64_t n_prompt = 0;
   bool include_usage = false, return_tokens = false, logprobs = false;
-  bool first = true, finished = false;
+  bool first = true, finished = false, speculative = false;
   int64_t text_offset = 0;  // completions' logprobs.text_offset
   std::shared_ptr<void> guard;
   explicit Stream(const httplib::Request& req) : peer(req) {}
@@ -64,6 +64,11 @@ nlohmann::json logprobs_of(bool asked, bool chat, const std::vector<TokenLogprob
 }
 
 bool write(httplib::DataSink& sink, const std::string& s) { return sink.write(s.data(), s.size()); }
+
+// llama-server's per-response speculation counts (its `timings` object's draft fields).
+void add_timings(nlohmann::json& j, bool speculative, const JobUpdate& u) {
+  if (speculative) j["timings"] = {{"draft_n", u.n_drafted}, {"draft_n_accepted", u.n_accepted}};
+}
 
 }  // namespace
 
@@ -121,10 +126,10 @@ void handle_generation(const Backend& b, const httplib::Request& req, httplib::R
       }
       if (u.error) throw *u.error;
       int64_t offset = 0;
-      res.set_content(dump(completion_json(ids, text, u.finish_reason, {n_prompt, u.n_generated, u.n_cached},
-                                           r.return_tokens ? &toks : nullptr,
-                                           logprobs_of(want_lp, chat, lps, *b.tok, offset))),
-                      "application/json");
+      nlohmann::json out = completion_json(ids, text, u.finish_reason, {n_prompt, u.n_generated, u.n_cached},
+                                           r.return_tokens ? &toks : nullptr, logprobs_of(want_lp, chat, lps, *b.tok, offset));
+      add_timings(out, b.speculative, u);
+      res.set_content(dump(out), "application/json");
       return;
     }
   }
@@ -138,6 +143,7 @@ void handle_generation(const Backend& b, const httplib::Request& req, httplib::R
   st->include_usage = r.include_usage;
   st->return_tokens = r.return_tokens;
   st->guard = std::move(guard);
+  st->speculative = b.speculative;
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
@@ -165,8 +171,9 @@ void handle_generation(const Backend& b, const httplib::Request& req, httplib::R
           if (u.error) {
             ok = write(sink, sse(error_json(*u.error)));
           } else {
-            ok = write(sink, sse(chunk_json(st->ids, "", &u.finish_reason, st->first, st->include_usage, nullptr,
-                                            nullptr)));
+            nlohmann::json last = chunk_json(st->ids, "", &u.finish_reason, st->first, st->include_usage, nullptr, nullptr);
+            add_timings(last, st->speculative, u);
+            ok = write(sink, sse(last));
             if (ok && st->include_usage)
               ok = write(sink, sse(usage_chunk_json(st->ids, {st->n_prompt, u.n_generated, u.n_cached})));
           }

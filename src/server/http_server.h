@@ -36,6 +36,7 @@ struct Backend {
   Scheduler* sched = nullptr;
   int64_t n_ctx = 0;
   int64_t created = 0;               // unix time of loading
+  bool speculative = false;          // responses carry timings.draft_n, draft_n_accepted
 };
 
 class HttpServer {

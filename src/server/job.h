@@ -36,6 +36,7 @@ struct Job {
   std::vector<TokenLogprob> logprobs;  // one per token in `tokens` when asked for
   int64_t n_generated = 0;       // tokens counted in usage
   int64_t n_cached = 0;          // prompt tokens whose KV came from the prompt cache
+  int64_t n_drafted = 0, n_accepted = 0;  // speculative drafts fed, and those equal to the pick
   bool started = false;          // given a slot
   bool done = false;
   std::string finish_reason;     // "stop" or "length" when done without error
@@ -52,6 +53,7 @@ struct JobUpdate {
   std::optional<ApiError> error;
   int64_t n_generated = 0;
   int64_t n_cached = 0;
+  int64_t n_drafted = 0, n_accepted = 0;
 };
 
 // Waits up to `wait` for new text or the end; takes what there is.

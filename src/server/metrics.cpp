@@ -20,6 +20,10 @@ std::string Metrics::render() const {
   metric("nvfp4_prompt_tokens_cached_total", "counter", "prompt tokens reused from the prompt cache",
          static_cast<double>(prompt_tokens_cached.load()));
   metric("nvfp4_generated_tokens_total", "counter", "tokens generated", static_cast<double>(generated_tokens.load()));
+  metric("nvfp4_spec_drafted_tokens_total", "counter", "speculative draft tokens verified",
+         static_cast<double>(spec_drafted.load()));
+  metric("nvfp4_spec_accepted_tokens_total", "counter", "speculative draft tokens accepted (equal to the pick)",
+         static_cast<double>(spec_accepted.load()));
   metric("nvfp4_steps_total", "counter", "forward steps", static_cast<double>(steps.load()));
   metric("nvfp4_step_seconds_total", "counter", "seconds spent stepping", busy_s);
   metric("nvfp4_generated_tokens_per_second", "gauge", "tokens generated per second of stepping",

@@ -14,6 +14,8 @@ struct Metrics {
   std::atomic<int64_t> prompt_tokens{0};          // evaluated
   std::atomic<int64_t> prompt_tokens_cached{0};   // taken from the prompt cache instead
   std::atomic<int64_t> generated_tokens{0};
+  std::atomic<int64_t> spec_drafted{0};      // speculative draft tokens verified
+  std::atomic<int64_t> spec_accepted{0};     // of those, the ones equal to the pick
   std::atomic<int64_t> steps{0};
   std::atomic<int64_t> step_ns{0};           // time in forward() and sampling
   std::atomic<int64_t> queue_depth{0};       // waiting for a slot

@@ -19,6 +19,8 @@ JobUpdate take(Job& job, std::chrono::milliseconds wait) {
   u.error = job.error;
   u.n_generated = job.n_generated;
   u.n_cached = job.n_cached;
+  u.n_drafted = job.n_drafted;
+  u.n_accepted = job.n_accepted;
   return u;
 }
 
@@ -32,12 +34,16 @@ struct Scheduler::Slot {
   int32_t next = -1;         // sampled, fed at the next step
   std::optional<Sampler> sampler;
   std::optional<TextStream> text;
+  SpecSlot spec;
   Slot(const Model& m, int64_t n_ctx, KvType kv) : seq(m, n_ctx, kv) {}
 };
 
 Scheduler::Scheduler(const Model& model, const Tokenizer& tok, const SchedulerOptions& opt, Metrics& metrics)
     : model_(model), tok_(tok), opt_(opt), metrics_(metrics) {
   if (opt_.parallel < 1) throw Error("", "", "--parallel", "at least 1", std::to_string(opt_.parallel));
+  check_spec_mode(opt_.spec, model.mode());
+  if (opt_.spec.draft)
+    draft_ = std::make_unique<DraftBatch>(*opt_.spec.draft, opt_.parallel, opt_.n_ctx, opt_.n_batch, opt_.kv);
   for (int i = 0; i < opt_.parallel; ++i) slots_.push_back(std::make_unique<Slot>(model, opt_.n_ctx, opt_.kv));
   metrics_.slots = opt_.parallel;
   thread_ = std::thread([this] { loop(); });
@@ -175,6 +181,7 @@ bool Scheduler::admit() {
     s.next = -1;
     s.sampler.emplace(s.job->sampling);
     s.text.emplace(s.job->stop);
+    s.spec.reset(opt_.spec);
     metrics_.active_slots += 1;
     metrics_.prompt_tokens_cached += static_cast<int64_t>(best_n);
     {
@@ -192,7 +199,8 @@ bool Scheduler::admit() {
 void Scheduler::loop() {
   ThreadPool pool(std::max(1, opt_.threads));
   Workspace ws(model_, opt_.n_batch + opt_.parallel);
-  std::vector<float> logits(static_cast<size_t>(opt_.parallel) * static_cast<size_t>(model_.config().n_vocab));
+  // Rows: a generating slot's next token and its drafts (the drafts count in n_batch), or a prompt's last token.
+  std::vector<float> logits(static_cast<size_t>(opt_.parallel + opt_.n_batch) * static_cast<size_t>(model_.config().n_vocab));
   for (;;) {
     {
       std::unique_lock lk(mu_);
@@ -210,15 +218,13 @@ void Scheduler::loop() {
 void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<StepToken> toks;
-  std::vector<Slot*> rows;  // the slot of each logits row, in step order
-  for (auto& sp : slots_) {
-    Slot& s = *sp;
-    if (s.job && s.next >= 0) {
-      toks.push_back({s.next, &s.seq, s.seq.pos(), true});
-      s.cached.push_back(s.next);
-      rows.push_back(&s);
-    }
-  }
+  struct Rows {
+    Slot* s;
+    size_t first;  // its first logits row
+    int64_t p0;    // the position of its first token
+  };
+  std::vector<Rows> rows;  // each slot's rows, in step order
+  size_t n_rows = 0;
   // Prompt chunks, first admitted first.
   std::vector<Slot*> filling;
   for (auto& sp : slots_)
@@ -226,6 +232,52 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
   std::sort(filling.begin(), filling.end(), [](const Slot* a, const Slot* b) { return a->order < b->order; });
   int64_t budget = opt_.n_batch;
   int64_t n_prompt = 0;
+  // Drafts take from the step's budget, at most half of it while prompts wait.
+  int64_t draft_budget = filling.empty() ? budget : budget / 2;
+  std::vector<Slot*> gen;
+  std::vector<DraftBatch::Ask> asks;
+  std::vector<std::vector<int32_t>> drafted(slots_.size());
+  for (size_t si = 0; si < slots_.size(); ++si) {
+    Slot& s = *slots_[si];
+    if (!s.job || s.next < 0) continue;
+    gen.push_back(&s);
+    s.cached.push_back(s.next);
+    // The last row gives a token beyond the drafts, so drafts stop one short of max_tokens (an
+    // accepted draft is always a token the cache keeps, as plain decoding's is).
+    const int64_t n = s.spec.want(opt_.spec, std::min({draft_budget, s.seq.n_ctx() - s.seq.pos() - 1,
+                                                       s.job->max_tokens - s.job->n_generated - 1}));
+    if (n <= 0) {
+      s.spec.set(opt_.spec, {});
+    } else if (draft_) {
+      asks.push_back({static_cast<int>(si), s.cached, n, &drafted[si]});
+      draft_budget -= n;
+    } else {
+      s.spec.lookup(opt_.spec, s.cached, n);
+      draft_budget -= static_cast<int64_t>(s.spec.draft().size());
+    }
+  }
+  if (!asks.empty()) {
+    // A draft model that fails costs its drafts only: the target's picks make the output.
+    try {
+      draft_->propose(asks, pool);
+    } catch (const std::exception&) {
+      for (auto& d : drafted) d.clear();
+    }
+    for (const auto& q : asks) slots_[static_cast<size_t>(q.slot)]->spec.set(opt_.spec, std::move(*q.out));
+  }
+  for (Slot* sp : gen) {
+    Slot& s = *sp;
+    const int64_t p0 = s.seq.pos();
+    toks.push_back({s.next, &s.seq, p0, true});
+    const auto& d = s.spec.draft();
+    for (size_t i = 0; i < d.size(); ++i) {
+      toks.push_back({d[i], &s.seq, p0 + 1 + static_cast<int64_t>(i), true});
+      s.cached.push_back(d[i]);
+    }
+    budget -= static_cast<int64_t>(d.size());
+    rows.push_back({&s, n_rows, p0});
+    n_rows += 1 + d.size();
+  }
   for (Slot* s : filling) {
     if (budget <= 0) break;
     const auto& p = s->job->prompt;
@@ -235,7 +287,7 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
       const bool last = s->n_prompt_done + i + 1 == p.size();
       toks.push_back({p[s->n_prompt_done + i], &s->seq, pos0 + static_cast<int64_t>(i), last});
       s->cached.push_back(p[s->n_prompt_done + i]);
-      if (last) rows.push_back(s);
+      if (last) rows.push_back({s, n_rows++, -1});
     }
     s->n_prompt_done += n;
     budget -= static_cast<int64_t>(n);
@@ -254,16 +306,32 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
     return;
   }
   metrics_.prompt_tokens += n_prompt;
+  const size_t nv = static_cast<size_t>(model_.config().n_vocab);
+  for (const Rows& r : rows) verify(*r.s, logits.data() + r.first * nv, r.p0);
+  metrics_.steps += 1;
+  metrics_.step_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void Scheduler::verify(Slot& s, const float* rows, int64_t p0) {
   const int64_t nv = model_.config().n_vocab;
-  for (size_t r = 0; r < rows.size(); ++r) {
-    Slot& s = *rows[r];
-    const float* row = logits.data() + static_cast<size_t>(r) * static_cast<size_t>(nv);
+  const std::vector<int32_t>& draft = s.spec.draft();
+  Job& j = *s.job;
+  if (!draft.empty()) {
+    std::lock_guard lk(j.mu);
+    j.n_drafted += static_cast<int64_t>(draft.size());
+  }
+  metrics_.spec_drafted += static_cast<int64_t>(draft.size());
+  // Row i holds the logits after the slot's i-th step token: the pick there is the token plain
+  // decoding makes; drafts are accepted while they equal it.
+  size_t kept = 0;  // drafts whose KV stays (accepted and followed by another row)
+  for (size_t i = 0; i <= draft.size(); ++i) {
+    const float* row = rows + i * static_cast<size_t>(nv);
     const int32_t tok = s.sampler->sample(row, nv);
-    Job& j = *s.job;
     if (tok_.is_eog(tok)) {
       finish(s, "stop", std::nullopt);
-      continue;
+      break;
     }
+    const bool match = i < draft.size() && tok == draft[i];
     const std::string piece = s.text->push(tok_.token_bytes(tok));
     std::optional<TokenLogprob> lp;
     if (j.top_logprobs >= 0) lp = token_logprob(row, nv, tok, j.top_logprobs);
@@ -274,17 +342,28 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
       j.tokens.push_back(tok);
       if (lp) j.logprobs.push_back(std::move(*lp));
       n_gen = ++j.n_generated;
+      if (match) ++j.n_accepted;
     }
     j.cv.notify_all();
     metrics_.generated_tokens += 1;
+    if (match) metrics_.spec_accepted += 1;
     if (s.text->stopped() || n_gen >= j.max_tokens) {
       finish(s, s.text->stopped() ? "stop" : "length", std::nullopt);
-      continue;
+      break;
     }
-    s.next = tok;
+    if (!match) {
+      s.next = tok;
+      break;
+    }
+    ++kept;
   }
-  metrics_.steps += 1;
-  metrics_.step_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  if (p0 >= 0) {
+    // The cache keeps the slot's next token and the drafts accepted before the last row's pick.
+    const int64_t keep = p0 + 1 + static_cast<int64_t>(kept);
+    s.seq.truncate(keep);
+    s.cached.resize(static_cast<size_t>(keep));
+    s.spec.verified(opt_.spec, kept);
+  }
 }
 
 }  // namespace nvfp4::server

@@ -16,6 +16,8 @@
 #include "nvfp4/tokenizer.h"
 #include "server/job.h"
 #include "server/metrics.h"
+#include "server/spec_draft.h"
+#include "server/spec_slot.h"
 
 namespace nvfp4::server {
 
@@ -31,6 +33,8 @@ struct SchedulerOptions {
   // and evaluates only the rest. In a16q8 and w4a4 a position's keys and values depend on the
   // tokens up to it alone, so the results are the same bits as computing it all again.
   bool cache_prompt = true;
+  // Speculative decoding (spec_slot.h): drafts share the step's n_batch tokens with the prompts.
+  SpecOptions spec;
 };
 
 class Scheduler {
@@ -54,6 +58,8 @@ class Scheduler {
   void loop();
   bool admit();  // under mu_; whether any slot is busy
   void step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool);
+  // Samples rows [row, row + 1 + drafts) of the slot's step; emits, accepts, truncates.
+  void verify(Slot& s, const float* rows, int64_t p0);
   void finish(Slot& s, const std::string& reason, const std::optional<ApiError>& err);
 
   const Model& model_;
@@ -61,6 +67,7 @@ class Scheduler {
   SchedulerOptions opt_;
   Metrics& metrics_;
   std::vector<std::unique_ptr<Slot>> slots_;  // touched by the stepping thread only
+  std::unique_ptr<DraftBatch> draft_;          // -md: the slots' draft sequences
   uint64_t admitted_ = 0;
 
   std::mutex mu_;

@@ -1,0 +1,44 @@
+#include "server/spec_slot.h"
+
+#include <algorithm>
+
+#include "nvfp4/error.h"
+#include "nvfp4/kernels_ref.h"
+
+namespace nvfp4::server {
+
+std::string SpecOptions::describe() const {
+  if (!on()) return "off";
+  if (draft)
+    return "draft model " + draft_name + " (" + std::string(mode_name(draft->mode())) + ", greedy, one draft sequence per slot), drafts of " +
+           std::to_string(std::max(1, draft_min)) + ".." + std::to_string(draft_max) + " tokens verified in the slot's step" +
+           (allow_drift ? " (drift allowed)" : " (bit-identical to plain decoding)");
+  return "prompt lookup (n-gram " + std::to_string(lookup.n_min) + ".." + std::to_string(lookup.n_max) +
+         "), drafts of " + std::to_string(std::max(1, draft_min)) + ".." + std::to_string(draft_max) +
+         " tokens verified in the slot's step" + (allow_drift ? " (drift allowed)" : " (bit-identical to plain decoding)");
+}
+
+void check_spec_mode(const SpecOptions& o, Mode mode) {
+  if (!o.on() || o.allow_drift || mode == Mode::a16q8 || mode == Mode::w4a4) return;
+  throw Error("", "",
+              "--spec: speculative decoding in precision " + std::string(mode_name(mode)) +
+                  ": its logits may change with the step's composition, so output could drift from plain decoding",
+              "--precision a16q8 or w4a4 (bit-identical), or --spec-allow-drift", std::string(mode_name(mode)));
+}
+
+void SpecSlot::lookup(const SpecOptions& o, std::span<const int32_t> history, int64_t n) {
+  set(o, n > 0 ? o.lookup.propose(history, static_cast<int>(n)) : std::vector<int32_t>{});
+}
+
+void SpecSlot::set(const SpecOptions& o, std::vector<int32_t> draft) {
+  draft_ = std::move(draft);
+  if (static_cast<int>(draft_.size()) < o.draft_min) draft_.clear();
+}
+
+void SpecSlot::verified(const SpecOptions& o, size_t accepted) {
+  if (!draft_.empty() && accepted == draft_.size()) k_ = std::min(o.draft_max, 2 * k_);
+  else if (!draft_.empty() && accepted == 0) k_ = std::max(1, k_ / 2);
+  draft_.clear();
+}
+
+}  // namespace nvfp4::server

@@ -1,0 +1,59 @@
+// Speculative decoding in the server (`serve --spec ngram`): each generating slot may add drafts
+// after its next token in the step's one forward(); the scheduler samples every row with the
+// slot's own sampler (the draw of generation index i depends on (seed, i) alone, sampler.h) and
+// accepts drafts while they equal the pick, so in the integer-exact modes (a16q8, w4a4) a
+// request's tokens, text and logprobs are the bits plain decoding gives (generate.h says why).
+// This file holds what a slot keeps for it: the draft of this step and its adaptive length.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "nvfp4/generate.h"
+#include "nvfp4/model.h"
+
+namespace nvfp4::server {
+
+struct SpecOptions {
+  bool ngram = false;            // --spec ngram: prompt lookup
+  const Model* draft = nullptr;  // -md: the draft model (spec_draft.h), instead of the lookup
+  std::string draft_name;        // its file, for the log
+  int draft_max = 8;   // --draft-max: tokens per draft (adapted per slot, as `run` does)
+  int draft_min = 0;   // --draft-min: a shorter draft is dropped
+  NgramProposer lookup;
+  bool allow_drift = false;  // --spec-allow-drift: speculate in a16/f32 too
+  bool on() const { return ngram || draft; }
+  std::string describe() const;  // for the startup log
+};
+
+// Throws nvfp4::Error (naming --spec-allow-drift) when speculation is on in a mode whose logits
+// may depend on the step's composition.
+void check_spec_mode(const SpecOptions& o, Mode mode);
+
+class SpecSlot {
+ public:
+  void reset(const SpecOptions& o) {
+    k_ = o.draft_max;
+    draft_.clear();
+  }
+  // The draft length this step may have: min(k, limit), 0 when speculation is off.
+  int64_t want(const SpecOptions& o, int64_t limit) const { return o.on() ? std::min<int64_t>(k_, limit) : 0; }
+  // Sets the draft of this step by prompt lookup: at most `n` tokens continuing `history` (what
+  // the slot's sequence holds once its next token is fed, that token included).
+  void lookup(const SpecOptions& o, std::span<const int32_t> history, int64_t n);
+  // Sets the draft of this step (a draft model's); one shorter than --draft-min is dropped.
+  void set(const SpecOptions& o, std::vector<int32_t> draft);
+  // After verification: `accepted` of the draft's tokens equal the picks. Adapts k (halved after
+  // a rejection at the first token, doubled back after a fully accepted draft) and drops the draft.
+  void verified(const SpecOptions& o, size_t accepted);
+  const std::vector<int32_t>& draft() const { return draft_; }
+  int k() const { return k_; }
+
+ private:
+  int k_ = 8;
+  std::vector<int32_t> draft_;
+};
+
+}  // namespace nvfp4::server
