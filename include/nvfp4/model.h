@@ -138,8 +138,8 @@ struct StepToken {
 // calibrating activation scales.
 using Observer = std::function<void(const std::string& layer, const float* x, int64_t n, int64_t n_in)>;
 
-// Where the steps' time goes (`bench model --profile`): wall seconds and the weight bytes each
-// part read, summed over the steps run while it is attached to a Workspace. The parts are timed
+// Where the steps' time goes (`bench model --profile`): wall seconds and the bytes each part read
+// (weights; for attention the keys and values of the cache), summed over the steps run while it is attached to a Workspace. The parts are timed
 // around the calls that make them (the results do not change); `total` is the whole step, so
 // total minus the parts is everything else (norms, residuals, the embedding, routing's plumbing).
 struct StepProfile {

@@ -117,7 +117,12 @@ nlohmann::json profile_json(const StepProfile& p, double dram_gbps) {
   }
   parts.push_back({{"part", "other"}, {"ms_per_token", 1e3 * (p.total - timed) / tok}, {"mb_per_token", 0.0}, {"gbps", 0.0},
                    {"pct_of_dram", 0.0}, {"pct_of_step", 100.0 * (p.total - timed) / p.total}});
-  return {{"tokens", p.tokens}, {"ms_per_token", 1e3 * p.total / tok}, {"dram_gbps", dram_gbps}, {"parts", parts}};
+  double bytes = 0;
+  for (int i = 0; i < StepProfile::n_parts; ++i) bytes += p.bytes[i];
+  // With the KV cache's bytes counted (attention), what the whole step read against the stream.
+  const double gbps = p.total > 0 ? bytes / p.total / 1e9 : 0;
+  return {{"tokens", p.tokens}, {"ms_per_token", 1e3 * p.total / tok}, {"dram_gbps", dram_gbps}, {"mb_per_token", bytes / tok / 1e6},
+          {"gbps", gbps}, {"pct_of_dram", dram_gbps > 0 ? 100.0 * gbps / dram_gbps : 0}, {"parts", parts}};
 }
 
 void print_profile(const nlohmann::json& pj) {
@@ -127,6 +132,8 @@ void print_profile(const nlohmann::json& pj) {
   for (const auto& r : pj["parts"])
     std::printf("  %-22s %10.3f %8.1f %10.1f %9.1f %8.0f\n", r["part"].get<std::string>().c_str(), r["ms_per_token"].get<double>(),
                 r["pct_of_step"].get<double>(), r["mb_per_token"].get<double>(), r["gbps"].get<double>(), r["pct_of_dram"].get<double>());
+  std::printf("  %-22s %10.3f %8.1f %10.1f %9.1f %8.0f\n", "whole step", pj["ms_per_token"].get<double>(), 100.0,
+              pj["mb_per_token"].get<double>(), pj["gbps"].get<double>(), pj["pct_of_dram"].get<double>());
 }
 
 std::string peer_args(const Opt& o, int threads) {

@@ -36,7 +36,12 @@ void dense_block(StepRun& s, int64_t l) {
     }
   };
   {
-    PartTimer timer(w.prof, StepProfile::attention);
+    // Bytes: the keys and values each token reads from its cache (positions 0..pos of this layer).
+    double kv_bytes = 0;
+    if (w.prof)
+      for (const AttnToken& tk : w.step.tok)
+        kv_bytes += static_cast<double>(tk.pos + 1) * static_cast<double>(2 * kvd) * (tk.kv->is_f16() ? 2.0 : 4.0);
+    PartTimer timer(w.prof, StepProfile::attention, kv_bytes);
     if (n < 16) rope_store(0, n);
     else s.pool.run(n, rope_store);  // tokens are independent (each its own cache position)
     attention(c, w.step, l, w.q.data(), w.att.data(), w.attn_scratch, s.pool);
