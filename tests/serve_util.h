@@ -202,4 +202,61 @@ inline double metric(const std::string& text, const std::string& name) {
   return -1;
 }
 
+// One completion as a client sees it, whole or streamed (the chunks put together): the returned
+// tokens (`return_tokens`), the text, the finish reason, each token's logprobs entry (its JSON,
+// dumped, top alternatives included) and the llama-server style `timings` of a speculative server.
+struct Completion {
+  int status = 0;
+  std::vector<int32_t> tokens;
+  std::string text, finish;
+  std::vector<std::string> logprobs;
+  int64_t draft_n = -1, draft_n_accepted = -1;  // timings (non-streamed replies)
+};
+
+inline void take_logprobs(Completion& o, bool chat, const nlohmann::json& lp) {
+  if (lp.is_null()) return;
+  if (chat) {
+    for (const nlohmann::json& t : lp["content"]) o.logprobs.push_back(t.dump());
+    return;
+  }
+  for (size_t k = 0; k < lp["token_logprobs"].size(); ++k)
+    o.logprobs.push_back(lp["token_logprobs"][k].dump() + (lp.contains("top_logprobs") ? lp["top_logprobs"][k].dump() : ""));
+}
+
+// POSTs body (a chat completion when it has "messages", else a completion), streamed or not.
+inline Completion complete(int port, nlohmann::json body, bool stream) {
+  const bool chat = body.contains("messages");
+  const std::string path = chat ? "/v1/chat/completions" : "/v1/completions";
+  Completion o;
+  if (!stream) {
+    const Reply r = post(port, path, body.dump());
+    o.status = r.status;
+    if (r.status != 200) return o;
+    const nlohmann::json& c = r.json["choices"][0];
+    o.tokens = c["tokens"].get<std::vector<int32_t>>();
+    o.text = chat ? c["message"]["content"].get<std::string>() : c["text"].get<std::string>();
+    o.finish = c["finish_reason"];
+    take_logprobs(o, chat, c["logprobs"]);
+    if (r.json.contains("timings")) {
+      o.draft_n = r.json["timings"]["draft_n"];
+      o.draft_n_accepted = r.json["timings"]["draft_n_accepted"];
+    }
+    return o;
+  }
+  body["stream"] = true;
+  const StreamReply s = post_stream(port, path, body.dump());
+  o.status = s.done ? s.status : -1;
+  for (const nlohmann::json& e : s.events) {
+    if (!e.contains("choices") || e["choices"].empty()) continue;
+    const nlohmann::json& c = e["choices"][0];
+    if (c.contains("tokens"))
+      for (int32_t t : c["tokens"]) o.tokens.push_back(t);
+    if (chat && c["delta"].contains("content")) o.text += c["delta"]["content"].get<std::string>();
+    if (!chat) o.text += c["text"].get<std::string>();
+    if (c.contains("finish_reason") && c["finish_reason"].is_string()) o.finish = c["finish_reason"];
+    take_logprobs(o, chat, c["logprobs"]);
+  }
+  return o;
+}
+
 }  // namespace nvfp4::test

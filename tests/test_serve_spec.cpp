@@ -34,13 +34,7 @@ const SpecReq kSpecReqs[] = {
 };
 constexpr int kNReqs = sizeof(kSpecReqs) / sizeof(kSpecReqs[0]);
 
-struct SpecOut {
-  int status = 0;
-  std::vector<int32_t> tokens;
-  std::string text, finish;
-  std::vector<std::string> logprobs;  // each token's entry, dumped
-  int64_t draft_n = -1, draft_n_accepted = -1;  // timings (non-streamed, speculative server)
-};
+using SpecOut = Completion;
 
 json spec_body(int i) {
   const SpecReq& q = kSpecReqs[i];
@@ -68,51 +62,7 @@ json spec_body(int i) {
   return b;
 }
 
-void take_lp(SpecOut& o, bool chat, const json& lp) {
-  if (lp.is_null()) return;
-  if (chat) {
-    for (const json& t : lp["content"]) o.logprobs.push_back(t.dump());
-  } else {
-    for (size_t k = 0; k < lp["token_logprobs"].size(); ++k)
-      o.logprobs.push_back(lp["token_logprobs"][k].dump() + lp["top_logprobs"][k].dump());
-  }
-}
-
-SpecOut spec_run(int port, int i, bool stream) {
-  json b = spec_body(i);
-  const bool chat = kSpecReqs[i].chat;
-  const std::string path = chat ? "/v1/chat/completions" : "/v1/completions";
-  SpecOut o;
-  if (!stream) {
-    const Reply r = post(port, path, b.dump());
-    o.status = r.status;
-    if (r.status != 200) return o;
-    const json& c = r.json["choices"][0];
-    o.tokens = c["tokens"].get<std::vector<int32_t>>();
-    o.text = chat ? c["message"]["content"].get<std::string>() : c["text"].get<std::string>();
-    o.finish = c["finish_reason"];
-    take_lp(o, chat, c["logprobs"]);
-    if (r.json.contains("timings")) {
-      o.draft_n = r.json["timings"]["draft_n"];
-      o.draft_n_accepted = r.json["timings"]["draft_n_accepted"];
-    }
-    return o;
-  }
-  b["stream"] = true;
-  const StreamReply s = post_stream(port, path, b.dump());
-  o.status = s.done ? s.status : -1;
-  for (const json& e : s.events) {
-    if (!e.contains("choices") || e["choices"].empty()) continue;
-    const json& c = e["choices"][0];
-    if (c.contains("tokens"))
-      for (int32_t t : c["tokens"]) o.tokens.push_back(t);
-    if (chat && c["delta"].contains("content")) o.text += c["delta"]["content"].get<std::string>();
-    if (!chat) o.text += c["text"].get<std::string>();
-    if (c.contains("finish_reason") && c["finish_reason"].is_string()) o.finish = c["finish_reason"];
-    take_lp(o, chat, c["logprobs"]);
-  }
-  return o;
-}
+SpecOut spec_run(int port, int i, bool stream) { return complete(port, spec_body(i), stream); }
 
 std::vector<std::string> spec_args(const std::string& model, std::vector<std::string> extra) {
   std::vector<std::string> a = {"serve", "-m", model, "--quantize", "--precision", "a16q8", "-t", "2", "--port", "0",

@@ -17,12 +17,7 @@ using nlohmann::json;
 const char* kW4Prompts[] = {"The capital of France is", "Once upon a time, in a small village,", "def fibonacci(n):",
                             "The three primary colors are", "Water boils at", "1, 2, 3, 4,"};
 
-struct W4Out {
-  int status = 0;
-  std::vector<int32_t> tokens;
-  std::string text;
-  std::vector<double> logprobs;
-};
+using W4Out = Completion;
 
 json w4_body(int i, bool cache) {
   json b;
@@ -44,43 +39,7 @@ json w4_body(int i, bool cache) {
   return b;
 }
 
-W4Out w4_run(int port, int i, bool cache, bool stream) {
-  json b = w4_body(i, cache);
-  const bool chat = b.contains("messages");
-  const std::string path = chat ? "/v1/chat/completions" : "/v1/completions";
-  W4Out o;
-  const auto take_lp = [&](const json& lp) {
-    if (lp.is_null()) return;
-    if (chat) {
-      for (const json& t : lp["content"]) o.logprobs.push_back(t["logprob"]);
-    } else {
-      for (double v : lp["token_logprobs"]) o.logprobs.push_back(v);
-    }
-  };
-  if (!stream) {
-    const Reply r = post(port, path, b.dump());
-    o.status = r.status;
-    if (r.status != 200) return o;
-    const json& c = r.json["choices"][0];
-    o.tokens = c["tokens"].get<std::vector<int32_t>>();
-    o.text = chat ? c["message"]["content"].get<std::string>() : c["text"].get<std::string>();
-    take_lp(c["logprobs"]);
-    return o;
-  }
-  b["stream"] = true;
-  const StreamReply s = post_stream(port, path, b.dump());
-  o.status = s.done ? s.status : -1;
-  for (const json& e : s.events) {
-    if (!e.contains("choices") || e["choices"].empty()) continue;
-    const json& c = e["choices"][0];
-    if (c.contains("tokens"))
-      for (int32_t t : c["tokens"]) o.tokens.push_back(t);
-    if (chat && c["delta"].contains("content")) o.text += c["delta"]["content"].get<std::string>();
-    if (!chat) o.text += c["text"].get<std::string>();
-    take_lp(c["logprobs"]);
-  }
-  return o;
-}
+W4Out w4_run(int port, int i, bool cache, bool stream) { return complete(port, w4_body(i, cache), stream); }
 
 // Failed once in about eight runs (2026-12-01, under `ctest -j2`): a thread-pool race (a stale
 // ticket claiming against the next job's chunk count), fixed in 84ece15; since then 20 of 20
