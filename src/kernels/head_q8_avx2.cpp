@@ -4,6 +4,7 @@
 namespace nvfp4::kern {
 namespace {
 struct DotAvx2 {
+  static constexpr int kCols = 1;  // columns per weight load
   static constexpr bool kOffset = false;
   static __m256i dot(__m256i acc, __m256i u, __m256i qa) {
     const __m256i qw = _mm256_xor_si256(u, _mm256_set1_epi8(static_cast<char>(0x80)));

@@ -27,30 +27,38 @@ template <int T>
 void group_cols16(const HeadQ8& w, const ActQ8& a, const int32_t* off, int64_t g, int64_t t0, __mmask16 m, float* y) {
   const int64_t per = kQ8Block / 32;
   __m512 acc[T];
+  #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < a.blocks; ++b) {
     __m512 s[T];
+    #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) s[t] = _mm512_setzero_ps();
     const int64_t j1 = std::min(w.blocks, (b + 1) * per);
     for (int64_t j = b * per; j < j1; ++j) {
       const uint8_t* u = w.codes(g, j);
       __m512i is[T];
       const int8_t* qa[T][2];  // the column's two 16-code groups of block j
+      #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         is[t] = _mm512_set1_epi32(off[(t0 + t) * w.blocks + j]);
         qa[t][0] = a.qg(2 * j, t0 + t);
         qa[t][1] = a.qg(2 * j + 1, t0 + t);
       }
+      #pragma GCC unroll 8
       for (int k = 0; k < 8; ++k) {
         const __m512i uk = _mm512_loadu_si512(u + k * kHeadUnit);
+        #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) is[t] = _mm512_dpbusd_epi32(is[t], uk, _mm512_set1_epi32(load4(qa[t][k / 4] + k % 4 * 4)));
       }
       const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.scales(g, j))));
+      #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) s[t] = _mm512_add_ps(s[t], _mm512_mul_ps(dw, _mm512_cvtepi32_ps(is[t])));
     }
+    #pragma GCC unroll 8
     for (int t = 0; t < T; ++t)
       acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_set1_ps(a.d[static_cast<size_t>((t0 + t) * a.blocks + b)]), s[t]));
   }
+  #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * w.n_out + g * kHeadRowPad, m, acc[t]);
 }
 

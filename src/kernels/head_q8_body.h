@@ -36,23 +36,28 @@ void group_cols8x2(const HeadQ8& w, const ActQ8& a, const int32_t* off, int64_t 
                    float* y) {
   const int64_t per = kQ8Block / 32;
   __m256 acc[T][2];
+  #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
   for (int64_t b = 0; b < a.blocks; ++b) {
     __m256 s[T][2];
+    #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) s[t][0] = s[t][1] = _mm256_setzero_ps();
     const int64_t j1 = std::min(w.blocks, (b + 1) * per);
     for (int64_t j = b * per; j < j1; ++j) {
       const uint8_t* u = w.codes(g, j);
       __m256i is[T][2];
       const int8_t* qa[T][2];  // the column's two 16-code groups of block j
+      #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         is[t][0] = is[t][1] = Dot::kOffset ? _mm256_set1_epi32(off[(t0 + t) * w.blocks + j]) : _mm256_setzero_si256();
         qa[t][0] = a.qg(2 * j, t0 + t);
         qa[t][1] = a.qg(2 * j + 1, t0 + t);
       }
+      #pragma GCC unroll 8
       for (int k = 0; k < 8; ++k) {
         const __m256i u0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(u + k * kHeadUnit));
         const __m256i u1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(u + k * kHeadUnit + 32));
+        #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
           const __m256i av = _mm256_set1_epi32(load4(qa[t][k / 4] + k % 4 * 4));
           is[t][0] = Dot::dot(is[t][0], u0, av);
@@ -62,17 +67,20 @@ void group_cols8x2(const HeadQ8& w, const ActQ8& a, const int32_t* off, int64_t 
       const uint16_t* ds = w.scales(g, j);
       const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ds)));
       const __m256 d1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ds + 8)));
+      #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         s[t][0] = _mm256_add_ps(s[t][0], _mm256_mul_ps(d0, _mm256_cvtepi32_ps(is[t][0])));
         s[t][1] = _mm256_add_ps(s[t][1], _mm256_mul_ps(d1, _mm256_cvtepi32_ps(is[t][1])));
       }
     }
+    #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       const __m256 da = _mm256_set1_ps(a.d[static_cast<size_t>((t0 + t) * a.blocks + b)]);
       acc[t][0] = _mm256_add_ps(acc[t][0], _mm256_mul_ps(da, s[t][0]));
       acc[t][1] = _mm256_add_ps(acc[t][1], _mm256_mul_ps(da, s[t][1]));
     }
   }
+  #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) {
     float* yt = y + (t0 + t) * w.n_out + g * kHeadRowPad;
     if (lo == 0 && hi == kHeadRowPad) {
@@ -94,10 +102,10 @@ constexpr std::array<GroupFn, sizeof...(T)> group_fns8x2(std::integer_sequence<i
   return {&group_cols8x2<Dot, T + 1>...};
 }
 
-// Rows [r_b, r_e): every 16-row group they touch, columns in tiles of up to kMaxCols.
+// Rows [r_b, r_e): every 16-row group they touch, columns in tiles of up to Dot::kCols.
 template <class Dot>
 void head_rows16(const HeadQ8& w, const ActQ8& a, int64_t r_b, int64_t r_e, float* y) {
-  constexpr int kMaxCols = 2;
+  constexpr int kMaxCols = Dot::kCols;
   constexpr auto fns = group_fns8x2<Dot>(std::make_integer_sequence<int, kMaxCols>{});
   if (r_b >= r_e) return;
   std::vector<int32_t> off(Dot::kOffset ? static_cast<size_t>(a.n * w.blocks) : 0);
