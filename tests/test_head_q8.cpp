@@ -141,3 +141,58 @@ TEST(HeadQ8, FloatModesAndRowsAreExactDequantizations) {
   EXPECT_EQ(a, b);
   EXPECT_EQ(hf.kernel_name(Mode::f32).find("q8_0 dequantized"), 0u);
 }
+
+// The row-interleaved layout: the reference equals the pinned order recomputed here from the GGUF
+// blocks row-major (so the layout loses nothing), and every compiled kernel equals the reference
+// for row counts around the 16-row group (padding), 1..16 columns, and row ranges that start and
+// end inside a group.
+TEST(HeadQ8, InterleavedLayoutEveryColumnCountAndRowRange) {
+  test::Rng rng(29);
+  for (int64_t n_in : {64, 288, 2048}) {
+    for (int64_t n_out : {1, 15, 16, 17, 40}) {
+      const auto blocks = random_blocks(rng, n_out, n_in);
+      const kern::HeadQ8 w = kern::HeadQ8::prepare(blocks.data(), n_out, n_in);
+      ASSERT_EQ(w.rows % 16, 0);
+      ASSERT_GE(w.rows, n_out);
+      for (int64_t n = 1; n <= 16; ++n) {
+        std::vector<float> x(static_cast<size_t>(n * n_in));
+        for (auto& v : x) v = rng.gauss();
+        kern::ActQ8 a;
+        kern::prepare_q8(x.data(), n, n_in, a);
+        std::vector<float> ref(static_cast<size_t>(n * n_out), -1.0f);
+        kern::head_q8_scalar(w, a, 0, n_out, ref.data());
+        for (int64_t t = 0; t < n; ++t) {
+          for (int64_t r = 0; r < n_out; ++r) {
+            float acc = 0.0f;
+            for (int64_t b = 0; b < a.blocks; ++b) {
+              float s = 0.0f;
+              for (int64_t j = b * 8; j < std::min(n_in / 32, (b + 1) * 8); ++j) {
+                BlockQ8_0 blk;
+                std::memcpy(&blk, blocks.data() + r * kRowBytes(n_in) + j * 34, 34);
+                int32_t isum = 0;
+                for (int i = 0; i < 32; ++i) isum += int32_t{blk.qs[i]} * a.qg(2 * j + i / 16, t)[i % 16];
+                const float p = half_to_float(blk.d) * static_cast<float>(isum);
+                s = s + p;
+              }
+              const float p = a.d[static_cast<size_t>(t * a.blocks + b)] * s;
+              acc = acc + p;
+            }
+            ASSERT_EQ(0, std::memcmp(&acc, &ref[static_cast<size_t>(t * n_out + r)], 4)) << "n_in " << n_in << " r " << r;
+          }
+        }
+        for (Isa isa : compiled_isas()) {
+          if (!isa_supported(isa)) continue;
+          const kern::HeadQ8Fn fn = kern::table(isa).head_q8;
+          std::vector<float> all(ref.size(), -2.0f), parts(ref.size(), -3.0f);
+          fn(w, a, 0, n_out, all.data());
+          EXPECT_EQ(all, ref) << isa_name(isa) << " n_in " << n_in << " n_out " << n_out << " n " << n;
+          const int64_t c1 = std::min<int64_t>(n_out, 7), c2 = std::min<int64_t>(n_out, 23);
+          fn(w, a, 0, c1, parts.data());
+          fn(w, a, c1, c2, parts.data());
+          fn(w, a, c2, n_out, parts.data());
+          EXPECT_EQ(parts, ref) << isa_name(isa) << " split, n_in " << n_in << " n_out " << n_out << " n " << n;
+        }
+      }
+    }
+  }
+}

@@ -10,13 +10,20 @@
 // (float32 multiply, then float32 add; no FMA: -ffp-contract=off). float(isum_j) is exact (< 2^24)
 // and d_w = half_to_float(d) is exact, so only these roundings happen, in this order, and every
 // variant computes each row in one SIMD lane with exactly these operations: the bits are the
-// same on every ISA, thread count and column count. Bound against float64 (tests): with
-// S = sum_b |d_a[b]| * sum_j |d_w[j] * isum_j|, |y - exact| <= gamma(J + B + 1) * S, where J = 32-blocks
-// per 256-block (8), B = 256-blocks, gamma(k) = k u / (1 - k u), u = 2^-24.
+// same on every ISA, thread count and column count. isum_j is an integer, so how a kernel gets it
+// (which products it pairs first, an offset it removes again) cannot change it. Bound against
+// float64 (tests): with S = sum_b |d_a[b]| * sum_j |d_w[j] * isum_j|, |y - exact| <= gamma(J + B +
+// 1) * S, where J = 32-blocks per 256-block (8), B = 256-blocks, gamma(k) = k u / (1 - k u), u = 2^-24.
 //
-// Layout (HeadQ8::prepare): q [n_out][n_in] int8 row-major (the blocks' qs); d transposed,
-// [n_in/32][rows] binary16 with rows = n_out rounded up to 16 (padding 0), so 8 or 16 consecutive
-// rows' scales of one block are one load.
+// Layout (HeadQ8::prepare), row-interleaved so that one SIMD multiply-add serves 16 (or 8) rows in
+// as many int32 lanes with no horizontal reduction. Rows are padded to groups of kHeadRowPad = 16
+// (padding: weight 0, scale 0). Per group g and 32-block j, 512 bytes: 8 units k of 64 bytes, unit
+// k holding bytes 4k..4k+3 of block j of the group's rows 0..15 in row order (4 bytes per row), so
+// one 64-byte unit is one zmm (16 rows x 4 products per vpdpbusd lane) or two ymm (rows 0-7 in
+// bytes 0-31, rows 8-15 in bytes 32-63). The bytes are stored offset, u = q_w + 128 (0..255): the
+// unsigned operand of vpdpbusd as is; kernels remove the offset exactly (see head_q8_off). Scales
+// d [g][j][16] binary16: one group's 16 scales of block j are one 32-byte load, beside the codes in
+// a second sequential stream.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -26,17 +33,30 @@
 namespace nvfp4::kern {
 
 inline constexpr int64_t kHeadRowPad = 16;
+inline constexpr int64_t kHeadUnit = 64;                   // bytes: 16 rows x 4 codes
+inline constexpr int64_t kHeadBlockBytes = 8 * kHeadUnit;  // one group's 32-block
 
 struct HeadQ8 {
-  int64_t n_out = 0, n_in = 0, blocks = 0, rows = 0;  // blocks: n_in / 32; rows: n_out padded
-  std::vector<int8_t> q;     // [n_out][n_in]
-  std::vector<uint16_t> d;   // [blocks][rows]
-  const int8_t* row(int64_t r) const { return q.data() + r * n_in; }
-  const uint16_t* scales(int64_t j) const { return d.data() + j * rows; }
+  int64_t n_out = 0, n_in = 0, blocks = 0, rows = 0;  // blocks: n_in / 32; rows: n_out padded to 16
+  std::vector<uint8_t> q;    // [rows/16][blocks][8][16][4]: q_w + 128
+  std::vector<uint16_t> d;   // [rows/16][blocks][16]
+  int64_t groups() const { return rows / kHeadRowPad; }
+  const uint8_t* codes(int64_t g, int64_t j) const { return q.data() + (g * blocks + j) * kHeadBlockBytes; }
+  const uint16_t* scales(int64_t g, int64_t j) const { return d.data() + (g * blocks + j) * kHeadRowPad; }
+  // The row-major view: q_w[r][i] and the binary16 d_w[r][j].
+  int8_t code(int64_t r, int64_t i) const {
+    const int64_t lane = r % kHeadRowPad, j = i / 32, k = i % 32 / 4;
+    return static_cast<int8_t>(codes(r / kHeadRowPad, j)[k * kHeadUnit + lane * 4 + i % 4] - 128);
+  }
+  uint16_t scale(int64_t r, int64_t j) const { return scales(r / kHeadRowPad, j)[r % kHeadRowPad]; }
   // From n_out rows of GGUF Q8_0 blocks (34 bytes per 32 values). n_in % 32 == 0.
   static HeadQ8 prepare(const uint8_t* blocks, int64_t n_out, int64_t n_in);
   size_t bytes() const { return q.size() + d.size() * 2; }
 };
+
+// off[t * w.blocks + j] = -128 * sum of column t's 32 codes of block j: the integer that turns
+// sum_i (q_w + 128) * q_a into isum_j (|sum_i u * q_a| <= 32*255*127 < 2^31: exact in int32).
+void head_q8_off(const ActQ8& a, int64_t blocks, int32_t* off);
 
 // HeadQ8Fn (packed.h): rows [r_b, r_e) of y for every column of a (a.n_in == w.n_in),
 // y[t * w.n_out + r].

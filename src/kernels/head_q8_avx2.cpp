@@ -4,12 +4,18 @@
 namespace nvfp4::kern {
 namespace {
 struct DotAvx2 {
-  static __m256i dot(__m256i u, __m256i s) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)); }
+  static constexpr int kCols = 1;  // columns per weight load
+  static constexpr bool kOffset = false;
+  static __m256i dot(__m256i acc, __m256i u, __m256i qa) {
+    const __m256i qw = _mm256_xor_si256(u, _mm256_set1_epi8(static_cast<char>(0x80)));
+    const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(qw, qw), _mm256_sign_epi8(qa, qw));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+  }
 };
 }  // namespace
 
 void head_q8_avx2(const HeadQ8& w, const ActQ8& a, int64_t r_b, int64_t r_e, float* y) {
-  head_rows8<DotAvx2>(w, a, r_b, r_e, y);
+  head_rows16<DotAvx2>(w, a, r_b, r_e, y);
 }
 
 }  // namespace nvfp4::kern

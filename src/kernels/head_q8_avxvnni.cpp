@@ -1,15 +1,18 @@
-// The Q8_0 head on AVX-VNNI (vpdpbusd on ymm; derivation in head_q8.h and head_q8_body.h).
+// The Q8_0 head on AVX-VNNI (vpdpbusd on ymm over the offset codes; derivation in head_q8.h and
+// head_q8_body.h).
 #include "kernels/head_q8_body.h"
 
 namespace nvfp4::kern {
 namespace {
 struct DotVnni {
-  static __m256i dot(__m256i u, __m256i s) { return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, s); }
+  static constexpr int kCols = 2;  // columns per weight load
+  static constexpr bool kOffset = true;
+  static __m256i dot(__m256i acc, __m256i u, __m256i qa) { return _mm256_dpbusd_avx_epi32(acc, u, qa); }
 };
 }  // namespace
 
 void head_q8_avxvnni(const HeadQ8& w, const ActQ8& a, int64_t r_b, int64_t r_e, float* y) {
-  head_rows8<DotVnni>(w, a, r_b, r_e, y);
+  head_rows16<DotVnni>(w, a, r_b, r_e, y);
 }
 
 }  // namespace nvfp4::kern

@@ -85,8 +85,7 @@ void Head::row(int64_t r, float* out) const {
     return;
   }
   if (type_ == Type::q8_0 && q8_int_) {
-    const int8_t* q = q8_.row(r);
-    for (int64_t i = 0; i < n_in_; ++i) out[i] = static_cast<float>(q[i]) * half_to_float(q8_.scales(i / kQ8_0Block)[r]);
+    for (int64_t i = 0; i < n_in_; ++i) out[i] = static_cast<float>(q8_.code(r, i)) * half_to_float(q8_.scale(r, i / kQ8_0Block));
     return;
   }
   dense_.row(r, out);
