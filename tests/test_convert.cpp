@@ -171,10 +171,14 @@ TEST(Convert, RealSmolLM2ToNvfp4Verified) {
   opt.verify = true;
   const ConvertReport r = convert(path, dir / "smol.gguf", opt);
   EXPECT_EQ(r.quantized, 30 * 7);  // 30 blocks x q, k, v, o, gate, up, down
-  EXPECT_EQ(r.retyped, 1);         // the Q8_0 embedding -> f16
+  EXPECT_EQ(r.retyped, 0);         // the default head (--head auto): the Q8_0 embedding copied
   const auto ck = Checkpoint::open(dir / "smol.gguf");
   EXPECT_EQ(ck->tensor("blk.29.ffn_down.weight").storage, Storage::nvfp4);
-  EXPECT_EQ(ck->tensor("token_embd.weight").storage_name, "F16");
+  EXPECT_EQ(ck->tensor("token_embd.weight").storage_name, "Q8_0");
+  opt.head = "f16";
+  const ConvertReport r16 = convert(path, dir / "smol16.gguf", opt);
+  EXPECT_EQ(r16.retyped, 1);  // the Q8_0 embedding -> f16 (--keep-type)
+  EXPECT_EQ(Checkpoint::open(dir / "smol16.gguf")->tensor("token_embd.weight").storage_name, "F16");
 }
 #endif
 

@@ -262,6 +262,7 @@ TEST(MoeConvert, GgufRoundTripKeepsStackedExpertsAndLogits) {
   test::write_tiny_moe(in, t);
   ConvertOptions opt;
   opt.verify = true;
+  opt.head = "f16";  // the float head kept as it is (the default would make it Q8_0)
   convert(in, out, opt);
   const auto a = gguf::File::open(in), b = gguf::File::open(out);
   ASSERT_EQ(a.tensors().size(), b.tensors().size());

@@ -47,9 +47,10 @@ Registrar reg(
       sub.add_option("--quantize", a->opt.quantize, "glob of 2-D tensors to quantize although the default keeps them");
       sub.add_option("--keep-type", a->opt.keep_type, "type of kept ggml-quantized matrices (embedding)")
           ->check(CLI::IsMember({"f16", "f32", "bf16"}));
-      sub.add_option("--head", a->opt.head, "output head and embedding: f16 (as today: float kept, ggml-quantized to --keep-type), "
-                     "q8 (GGML Q8_0; integer-exact in a16q8/w4a4) or nvfp4 (quantized like the linear layers); GGUF output")
-          ->check(CLI::IsMember({"f16", "q8", "nvfp4"}));
+      sub.add_option("--head", a->opt.head, "output head and embedding: auto (default: q8 for a GGUF output, f16 where the "
+                     "rows are not whole 32-blocks or for a directory), f16 (float kept, ggml-quantized to --keep-type), "
+                     "q8 (GGML Q8_0; integer-exact in a16q8/w4a4) or nvfp4 (quantized like the linear layers); q8 and nvfp4: GGUF output")
+          ->check(CLI::IsMember({"auto", "f16", "q8", "nvfp4"}));
       sub.add_flag("--verify", a->opt.verify, "re-read the output and compare it bit for bit before it is renamed into place");
       sub.add_option("--threads", a->opt.threads, "quantizer threads (default: all cores)")->check(CLI::NonNegativeNumber);
       sub.add_option("--quantize-method", a->opt.method,

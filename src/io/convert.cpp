@@ -219,9 +219,10 @@ std::vector<Recipe> plan(const Checkpoint& ck, const ConvertOptions& opt, std::s
       continue;
     }
     const bool head = is_head(name) && e.shape.size() == 2;
-    if (head && opt.head == "q8") {
+    const bool auto_q8 = opt.head == "auto" && n_in % kQ8_0Block == 0 && !matches_any(opt.keep, name);
+    if (head && (opt.head == "q8" || auto_q8)) {
       out.push_back(q8_0_recipe(ck, e, name, ne, n_out, n_in));
-      rep.notes.push_back(name + ": Q8_0 (--head q8" + std::string(e.storage_name == "Q8_0" ? ", copied" : ", quantized") + ")");
+      rep.notes.push_back(name + ": Q8_0 (--head " + opt.head + std::string(e.storage_name == "Q8_0" ? ", copied" : ", quantized") + ")");
       ++rep.kept;
       continue;
     }
@@ -331,8 +332,9 @@ ConvertReport convert(const std::string& in, const std::string& out, const Conve
   }
   ConvertReport rep;
   const auto ck = Checkpoint::open(in);  // validated in full before anything is written
-  if (opt.head != "f16" && opt.head != "q8" && opt.head != "nvfp4") throw Error("", "", "unknown --head", "f16, q8 or nvfp4", opt.head);
-  if (!ends_with(out, ".gguf") && opt.head != "f16") {
+  if (opt.head != "auto" && opt.head != "f16" && opt.head != "q8" && opt.head != "nvfp4")
+    throw Error("", "", "unknown --head", "auto, f16, q8 or nvfp4", opt.head);
+  if (!ends_with(out, ".gguf") && opt.head != "f16" && opt.head != "auto") {
     throw Error(out, "", "--head q8 / nvfp4 needs a GGUF output", "OUT ending in .gguf", "a directory (ModelOpt layout)");
   }
   if (!ends_with(out, ".gguf")) return convert_to_modelopt_dir(*ck, out, opt);
