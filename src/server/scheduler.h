@@ -3,6 +3,8 @@
 // chunk of the prompts waiting (at most n_batch prompt tokens), runs forward() once, and samples
 // each slot with its request's own seeded Sampler. In the integer-exact modes a token's logits do
 // not depend on the rest of the step, so a request's tokens are the same whatever else runs.
+// With speculation on, SpecBackoff (spec_backoff.h) judges each window of finished requests and
+// turns the slots' drafting off when it did not pay, and on again for a probe window later.
 #pragma once
 #include <chrono>
 #include <condition_variable>
