@@ -153,6 +153,45 @@ TEST_F(ServeCache, AMultiTurnChatReusesTheLastTurn) {
   EXPECT_EQ(without.cached, 0);
 }
 
+// A request that arrives while another one holding its system prompt is generating takes the
+// prefix from that busy slot (copied into its own), with results == computing it again; the
+// running request's result does not change either.
+TEST_F(ServeCache, APrefixHeldByABusySlotIsCopied) {
+  const std::string system = std::string(kSystem) + " Today the baker is called Ana.";  // cached nowhere yet
+  const auto body = [&](const char* q, int max_tokens, bool cache) {
+    return json{{"messages", {{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", q}}}},
+                {"max_tokens", max_tokens}, {"temperature", 0}, {"return_tokens", true}, {"logprobs", true},
+                {"cache_prompt", cache}};
+  };
+  const int long_n = kUnderSanitizer ? 24 : 64, short_n = kUnderSanitizer ? 3 : 6;
+  const double copied0 = metric(get(port_, "/metrics").body, "nvfp4_prompt_tokens_copied_total");
+  std::future<Out> second;
+  json a = body("Tell me a long story about the bakery.", long_n, true);
+  a["stream"] = true;
+  int a_tokens = 0;
+  const StreamReply sr = post_stream(port_, "/v1/chat/completions", a.dump(), [&](const json& ev) {
+    if (ev.contains("choices") && !ev["choices"].empty() && ev["choices"][0]["delta"].contains("content")) {
+      if (++a_tokens == 1) second = std::async(std::launch::async, [&] { return chat(port_, body("Do you sell bread?", short_n, true)); });
+    }
+    return true;
+  });
+  ASSERT_EQ(sr.status, 200);
+  ASSERT_TRUE(second.valid());
+  const Out b = second.get();
+  const Out b_ref = chat(port_, body("Do you sell bread?", short_n, false));
+  expect_same(b, b_ref, "the request that copied the prefix");
+  EXPECT_GT(b.cached, 30);
+  EXPECT_GT(metric(get(port_, "/metrics").body, "nvfp4_prompt_tokens_copied_total") - copied0, 30);
+  // The long request's text, streamed, against it alone without the cache.
+  std::string streamed;
+  for (const json& ev : sr.events)
+    if (ev.contains("choices") && !ev["choices"].empty() && ev["choices"][0]["delta"].contains("content"))
+      streamed += ev["choices"][0]["delta"]["content"].get<std::string>();
+  const Out a_ref = chat(port_, body("Tell me a long story about the bakery.", long_n, false));
+  ASSERT_EQ(a_ref.status, 200);
+  EXPECT_EQ(streamed, a_ref.text);
+}
+
 // The logprobs of a greedy completion against a log-softmax of the engine's logits computed here
 // (long double, the other summation order), and its top tokens against a full sort.
 TEST_F(ServeCache, LogprobsAreTheLogSoftmaxOfTheLogits) {

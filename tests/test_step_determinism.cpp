@@ -234,3 +234,41 @@ TEST_F(StepDeterminism, StepsAreValidatedBeforeAnythingRuns) {
   EXPECT_EQ(a.pos(), 1);
   EXPECT_THROW(a.truncate(2), Error);
 }
+
+// A prefix copied from another sequence (the server's prompt cache across slots) gives the later
+// positions the logits (==) of the sequence that computed it all; both cache types, every ISA.
+// A copy between different contexts, or of more than the source holds, is refused.
+TEST_F(StepDeterminism, CopiedPrefixContinuesAsComputingItAgain) {
+  const auto& p = prompts_[2];
+  const int64_t n = static_cast<int64_t>(p.size()), cut = n / 2 + 1;  // an odd cut: a partial key tile
+  for (const Isa isa : supported_isas()) {
+    IsaEnv scope(isa);
+    for (KvType kv : {KvType::f32, KvType::f16}) {
+      SCOPED_TRACE(std::string(isa_name(isa)) + (kv == KvType::f16 ? " f16" : " f32"));
+      const std::vector<float> ref = alone(2, 2, kv);
+      ThreadPool pool(2);
+      Workspace ws(*model_, n);
+      Sequence src(*model_, n, kv), dst(*model_, n, kv);
+      std::vector<StepToken> toks;
+      for (int64_t i = 0; i < cut; ++i) toks.push_back({p[static_cast<size_t>(i)], &src, i, false});
+      std::vector<float> logits(static_cast<size_t>(n * nv()));
+      forward(*model_, toks, ws, pool, logits.data());
+      // A sequence that held something else first.
+      toks.clear();
+      for (int64_t i = 0; i < 3; ++i) toks.push_back({p[static_cast<size_t>(n - 1 - i)], &dst, i, false});
+      forward(*model_, toks, ws, pool, logits.data());
+      dst.copy_prefix(src, cut);
+      EXPECT_EQ(dst.pos(), cut);
+      toks.clear();
+      for (int64_t i = cut; i < n; ++i) toks.push_back({p[static_cast<size_t>(i)], &dst, i, true});
+      forward(*model_, toks, ws, pool, logits.data());
+      for (int64_t i = cut; i < n; ++i)
+        ASSERT_EQ(0, std::memcmp(logits.data() + (i - cut) * nv(), ref.data() + i * nv(), static_cast<size_t>(nv()) * 4))
+            << "position " << i;
+    }
+  }
+  Sequence a(*model_, 16), b(*model_, 32), c(*model_, 16, KvType::f16);
+  EXPECT_THROW(b.copy_prefix(a, 0), Error);
+  EXPECT_THROW(c.copy_prefix(a, 0), Error);
+  EXPECT_THROW(a.copy_prefix(a, 1), Error);  // holds nothing yet
+}

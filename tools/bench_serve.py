@@ -9,6 +9,10 @@ GGUF and threads, both through the official OpenAI client.
 Each level sends max(4, 2 x concurrency) streamed greedy chat completions (distinct prompts,
 max_tokens --tokens; both servers apply the GGUF's chat template) from that many client threads and measures wall time, completion tokens (usage, or
 content chunks where the server sends no usage), the latency and the time to the first token.
+The clients start together (every request of a wave arrives in the same instant); with --stagger
+the levels above 1 run once more with client k starting k x (single-stream latency / concurrency)
+late, so that requests arrive one at a time while the others decode (continuous batching's steady
+state; the wall time then includes the ramp, so take its throughput from the first pass).
 `nvfp4 serve` runs with --parallel = the highest level; llama_cpp.server serves one request at a
 time (its design), with --interrupt_requests False (by default a new request cuts the running
 stream short). One JSON line per (server, level), then a table. --peer-python is a Python with
@@ -56,19 +60,36 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
-def run_levels(server, url, key, levels, tokens):
+def staggered(c, name, conc, n, tokens, offset):
+    """conc clients, client k starting k * offset seconds late, each sending its share of the n
+    requests one after another: a steady state where requests arrive while the others decode."""
+    def client(k):
+        time.sleep(k * offset)
+        return [one(c, name, i, tokens) for i in range(k, n, conc)]
+    with cf.ThreadPoolExecutor(conc) as ex:
+        return [g for part in ex.map(client, range(conc)) for g in part]
+
+
+def run_levels(server, url, key, levels, tokens, stagger=False):
     c = openai.OpenAI(base_url=url, api_key=key, max_retries=0, timeout=600)
     name = c.models.list().data[0].id
     one(c, name, 999, 4)  # warm-up
     rows = []
+    single = None  # the single stream's p50 latency: the stagger is single / concurrency
     for conc in levels:
         n = max(4, 2 * conc)
         t0 = time.time()
-        with cf.ThreadPoolExecutor(conc) as ex:
-            got = list(ex.map(lambda i: one(c, name, i, tokens), range(n)))
+        if stagger and conc > 1 and single:
+            got = staggered(c, name, conc, n, tokens, single / conc)
+        else:
+            with cf.ThreadPoolExecutor(conc) as ex:
+                got = list(ex.map(lambda i: one(c, name, i, tokens), range(n)))
         wall = time.time() - t0
         toks = sum(g["tokens"] for g in got)
+        if conc == 1:
+            single = pct([g["latency"] for g in got], 50)
         row = {"server": server, "concurrency": conc, "requests": n, "max_tokens": tokens,
+               "arrivals": "staggered" if stagger and conc > 1 else "together",
                "generated_tokens": toks, "wall_s": round(wall, 2), "gen_tokens_per_s": round(toks / wall, 1),
                "latency_p50_s": round(pct([g["latency"] for g in got], 50), 3),
                "ttft_p50_s": round(pct([g["ttft"] for g in got], 50), 3)}
@@ -87,12 +108,16 @@ def main():
     ap.add_argument("--peer-python")
     ap.add_argument("--nvfp4-flags", default="")
     ap.add_argument("--out")
+    ap.add_argument("--stagger", action="store_true",
+                    help="also run every level > 1 with the clients' starts spread over one single-stream latency")
     a = ap.parse_args()
     levels = [int(x) for x in a.levels.split(",")]
     rows = []
     p, port = start(a.binary, a.model, a.nvfp4_flags.split(), parallel=max(levels), threads=a.threads)
     try:
         rows += run_levels("nvfp4 serve", f"http://127.0.0.1:{port}/v1", "k", levels, a.tokens)
+        if a.stagger:
+            rows += run_levels("nvfp4 serve", f"http://127.0.0.1:{port}/v1", "k", levels, a.tokens, stagger=True)
     finally:
         p.terminate()
         p.wait(60)
@@ -116,10 +141,10 @@ def main():
         with open(a.out, "w") as f:
             for r in rows:
                 f.write(json.dumps(r) + "\n")
-    print("\n| server | concurrency | requests | gen tok/s | p50 latency s | p50 TTFT s |")
-    print("|---|---|---|---|---|---|")
+    print("\n| server | arrivals | concurrency | requests | gen tok/s | p50 latency s | p50 TTFT s |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['server']} | {r['concurrency']} | {r['requests']} | {r['gen_tokens_per_s']} | "
+        print(f"| {r['server']} | {r['arrivals']} | {r['concurrency']} | {r['requests']} | {r['gen_tokens_per_s']} | "
               f"{r['latency_p50_s']} | {r['ttft_p50_s']} |")
 
 

@@ -115,6 +115,11 @@ class Sequence {
   int64_t n_ctx() const;
   // Keeps the first n positions (0 <= n <= pos()): a prompt cache's shared prefix, a rejected draft.
   void truncate(int64_t n);
+  // Holds the first n positions of `from` (0 <= n <= from.pos()): a prompt cache's shared prefix
+  // taken from another sequence of the same model, context and KV type (anything else throws
+  // nvfp4::Error). A position's keys and values depend on the tokens up to it alone, so this
+  // is the cache a forward() of those tokens would have written (bit for bit in the integer-exact modes).
+  void copy_prefix(const Sequence& from, int64_t n);
   size_t bytes() const;
 
   struct Impl;

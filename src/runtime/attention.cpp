@@ -4,12 +4,15 @@
 #include <cmath>
 
 #include "nvfp4/codec.h"
+#include "nvfp4/error.h"
 #include "runtime/attention_item.h"
 #include "runtime/pinned_math.h"
 #include "kernels/packed.h"
 #include "nvfp4/kernels.h"
 
 namespace nvfp4 {
+
+static_assert(kTile == kKeyTile);
 
 void f16_to_f32_scalar(const uint16_t* h, float* f, int64_t n) {
   for (int64_t i = 0; i < n; ++i) f[i] = half_to_float(h[i]);
@@ -23,6 +26,7 @@ void KvCache::init(int64_t n_layer, int64_t n_kv, int64_t head_dim, int64_t n_ct
   n_kv_ = n_kv;
   hd_ = head_dim;
   n_ctx_ = n_ctx;
+  k_ctx_ = key_tiles(n_ctx) * kKeyTile;
   type_ = type;
   const size_t total = static_cast<size_t>(n_layer * layer_size());
   if (type == KvType::f32) f_.assign(total, 0.0f);
@@ -30,10 +34,11 @@ void KvCache::init(int64_t n_layer, int64_t n_kv, int64_t head_dim, int64_t n_ct
 }
 
 void KvCache::store(int64_t l, int64_t pos, const float* k, const float* v) {
-  const int64_t base = l * layer_size(), vbase = base + n_kv_ * hd_ * n_ctx_;
+  const int64_t base = l * layer_size(), vbase = base + n_kv_ * hd_ * k_ctx_;
+  const int64_t tile = base + (pos / kKeyTile) * hd_ * kKeyTile + pos % kKeyTile;
   for (int64_t h = 0; h < n_kv_; ++h)
     for (int64_t d = 0; d < hd_; ++d) {
-      const size_t ki = static_cast<size_t>(base + (h * hd_ + d) * n_ctx_ + pos);
+      const size_t ki = static_cast<size_t>(tile + h * hd_ * k_ctx_ + d * kKeyTile);
       const size_t vi = static_cast<size_t>(vbase + (h * n_ctx_ + pos) * hd_ + d);
       const float kv = k[h * hd_ + d], vv = v[h * hd_ + d];
       if (type_ == KvType::f32) { f_[ki] = kv; f_[vi] = vv; }
@@ -41,16 +46,32 @@ void KvCache::store(int64_t l, int64_t pos, const float* k, const float* v) {
     }
 }
 
+void KvCache::copy_prefix(const KvCache& src, int64_t n) {
+  if (src.n_kv_ != n_kv_ || src.hd_ != hd_ || src.n_ctx_ != n_ctx_ || src.type_ != type_ || src.f_.size() != f_.size() ||
+      src.h_.size() != h_.size())
+    throw Error("", "", "copy a KV cache's prefix: the same layers, KV heads, head size, context and type", "equal", "different");
+  if (n < 0 || n > n_ctx_) throw Error("", "", "copy a KV cache's prefix", "0 .. " + std::to_string(n_ctx_), std::to_string(n));
+  const int64_t n_layer = layer_size() > 0 ? static_cast<int64_t>(f_.size() + h_.size()) / layer_size() : 0;
+  const auto copy = [&](int64_t off, int64_t count) {
+    if (type_ == KvType::f32) std::copy_n(src.f_.data() + off, count, f_.data() + off);
+    else std::copy_n(src.h_.data() + off, count, h_.data() + off);
+  };
+  for (int64_t l = 0; l < n_layer; ++l)
+    for (int64_t h = 0; h < n_kv_; ++h) {
+      copy(l * layer_size() + h * hd_ * k_ctx_, key_tiles(n) * kKeyTile * hd_);                   // whole key tiles
+      copy(l * layer_size() + n_kv_ * hd_ * k_ctx_ + h * n_ctx_ * hd_, n * hd_);                   // value rows
+    }
+}
+
 const float* KvCache::keys(int64_t l, int64_t h, int64_t n, float* scratch) const {
-  const int64_t off = l * layer_size() + h * hd_ * n_ctx_;
+  const int64_t off = l * layer_size() + h * hd_ * k_ctx_;
   if (type_ == KvType::f32) return f_.data() + off;
-  const kern::F16Fn conv = f16_fn();
-  for (int64_t d = 0; d < hd_; ++d) conv(h_.data() + off + d * n_ctx_, scratch + d * n, n);
+  f16_fn()(h_.data() + off, scratch, key_tiles(n) * kKeyTile * hd_);
   return scratch;
 }
 
 const float* KvCache::values(int64_t l, int64_t h, int64_t n, float* scratch) const {
-  const int64_t off = l * layer_size() + n_kv_ * hd_ * n_ctx_ + h * n_ctx_ * hd_;
+  const int64_t off = l * layer_size() + n_kv_ * hd_ * k_ctx_ + h * n_ctx_ * hd_;
   if (type_ == KvType::f32) return f_.data() + off;
   f16_fn()(h_.data() + off, scratch, n * hd_);
   return scratch;
@@ -104,13 +125,11 @@ struct Call {
     const int64_t len = tk.pos + 1;
     AttnItem a;
     if (float* base = conv[static_cast<size_t>(tk.slot)]) {
-      const int64_t L = st.len[static_cast<size_t>(tk.slot)];
+      const int64_t L = key_tiles(st.len[static_cast<size_t>(tk.slot)]) * kKeyTile;
       a.K = base + (2 * kvh) * hd * L;
-      a.ks = L;
       a.V = base + (2 * kvh + 1) * hd * L;
     } else {
       a.K = tk.kv->keys(layer, kvh, len, nullptr);
-      a.ks = tk.kv->key_stride(len);
       a.V = tk.kv->values(layer, kvh, len, nullptr);
     }
     a.g = static_cast<int>(std::min(gs, group - part * gs));
@@ -136,13 +155,14 @@ void attention(const ModelConfig& c, const AttnStep& st, int64_t layer, const fl
   const kern::KernelTable& kt = kern::table(active_isa());
   const kern::AttnItemFn item_fn = kt.attn_item;
   const kern::AttnPhaseFn phase_fn = kt.attn_phase;
-  // Scratch: for each slot with an F16 cache, its widened keys and values ([2 * n_kv][hd][len]);
+  // Scratch: for each slot with an F16 cache, its widened keys and values ([2 * n_kv][hd][len rounded up to a key tile],
+  // the keys tiled as in the cache);
   // then the scores of every (token, head) over the step's longest key range.
   const size_t n_slots = st.caches.size();
   int64_t max_len = 0, conv_total = 0;
   for (size_t k = 0; k < n_slots; ++k) {
     max_len = std::max(max_len, st.len[k]);
-    if (st.caches[k]->is_f16()) conv_total += 2 * c.n_head_kv * hd * st.len[k];
+    if (st.caches[k]->is_f16()) conv_total += 2 * c.n_head_kv * hd * key_tiles(st.len[k]) * kKeyTile;
   }
   const size_t need = static_cast<size_t>(conv_total + n * c.n_head * max_len);
   if (scratch.size() < need) scratch.resize(need);
@@ -151,7 +171,7 @@ void attention(const ModelConfig& c, const AttnStep& st, int64_t layer, const fl
   for (size_t k = 0; k < n_slots; ++k)
     if (st.caches[k]->is_f16()) {
       conv[k] = scratch.data() + off;
-      off += 2 * c.n_head_kv * hd * st.len[k];
+      off += 2 * c.n_head_kv * hd * key_tiles(st.len[k]) * kKeyTile;
     }
   if (conv_total > 0) {
     // Each (slot, KV head) widened once, for every position the step reads of that cache.
@@ -161,7 +181,7 @@ void attention(const ModelConfig& c, const AttnStep& st, int64_t layer, const fl
         const size_t slot = static_cast<size_t>(u / per_slot);
         if (!conv[slot]) continue;
         const int64_t k = u % per_slot, L = st.len[slot];
-        float* dst = conv[slot] + k * hd * L;
+        float* dst = conv[slot] + k * hd * key_tiles(L) * kKeyTile;
         if (k % 2 == 0) st.caches[slot]->keys(layer, k / 2, L, dst);
         else st.caches[slot]->values(layer, k / 2, L, dst);
       }

@@ -10,27 +10,35 @@
 
 namespace nvfp4 {
 
+// Keys are stored in tiles of kKeyTile positions: key d of position j at
+// [(j / kKeyTile) * hd + d] * kKeyTile + j % kKeyTile, so a chunk of keys of every dimension is one
+// contiguous run (the scores stream it; a [hd][n_ctx] layout made them hop a row per dimension).
+// The layout changes no arithmetic: every score is still its sum over d ascending.
+inline constexpr int64_t kKeyTile = 16;
+inline int64_t key_tiles(int64_t n) { return (n + kKeyTile - 1) / kKeyTile; }
+
 class KvCache {
  public:
   void init(int64_t n_layer, int64_t n_kv, int64_t head_dim, int64_t n_ctx, KvType type);
   // Stores the k and v vectors ([n_kv * head_dim] each) of layer l at position pos.
   void store(int64_t l, int64_t pos, const float* k, const float* v);
-  // Key d of head h at positions [0, n) as float into out[d * n + j] ([head_dim][n]); values as
-  // out[j * head_dim + d]. F32 caches are read in place (the pointer returned), F16 ones converted
-  // (exactly: every F16 value is a float) by the active ISA's F16C loop.
+  // Copies positions [0, n) of every layer from src (same shape and type, else nvfp4::Error).
+  void copy_prefix(const KvCache& src, int64_t n);
+  // Keys of head h at positions [0, n) as float, tiled as above (key_tiles(n) * kKeyTile * hd
+  // floats); values as out[j * head_dim + d]. F32 caches are read in place (the pointer
+  // returned), F16 ones converted (exactly: every F16 value is a float) by the active ISA's F16C loop.
   const float* keys(int64_t l, int64_t h, int64_t n, float* scratch) const;
   const float* values(int64_t l, int64_t h, int64_t n, float* scratch) const;
-  int64_t key_stride(int64_t n) const { return type_ == KvType::f32 ? n_ctx_ : n; }  // stride of d rows
   size_t bytes() const { return f_.size() * 4 + h_.size() * 2; }
   bool is_f16() const { return type_ == KvType::f16; }
   int64_t n_ctx() const { return n_ctx_; }
 
  private:
-  int64_t n_kv_ = 0, hd_ = 0, n_ctx_ = 0;
+  int64_t n_kv_ = 0, hd_ = 0, n_ctx_ = 0, k_ctx_ = 0;  // k_ctx_: n_ctx rounded up to a whole tile
   KvType type_ = KvType::f32;
-  std::vector<float> f_;     // per layer: K [n_kv][hd][n_ctx], then V [n_kv][n_ctx][hd]
+  std::vector<float> f_;     // per layer: K [n_kv][tiles][hd][kKeyTile], then V [n_kv][n_ctx][hd]
   std::vector<uint16_t> h_;  // the same in F16
-  int64_t layer_size() const { return 2 * n_kv_ * hd_ * n_ctx_; }
+  int64_t layer_size() const { return n_kv_ * hd_ * (k_ctx_ + n_ctx_); }
 };
 
 // The tokens of a step as attention sees them: each reads its own sequence's cache, keys

@@ -33,6 +33,14 @@ void Sequence::truncate(int64_t n) {
   if (n < 0 || n > impl_->pos) throw Error("", "", "truncate a sequence", "0 .. " + std::to_string(impl_->pos), std::to_string(n));
   impl_->pos = n;
 }
+void Sequence::copy_prefix(const Sequence& from, int64_t n) {
+  if (n < 0 || n > from.impl_->pos)
+    throw Error("", "", "copy a sequence's prefix", "0 .. " + std::to_string(from.impl_->pos), std::to_string(n));
+  if (from.impl_->n_ctx != impl_->n_ctx)
+    throw Error("", "", "copy a sequence's prefix: the same context size", std::to_string(impl_->n_ctx), std::to_string(from.impl_->n_ctx));
+  if (&from != this) impl_->kv.copy_prefix(from.impl_->kv, n);
+  impl_->pos = n;
+}
 
 // ---- Workspace --------------------------------------------------------------------------------
 

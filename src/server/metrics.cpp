@@ -19,6 +19,8 @@ std::string Metrics::render() const {
   metric("nvfp4_prompt_tokens_total", "counter", "prompt tokens processed", static_cast<double>(prompt_tokens.load()));
   metric("nvfp4_prompt_tokens_cached_total", "counter", "prompt tokens reused from the prompt cache",
          static_cast<double>(prompt_tokens_cached.load()));
+  metric("nvfp4_prompt_tokens_copied_total", "counter", "prompt tokens of those copied from another slot's cache",
+         static_cast<double>(prompt_tokens_copied.load()));
   metric("nvfp4_generated_tokens_total", "counter", "tokens generated", static_cast<double>(generated_tokens.load()));
   metric("nvfp4_spec_drafted_tokens_total", "counter", "speculative draft tokens verified",
          static_cast<double>(spec_drafted.load()));

@@ -13,6 +13,7 @@ struct Metrics {
   std::atomic<int64_t> cancelled{0};         // generations ended because the client left
   std::atomic<int64_t> prompt_tokens{0};          // evaluated
   std::atomic<int64_t> prompt_tokens_cached{0};   // taken from the prompt cache instead
+  std::atomic<int64_t> prompt_tokens_copied{0};   // of those, copied from another slot's cache
   std::atomic<int64_t> generated_tokens{0};
   std::atomic<int64_t> spec_drafted{0};      // speculative draft tokens verified
   std::atomic<int64_t> spec_accepted{0};     // of those, the ones equal to the pick

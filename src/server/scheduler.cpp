@@ -180,10 +180,34 @@ bool Scheduler::admit() {
         best_n = n;
       }
     }
+    // A longer prefix held by another slot (busy ones included: a system prompt that the
+    // requests running now share) is copied into the least recently used free slot.
+    const Slot* donor = nullptr;
+    size_t donor_n = best_n;
+    for (const auto& sp : slots_) {
+      if (!reuse) break;
+      const size_t n = std::min({common_prefix(sp->cached, j->prompt), j->prompt.size() - 1,
+                                 static_cast<size_t>(sp->seq.pos())});
+      if (n > donor_n) {
+        donor = sp.get();
+        donor_n = n;
+      }
+    }
+    if (donor) {
+      best = 0;
+      for (size_t k = 1; k < free.size(); ++k)
+        if (free[k]->order < free[best]->order) best = k;
+    }
     Slot& s = *free[best];
     free.erase(free.begin() + static_cast<std::ptrdiff_t>(best));
     s.job = std::move(j);
     s.order = admitted_++;
+    if (donor) {
+      s.seq.copy_prefix(donor->seq, static_cast<int64_t>(donor_n));
+      s.cached.assign(donor->cached.begin(), donor->cached.begin() + static_cast<std::ptrdiff_t>(donor_n));
+      best_n = donor_n;
+      metrics_.prompt_tokens_copied += static_cast<int64_t>(donor_n);
+    }
     s.seq.truncate(static_cast<int64_t>(best_n));
     s.cached.resize(best_n);
     s.n_prompt_done = best_n;
