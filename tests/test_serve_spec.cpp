@@ -3,7 +3,9 @@
 // some streamed, with logprobs and stop strings) served at once with speculation give the
 // tokens, text, logprobs and finish reasons (==) that the server without speculation gives each
 // alone, and so does each alone with speculation; drafts were accepted (the metrics and the
-// responses' timings say how many). In f32 speculation is refused at startup.
+// responses' timings say how many). In f32 speculation is refused at startup. The server-wide
+// back-off (spec_backoff.h) turns speculation off and on again without changing a bit, and
+// --draft-p-min drafts fewer tokens with the same output.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -133,7 +135,8 @@ TEST(ServeSpec, NgramGivesTheTokensTextAndLogprobsOfPlainDecoding) {
   const std::vector<SpecOut>& ref = plain_refs(model);
   ASSERT_EQ(ref.size(), static_cast<size_t>(kNReqs));
 
-  ServeProcess s(spec_args(model, {"--spec", "ngram", "--draft-max", "6", "--spec-ngram-max", "3"}));
+  // Never backing off: every request here speculates (the back-off has its own test below).
+  ServeProcess s(spec_args(model, {"--spec", "ngram", "--draft-max", "6", "--spec-ngram-max", "3", "--spec-min-speedup", "0"}));
   ASSERT_TRUE(s.ready()) << s.log();
   ASSERT_NE(s.log().find("speculative decoding: prompt lookup"), std::string::npos) << s.log();
   const int port = s.port();
@@ -147,32 +150,96 @@ TEST(ServeSpec, NgramGivesTheTokensTextAndLogprobsOfPlainDecoding) {
   EXPECT_GE(metric(m, "nvfp4_spec_accepted_tokens_total"), static_cast<double>(accepted));
   EXPECT_GE(metric(m, "nvfp4_spec_drafted_tokens_total"), metric(m, "nvfp4_spec_accepted_tokens_total"));
   EXPECT_GE(metric(m, "nvfp4_spec_drafted_tokens_total"), static_cast<double>(drafted));
+  // 16 requests make two windows of 8: the speed-up was estimated (whatever it is on this machine).
+  EXPECT_GT(metric(m, "nvfp4_spec_speedup_estimate"), 0);
+  EXPECT_EQ(metric(m, "nvfp4_spec_backed_off"), 0);
+  EXPECT_EQ(metric(m, "nvfp4_spec_backoffs_total"), 0);
   std::cerr << "[ serve spec ] alone: " << accepted << " of " << drafted << " drafts accepted; all: "
             << metric(m, "nvfp4_spec_accepted_tokens_total") << " of " << metric(m, "nvfp4_spec_drafted_tokens_total")
-            << "\n";
+            << "; estimated speed-up " << metric(m, "nvfp4_spec_speedup_estimate") << " (not a benchmark)\n";
   EXPECT_EQ(s.terminate(), 0) << s.log();
 }
 
 // The target as its own draft: the same picks, so a greedy request that runs to max_tokens has
-// every draft accepted.
+// every draft accepted. (Such a draft costs what the target does, so speculation cannot pay and
+// the back-off is turned off here.) Then --draft-p-min 0.9 drafts fewer tokens, same output.
 TEST(ServeSpec, DraftModelGivesTheTokensOfPlainDecoding) {
   NVFP4_REQUIRE_SMOLLM2(model);
   const std::vector<SpecOut>& ref = plain_refs(model);
   ASSERT_EQ(ref.size(), static_cast<size_t>(kNReqs));
-  ServeProcess s(spec_args(model, {"-md", model, "--draft-max", "4"}));
-  ASSERT_TRUE(s.ready()) << s.log();
-  ASSERT_NE(s.log().find("speculative decoding: draft model"), std::string::npos) << s.log();
-  const std::vector<SpecOut> alone = spec_rounds(s.port(), ref);
-  int full = 0;
-  for (int i = 0; i < kNReqs; i += 2) {
-    if (*kSpecReqs[i].stop || alone[i].finish != "length") continue;
-    EXPECT_GT(alone[i].draft_n, 0) << i;
-    EXPECT_EQ(alone[i].draft_n_accepted, alone[i].draft_n) << i;
-    ++full;
+  int64_t drafted = 0;
+  {
+    ServeProcess s(spec_args(model, {"-md", model, "--draft-max", "4", "--spec-min-speedup", "0"}));
+    ASSERT_TRUE(s.ready()) << s.log();
+    ASSERT_NE(s.log().find("speculative decoding: draft model"), std::string::npos) << s.log();
+    const std::vector<SpecOut> alone = spec_rounds(s.port(), ref);
+    int full = 0;
+    for (int i = 0; i < kNReqs; ++i) {
+      drafted += alone[i].draft_n;
+      if (i % 2 != 0 || *kSpecReqs[i].stop || alone[i].finish != "length") continue;
+      EXPECT_GT(alone[i].draft_n, 0) << i;
+      EXPECT_EQ(alone[i].draft_n_accepted, alone[i].draft_n) << i;
+      ++full;
+    }
+    EXPECT_GT(full, 0);
+    const std::string m = get(s.port(), "/metrics").body;
+    EXPECT_GT(metric(m, "nvfp4_spec_accepted_tokens_total"), 0);
+    EXPECT_EQ(metric(m, "nvfp4_spec_backoffs_total"), 0);
+    EXPECT_EQ(s.terminate(), 0) << s.log();
   }
-  EXPECT_GT(full, 0);
+  ServeProcess p(spec_args(model, {"-md", model, "--draft-max", "4", "--spec-min-speedup", "0", "--draft-p-min", "0.9"}));
+  ASSERT_TRUE(p.ready()) << p.log();
+  ASSERT_NE(p.log().find("draft-p-min 0.9"), std::string::npos) << p.log();
+  int64_t drafted_p = 0;
+  for (int i = 0; i < kNReqs; ++i) {
+    const SpecOut o = spec_run(p.port(), i, false);
+    expect_same(o, ref[i], "--draft-p-min 0.9, request " + std::to_string(i));
+    EXPECT_LE(o.draft_n_accepted, o.draft_n) << i;
+    drafted_p += o.draft_n;
+  }
+  EXPECT_LT(drafted_p, drafted) << "--draft-p-min 0.9 stopped no draft";
+  std::cerr << "[ serve spec ] draft = target: " << drafted << " tokens drafted; with --draft-p-min 0.9: " << drafted_p << "\n";
+  EXPECT_EQ(p.terminate(), 0) << p.log();
+}
+
+// A threshold no speculation can reach: after a window of 2 requests the server backs off (the
+// log and /metrics say so), the next window's requests draft nothing, then a probe window
+// speculates again; every output stays the plain decoding's.
+TEST(ServeSpec, BacksOffBelowTheThresholdAndProbesAgain) {
+  NVFP4_REQUIRE_SMOLLM2(model);
+  const std::vector<SpecOut>& ref = plain_refs(model);
+  ASSERT_EQ(ref.size(), static_cast<size_t>(kNReqs));
+  ServeProcess s(spec_args(model, {"--spec", "ngram", "--draft-max", "6", "--spec-window", "2", "--spec-min-speedup", "1e6"}));
+  ASSERT_TRUE(s.ready()) << s.log();
+  ASSERT_NE(s.log().find("backs off below an estimated 1e+06x speed-up over windows of 2 requests"), std::string::npos)
+      << s.log();
+  std::vector<double> off;  // the gauge after each request
+  int64_t drafted_on = 0;
+  int probes = 0;
+  for (int i = 0; i < kNReqs; ++i) {
+    const SpecOut o = spec_run(s.port(), i, false);
+    expect_same(o, ref[i], "request " + std::to_string(i));
+    if (!off.empty() && off.back() == 1) {
+      EXPECT_EQ(o.draft_n, 0) << "request " << i << " ran backed off, yet drafted";
+    } else {
+      drafted_on += o.draft_n;
+    }
+    off.push_back(metric(get(s.port(), "/metrics").body, "nvfp4_spec_backed_off"));
+    ASSERT_TRUE(off.back() == 0 || off.back() == 1) << off.back();
+    if (i > 0 && off[i - 1] == 1 && off[i] == 0) ++probes;
+  }
+  EXPECT_GT(drafted_on, 0);
+  EXPECT_GT(probes, 0) << "never on again after backing off";
   const std::string m = get(s.port(), "/metrics").body;
-  EXPECT_GT(metric(m, "nvfp4_spec_accepted_tokens_total"), 0);
+  EXPECT_GE(metric(m, "nvfp4_spec_backoffs_total"), 1);
+  EXPECT_GT(metric(m, "nvfp4_spec_speedup_estimate"), 0);
+  EXPECT_LT(metric(m, "nvfp4_spec_speedup_estimate"), 1e6);
+  std::cerr << "[ serve spec ] backed off after each request:";
+  for (double v : off) std::cerr << " " << v;
+  std::cerr << "; " << metric(m, "nvfp4_spec_backoffs_total") << " back-offs\n";
+  const std::string log = s.log();
+  EXPECT_NE(log.find("nvfp4: speculative decoding backed off: estimated speed-up "), std::string::npos) << log;
+  EXPECT_NE(log.find("nvfp4: speculative decoding on again after 2 requests"), std::string::npos) << log;
   EXPECT_EQ(s.terminate(), 0) << s.log();
 }
 

@@ -25,6 +25,10 @@ namespace nvfp4 {
 void check_draft_vocab(const Tokenizer& target, int64_t target_rows, const std::string& target_file,
                        const Tokenizer& draft, int64_t draft_rows, const std::string& draft_file);
 
+// The softmax probability of logits[top] (the draft's argmax): 1 / sum(exp(l - l[top])), in double.
+// --draft-p-min compares it; it decides which drafts are proposed, never the output.
+double top_probability(const float* logits, int64_t n_vocab, int32_t top);
+
 class DraftModelProposer {
  public:
   // n_ctx: the target sequence's positions (the draft never needs more); n_batch: tokens per

@@ -169,6 +169,15 @@ const Registrar reg("serve", "OpenAI-compatible HTTP server with continuous batc
   app.add_option("--draft-min,--draft-n-min,--spec-draft-n-min", a->so.draft_min,
                  "speculative: drop drafts shorter than this (default 0)")
       ->check(CLI::Range(0, 64));
+  app.add_option("--draft-p-min,--spec-draft-p-min", a->so.draft_p_min,
+                 "draft model: stop a draft at a token whose draft probability is below this (default 0: off; llama.cpp's is 0.75)")
+      ->check(CLI::Range(0.0f, 1.0f));
+  app.add_option("--spec-window", a->so.window,
+                 "speculative: requests per back-off window (default 8): speculation is judged over each window")
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--spec-min-speedup", a->so.min_speedup,
+                 "speculative: back off to plain decoding when a window's estimated speed-up is below this (default 1; 0: never)")
+      ->check(CLI::Range(0.0, 1e9));
   app.add_option("--spec-ngram-min", a->so.lookup.n_min, "speculative: shortest n-gram looked up (default 1)")
       ->check(CLI::Range(1, 16));
   app.add_option("--spec-ngram-max", a->so.lookup.n_max, "speculative: longest n-gram looked up (default 4)")

@@ -49,6 +49,13 @@ void check_draft_vocab(const Tokenizer& t, int64_t t_rows, const std::string& t_
   }
 }
 
+double top_probability(const float* logits, int64_t n_vocab, int32_t top) {
+  const float mx = logits[top];
+  double sum = 0;
+  for (int64_t i = 0; i < n_vocab; ++i) sum += std::exp(static_cast<double>(logits[i] - mx));
+  return 1.0 / sum;
+}
+
 DraftModelProposer::DraftModelProposer(const Model& draft, ThreadPool& pool, int64_t n_ctx, int64_t n_batch, KvType kv)
     : model_(draft),
       pool_(pool),
@@ -98,13 +105,7 @@ std::vector<int32_t> DraftModelProposer::propose(std::span<const int32_t> histor
   const int64_t nv = model_.config().n_vocab;
   while (true) {
     const int32_t tok = argmax(logits_.data(), nv);
-    if (p_min > 0.0f) {
-      // The softmax probability of the argmax: 1 / sum(exp(l - max)).
-      const float mx = logits_[static_cast<size_t>(tok)];
-      double sum = 0;
-      for (int64_t i = 0; i < nv; ++i) sum += std::exp(static_cast<double>(logits_[static_cast<size_t>(i)] - mx));
-      if (1.0 / sum < static_cast<double>(p_min)) break;
-    }
+    if (p_min > 0.0f && top_probability(logits_.data(), nv, tok) < static_cast<double>(p_min)) break;
     draft.push_back(tok);
     if (static_cast<int>(draft.size()) >= k) break;
     feed(std::span<const int32_t>(&draft.back(), 1));

@@ -26,6 +26,13 @@ std::string Metrics::render() const {
          static_cast<double>(spec_drafted.load()));
   metric("nvfp4_spec_accepted_tokens_total", "counter", "speculative draft tokens accepted (equal to the pick)",
          static_cast<double>(spec_accepted.load()));
+  metric("nvfp4_spec_backed_off", "gauge", "1 while speculative decoding is backed off to plain decoding",
+         static_cast<double>(spec_backed_off.load()));
+  metric("nvfp4_spec_backoffs_total", "counter", "times speculative decoding backed off to plain decoding",
+         static_cast<double>(spec_backoffs.load()));
+  metric("nvfp4_spec_speedup_estimate", "gauge",
+         "speculation's estimated speed-up over plain decoding in the last window of requests (0: none yet)",
+         spec_speedup.load());
   metric("nvfp4_steps_total", "counter", "forward steps", static_cast<double>(steps.load()));
   metric("nvfp4_step_seconds_total", "counter", "seconds spent stepping", busy_s);
   metric("nvfp4_generated_tokens_per_second", "gauge", "tokens generated per second of stepping",

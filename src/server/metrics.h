@@ -17,6 +17,9 @@ struct Metrics {
   std::atomic<int64_t> generated_tokens{0};
   std::atomic<int64_t> spec_drafted{0};      // speculative draft tokens verified
   std::atomic<int64_t> spec_accepted{0};     // of those, the ones equal to the pick
+  std::atomic<int64_t> spec_backed_off{0};  // 1 while speculation is backed off (spec_backoff.h)
+  std::atomic<int64_t> spec_backoffs{0};     // times it backed off
+  std::atomic<double> spec_speedup{0};       // the last window's estimated speed-up (0: none yet)
   std::atomic<int64_t> steps{0};
   std::atomic<int64_t> step_ns{0};           // time in forward() and sampling
   std::atomic<int64_t> queue_depth{0};       // waiting for a slot

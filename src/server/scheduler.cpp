@@ -1,6 +1,7 @@
 #include "server/scheduler.h"
 
 #include <algorithm>
+#include <iostream>
 
 #include "nvfp4/error.h"
 #include "server/text_stream.h"
@@ -39,11 +40,12 @@ struct Scheduler::Slot {
 };
 
 Scheduler::Scheduler(const Model& model, const Tokenizer& tok, const SchedulerOptions& opt, Metrics& metrics)
-    : model_(model), tok_(tok), opt_(opt), metrics_(metrics) {
+    : model_(model), tok_(tok), opt_(opt), metrics_(metrics), backoff_(opt.spec.window, opt.spec.min_speedup) {
   if (opt_.parallel < 1) throw Error("", "", "--parallel", "at least 1", std::to_string(opt_.parallel));
   check_spec_mode(opt_.spec, model.mode());
   if (opt_.spec.draft)
     draft_ = std::make_unique<DraftBatch>(*opt_.spec.draft, opt_.parallel, opt_.n_ctx, opt_.n_batch, opt_.kv);
+  if (draft_) draft_->p_min = opt_.spec.draft_p_min;
   for (int i = 0; i < opt_.parallel; ++i) slots_.push_back(std::make_unique<Slot>(model, opt_.n_ctx, opt_.kv));
   metrics_.slots = opt_.parallel;
   thread_ = std::thread([this] { loop(); });
@@ -109,7 +111,14 @@ void Scheduler::finish(Slot& s, const std::string& reason, const std::optional<A
     std::lock_guard lk(s.job->mu);
     s.job->text += rest;
   }
-  // The counters first: a client that has its answer sees them counted.
+  // The counters first: a client that has its answer sees them counted (the back-off's too).
+  if (opt_.spec.on()) {
+    const std::string line = backoff_.finished();
+    metrics_.spec_backed_off = backoff_.active() ? 0 : 1;
+    metrics_.spec_backoffs = backoff_.backoffs();
+    metrics_.spec_speedup = backoff_.speedup();
+    if (!line.empty()) std::cerr << "nvfp4: " << line << std::endl;
+  }
   metrics_.generations += 1;
   metrics_.active_slots -= 1;
   end_job(*s.job, reason, err);
@@ -268,8 +277,10 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
     s.cached.push_back(s.next);
     // The last row gives a token beyond the drafts, so drafts stop one short of max_tokens (an
     // accepted draft is always a token the cache keeps, as plain decoding's is).
-    const int64_t n = s.spec.want(opt_.spec, std::min({draft_budget, s.seq.n_ctx() - s.seq.pos() - 1,
-                                                       s.job->max_tokens - s.job->n_generated - 1}));
+    const int64_t n = s.spec.want(opt_.spec,
+                                  std::min({draft_budget, s.seq.n_ctx() - s.seq.pos() - 1,
+                                            s.job->max_tokens - s.job->n_generated - 1}),
+                                  backoff_.active());
     if (n <= 0) {
       s.spec.set(opt_.spec, {});
     } else if (draft_) {
@@ -280,7 +291,9 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
       draft_budget -= static_cast<int64_t>(s.spec.draft().size());
     }
   }
+  double draft_s = 0;
   if (!asks.empty()) {
+    const auto td = std::chrono::steady_clock::now();
     // A draft model that fails costs its drafts only: the target's picks make the output.
     try {
       draft_->propose(asks, pool);
@@ -288,12 +301,15 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
       for (auto& d : drafted) d.clear();
     }
     for (const auto& q : asks) slots_[static_cast<size_t>(q.slot)]->spec.set(opt_.spec, std::move(*q.out));
+    draft_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - td).count();
   }
+  bool drafts = false;
   for (Slot* sp : gen) {
     Slot& s = *sp;
     const int64_t p0 = s.seq.pos();
     toks.push_back({s.next, &s.seq, p0, true});
     const auto& d = s.spec.draft();
+    drafts = drafts || !d.empty();
     for (size_t i = 0; i < d.size(); ++i) {
       toks.push_back({d[i], &s.seq, p0 + 1 + static_cast<int64_t>(i), true});
       s.cached.push_back(d[i]);
@@ -331,12 +347,21 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
   }
   metrics_.prompt_tokens += n_prompt;
   const size_t nv = static_cast<size_t>(model_.config().n_vocab);
-  for (const Rows& r : rows) verify(*r.s, logits.data() + r.first * nv, r.p0);
+  // The back-off's window sees this step after the requests it ends (finish() judges a window).
+  int64_t picks = 0;
+  for (const Rows& r : rows) {
+    const int64_t k = verify(*r.s, logits.data() + r.first * nv, r.p0);
+    if (r.p0 >= 0) picks += k;
+  }
+  const auto dt = std::chrono::steady_clock::now() - t0;
   metrics_.steps += 1;
-  metrics_.step_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  metrics_.step_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(dt).count();
+  if (opt_.spec.on())
+    backoff_.step(static_cast<int64_t>(toks.size()), static_cast<int64_t>(gen.size()), picks, n_prompt,
+                  drafts || !asks.empty(), std::chrono::duration<double>(dt).count() - draft_s, draft_s);
 }
 
-void Scheduler::verify(Slot& s, const float* rows, int64_t p0) {
+int64_t Scheduler::verify(Slot& s, const float* rows, int64_t p0) {
   const int64_t nv = model_.config().n_vocab;
   const std::vector<int32_t>& draft = s.spec.draft();
   Job& j = *s.job;
@@ -348,9 +373,11 @@ void Scheduler::verify(Slot& s, const float* rows, int64_t p0) {
   // Row i holds the logits after the slot's i-th step token: the pick there is the token plain
   // decoding makes; drafts are accepted while they equal it.
   size_t kept = 0;  // drafts whose KV stays (accepted and followed by another row)
+  int64_t picks = 0;
   for (size_t i = 0; i <= draft.size(); ++i) {
     const float* row = rows + i * static_cast<size_t>(nv);
     const int32_t tok = s.sampler->sample(row, nv);
+    ++picks;
     if (tok_.is_eog(tok)) {
       finish(s, "stop", std::nullopt);
       break;
@@ -388,6 +415,7 @@ void Scheduler::verify(Slot& s, const float* rows, int64_t p0) {
     s.cached.resize(static_cast<size_t>(keep));
     s.spec.verified(opt_.spec, kept);
   }
+  return picks;
 }
 
 }  // namespace nvfp4::server

@@ -3,6 +3,8 @@
 // chunk of the prompts waiting (at most n_batch prompt tokens), runs forward() once, and samples
 // each slot with its request's own seeded Sampler. In the integer-exact modes a token's logits do
 // not depend on the rest of the step, so a request's tokens are the same whatever else runs.
+// With speculation on, SpecBackoff (spec_backoff.h) judges each window of finished requests and
+// turns the slots' drafting off when it did not pay, and on again for a probe window later.
 #pragma once
 #include <chrono>
 #include <condition_variable>
@@ -16,6 +18,7 @@
 #include "nvfp4/tokenizer.h"
 #include "server/job.h"
 #include "server/metrics.h"
+#include "server/spec_backoff.h"
 #include "server/spec_draft.h"
 #include "server/spec_slot.h"
 
@@ -58,8 +61,9 @@ class Scheduler {
   void loop();
   bool admit();  // under mu_; whether any slot is busy
   void step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool);
-  // Samples rows [row, row + 1 + drafts) of the slot's step; emits, accepts, truncates.
-  void verify(Slot& s, const float* rows, int64_t p0);
+  // Samples rows [row, row + 1 + drafts) of the slot's step; emits, accepts, truncates. Returns
+  // the tokens it sampled (the rows plain decoding would have needed a step each for).
+  int64_t verify(Slot& s, const float* rows, int64_t p0);
   void finish(Slot& s, const std::string& reason, const std::optional<ApiError>& err);
 
   const Model& model_;
@@ -68,6 +72,7 @@ class Scheduler {
   Metrics& metrics_;
   std::vector<std::unique_ptr<Slot>> slots_;  // touched by the stepping thread only
   std::unique_ptr<DraftBatch> draft_;          // -md: the slots' draft sequences
+  SpecBackoff backoff_;                        // whether the slots may draft now (stepping thread)
   uint64_t admitted_ = 0;
 
   std::mutex mu_;

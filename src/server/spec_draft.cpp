@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "nvfp4/draft.h"
 #include "nvfp4/error.h"
 #include "nvfp4/sampler.h"
 
@@ -75,12 +76,18 @@ void DraftBatch::draft(std::span<const Ask> asks, ThreadPool& pool) {
   }
   run(step, row_ask, pool);
   row_ask.clear();
-  // Greedy drafting, one token per slot and step; the last draft token is not run.
+  // Greedy drafting, one token per slot and step; the last draft token is not run. A slot whose
+  // argmax is less likely than p_min stops there.
+  std::vector<char> stopped(asks.size(), 0);
   for (;;) {
     for (size_t a = 0; a < asks.size(); ++a) {
       const Ask& q = asks[a];
-      if (q.limit <= 0 || static_cast<int64_t>(q.out->size()) >= q.limit) continue;
+      if (stopped[a] || q.limit <= 0 || static_cast<int64_t>(q.out->size()) >= q.limit) continue;
       const int32_t tok = argmax(last_[a].data(), static_cast<int64_t>(nv));
+      if (p_min > 0.0f && top_probability(last_[a].data(), static_cast<int64_t>(nv), tok) < static_cast<double>(p_min)) {
+        stopped[a] = 1;
+        continue;
+      }
       q.out->push_back(tok);
       if (static_cast<int64_t>(q.out->size()) >= q.limit) continue;
       Sequence& seq = *seqs_[static_cast<size_t>(q.slot)];

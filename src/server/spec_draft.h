@@ -29,6 +29,8 @@ class DraftBatch {
   void propose(std::span<const Ask> asks, ThreadPool& pool);
   int64_t evaluated() const { return evaluated_; }
 
+  float p_min = 0.0f;  // --draft-p-min: a slot's draft stops at a token whose draft probability is below
+
  private:
   void draft(std::span<const Ask> asks, ThreadPool& pool);
   void run(std::vector<StepToken>& step, const std::vector<int>& row_ask, ThreadPool& pool);

@@ -1,6 +1,7 @@
 #include "server/spec_slot.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "nvfp4/error.h"
 #include "nvfp4/kernels_ref.h"
@@ -9,13 +10,21 @@ namespace nvfp4::server {
 
 std::string SpecOptions::describe() const {
   if (!on()) return "off";
-  if (draft)
-    return "draft model " + draft_name + " (" + std::string(mode_name(draft->mode())) + ", greedy, one draft sequence per slot), drafts of " +
-           std::to_string(std::max(1, draft_min)) + ".." + std::to_string(draft_max) + " tokens verified in the slot's step" +
-           (allow_drift ? " (drift allowed)" : " (bit-identical to plain decoding)");
-  return "prompt lookup (n-gram " + std::to_string(lookup.n_min) + ".." + std::to_string(lookup.n_max) +
-         "), drafts of " + std::to_string(std::max(1, draft_min)) + ".." + std::to_string(draft_max) +
-         " tokens verified in the slot's step" + (allow_drift ? " (drift allowed)" : " (bit-identical to plain decoding)");
+  char p_min[32];
+  std::snprintf(p_min, sizeof p_min, "%g", static_cast<double>(draft_p_min));
+  const std::string what =
+      draft ? "draft model " + draft_name + " (" + std::string(mode_name(draft->mode())) +
+                  ", greedy, one draft sequence per slot, draft-p-min " + p_min + ")"
+            : "prompt lookup (n-gram " + std::to_string(lookup.n_min) + ".." + std::to_string(lookup.n_max) + ")";
+  char backoff[160];
+  if (min_speedup > 0)
+    std::snprintf(backoff, sizeof backoff, "; backs off below an estimated %gx speed-up over windows of %d requests",
+                  min_speedup, window);
+  else
+    std::snprintf(backoff, sizeof backoff, "; never backs off");
+  return what + ", drafts of " + std::to_string(std::max(1, draft_min)) + ".." + std::to_string(draft_max) +
+         " tokens verified in the slot's step" + (allow_drift ? " (drift allowed)" : " (bit-identical to plain decoding)") +
+         backoff;
 }
 
 void check_spec_mode(const SpecOptions& o, Mode mode) {

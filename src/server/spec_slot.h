@@ -22,6 +22,9 @@ struct SpecOptions {
   std::string draft_name;        // its file, for the log
   int draft_max = 8;   // --draft-max: tokens per draft (adapted per slot, as `run` does)
   int draft_min = 0;   // --draft-min: a shorter draft is dropped
+  float draft_p_min = 0.0f;  // --draft-p-min: the draft model stops at a token of lower probability
+  int window = 8;            // --spec-window: requests per back-off window (spec_backoff.h)
+  double min_speedup = 1.0;  // --spec-min-speedup: back off below this estimate (0: never)
   NgramProposer lookup;
   bool allow_drift = false;  // --spec-allow-drift: speculate in a16/f32 too
   bool on() const { return ngram || draft; }
@@ -38,8 +41,10 @@ class SpecSlot {
     k_ = o.draft_max;
     draft_.clear();
   }
-  // The draft length this step may have: min(k, limit), 0 when speculation is off.
-  int64_t want(const SpecOptions& o, int64_t limit) const { return o.on() ? std::min<int64_t>(k_, limit) : 0; }
+  // The draft length this step may have: min(k, limit), 0 when speculation is off (or backed off).
+  int64_t want(const SpecOptions& o, int64_t limit, bool active = true) const {
+    return o.on() && active ? std::min<int64_t>(k_, limit) : 0;
+  }
   // Sets the draft of this step by prompt lookup: at most `n` tokens continuing `history` (what
   // the slot's sequence holds once its next token is fed, that token included).
   void lookup(const SpecOptions& o, std::span<const int32_t> history, int64_t n);
