@@ -23,6 +23,7 @@ kern::F16Fn f16_fn() { return kern::table(active_isa()).f16_to_f32; }
 }  // namespace
 
 void KvCache::init(int64_t n_layer, int64_t n_kv, int64_t head_dim, int64_t n_ctx, KvType type) {
+  n_layer_ = n_layer;
   n_kv_ = n_kv;
   hd_ = head_dim;
   n_ctx_ = n_ctx;
@@ -47,16 +48,18 @@ void KvCache::store(int64_t l, int64_t pos, const float* k, const float* v) {
 }
 
 void KvCache::copy_prefix(const KvCache& src, int64_t n) {
-  if (src.n_kv_ != n_kv_ || src.hd_ != hd_ || src.n_ctx_ != n_ctx_ || src.type_ != type_ || src.f_.size() != f_.size() ||
-      src.h_.size() != h_.size())
-    throw Error("", "", "copy a KV cache's prefix: the same layers, KV heads, head size, context and type", "equal", "different");
+  const auto shape = [](const KvCache& c) {
+    return std::to_string(c.n_layer_) + " layers x " + std::to_string(c.n_kv_) + " KV heads of " + std::to_string(c.hd_) +
+           ", " + std::to_string(c.n_ctx_) + " positions, " + (c.type_ == KvType::f32 ? "F32" : "F16");
+  };
+  if (src.n_layer_ != n_layer_ || src.n_kv_ != n_kv_ || src.hd_ != hd_ || src.n_ctx_ != n_ctx_ || src.type_ != type_)
+    throw Error("", "", "copy a KV cache's prefix from a cache of the same shape", shape(*this), shape(src));
   if (n < 0 || n > n_ctx_) throw Error("", "", "copy a KV cache's prefix", "0 .. " + std::to_string(n_ctx_), std::to_string(n));
-  const int64_t n_layer = layer_size() > 0 ? static_cast<int64_t>(f_.size() + h_.size()) / layer_size() : 0;
   const auto copy = [&](int64_t off, int64_t count) {
     if (type_ == KvType::f32) std::copy_n(src.f_.data() + off, count, f_.data() + off);
     else std::copy_n(src.h_.data() + off, count, h_.data() + off);
   };
-  for (int64_t l = 0; l < n_layer; ++l)
+  for (int64_t l = 0; l < n_layer_; ++l)
     for (int64_t h = 0; h < n_kv_; ++h) {
       copy(l * layer_size() + h * hd_ * k_ctx_, key_tiles(n) * kKeyTile * hd_);                   // whole key tiles
       copy(l * layer_size() + n_kv_ * hd_ * k_ctx_ + h * n_ctx_ * hd_, n * hd_);                   // value rows

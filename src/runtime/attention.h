@@ -34,7 +34,7 @@ class KvCache {
   int64_t n_ctx() const { return n_ctx_; }
 
  private:
-  int64_t n_kv_ = 0, hd_ = 0, n_ctx_ = 0, k_ctx_ = 0;  // k_ctx_: n_ctx rounded up to a whole tile
+  int64_t n_layer_ = 0, n_kv_ = 0, hd_ = 0, n_ctx_ = 0, k_ctx_ = 0;  // k_ctx_: n_ctx rounded up to a whole tile
   KvType type_ = KvType::f32;
   std::vector<float> f_;     // per layer: K [n_kv][tiles][hd][kKeyTile], then V [n_kv][n_ctx][hd]
   std::vector<uint16_t> h_;  // the same in F16
