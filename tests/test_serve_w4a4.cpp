@@ -94,8 +94,9 @@ TEST(ServeW4a4, ConcurrentRequestsGiveTheTokensAndLogprobsOfEachAlone) {
     EXPECT_EQ(o.logprobs, alone[i].logprobs) << "speculating, request " << i;
   }
   const std::string m = get(sp.port(), "/metrics").body;
-  if (!kUnderSanitizer)  // (the sanitizer build's 5 short requests may draft nothing that matches)
+  if (!kUnderSanitizer) {  // (the sanitizer build's 5 short requests may draft nothing that matches)
     EXPECT_GT(metric(m, "nvfp4_spec_accepted_tokens_total"), 0) << "no draft accepted: the comparison would not see a wrong acceptance";
+  }
   std::cerr << "[ serve w4a4 spec ] " << metric(m, "nvfp4_spec_accepted_tokens_total") << " of "
             << metric(m, "nvfp4_spec_drafted_tokens_total") << " drafts accepted\n";
   EXPECT_EQ(sp.terminate(), 0) << sp.log();
