@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nvfp4/huge_pages.h"
 #include "nvfp4/kernels.h"
 
 namespace nvfp4::cli::bench {
@@ -109,7 +110,7 @@ __attribute__((target("avx512f"))) uint64_t read_avx512(const uint64_t* p, int64
 }  // namespace
 
 double dram_read_gbps(ThreadPool& pool, int64_t bytes) {
-  static std::vector<uint64_t> buf;
+  static HugeVector<uint64_t> buf;  // as the weights: 2 MiB pages where the kernel gives them
   const size_t words = static_cast<size_t>(bytes / 8);
   if (buf.size() < words) buf.assign(words, 0x0101010101010101ull);
   std::atomic<uint64_t> total{0};

@@ -7,6 +7,7 @@
 
 #include "kernels/packed.h"
 #include "nvfp4/codec.h"
+#include "nvfp4/huge_pages.h"
 #include "nvfp4/kernels.h"
 
 namespace nvfp4 {
@@ -14,7 +15,7 @@ namespace nvfp4 {
 struct DenseLinear::Impl {
   DType dtype;
   int64_t n_out, n_in;
-  std::vector<uint8_t> bytes;
+  HugeVector<uint8_t> bytes;
 };
 
 namespace kern {

@@ -38,8 +38,8 @@ inline constexpr int64_t kHeadBlockBytes = 8 * kHeadUnit;  // one group's 32-blo
 
 struct HeadQ8 {
   int64_t n_out = 0, n_in = 0, blocks = 0, rows = 0;  // blocks: n_in / 32; rows: n_out padded to 16
-  std::vector<uint8_t> q;    // [rows/16][blocks][8][16][4]: q_w + 128
-  std::vector<uint16_t> d;   // [rows/16][blocks][16]
+  HugeVector<uint8_t> q;    // [rows/16][blocks][8][16][4]: q_w + 128
+  HugeVector<uint16_t> d;   // [rows/16][blocks][16]
   int64_t groups() const { return rows / kHeadRowPad; }
   const uint8_t* codes(int64_t g, int64_t j) const { return q.data() + (g * blocks + j) * kHeadBlockBytes; }
   const uint16_t* scales(int64_t g, int64_t j) const { return d.data() + (g * blocks + j) * kHeadRowPad; }

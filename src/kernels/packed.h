@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "nvfp4/dense.h"
+#include "nvfp4/huge_pages.h"
 #include "nvfp4/kernels.h"
 #include "nvfp4/kernels_ref.h"
 #include "nvfp4/matrix.h"
@@ -42,7 +43,7 @@ inline constexpr uint8_t kU12[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10,
 struct Packed {
   int64_t n_out = 0, n_in = 0, tiles = 0, groups = 0, blocks = 0;
   float scale2 = 1.0f;
-  std::vector<uint8_t> bytes;
+  HugeVector<uint8_t> bytes;
   std::vector<uint8_t> emin;    // [tile][block][16]
   std::vector<uint8_t> narrow;  // [tile][block]
   const uint8_t* tile(int64_t t) const { return bytes.data() + t * groups * kRecordBytes; }

@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "nvfp4/huge_pages.h"
 #include "nvfp4/model.h"
 #include "nvfp4/thread_pool.h"
 
@@ -36,8 +37,8 @@ class KvCache {
  private:
   int64_t n_layer_ = 0, n_kv_ = 0, hd_ = 0, n_ctx_ = 0, k_ctx_ = 0;  // k_ctx_: n_ctx rounded up to a whole tile
   KvType type_ = KvType::f32;
-  std::vector<float> f_;     // per layer: K [n_kv][tiles][hd][kKeyTile], then V [n_kv][n_ctx][hd]
-  std::vector<uint16_t> h_;  // the same in F16
+  HugeVector<float> f_;     // per layer: K [n_kv][tiles][hd][kKeyTile], then V [n_kv][n_ctx][hd]
+  HugeVector<uint16_t> h_;  // the same in F16
   int64_t layer_size() const { return n_kv_ * hd_ * (k_ctx_ + n_ctx_); }
 };
 

@@ -53,7 +53,7 @@ PinnedDense PinnedDense::from_f32(std::vector<float> w, int64_t n_out, int64_t n
   PinnedDense d;
   d.n_out_ = n_out;
   d.n_in_ = n_in;
-  d.f_ = std::move(w);
+  d.f_.assign(w.begin(), w.end());
   return d;
 }
 

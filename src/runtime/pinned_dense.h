@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "nvfp4/dense.h"
+#include "nvfp4/huge_pages.h"
 #include "nvfp4/thread_pool.h"
 
 namespace nvfp4 {
@@ -35,8 +36,8 @@ class PinnedDense {
  private:
   int64_t n_out_ = 0, n_in_ = 0;
   bool f16_ = false;
-  std::vector<float> f_;
-  std::vector<uint16_t> h_;
+  HugeVector<float> f_;
+  HugeVector<uint16_t> h_;
 };
 
 namespace pinned_dense_detail {

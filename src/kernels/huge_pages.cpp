@@ -1,0 +1,67 @@
+// huge_alloc / huge_free (include/nvfp4/huge_pages.h): a large block is mapped with 2 MiB of slack,
+// the unaligned head and the tail beyond the page-rounded size are unmapped again, and what is
+// left is advised. Small blocks: aligned operator new (64 bytes, for the kernels' vector loads).
+#include "nvfp4/huge_pages.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+
+namespace nvfp4 {
+namespace {
+
+constexpr size_t kSmallAlign = 64;
+size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+size_t mapped_size(size_t n) { return round_up(n, static_cast<size_t>(sysconf(_SC_PAGESIZE))); }
+
+}  // namespace
+
+void* huge_alloc(size_t n, bool huge) {
+  if (n == 0) n = 1;
+  if (n < kHugeMin) return ::operator new(n, std::align_val_t{kSmallAlign});
+  const size_t size = mapped_size(n), span = size + kHugePage;
+  void* raw = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) throw std::bad_alloc();
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t p = round_up(lo, kHugePage);
+  if (p > lo) ::munmap(raw, p - lo);
+  const uintptr_t end = p + size, raw_end = lo + span;
+  if (raw_end > end) ::munmap(reinterpret_cast<void*>(end), raw_end - end);
+  // The advice is a hint: a kernel without THP refuses it and the block stays 4 KiB pages.
+  ::madvise(reinterpret_cast<void*>(p), size, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+  return reinterpret_cast<void*>(p);
+}
+
+void huge_free(void* p, size_t n) noexcept {
+  if (!p) return;
+  if (n == 0) n = 1;
+  if (n < kHugeMin) {
+    ::operator delete(p, std::align_val_t{kSmallAlign});
+    return;
+  }
+  ::munmap(p, mapped_size(n));
+}
+
+size_t huge_resident_bytes(const void* p, size_t n) {
+  FILE* f = std::fopen("/proc/self/smaps", "r");
+  if (!f) return 0;
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(p), hi = lo + n;
+  char line[512];
+  bool in = false;
+  size_t total = 0;
+  while (std::fgets(line, sizeof(line), f)) {
+    unsigned long a = 0, b = 0;
+    if (std::sscanf(line, "%lx-%lx ", &a, &b) == 2) {  // a mapping's header line
+      in = a < hi && b > lo;
+      continue;
+    }
+    size_t kb = 0;
+    if (in && std::sscanf(line, "AnonHugePages: %zu kB", &kb) == 1) total += kb * 1024;
+  }
+  std::fclose(f);
+  return total;
+}
+
+}  // namespace nvfp4

@@ -1,0 +1,68 @@
+// huge_alloc and HugeVector (include/nvfp4/huge_pages.h): large blocks are 2 MiB-aligned mappings
+// of their own, advised as huge pages, which the kernel backs with 2 MiB pages where its
+// transparent huge pages are "madvise" or "always"; small ones come from operator new, 64-byte
+// aligned; the vector behaves as any std::vector.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <fstream>
+#include <numeric>
+#include <string>
+#include <utility>
+
+#include "nvfp4/huge_pages.h"
+
+using namespace nvfp4;
+
+namespace {
+
+// The kernel's THP mode: the bracketed word of /sys/kernel/mm/transparent_hugepage/enabled.
+std::string thp_mode() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string all, w;
+  while (f >> w)
+    if (w.size() > 2 && w.front() == '[') all = w.substr(1, w.size() - 2);
+  return all;
+}
+
+}  // namespace
+
+TEST(HugePages, LargeBlocksAreAlignedMappingsAndSmallOnesAreAligned) {
+  for (size_t n : {size_t{1}, size_t{100}, size_t{4096}, kHugeMin - 1, kHugeMin, size_t{3} << 20, (size_t{5} << 20) + 17}) {
+    auto* p = static_cast<uint8_t*>(huge_alloc(n));
+    const auto a = reinterpret_cast<uintptr_t>(p);
+    EXPECT_EQ(a % 64, 0u) << n;
+    if (n >= kHugeMin) EXPECT_EQ(a % kHugePage, 0u) << n;
+    p[n - 1] = 2;  // every byte of the block is ours
+    p[0] = 1;
+    EXPECT_EQ(p[0] + p[n - 1], n == 1 ? 2 : 3);
+    huge_free(p, n);
+  }
+  huge_free(nullptr, 0);
+}
+
+TEST(HugePages, HugeVectorIsAVector) {
+  HugeVector<uint32_t> v(size_t{3} << 20, 7u);  // 12 MiB
+  EXPECT_EQ(std::accumulate(v.begin(), v.end(), uint64_t{0}), (uint64_t{3} << 20) * 7);
+  HugeVector<uint32_t> c = v;
+  c.back() = 8;
+  EXPECT_EQ(v.back(), 7u);
+  HugeVector<uint32_t> m = std::move(c);
+  EXPECT_EQ(m.back(), 8u);
+  m.resize(10);
+  m.shrink_to_fit();
+  EXPECT_EQ(m.size(), 10u);
+  v.assign(5, 1u);
+  EXPECT_EQ(std::accumulate(v.begin(), v.end(), 0u), 5u);
+}
+
+TEST(HugePages, TheKernelBacksAdvisedBlocksWithHugePages) {
+  const std::string mode = thp_mode();
+  if (mode != "madvise" && mode != "always") GTEST_SKIP() << "transparent huge pages: " << (mode.empty() ? "absent" : mode);
+  const size_t n = size_t{16} << 20;
+  HugeVector<uint8_t> huge(n, 1);
+  HugeVector<uint8_t> small(n, 1, HugePageAllocator<uint8_t>(false));
+  // The kernel may be short of free 2 MiB frames; one of eight is enough to show the advice took.
+  EXPECT_GE(huge_resident_bytes(huge.data(), n), kHugePage);
+  if (mode == "madvise") EXPECT_EQ(huge_resident_bytes(small.data(), n), 0u);
+}
