@@ -77,8 +77,9 @@ class Linear {
   std::string kernel_name(Mode mode, int64_t n) const;
   // Bytes of the prepared weight stream (what one forward() reads): benchmarks' roofline.
   int64_t weight_bytes() const;
-  // A deep copy (benchmarks rotate among copies to stream them from DRAM).
-  Linear clone() const;
+  // A deep copy (benchmarks rotate among copies to stream them from DRAM); huge_pages = false
+  // puts its weight stream on 4 KiB pages (nvfp4/huge_pages.h), to time what huge pages give.
+  Linear clone(bool huge_pages = true) const;
 
   struct Impl;
 

@@ -4,6 +4,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -107,9 +108,11 @@ int run(const Options& o) {
     RowMatrix w = random_weights(n_out, n_in, static_cast<uint64_t>(n_out * 131 + n_in));
     Linear base = Linear::prepare(w.view(), 0.01f, shape);
     const int64_t copies_n = std::max<int64_t>(2, (dram_bytes + base.weight_bytes() - 1) / base.weight_bytes());
-    std::vector<Linear> copies;
-    const bool want_dram = o.residency.find("dram") != std::string::npos;
-    if (want_dram) for (int64_t i = 0; i < copies_n; ++i) copies.push_back(base.clone());
+    std::vector<Linear> copies, copies4k;  // dram4k: the same stream on 4 KiB pages
+    const auto rs = split(o.residency);
+    const auto wants = [&](const char* r) { return std::find(rs.begin(), rs.end(), r) != rs.end(); };
+    if (wants("dram")) for (int64_t i = 0; i < copies_n; ++i) copies.push_back(base.clone());
+    if (wants("dram4k")) for (int64_t i = 0; i < copies_n; ++i) copies4k.push_back(base.clone(false));
     bool peer_ok = !peer.path.empty() && n_in % 64 == 0;
     if (peer_ok) {
       GgmlMatrix g = row_to_ggml(w.view());
@@ -128,14 +131,15 @@ int run(const Options& o) {
         for (auto& v : x) { s = s * 6364136223846793005ull + 1442695040888963407ull; v = static_cast<float>(static_cast<int64_t>(s >> 40) - (1 << 23)) * 0x1p-23f; }
         for (Mode mode : modes) {
           for (const auto& res : split(o.residency)) {
-            const bool dram = res == "dram";
-            if (!dram && res != "cache") throw Error("", "", "bad --residency entry", "dram or cache", res);
+            const bool dram = res == "dram" || res == "dram4k";
+            if (!dram && res != "cache") throw Error("", "", "bad --residency entry", "dram, dram4k or cache", res);
+            const std::vector<Linear>& from = res == "dram" ? copies : copies4k;
             const double bw = bench::dram_read_gbps(pool, bw_bytes);
             std::vector<double> ms;
             if (!dram) base.forward(mode, x.data(), n, y.data(), pool);  // warm the caches
             const double start = bench::now_ms();
             for (int r = 0; r < o.reps; ++r) {
-              const Linear& l = dram ? copies[rot++ % copies_n] : base;
+              const Linear& l = dram ? from[rot++ % copies_n] : base;
               const double t0 = bench::now_ms();
               l.forward(mode, x.data(), n, y.data(), pool);
               ms.push_back(bench::now_ms() - t0);
@@ -186,7 +190,7 @@ const BenchRegistrar reg("kernels", "time every kernel against the DRAM roofline
   app.add_option("--n", o->ns, "activation columns per call (list)")->capture_default_str();
   app.add_option("--threads", o->threads, "thread counts (list)")->capture_default_str();
   app.add_option("--modes", o->modes, "a16q8,w4a4,a16,f32")->capture_default_str();
-  app.add_option("--residency", o->residency, "dram,cache")->capture_default_str();
+  app.add_option("--residency", o->residency, "dram,cache (dram4k: DRAM with the weights on 4 KiB pages, not huge pages)")->capture_default_str();
   app.add_option("--reps", o->reps, "timed calls per case (fewer when a case passes --max-case-s)")->capture_default_str();
   app.add_option("--max-case-s", o->max_case_s, "time budget per case, seconds")->capture_default_str();
   app.add_option("--dram-mib", o->dram_mib, "total size of the rotated copies (default 8x L3)");

@@ -67,9 +67,11 @@ int64_t Linear::weight_bytes() const {  // the record stream and the block summa
   return static_cast<int64_t>(w.bytes.size() + w.emin.size() + w.narrow.size());
 }
 
-Linear Linear::clone() const {
+Linear Linear::clone(bool huge_pages) const {
   Linear l;
   l.impl_ = std::make_unique<Impl>(*impl_);
+  const HugeVector<uint8_t>& b = impl_->w.bytes;
+  l.impl_->w.bytes = HugeVector<uint8_t>(b.begin(), b.end(), HugePageAllocator<uint8_t>(huge_pages));
   return l;
 }
 
