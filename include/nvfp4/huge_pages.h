@@ -5,10 +5,16 @@
 // (under a hypervisor, a nested one): on the machine of docs/BENCHMARKS.md section 12 one thread
 // read 12.7 GB/s through 4 KiB pages and 19.7 GB/s through 2 MiB ones. Where the kernel refuses the
 // advice (huge pages "never", no THP), the mapping is ordinary 4 KiB pages; nothing else changes.
-// Smaller allocations go to operator new. The placement of bytes never changes a result.
+// Smaller allocations go to operator new, or, through a HugeArena, share huge pages with the
+// other small weights of a model (SmolLM2's layers are 0.3-0.9 MiB each, a MoE's experts 1 MiB).
+// The placement of bytes never changes a result.
 #pragma once
 #include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 namespace nvfp4 {
@@ -24,18 +30,53 @@ void huge_free(void* p, size_t n) noexcept;
 // Bytes of [p, p + n) the kernel backs with huge pages now (from /proc/self/smaps; 0 if unknown).
 size_t huge_resident_bytes(const void* p, size_t n);
 
+// Bump allocation from slabs of huge pages, for the many small, never-resized buffers of one
+// model's weights: take(n) is 64-byte aligned; a block larger than a quarter slab gets its own
+// mapping. Nothing is freed before the arena is (every slab at once).
+class HugeArena {
+ public:
+  explicit HugeArena(size_t slab = size_t{32} << 20) : slab_(slab) {}
+  ~HugeArena();
+  HugeArena(const HugeArena&) = delete;
+  HugeArena& operator=(const HugeArena&) = delete;
+  void* take(size_t n);
+  size_t mapped() const;  // bytes mapped so far (slabs and own blocks)
+
+ private:
+  struct Block {
+    void* p;
+    size_t n;
+  };
+  mutable std::mutex mu_;
+  std::vector<Block> blocks_;
+  uint8_t* cur_ = nullptr;
+  size_t left_ = 0, slab_;
+};
+
+// huge = false: 4 KiB pages. arena: allocate from it (deallocate is then a no-op; the memory goes
+// with the arena, which every allocator copy keeps alive). A container's allocator travels with its
+// buffer on move, copy-assignment and swap, so a block is always released by the kind that made it.
 template <class T>
 struct HugePageAllocator {
   using value_type = T;
+  using propagate_on_container_move_assignment = std::true_type;
+  using propagate_on_container_copy_assignment = std::true_type;
+  using propagate_on_container_swap = std::true_type;
   bool huge = true;
+  std::shared_ptr<HugeArena> arena;
   HugePageAllocator() = default;
   explicit HugePageAllocator(bool h) : huge(h) {}
+  explicit HugePageAllocator(std::shared_ptr<HugeArena> a) : arena(std::move(a)) {}
   template <class U>
-  HugePageAllocator(const HugePageAllocator<U>& o) : huge(o.huge) {}  // NOLINT(google-explicit-constructor)
-  T* allocate(size_t n) { return static_cast<T*>(huge_alloc(n * sizeof(T), huge)); }
-  void deallocate(T* p, size_t n) noexcept { huge_free(p, n * sizeof(T)); }
+  HugePageAllocator(const HugePageAllocator<U>& o) : huge(o.huge), arena(o.arena) {}  // NOLINT(google-explicit-constructor)
+  T* allocate(size_t n) {
+    return static_cast<T*>(arena ? arena->take(n * sizeof(T)) : huge_alloc(n * sizeof(T), huge));
+  }
+  void deallocate(T* p, size_t n) noexcept {
+    if (!arena) huge_free(p, n * sizeof(T));
+  }
   template <class U>
-  bool operator==(const HugePageAllocator<U>&) const { return true; }  // any one frees any other's blocks
+  bool operator==(const HugePageAllocator<U>& o) const { return arena == o.arena; }
 };
 
 template <class T>

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 
+#include "nvfp4/huge_pages.h"
 #include "nvfp4/kernels_ref.h"
 #include "nvfp4/matrix.h"
 #include "nvfp4/thread_pool.h"
@@ -41,8 +42,11 @@ class Linear {
   Linear& operator=(Linear&&) noexcept;
 
   // Copies the weights into the kernels' layout. input_scale: the checkpoint's activation scale
-  // (W4A4 checkpoints), 0 when it has none (then Mode::w4a4 is refused).
-  static Linear prepare(const RowView& w, float input_scale = 0.0f, const std::string& name = "");
+  // (W4A4 checkpoints), 0 when it has none (then Mode::w4a4 is refused). arena: where the weight
+  // stream goes (a model's loader passes one, so small layers share huge pages); null: a mapping
+  // of its own when it is 2 MiB or more (nvfp4/huge_pages.h).
+  static Linear prepare(const RowView& w, float input_scale = 0.0f, const std::string& name = "",
+                        std::shared_ptr<HugeArena> arena = nullptr);
 
   int64_t n_out() const;
   int64_t n_in() const;

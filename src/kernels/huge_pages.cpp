@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 
@@ -42,6 +43,36 @@ void huge_free(void* p, size_t n) noexcept {
     return;
   }
   ::munmap(p, mapped_size(n));
+}
+
+HugeArena::~HugeArena() {
+  for (const Block& b : blocks_) huge_free(b.p, b.n);
+}
+
+void* HugeArena::take(size_t n) {
+  n = round_up(n == 0 ? 1 : n, kSmallAlign);
+  const std::lock_guard<std::mutex> lock(mu_);
+  if (n > slab_ / 4) {
+    const size_t own = std::max(n, kHugeMin);  // its own mapping, aligned to 2 MiB
+    blocks_.push_back({huge_alloc(own), own});
+    return blocks_.back().p;
+  }
+  if (n > left_) {
+    blocks_.push_back({huge_alloc(slab_), slab_});
+    cur_ = static_cast<uint8_t*>(blocks_.back().p);
+    left_ = slab_;
+  }
+  void* p = cur_;
+  cur_ += n;
+  left_ -= n;
+  return p;
+}
+
+size_t HugeArena::mapped() const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  size_t t = 0;
+  for (const Block& b : blocks_) t += b.n;
+  return t;
 }
 
 size_t huge_resident_bytes(const void* p, size_t n) {

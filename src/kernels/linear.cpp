@@ -49,12 +49,12 @@ Linear::~Linear() = default;
 Linear::Linear(Linear&&) noexcept = default;
 Linear& Linear::operator=(Linear&&) noexcept = default;
 
-Linear Linear::prepare(const RowView& w, float input_scale, const std::string& name) {
+Linear Linear::prepare(const RowView& w, float input_scale, const std::string& name, std::shared_ptr<HugeArena> arena) {
   check_n_in(w.n_in, false, "", name);
   check_scale_bytes(w.scales, w.n_out * w.scale_row_bytes(), "", name);
   Linear l;
   l.impl_ = std::make_unique<Impl>();
-  l.impl_->w = kern::pack_weights(w);
+  l.impl_->w = kern::pack_weights(w, HugePageAllocator<uint8_t>(std::move(arena)));
   l.impl_->input_scale = input_scale;
   l.impl_->name = name;
   return l;

@@ -35,7 +35,7 @@ void summarize_blocks(Packed& p) {
 }
 }  // namespace
 
-Packed pack_weights(const RowView& w) {
+Packed pack_weights(const RowView& w, const HugePageAllocator<uint8_t>& alloc) {
   if (w.n_in <= 0 || w.n_in % kGroup != 0 || w.n_out <= 0) {
     throw Error("", "", "NVFP4 weight shape: n_in must be a positive multiple of 16, n_out positive",
                 "n_in % 16 == 0", std::to_string(w.n_out) + "x" + std::to_string(w.n_in));
@@ -46,7 +46,7 @@ Packed pack_weights(const RowView& w) {
   p.scale2 = w.scale2;
   p.groups = w.n_in / kGroup;
   p.tiles = (w.n_out + kTileRows - 1) / kTileRows;
-  p.bytes.assign(static_cast<size_t>(p.tiles * p.groups * kRecordBytes), 0);
+  p.bytes = HugeVector<uint8_t>(static_cast<size_t>(p.tiles * p.groups * kRecordBytes), 0, alloc);
   for (int64_t t = 0; t < p.tiles; ++t) {
     uint8_t* out = p.bytes.data() + t * p.groups * kRecordBytes;
     for (int64_t g = 0; g < p.groups; ++g, out += kRecordBytes) {

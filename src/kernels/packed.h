@@ -53,7 +53,7 @@ struct Packed {
 // E of q9 = M * 2^E for a scale byte (see above).
 inline int scale_e(uint8_t v) { return std::max((v >> 3) - 1, 0); }
 
-Packed pack_weights(const RowView& w);
+Packed pack_weights(const RowView& w, const HugePageAllocator<uint8_t>& alloc = {});
 // Rows of tile t back in the row layout (16 rows, padding included): for fallbacks and tests.
 void unpack_tile(const Packed& p, int64_t t, RowMatrix& out);
 

@@ -19,6 +19,8 @@ struct Loader {
   const LoadOptions& opt;
   const std::string& path;
   mutable std::set<std::string> used;  // every tensor the model reads: the rest is refused
+  // The packed weight streams, on huge pages shared by the small layers (nvfp4/huge_pages.h).
+  std::shared_ptr<HugeArena> arena = std::make_shared<HugeArena>();
 
   const gguf::Value& meta(const std::string& key) const {
     const gguf::Value* v = ck.meta(key);
@@ -115,7 +117,7 @@ struct Loader {
       const RowMatrix w = ck.nvfp4(name);
       m.pre_scale = ck.pre_quant_scale(name);  // NVFP4_AWQ (the reader checked its length)
       m.nvfp4 = true;
-      m.lin = Linear::prepare(w.view(), e.input_scale, base);
+      m.lin = Linear::prepare(w.view(), e.input_scale, base, arena);
       m.bytes = w.codes.size() + w.scales.size() + 4;
       return m;
     }
@@ -124,7 +126,7 @@ struct Loader {
       const RowMatrix q = quantize(w.data(), n_out, n_in, name);
       auto it = opt.input_scales.find(base);
       m.nvfp4 = true;
-      m.lin = Linear::prepare(q.view(), it == opt.input_scales.end() ? 0.0f : it->second, base);
+      m.lin = Linear::prepare(q.view(), it == opt.input_scales.end() ? 0.0f : it->second, base, arena);
       m.bytes = q.codes.size() + q.scales.size() + 4;
       return m;
     }
@@ -243,7 +245,7 @@ Model::~Model() = default;
 
 std::unique_ptr<Model> Model::load(const Checkpoint& ck, const LoadOptions& opt) {
   const std::string& path = ck.info().path;
-  Loader L{ck, opt, path, {}};
+  Loader L{ck, opt, path, {}, std::make_shared<HugeArena>()};
   std::unique_ptr<Model> model(new Model());
   Impl& m = *model->impl_;
   m.source = path;
