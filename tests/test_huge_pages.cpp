@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <fstream>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -15,19 +14,6 @@
 #include "nvfp4/huge_pages.h"
 
 using namespace nvfp4;
-
-namespace {
-
-// The kernel's THP mode: the bracketed word of /sys/kernel/mm/transparent_hugepage/enabled.
-std::string thp_mode() {
-  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string all, w;
-  while (f >> w)
-    if (w.size() > 2 && w.front() == '[') all = w.substr(1, w.size() - 2);
-  return all;
-}
-
-}  // namespace
 
 TEST(HugePages, LargeBlocksAreAlignedMappingsAndSmallOnesAreAligned) {
   for (size_t n : {size_t{1}, size_t{100}, size_t{4096}, kHugeMin - 1, kHugeMin, size_t{3} << 20, (size_t{5} << 20) + 17}) {
@@ -68,6 +54,7 @@ TEST(HugePages, TheKernelBacksAdvisedBlocksWithHugePages) {
   HugeVector<uint8_t> small(n, 1, HugePageAllocator<uint8_t>(false));
   // The kernel may be short of free 2 MiB frames; one of eight is enough to show the advice took.
   EXPECT_GE(huge_resident_bytes(huge.data(), n), kHugePage);
+  EXPECT_GE(huge_resident_process(), huge_resident_bytes(huge.data(), n));
   if (mode == "madvise") {
     EXPECT_EQ(huge_resident_bytes(small.data(), n), 0u);
   }

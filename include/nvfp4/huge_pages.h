@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -29,6 +30,10 @@ void* huge_alloc(size_t n, bool huge = true);
 void huge_free(void* p, size_t n) noexcept;
 // Bytes of [p, p + n) the kernel backs with huge pages now (from /proc/self/smaps; 0 if unknown).
 size_t huge_resident_bytes(const void* p, size_t n);
+// The whole process's AnonHugePages (/proc/self/smaps_rollup), and the kernel's THP mode
+// ("always", "madvise", "never"; "" where the kernel has none): for the load log.
+size_t huge_resident_process();
+std::string thp_mode();
 
 // Bump allocation from slabs of huge pages, for the many small, never-resized buffers of one
 // model's weights: take(n) is 64-byte aligned; a block larger than a quarter slab gets its own

@@ -95,4 +95,27 @@ size_t huge_resident_bytes(const void* p, size_t n) {
   return total;
 }
 
+size_t huge_resident_process() {
+  FILE* f = std::fopen("/proc/self/smaps_rollup", "r");
+  if (!f) return 0;
+  char line[256];
+  size_t kb = 0;
+  while (std::fgets(line, sizeof(line), f))
+    if (std::sscanf(line, "AnonHugePages: %zu kB", &kb) == 1) break;
+  std::fclose(f);
+  return kb * 1024;
+}
+
+std::string thp_mode() {
+  FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  if (!f) return "";
+  char line[256] = {0};
+  const bool ok = std::fgets(line, sizeof(line), f) != nullptr;
+  std::fclose(f);
+  if (!ok) return "";
+  const std::string s(line);
+  const size_t a = s.find('['), b = s.find(']');
+  return a == std::string::npos || b == std::string::npos || b < a ? "" : s.substr(a + 1, b - a - 1);
+}
+
 }  // namespace nvfp4

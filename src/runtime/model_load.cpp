@@ -7,6 +7,7 @@
 #include "nvfp4/codec.h"
 #include "nvfp4/error.h"
 #include "nvfp4/ggml_types.h"
+#include "nvfp4/huge_pages.h"
 #include "nvfp4/quantize.h"
 #include "runtime/model_impl.h"
 
@@ -417,7 +418,9 @@ std::vector<std::string> Model::describe() const {
   out.push_back("head: " + m.head().type_name() + ", kernel " + m.head().kernel_name(m.mode) + "; embedding " +
                 m.embd.type_name());
   out.push_back("weights: " + std::to_string(weight_bytes() / (1024 * 1024)) + " MiB as held, " +
-                std::to_string(bytes_per_token() / (1024 * 1024)) + " MiB read per token");
+                std::to_string(bytes_per_token() / (1024 * 1024)) + " MiB read per token; " +
+                std::to_string(huge_resident_process() / (1024 * 1024)) + " MiB of the process on 2 MiB pages (transparent huge pages: " +
+                (thp_mode().empty() ? std::string("absent") : thp_mode()) + ")");
   return out;
 }
 
