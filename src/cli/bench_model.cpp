@@ -27,6 +27,7 @@ struct Opt {
   bool contention = false;
   bool profile = false;
   int peer_timeout_s = 600;
+  bool peer_skip_nvfp4 = false;  // only the Q4_0 column
 };
 
 std::optional<nlohmann::json> peer(const Opt& o, const std::string& args, int timeout_s = 0) {
@@ -250,7 +251,7 @@ int run(const Opt& o) {
   j["llama_cpp_nvfp4_gen_tps"] = nullptr;
   j["llama_cpp_q4_0_prompt_tps"] = nullptr;
   j["llama_cpp_q4_0_gen_tps"] = nullptr;
-  if (auto r = peer(o, o.m.model + common); r && r->contains("prompt_tps")) {
+  if (auto r = o.peer_skip_nvfp4 ? std::nullopt : peer(o, o.m.model + common); r && r->contains("prompt_tps")) {
     j["llama_cpp_nvfp4_prompt_tps"] = (*r)["prompt_tps"];
     j["llama_cpp_nvfp4_gen_tps"] = (*r)["gen_tps"];
     j["llama_cpp_nvfp4"] = *r;  // with its spread
@@ -308,6 +309,8 @@ const BenchRegistrar reg("model", "end-to-end prompt and generation speed, roofl
   app.add_option("--reps", o->reps, "repeats (median)")->check(CLI::Range(1, 1000));
   app.add_option("--peer-python", o->peer_python, "python with llama_cpp (PyPI llama-cpp-python) for the llama.cpp columns");
   app.add_option("--peer-q4_0-source", o->peer_q4_0_source, "GGUF that llama.cpp quantizes to Q4_0 for its own column");
+  app.add_flag("--peer-skip-nvfp4", o->peer_skip_nvfp4,
+               "llama.cpp: only the Q4_0 column, not the same NVFP4 file (its NVFP4 CPU path can take minutes per repeat on a large model)");
   app.add_flag("--contention", o->contention,
                "generation at -t 1 and the default -t, without and with a busy loop on every core (and llama.cpp under it)");
   app.add_option("--peer-timeout-s", o->peer_timeout_s, "--contention: seconds each loaded llama.cpp run may take (0: no limit)")
