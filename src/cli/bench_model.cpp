@@ -14,6 +14,7 @@
 #include "cli/bench_registry.h"
 #include "cli/bench_util.h"
 #include "cli/model_setup.h"
+#include "nvfp4/huge_pages.h"
 
 namespace nvfp4::cli {
 namespace {
@@ -211,6 +212,7 @@ int run(const Opt& o) {
   const Measured ms = measure(L, o, L.threads);
   // The peak so far: loading, the prompts and generations (the DRAM probe's buffer comes next).
   const double rss = peak_rss_mib();
+  const double huge_mib = static_cast<double>(huge_resident_process()) / (1024.0 * 1024.0);  // before the probe's buffer too
   ThreadPool pool(L.threads);  // for the DRAM stream, after measure()'s pool is gone
   const bench::Stats pps = ms.pps, tgs = ms.tgs;
   const double pp = ms.pp, tg = ms.tg;
@@ -241,6 +243,8 @@ int run(const Opt& o) {
                         (o.m.kv == "f16" ? 2.0 : 4.0) / (1024.0 * 1024.0);
   const double w_mib = static_cast<double>(L.model->weight_bytes()) / (1024.0 * 1024.0);
   j["peak_rss_mb"] = rss;
+  j["huge_pages_mib"] = huge_mib;
+  j["thp_mode"] = thp_mode();
   j["weights_mib"] = w_mib;
   j["kv_mib"] = kv_mib;
   j["peak_rss_vs_weights_kv"] = rss / (w_mib + kv_mib);
@@ -296,6 +300,7 @@ int run(const Opt& o) {
               gbps * 1e9 / bpt, j["roofline_pct"].get<double>());
   std::printf("peak RSS %.0f MiB = %.2fx (weights %.0f MiB + KV cache %.0f MiB)\n", rss, j["peak_rss_vs_weights_kv"].get<double>(),
               w_mib, kv_mib);
+  std::printf("on 2 MiB pages: %.0f MiB (transparent huge pages: %s)\n", huge_mib, thp_mode().empty() ? "absent" : thp_mode().c_str());
   if (o.profile) print_profile(j["profile"]);
   return 0;
 }
