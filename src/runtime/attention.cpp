@@ -1,6 +1,7 @@
 #include "runtime/attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "nvfp4/codec.h"
@@ -199,27 +200,25 @@ void attention(const ModelConfig& c, const AttnStep& st, int64_t layer, const fl
                   static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)))};
   const int threads = pool.threads();
   if (n * per_token < 4 * threads) {
-    // Few items (decoding): three phases, each split evenly. Scores by key range (16-aligned),
-    // softmax by head, output by dimension range: every key's and every dimension's sum keeps
-    // its order, and the threads share the reading of the keys and values.
-    const int64_t pieces = threads;
-    pool.run(n * per_token * pieces, [&](int64_t b, int64_t e) {
+    // Few items (decoding): two dispatches, each split evenly. Scores by key range (16-aligned),
+    // then output by dimension range: every key's and every dimension's sum keeps its order, and
+    // the threads share the reading of the keys and values. The softmax of an item's heads (each
+    // head's one sequential pass over its scores) is done, in the first dispatch, by whichever
+    // thread finishes the item's last key range: who does it never changes a bit, and it saves
+    // the hand-off a dispatch of its own would cost.
+    const int64_t pieces = threads, items = n * per_token;
+    std::vector<std::atomic<int>> left(static_cast<size_t>(items));
+    for (auto& v : left) v.store(static_cast<int>(pieces), std::memory_order_relaxed);
+    pool.run(items * pieces, [&](int64_t b, int64_t e) {
       for (int64_t u = b; u < e; ++u) {
         const int64_t it = u / pieces, piece = u % pieces, t = it / per_token, r = it % per_token;
         const AttnItem a = call.item(t, r / parts, r % parts);
         int64_t j0, j1;
         partition(a.len, static_cast<int>(pieces), static_cast<int>(piece), 16, j0, j1);
         if (j0 < j1) phase_fn(&a, static_cast<int>(AttnPhase::scores), j0, j1);
-      }
-    }, 1);
-    pool.run(n * c.n_head, [&](int64_t b, int64_t e) {
-      for (int64_t u = b; u < e; ++u) {
-        const int64_t t = u / c.n_head, h = u % c.n_head, kvh = h / group, part = (h % group) / gs;
-        AttnItem a = call.item(t, kvh, part);
-        const int k = static_cast<int>((h % group) % gs);
-        a.s[0] = a.s[k];
-        a.g = 1;
-        phase_fn(&a, static_cast<int>(AttnPhase::softmax), 0, 0);
+        // acq_rel: the last piece sees every other piece's scores of this item.
+        if (left[static_cast<size_t>(it)].fetch_sub(1, std::memory_order_acq_rel) == 1)
+          phase_fn(&a, static_cast<int>(AttnPhase::softmax), 0, 0);
       }
     }, 1);
     pool.run(n * per_token * pieces, [&](int64_t b, int64_t e) {
