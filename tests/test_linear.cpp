@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <thread>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "nvfp4/kernels.h"
 #include "nvfp4/linear.h"
 #include "nvfp4/quantize.h"
+#include "runtime/attention.h"
 #include "isa_scope.h"
 #include "test_util.h"
 
@@ -126,6 +128,58 @@ TEST(Linear, GroupEqualsOneByOne) {
   float* ys[2] = {y0.data(), y1.data()};
   ThreadPool pool(2);
   EXPECT_THROW(Linear::forward_group(Mode::a16q8, mixed, x.data(), 1, ys, pool), Error);
+}
+
+// forward_rows with SwiGLU in each chunk (the dense MLP's gate/up) equals each layer's forward()
+// followed by the scalar SwiGLU over the whole output: every mode, every compiled ISA, 1-3
+// threads, one token, a window and a prefill-sized window, a height with a partial last tile;
+// every row is handed to exactly one rows() call.
+TEST(Linear, RowsWithSwigluEqualsForwardThenSwiglu) {
+  test::Rng rng(15);
+  const int64_t n_in = 576, n_out = 200;
+  std::vector<RowMatrix> ws;
+  std::vector<Linear> lins;
+  for (int i = 0; i < 2; ++i) {
+    std::vector<float> wf(n_out * n_in);
+    for (auto& v : wf) v = rng.gauss() * 0.05f;
+    ws.push_back(quantize(wf.data(), n_out, n_in));
+    lins.push_back(Linear::prepare(ws.back().view(), 0.003f + 0.001f * static_cast<float>(i), i ? "up" : "gate"));
+  }
+  const Linear* ls[2] = {&lins[0], &lins[1]};
+  for (int64_t n : {1, 3, 40}) {
+    std::vector<float> x(n * n_in);
+    for (auto& v : x) v = rng.gauss();
+    for (Isa isa : supported_isas()) {
+      test::IsaEnv scope(isa);
+      for (Mode mode : {Mode::a16q8, Mode::a16, Mode::w4a4, Mode::f32, Mode::f64}) {
+        for (int threads : {1, 2, 3}) {
+          ThreadPool pool(threads);
+          std::vector<float> wg(n * n_out), wu(n * n_out), gg(n * n_out, -1.0f), gu(n * n_out, -1.0f);
+          lins[0].forward(mode, x.data(), n, wg.data(), pool);
+          lins[1].forward(mode, x.data(), n, wu.data(), pool);
+          swiglu_scalar(wg.data(), wu.data(), n * n_out);
+          std::vector<std::atomic<int>> seen(static_cast<size_t>(n_out));
+          float* ys[2] = {gg.data(), gu.data()};
+          Linear::forward_rows(mode, ls, x.data(), n, ys, pool, nullptr, [&](int64_t r0, int64_t r1) {
+            for (int64_t r = r0; r < r1; ++r) seen[static_cast<size_t>(r)].fetch_add(1);
+            for (int64_t t = 0; t < n; ++t) swiglu_rows(gg.data() + t * n_out + r0, gu.data() + t * n_out + r0, r1 - r0);
+          });
+          for (int64_t r = 0; r < n_out; ++r) ASSERT_EQ(seen[static_cast<size_t>(r)].load(), 1) << "row " << r;
+          for (size_t j = 0; j < wg.size(); ++j)
+            ASSERT_EQ(std::bit_cast<uint32_t>(gg[j]), std::bit_cast<uint32_t>(wg[j]))
+                << mode_name(mode) << " " << isa_name(isa) << " n " << n << " threads " << threads << " j " << j;
+        }
+      }
+    }
+  }
+  std::vector<float> wf(16 * n_in, 0.5f);
+  RowMatrix shorter = quantize(wf.data(), 16, n_in);
+  Linear other = Linear::prepare(shorter.view(), 0.0f, "shorter");
+  const Linear* mixed[2] = {&lins[0], &other};
+  std::vector<float> x(n_in, 1.0f), y0(n_out), y1(16);
+  float* ys[2] = {y0.data(), y1.data()};
+  ThreadPool pool(2);
+  EXPECT_THROW(Linear::forward_rows(Mode::a16q8, mixed, x.data(), 1, ys, pool, nullptr, [](int64_t, int64_t) {}), Error);
 }
 
 // forward_many (a MoE layer's experts, each over the tokens routed to it): each layer over its own

@@ -7,6 +7,7 @@
 // for every ISA, thread count and n.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -58,9 +59,19 @@ class Linear {
   // forward() of several layers that read the same x (n_in equal), e.g. q/k/v or gate/up: the
   // activations are prepared once and one dispatch covers the union of their row tiles. Each
   // layer's y[i] equals its own forward() bit for bit (a tile's arithmetic does not depend on
-  // which call or thread runs it). w4a4 layers, whose input scales differ, run one by one.
+  // which call or thread runs it). w4a4 layers, whose input scales differ, each
+  // get their own prepared activations, then the same one dispatch.
   static void forward_group(Mode mode, std::span<const Linear* const> layers, const float* x, int64_t n,
                             std::span<float* const> y, ThreadPool& pool, LinearScratch* scratch = nullptr);
+  // forward_group of layers with one n_out (gate and up), dispatched by row tile instead of over
+  // the union: a chunk of the pool computes tiles [b, e) of every layer, then calls
+  // rows(r0, r1) with the output rows [r0, r1) those tiles hold (r1 <= n_out), so an elementwise
+  // op over the layers' outputs at those rows, for every column (SwiGLU of gate and up), runs in
+  // the same hand-off. Each row of [0, n_out) is in exactly one rows() call; each y[i] equals
+  // its own forward() bit for bit (w4a4: each layer's activations prepared with its own scale).
+  static void forward_rows(Mode mode, std::span<const Linear* const> layers, const float* x, int64_t n,
+                           std::span<float* const> y, ThreadPool& pool, LinearScratch* scratch,
+                           const std::function<void(int64_t, int64_t)>& rows);
   // forward() of several layers, each over its own input: layer i reads xs[i] (ns[i] columns of
   // its n_in) and writes ys[i]. Activations are prepared per layer, then one dispatch covers the
   // union of all row tiles (a mixture-of-experts layer's experts over the tokens routed to each).

@@ -134,9 +134,17 @@ void Linear::forward_group(Mode mode, std::span<const Linear* const> layers, con
   for (const Linear* l : layers) {
     if (l->n_in() != n_in) throw Error("", l->impl_->name, "forward_group: layers must read the same input width", std::to_string(n_in), std::to_string(l->n_in()));
   }
-  if (mode == Mode::w4a4 || layers.size() == 1) {
-    for (size_t i = 0; i < layers.size(); ++i) layers[i]->forward(mode, x, n, y[i], pool, scratch);
-    return;
+  if (layers.size() == 1) return layers[0]->forward(mode, x, n, y[0], pool, scratch);
+  // w4a4: each layer's activations with its own input scale (as its forward() would prepare
+  // them, on the calling thread), then the same one dispatch.
+  std::vector<kern::ActFp4> fp4;
+  if (mode == Mode::w4a4) {
+    fp4.resize(layers.size());
+    for (size_t i = 0; i < layers.size(); ++i) {
+      if (!layers[i]->has_input_scale())
+        throw Error("", layers[i]->impl_->name, "mode w4a4 needs the checkpoint's activation scale (input_scale)", "an input scale", "none");
+      kern::prepare_fp4(x, n, n_in, layers[i]->impl_->input_scale, fp4[i]);
+    }
   }
   // Tile t of the union belongs to the layer whose [first[i], first[i + 1]) holds it.
   std::vector<int64_t> first(layers.size() + 1, 0);
@@ -152,7 +160,7 @@ void Linear::forward_group(Mode mode, std::span<const Linear* const> layers, con
       case Mode::a16: k.a16(w, x, n, tb, te, y[i]); break;
       case Mode::f32: k.f32(w, x, n, tb, te, y[i]); break;
       case Mode::f64: k.f64(w, x, n, tb, te, y[i]); break;
-      case Mode::w4a4: break;  // handled above
+      case Mode::w4a4: k.w4a4(w, fp4[i], tb, te, y[i]); break;
     }
   };
   pool.run(first.back(), [&](int64_t b, int64_t e) {
@@ -160,6 +168,42 @@ void Linear::forward_group(Mode mode, std::span<const Linear* const> layers, con
       const int64_t lo = std::max(b, first[i]), hi = std::min(e, first[i + 1]);
       if (lo < hi) run_tiles(i, lo - first[i], hi - first[i]);
     }
+  });
+}
+
+void Linear::forward_rows(Mode mode, std::span<const Linear* const> layers, const float* x, int64_t n,
+                          std::span<float* const> y, ThreadPool& pool, LinearScratch* scratch,
+                          const std::function<void(int64_t, int64_t)>& rows) {
+  if (layers.size() != y.size()) throw Error("", "", "forward_rows: one output per layer", std::to_string(layers.size()), std::to_string(y.size()));
+  if (n <= 0 || layers.empty()) return;
+  const int64_t n_in = layers[0]->n_in(), n_out = layers[0]->n_out(), tiles = layers[0]->impl_->w.tiles;
+  for (const Linear* l : layers) {
+    if (l->n_in() != n_in) throw Error("", l->impl_->name, "forward_rows: layers must read the same input width", std::to_string(n_in), std::to_string(l->n_in()));
+    if (l->n_out() != n_out) throw Error("", l->impl_->name, "forward_rows: layers must have the same output width", std::to_string(n_out), std::to_string(l->n_out()));
+    if (mode == Mode::w4a4 && !l->has_input_scale())
+      throw Error("", l->impl_->name, "mode w4a4 needs the checkpoint's activation scale (input_scale)", "an input scale", "none");
+  }
+  const kern::KernelTable& k = kern::table(active_isa());
+  std::optional<LinearScratch> local;  // as in forward()
+  kern::ActQ8& a = (scratch ? *scratch : local.emplace()).impl().q8;
+  std::vector<kern::ActFp4> fp4;
+  if (mode == Mode::a16q8) prepare_q8_pooled(k, x, n, n_in, a, pool);
+  if (mode == Mode::w4a4) {  // as forward(): each layer's own input scale, on the calling thread
+    fp4.resize(layers.size());
+    for (size_t i = 0; i < layers.size(); ++i) kern::prepare_fp4(x, n, n_in, layers[i]->impl_->input_scale, fp4[i]);
+  }
+  pool.run(tiles, [&](int64_t tb, int64_t te) {
+    for (size_t i = 0; i < layers.size(); ++i) {
+      const kern::Packed& w = layers[i]->impl_->w;
+      switch (mode) {
+        case Mode::a16q8: (n >= kern::kPrefillN ? k.a16q8_gemm : k.a16q8)(w, a, tb, te, y[i]); break;
+        case Mode::w4a4: k.w4a4(w, fp4[i], tb, te, y[i]); break;
+        case Mode::a16: k.a16(w, x, n, tb, te, y[i]); break;
+        case Mode::f32: k.f32(w, x, n, tb, te, y[i]); break;
+        case Mode::f64: k.f64(w, x, n, tb, te, y[i]); break;
+      }
+    }
+    rows(tb * kern::kTileRows, std::min(n_out, te * kern::kTileRows));
   });
 }
 

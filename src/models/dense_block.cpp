@@ -59,8 +59,11 @@ void dense_block(StepRun& s, int64_t l) {
   }
   {
     PartTimer timer(w.prof, StepProfile::mlp, static_cast<double>(L.gate.bytes + L.up.bytes + L.down.bytes));
-    s.run_group({{&L.gate, w.g.data()}, {&L.up, w.u.data()}}, w.xn.data());
-    s.pool.run(n * c.n_ff, [&](int64_t b, int64_t e) { swiglu_rows(w.g.data() + b, w.u.data() + b, e - b); }, 16);
+    // SwiGLU of each chunk's rows right after its gate and up tiles, in the same dispatch.
+    const int64_t ff = c.n_ff;
+    s.run_group_rows({{&L.gate, w.g.data()}, {&L.up, w.u.data()}}, w.xn.data(), [&](int64_t r0, int64_t r1) {
+      for (int64_t t = 0; t < n; ++t) swiglu_rows(w.g.data() + t * ff + r0, w.u.data() + t * ff + r0, r1 - r0);
+    });
     s.run(L.down, w.g.data(), w.o.data());
   }
   s.residual(w.x.data(), w.o.data(), d);

@@ -185,8 +185,9 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out) {
   if (L.sh_gate.n_out == 0) return;
   // The shared expert over every token, weighted by sigmoid(g_sh . n2) (float(1 / (1 + exp(-z)))).
   const int64_t fs = c.n_ff_shexp;
-  s.run_group({{&L.sh_gate, w.g.data()}, {&L.sh_up, w.u.data()}}, xn);
-  s.pool.run(n * fs, [&](int64_t b, int64_t e) { swiglu_rows(w.g.data() + b, w.u.data() + b, e - b); }, 16);
+  s.run_group_rows({{&L.sh_gate, w.g.data()}, {&L.sh_up, w.u.data()}}, xn, [&](int64_t r0, int64_t r1) {
+    for (int64_t t = 0; t < n; ++t) swiglu_rows(w.g.data() + t * fs + r0, w.u.data() + t * fs + r0, r1 - r0);
+  });
   w.moe_y.resize(static_cast<size_t>(n * d));
   s.run(L.sh_down, w.g.data(), w.moe_y.data());
   w.moe_logits.resize(static_cast<size_t>(n));

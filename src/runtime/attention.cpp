@@ -1,6 +1,7 @@
 #include "runtime/attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "nvfp4/codec.h"
@@ -78,6 +79,16 @@ const float* KvCache::values(int64_t l, int64_t h, int64_t n, float* scratch) co
   if (type_ == KvType::f32) return f_.data() + off;
   f16_fn()(h_.data() + off, scratch, n * hd_);
   return scratch;
+}
+
+void KvCache::widen_keys(int64_t l, int64_t h, int64_t tb, int64_t te, float* dst) const {
+  const int64_t tile = hd_ * kKeyTile, off = l * layer_size() + h * hd_ * k_ctx_ + tb * tile;
+  f16_fn()(h_.data() + off, dst + tb * tile, (te - tb) * tile);
+}
+
+void KvCache::widen_values(int64_t l, int64_t h, int64_t jb, int64_t je, float* dst) const {
+  const int64_t off = l * layer_size() + n_kv_ * hd_ * k_ctx_ + h * n_ctx_ * hd_ + jb * hd_;
+  f16_fn()(h_.data() + off, dst + jb * hd_, (je - jb) * hd_);
 }
 
 void AttnStep::set(std::span<const AttnToken> tokens) {
@@ -176,7 +187,19 @@ void attention(const ModelConfig& c, const AttnStep& st, int64_t layer, const fl
       conv[k] = scratch.data() + off;
       off += 2 * c.n_head_kv * hd * key_tiles(st.len[k]) * kKeyTile;
     }
-  if (conv_total > 0) {
+  // Items: one token and up to kMaxGroup query heads of one KV head (their keys and values are
+  // loaded once for all of them). Which thread computes an item never changes its bits.
+  const int64_t gs = std::min<int64_t>(group, kMaxGroup);
+  const int64_t parts = (group + gs - 1) / gs;  // items per KV head and token
+  const int64_t per_token = c.n_head_kv * parts;
+  const int threads = pool.threads();
+  const bool decode = n * per_token < 4 * threads;
+  // One token per cache and one item per KV head (decoding): each (slot, KV head) is read by one
+  // item only, so the item widens what it reads itself, in the dispatch that computes it, rather
+  // than in one of its own: when decoding each score piece widens the key tiles and value rows of
+  // its own key range (disjoint, together what the dispatch below would), else the whole item.
+  const bool fold = parts == 1 && static_cast<int64_t>(n_slots) == n;
+  if (conv_total > 0 && !fold) {
     // Each (slot, KV head) widened once, for every position the step reads of that cache.
     const int64_t per_slot = 2 * c.n_head_kv, units = per_slot * static_cast<int64_t>(n_slots);
     pool.run(units, [&](int64_t b, int64_t e) {
@@ -190,36 +213,34 @@ void attention(const ModelConfig& c, const AttnStep& st, int64_t layer, const fl
       }
     });
   }
-  // Items: one token and up to kMaxGroup query heads of one KV head (their keys and values are
-  // loaded once for all of them). Which thread computes an item never changes its bits.
-  const int64_t gs = std::min<int64_t>(group, kMaxGroup);
-  const int64_t parts = (group + gs - 1) / gs;  // items per KV head and token
-  const int64_t per_token = c.n_head_kv * parts;
   const Call call{c, st, layer, hd, group, gs, c.q_dim(), max_len, q, out, conv, scratch.data() + conv_total,
                   static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)))};
-  const int threads = pool.threads();
-  if (n * per_token < 4 * threads) {
-    // Few items (decoding): three phases, each split evenly. Scores by key range (16-aligned),
-    // softmax by head, output by dimension range: every key's and every dimension's sum keeps
-    // its order, and the threads share the reading of the keys and values.
-    const int64_t pieces = threads;
-    pool.run(n * per_token * pieces, [&](int64_t b, int64_t e) {
+  if (decode) {
+    // Few items (decoding): two dispatches, each split evenly. Scores by key range (16-aligned),
+    // then output by dimension range: every key's and every dimension's sum keeps its order, and
+    // the threads share the reading of the keys and values. The softmax of an item's heads (each
+    // head's one sequential pass over its scores) is done, in the first dispatch, by whichever
+    // thread finishes the item's last key range: who does it never changes a bit, and it saves
+    // the hand-off a dispatch of its own would cost.
+    const int64_t pieces = threads, items = n * per_token;
+    std::vector<std::atomic<int>> left(static_cast<size_t>(items));
+    for (auto& v : left) v.store(static_cast<int>(pieces), std::memory_order_relaxed);
+    pool.run(items * pieces, [&](int64_t b, int64_t e) {
       for (int64_t u = b; u < e; ++u) {
         const int64_t it = u / pieces, piece = u % pieces, t = it / per_token, r = it % per_token;
         const AttnItem a = call.item(t, r / parts, r % parts);
         int64_t j0, j1;
         partition(a.len, static_cast<int>(pieces), static_cast<int>(piece), 16, j0, j1);
+        const size_t slot = static_cast<size_t>(st.tok[static_cast<size_t>(t)].slot);
+        if (fold && conv[slot] && j0 < j1) {  // a.len == st.len[slot]: the slot's one token
+          const int64_t kvh = r / parts, L = key_tiles(a.len) * kKeyTile;
+          st.caches[slot]->widen_keys(layer, kvh, j0 / kKeyTile, key_tiles(j1), conv[slot] + (2 * kvh) * hd * L);
+          st.caches[slot]->widen_values(layer, kvh, j0, j1, conv[slot] + (2 * kvh + 1) * hd * L);
+        }
         if (j0 < j1) phase_fn(&a, static_cast<int>(AttnPhase::scores), j0, j1);
-      }
-    }, 1);
-    pool.run(n * c.n_head, [&](int64_t b, int64_t e) {
-      for (int64_t u = b; u < e; ++u) {
-        const int64_t t = u / c.n_head, h = u % c.n_head, kvh = h / group, part = (h % group) / gs;
-        AttnItem a = call.item(t, kvh, part);
-        const int k = static_cast<int>((h % group) % gs);
-        a.s[0] = a.s[k];
-        a.g = 1;
-        phase_fn(&a, static_cast<int>(AttnPhase::softmax), 0, 0);
+        // acq_rel: the last piece sees every other piece's scores of this item.
+        if (left[static_cast<size_t>(it)].fetch_sub(1, std::memory_order_acq_rel) == 1)
+          phase_fn(&a, static_cast<int>(AttnPhase::softmax), 0, 0);
       }
     }, 1);
     pool.run(n * per_token * pieces, [&](int64_t b, int64_t e) {
@@ -240,6 +261,12 @@ void attention(const ModelConfig& c, const AttnStep& st, int64_t layer, const fl
     for (int64_t slot = b; slot < e; ++slot) {
       const int64_t i = slot / per_token, r = slot % per_token;
       const int64_t t = (i % 2 == 0) ? i / 2 : n - 1 - i / 2;
+      const size_t k = static_cast<size_t>(st.tok[static_cast<size_t>(t)].slot);
+      if (fold && conv[k]) {  // the slot's one token: a.len == st.len[k]
+        const int64_t kvh = r / parts, len = st.tok[static_cast<size_t>(t)].pos + 1, L = key_tiles(len) * kKeyTile;
+        st.caches[k]->keys(layer, kvh, len, conv[k] + (2 * kvh) * hd * L);
+        st.caches[k]->values(layer, kvh, len, conv[k] + (2 * kvh + 1) * hd * L);
+      }
       const AttnItem a = call.item(t, r / parts, r % parts);
       item_fn(&a);
     }

@@ -30,6 +30,10 @@ class KvCache {
   // returned), F16 ones converted (exactly: every F16 value is a float) by the active ISA's F16C loop.
   const float* keys(int64_t l, int64_t h, int64_t n, float* scratch) const;
   const float* values(int64_t l, int64_t h, int64_t n, float* scratch) const;
+  // Parts of keys() / values() of an F16 cache: key tiles [tb, te) and value positions [jb, je)
+  // of head h widened into dst, a buffer laid out as keys() / values() fill theirs.
+  void widen_keys(int64_t l, int64_t h, int64_t tb, int64_t te, float* dst) const;
+  void widen_values(int64_t l, int64_t h, int64_t jb, int64_t je, float* dst) const;
   size_t bytes() const { return f_.size() * 4 + h_.size() * 2; }
   bool is_f16() const { return type_ == KvType::f16; }
   int64_t n_ctx() const { return n_ctx_; }

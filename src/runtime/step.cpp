@@ -102,8 +102,9 @@ void StepRun::rmsnorm(const float* in, const std::vector<float>& w, float* out, 
       for (int64_t i = 0; i < d; ++i) out[t * d + i] = (xi[i] * scale) * w[static_cast<size_t>(i)];
     }
   };
-  // Rows are independent: a prompt window's rows split across the pool (same bits).
-  if (rows < 16) run_rows(0, rows);
+  // Rows are independent: a prompt window's rows split across the pool (same bits). A few rows,
+  // or many short ones (a decode token's per-head q/k norm), are not worth a hand-off.
+  if (rows < 16 || rows * d <= 16384) run_rows(0, rows);
   else pool.run(rows, run_rows);
 }
 
@@ -148,6 +149,30 @@ void StepRun::run_group(std::initializer_list<std::pair<const MatMul*, float*>> 
   }
   Linear::forward_group(m.mode, std::span<const Linear* const>(lin, k), pre_scaled(pre, in, mms.begin()->first->n_in), n, std::span<float* const>(ys, k), pool, &ws.lin);
   for (const auto& [mm, y] : mms) add_bias(*mm, y, n);
+}
+
+void StepRun::run_group_rows(std::initializer_list<std::pair<const MatMul*, float*>> mms, const float* in,
+                             const std::function<void(int64_t, int64_t)>& rows) const {
+  const MatMul& first = *mms.begin()->first;
+  bool fused = mms.size() <= 4;
+  for (const auto& [mm, y] : mms)
+    fused = fused && mm->nvfp4 && mm->pre_scale == first.pre_scale && mm->n_out == first.n_out && mm->n_in == first.n_in &&
+            mm->bias.empty();
+  if (!fused) {
+    run_group(mms, in);
+    pool.run(first.n_out, rows, 16);
+    return;
+  }
+  const Linear* lin[4];
+  float* ys[4];
+  size_t k = 0;
+  for (const auto& [mm, y] : mms) {
+    if (ws.obs) ws.obs(mm->name, in, n, mm->n_in);
+    lin[k] = &mm->lin;
+    ys[k++] = y;
+  }
+  Linear::forward_rows(m.mode, std::span<const Linear* const>(lin, k), pre_scaled(first.pre_scale, in, first.n_in), n,
+                       std::span<float* const>(ys, k), pool, &ws.lin, rows);
 }
 
 void StepRun::residual(float* x, const float* o, int64_t d) const {

@@ -2,6 +2,7 @@
 // (src/models/*_block.cpp): the workspace's buffers, the step's tokens as attention sees them, and
 // the shared pieces a block is built from (as llama.cpp's build_norm / build_ffn / build_attn).
 #pragma once
+#include <functional>
 #include <initializer_list>
 #include <utility>
 #include <vector>
@@ -64,6 +65,12 @@ struct StepRun {
   // preparation and one dispatch (Linear::forward_group, same bits as one by one) when their
   // pre_quant_scales are equal (ModelOpt's export gives a fused group one); else one by one.
   void run_group(std::initializer_list<std::pair<const MatMul*, float*>> mms, const float* in) const;
+  // run_group of layers with one n_out (gate and up), then rows(r0, r1) over every output row
+  // range for all n columns (an elementwise op of their outputs, e.g. SwiGLU). NVFP4 layers
+  // without biases run it inside the matmul's own dispatch (Linear::forward_rows: no hand-off
+  // of its own); others run the group, then rows() split across the pool. Same bits either way.
+  void run_group_rows(std::initializer_list<std::pair<const MatMul*, float*>> mms, const float* in,
+                      const std::function<void(int64_t, int64_t)>& rows) const;
   // x[i] += o[i] for the step's rows of width d.
   void residual(float* x, const float* o, int64_t d) const;
   // in, or ws.pre = in[t][i] * s[i] when s is non-empty.
