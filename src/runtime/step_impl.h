@@ -20,12 +20,23 @@ struct Sequence::Impl {
   int64_t pos = 0, n_ctx = 0;
 };
 
+// A view of part of the workspace's activation arena (as a vector's data() and size()).
+struct ActBuf {
+  float* p = nullptr;
+  size_t n = 0;
+  float* data() const { return p; }
+  size_t size() const { return n; }
+};
+
 struct Workspace::Impl {
   const Model::Impl& m;
   int64_t n_batch = 0;
-  // [n_batch][width] activations: residual stream, normed, q/k/v, attention output, projection
-  // output, gate/up, final-normed rows.
-  std::vector<float> x, xn, q, k, v, att, o, g, u, hn;
+  // [n_batch][width] activations: residual stream, normed (also the final-normed rows of the
+  // logits), q/k/v, attention output, projection output, gate/up. Views of one arena: buffers
+  // whose lives in a layer do not overlap share storage (xn with att, q with o, k with g, v with
+  // u; see the constructor), so no two that one operation reads and writes are the same memory.
+  std::vector<float> arena;
+  ActBuf x, xn, q, k, v, att, o, g, u;
   // Mixture of experts: router logits [n][n_expert], each (token, rank)'s expert and weight, the
   // pairs grouped by expert (moe_count: prefix sums by expert), gathered rows and their outputs,
   // and the expert outputs by (token, rank) [n * k][n_embd].
