@@ -59,9 +59,13 @@ void dense_block(StepRun& s, int64_t l) {
   }
   {
     PartTimer timer(w.prof, StepProfile::mlp, static_cast<double>(L.gate.bytes + L.up.bytes + L.down.bytes));
-    s.run_group({{&L.gate, w.g.data()}, {&L.up, w.u.data()}}, w.xn.data());
-    s.pool.run(n * c.n_ff, [&](int64_t b, int64_t e) { swiglu_rows(w.g.data() + b, w.u.data() + b, e - b); }, 16);
-    s.run(L.down, w.g.data(), w.o.data());
+    const int64_t rows = mlp_rows(s.m.mode, n);  // tokens per pass (the workspace's gate/up rows)
+    for (int64_t t0 = 0; t0 < n; t0 += rows) {
+      StepRun r{s.m, s.ws, s.pool, std::min(rows, n - t0)};
+      r.run_group({{&L.gate, w.g.data()}, {&L.up, w.u.data()}}, w.xn.data() + t0 * d);
+      s.pool.run(r.n * c.n_ff, [&](int64_t b, int64_t e) { swiglu_rows(w.g.data() + b, w.u.data() + b, e - b); }, 16);
+      r.run(L.down, w.g.data(), w.o.data() + t0 * d);
+    }
   }
   s.residual(w.x.data(), w.o.data(), d);
 }

@@ -52,9 +52,10 @@ Workspace::Impl::Impl(const Model::Impl& model, int64_t nb) : m(model), n_batch(
   // x += o. xn is dead when att is written and att when xn is; q is dead when o is written; k
   // and v are dead before g and u are written. So the arena holds x, xn|att, q|o, g|k and u|v.
   const int64_t wide = nb * std::max(c.n_embd, c.q_dim());
-  // The FFN's gate/up rows: the dense MLP, the experts (one token: k experts side by side) or
-  // the shared expert.
-  const int64_t ff = std::max({nb * c.n_ff, nb * c.n_ff_shexp, c.n_expert_used * c.n_ff_exp, nb * c.kv_dim()});
+  // The FFN's gate/up rows: the dense MLP (mlp_rows at a time), the experts (one token: k experts
+  // side by side) or the shared expert.
+  const int64_t mlp = c.n_expert > 0 ? nb : mlp_rows(m.mode, nb);
+  const int64_t ff = std::max({mlp * c.n_ff, nb * c.n_ff_shexp, c.n_expert_used * c.n_ff_exp, nb * c.kv_dim()});
   arena.resize(static_cast<size_t>(nb * c.n_embd + 2 * wide + 2 * ff));
   float* p = arena.data();
   const auto take = [&](int64_t n) {

@@ -2,6 +2,7 @@
 // (src/models/*_block.cpp): the workspace's buffers, the step's tokens as attention sees them, and
 // the shared pieces a block is built from (as llama.cpp's build_norm / build_ffn / build_attn).
 #pragma once
+#include <algorithm>
 #include <initializer_list>
 #include <utility>
 #include <vector>
@@ -80,6 +81,15 @@ struct StepRun {
   // in, or ws.pre = in[t][i] * s[i] when s is non-empty.
   const float* pre_scaled(const std::vector<float>& s, const float* in, int64_t n_in) const;
 };
+
+// The dense MLP's tokens per pass: in the integer-exact modes a token's result does not depend on
+// the rows a layer runs with (docs/DETERMINISM.md), so a prompt window's MLP runs kMlpRows tokens
+// at a time and its gate/up rows (the workspace's largest buffers) are kMlpRows wide, not
+// n_batch; the float modes keep one pass. kMlpRows is well above the GEMM kernels' kPrefillN.
+inline constexpr int64_t kMlpRows = 128;
+inline int64_t mlp_rows(Mode mode, int64_t n) {
+  return mode == Mode::a16q8 || mode == Mode::w4a4 ? std::min(n, kMlpRows) : n;
+}
 
 // The blocks (src/models/): one layer of the step, in place on ws.x.
 void dense_block(StepRun& s, int64_t layer);
