@@ -167,6 +167,9 @@ class GgufCheckpoint final : public Checkpoint {
         check_n_in(t.ne[0], true, info_.path, t.name);
         // Scale bytes: the first 4 bytes of every 36-byte block.
         for (int64_t b = 0; b < t.nbytes / 36; ++b) check_scale_bytes(t.data + 36 * b, 4, info_.path, t.name);
+        // The check touched every page of the tensor: let them go until the load copies it (else
+        // the whole file stays resident beside the packed weights until each tensor's release).
+        file_.drop(t.data, static_cast<size_t>(t.nbytes));
       }
       const int64_t n_expert = stacked ? t.ne[2] : 1;
       std::vector<float> s2, is;

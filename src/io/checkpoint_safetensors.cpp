@@ -302,6 +302,7 @@ class StCheckpoint final : public Checkpoint {
                           std::to_string(sc->t->shape.size() > 1 ? sc->t->shape[1] : 0) + "]");
         }
         check_scale_bytes(sc->t->data, sc->t->elements(), sc->file, sc->t->name);
+        for (const auto& f : files_) f->drop(sc->t->data, static_cast<size_t>(sc->t->nbytes()));  // until the load reads it
         s.scale = *sc;
         // Tensor scale: a multiplier (ModelOpt) or its reciprocal (compressed-tensors).
         const std::string s2n = ct ? module + ".weight_global_scale" : module + ".weight_scale_2";

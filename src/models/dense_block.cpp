@@ -59,12 +59,16 @@ void dense_block(StepRun& s, int64_t l) {
   }
   {
     PartTimer timer(w.prof, StepProfile::mlp, static_cast<double>(L.gate.bytes + L.up.bytes + L.down.bytes));
-    // SwiGLU of each chunk's rows right after its gate and up tiles, in the same dispatch.
-    const int64_t ff = c.n_ff;
-    s.run_group_rows({{&L.gate, w.g.data()}, {&L.up, w.u.data()}}, w.xn.data(), [&](int64_t r0, int64_t r1) {
-      for (int64_t t = 0; t < n; ++t) swiglu_rows(w.g.data() + t * ff + r0, w.u.data() + t * ff + r0, r1 - r0);
-    });
-    s.run(L.down, w.g.data(), w.o.data());
+    // Passes of at most mlp_rows tokens; SwiGLU of each chunk's rows right after its gate and up
+    // tiles, in the same dispatch.
+    const int64_t ff = c.n_ff, rows = mlp_rows(s.m.mode, n);
+    for (int64_t t0 = 0; t0 < n; t0 += rows) {
+      StepRun r{s.m, s.ws, s.pool, std::min(rows, n - t0)};
+      r.run_group_rows({{&L.gate, w.g.data()}, {&L.up, w.u.data()}}, w.xn.data() + t0 * d, [&](int64_t r0, int64_t r1) {
+        for (int64_t t = 0; t < r.n; ++t) swiglu_rows(w.g.data() + t * ff + r0, w.u.data() + t * ff + r0, r1 - r0);
+      });
+      r.run(L.down, w.g.data(), w.o.data() + t0 * d);
+    }
   }
   s.residual(w.x.data(), w.o.data(), d);
 }

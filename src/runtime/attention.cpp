@@ -171,14 +171,24 @@ void attention(const ModelConfig& c, const AttnStep& st, int64_t layer, const fl
   const kern::AttnPhaseFn phase_fn = kt.attn_phase;
   // Scratch: for each slot with an F16 cache, its widened keys and values ([2 * n_kv][hd][len rounded up to a key tile],
   // the keys tiled as in the cache);
-  // then the scores of every (token, head) over the step's longest key range.
+  // then the scores over the step's longest key range: of every (token, head) when decoding (the
+  // phases share them), of one item per pool chunk for a prompt window (an item's scores live only
+  // while it runs).
   const size_t n_slots = st.caches.size();
   int64_t max_len = 0, conv_total = 0;
   for (size_t k = 0; k < n_slots; ++k) {
     max_len = std::max(max_len, st.len[k]);
     if (st.caches[k]->is_f16()) conv_total += 2 * c.n_head_kv * hd * key_tiles(st.len[k]) * kKeyTile;
   }
-  const size_t need = static_cast<size_t>(conv_total + n * c.n_head * max_len);
+  // Items: one token and up to kMaxGroup query heads of one KV head (their keys and values are
+  // loaded once for all of them). Which thread computes an item never changes its bits.
+  const int64_t gs = std::min<int64_t>(group, kMaxGroup);
+  const int64_t parts = (group + gs - 1) / gs;  // items per KV head and token
+  const int64_t per_token = c.n_head_kv * parts;
+  const int threads = pool.threads();
+  const bool few = n * per_token < 4 * threads;
+  const int n_chunks = pool.chunks(n * per_token, 1);
+  const size_t need = static_cast<size_t>(conv_total + (few ? n * c.n_head * max_len : n_chunks * gs * max_len));
   if (scratch.size() < need) scratch.resize(need);
   std::vector<float*> conv(n_slots, nullptr);  // null: an F32 cache, read in place
   int64_t off = 0;
@@ -187,13 +197,6 @@ void attention(const ModelConfig& c, const AttnStep& st, int64_t layer, const fl
       conv[k] = scratch.data() + off;
       off += 2 * c.n_head_kv * hd * key_tiles(st.len[k]) * kKeyTile;
     }
-  // Items: one token and up to kMaxGroup query heads of one KV head (their keys and values are
-  // loaded once for all of them). Which thread computes an item never changes its bits.
-  const int64_t gs = std::min<int64_t>(group, kMaxGroup);
-  const int64_t parts = (group + gs - 1) / gs;  // items per KV head and token
-  const int64_t per_token = c.n_head_kv * parts;
-  const int threads = pool.threads();
-  const bool decode = n * per_token < 4 * threads;
   // One token per cache and one item per KV head (decoding): each (slot, KV head) is read by one
   // item only, so the item widens what it reads itself, in the dispatch that computes it, rather
   // than in one of its own: when decoding each score piece widens the key tiles and value rows of
@@ -215,7 +218,7 @@ void attention(const ModelConfig& c, const AttnStep& st, int64_t layer, const fl
   }
   const Call call{c, st, layer, hd, group, gs, c.q_dim(), max_len, q, out, conv, scratch.data() + conv_total,
                   static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)))};
-  if (decode) {
+  if (few) {
     // Few items (decoding): two dispatches, each split evenly. Scores by key range (16-aligned),
     // then output by dimension range: every key's and every dimension's sum keeps its order, and
     // the threads share the reading of the keys and values. The softmax of an item's heads (each
@@ -257,18 +260,25 @@ void attention(const ModelConfig& c, const AttnStep& st, int64_t layer, const fl
   // Many items (a prompt window): whole items. Causal cost grows with t, so the tokens go to the
   // pool in zigzag order (0, n-1, 1, n-2, ...): each thread's contiguous range then holds about
   // the same number of keys.
-  pool.run(n * per_token, [&](int64_t b, int64_t e) {
-    for (int64_t slot = b; slot < e; ++slot) {
-      const int64_t i = slot / per_token, r = slot % per_token;
-      const int64_t t = (i % 2 == 0) ? i / 2 : n - 1 - i / 2;
-      const size_t k = static_cast<size_t>(st.tok[static_cast<size_t>(t)].slot);
-      if (fold && conv[k]) {  // the slot's one token: a.len == st.len[k]
-        const int64_t kvh = r / parts, len = st.tok[static_cast<size_t>(t)].pos + 1, L = key_tiles(len) * kKeyTile;
-        st.caches[k]->keys(layer, kvh, len, conv[k] + (2 * kvh) * hd * L);
-        st.caches[k]->values(layer, kvh, len, conv[k] + (2 * kvh + 1) * hd * L);
+  // The pool runs the chunks of run(n * per_token) by index, so each chunk has scores of its own.
+  pool.run(n_chunks, [&](int64_t cb, int64_t ce) {
+    for (int64_t chunk = cb; chunk < ce; ++chunk) {
+      float* s = scratch.data() + conv_total + chunk * gs * max_len;
+      int64_t b, e;
+      partition(n * per_token, n_chunks, static_cast<int>(chunk), 1, b, e);
+      for (int64_t slot = b; slot < e; ++slot) {
+        const int64_t i = slot / per_token, r = slot % per_token;
+        const int64_t t = (i % 2 == 0) ? i / 2 : n - 1 - i / 2;
+        const size_t k = static_cast<size_t>(st.tok[static_cast<size_t>(t)].slot);
+        if (fold && conv[k]) {  // the slot's one token: a.len == st.len[k]
+          const int64_t kvh = r / parts, len = st.tok[static_cast<size_t>(t)].pos + 1, L = key_tiles(len) * kKeyTile;
+          st.caches[k]->keys(layer, kvh, len, conv[k] + (2 * kvh) * hd * L);
+          st.caches[k]->values(layer, kvh, len, conv[k] + (2 * kvh + 1) * hd * L);
+        }
+        AttnItem a = call.item(t, r / parts, r % parts);
+        for (int k = 0; k < a.g; ++k) a.s[k] = s + k * max_len;
+        item_fn(&a);
       }
-      const AttnItem a = call.item(t, r / parts, r % parts);
-      item_fn(&a);
     }
   }, 1);
 }

@@ -1,6 +1,9 @@
 // Model::load: configuration from GGUF-style metadata, every tensor checked for presence and
 // shape, linear layers prepared for their kernels, refusals before any inference.
 #include <cmath>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <set>
 
 #include "nvfp4/arch.h"
@@ -350,6 +353,12 @@ std::unique_ptr<Model> Model::load(const Checkpoint& ck, const LoadOptions& opt)
   for (const TensorEntry& e : ck.tensors())
     if (!L.used.count(e.name))
       throw Error(path, e.name, "tensor the " + c.arch + " model does not use (neither mapped nor excluded)", "absent", "present");
+#if defined(__GLIBC__)
+  // The load's transient copies (each tensor's rows before packing) leave freed heap that glibc
+  // keeps (its mmap threshold rises to their size); hand those pages back, or they sit beside the
+  // weights in the resident set.
+  malloc_trim(0);
+#endif
   return model;
 }
 

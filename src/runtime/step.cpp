@@ -46,20 +46,33 @@ void Sequence::copy_prefix(const Sequence& from, int64_t n) {
 
 Workspace::Impl::Impl(const Model::Impl& model, int64_t nb) : m(model), n_batch(nb) {
   const ModelConfig& c = m.cfg;
-  const auto sz = [&](int64_t w) { return static_cast<size_t>(nb * w); };
-  x.resize(sz(c.n_embd));
-  xn.resize(sz(c.n_embd));
-  q.resize(sz(c.q_dim()));
-  k.resize(sz(c.kv_dim()));
-  v.resize(sz(c.kv_dim()));
-  att.resize(sz(c.q_dim()));
-  o.resize(sz(c.n_embd));
-  // The FFN's gate/up rows: the dense MLP, the experts (one token: k experts side by side) or
-  // the shared expert.
-  const int64_t ff = std::max({nb * c.n_ff, nb * c.n_ff_shexp, c.n_expert_used * c.n_ff_exp});
-  g.resize(static_cast<size_t>(ff));
-  u.resize(static_cast<size_t>(ff));
-  hn.resize(sz(c.n_embd));
+  // A layer's lives (src/models/dense_block.cpp, moe_block.cpp): xn = norm(x); q, k, v = qkv(xn);
+  // k, v go to the cache; att = attention(q); o = wo(att); x += o; xn = norm(x); g, u = gate/up(xn)
+  // (or the MoE FFN, which takes g and u for its shared expert, xn in and o out); o = down(g);
+  // x += o. xn is dead when att is written and att when xn is; q is dead when o is written; k
+  // and v are dead before g and u are written. So the arena holds x, xn|att, q|o, g|k and u|v.
+  const int64_t wide = nb * std::max(c.n_embd, c.q_dim());
+  // The FFN's gate/up rows: the dense MLP (mlp_rows at a time), the experts (one token: k experts
+  // side by side) or the shared expert.
+  const int64_t mlp = c.n_expert > 0 ? nb : mlp_rows(m.mode, nb);
+  const int64_t ff = std::max({mlp * c.n_ff, nb * c.n_ff_shexp, c.n_expert_used * c.n_ff_exp, nb * c.kv_dim()});
+  arena.resize(static_cast<size_t>(nb * c.n_embd + 2 * wide + 2 * ff));
+  float* p = arena.data();
+  const auto take = [&](int64_t n) {
+    const ActBuf b{p, static_cast<size_t>(n)};
+    p += n;
+    return b;
+  };
+  x = take(nb * c.n_embd);
+  const ActBuf a = take(wide), b = take(wide);
+  xn = {a.p, static_cast<size_t>(nb * c.n_embd)};
+  att = {a.p, static_cast<size_t>(nb * c.q_dim())};
+  q = {b.p, static_cast<size_t>(nb * c.q_dim())};
+  o = {b.p, static_cast<size_t>(nb * c.n_embd)};
+  g = take(ff);
+  u = take(ff);
+  k = {g.p, static_cast<size_t>(nb * c.kv_dim())};
+  v = {u.p, static_cast<size_t>(nb * c.kv_dim())};
   rope.init(c.rope, c.head_dim);
 }
 
@@ -80,9 +93,8 @@ const char* StepProfile::name(int part) {
 }
 size_t Workspace::bytes() const {
   const Impl& w = *impl_;
-  size_t b = w.rope.bytes() + w.attn_scratch.size() * 4;
-  for (const auto* v : {&w.x, &w.xn, &w.q, &w.k, &w.v, &w.att, &w.o, &w.g, &w.u, &w.hn, &w.moe_logits, &w.moe_w, &w.moe_x,
-                        &w.moe_y, &w.moe_g, &w.moe_u, &w.moe_slots})
+  size_t b = w.rope.bytes() + (w.arena.size() + w.attn_scratch.size() + w.pre.size()) * 4;
+  for (const auto* v : {&w.moe_logits, &w.moe_w, &w.moe_x, &w.moe_y, &w.moe_g, &w.moe_u, &w.moe_slots})
     b += v->size() * 4;
   b += w.moe_sel.size() * 4 + (w.moe_count.size() + w.moe_pairs.size()) * 8;
   return b;
@@ -238,8 +250,8 @@ void forward(const Model& model, std::span<const StepToken> tokens, Workspace& w
     }
   if (rows == 0) return;
   PartTimer timer(ws.prof, StepProfile::head, static_cast<double>(m.head().bytes()));
-  run.rmsnorm(ws.xn.data(), m.output_norm, ws.hn.data(), rows, d);
-  m.head().forward(m.mode, ws.hn.data(), rows, logits, pool);
+  run.rmsnorm(ws.xn.data(), m.output_norm, ws.xn.data(), rows, d);  // in place: a row is read before it is written
+  m.head().forward(m.mode, ws.xn.data(), rows, logits, pool);
 }
 
 // ---- Context ----------------------------------------------------------------------------------

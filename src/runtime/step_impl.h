@@ -2,6 +2,7 @@
 // (src/models/*_block.cpp): the workspace's buffers, the step's tokens as attention sees them, and
 // the shared pieces a block is built from (as llama.cpp's build_norm / build_ffn / build_attn).
 #pragma once
+#include <algorithm>
 #include <functional>
 #include <initializer_list>
 #include <utility>
@@ -21,12 +22,23 @@ struct Sequence::Impl {
   int64_t pos = 0, n_ctx = 0;
 };
 
+// A view of part of the workspace's activation arena (as a vector's data() and size()).
+struct ActBuf {
+  float* p = nullptr;
+  size_t n = 0;
+  float* data() const { return p; }
+  size_t size() const { return n; }
+};
+
 struct Workspace::Impl {
   const Model::Impl& m;
   int64_t n_batch = 0;
-  // [n_batch][width] activations: residual stream, normed, q/k/v, attention output, projection
-  // output, gate/up, final-normed rows.
-  std::vector<float> x, xn, q, k, v, att, o, g, u, hn;
+  // [n_batch][width] activations: residual stream, normed (also the final-normed rows of the
+  // logits), q/k/v, attention output, projection output, gate/up. Views of one arena: buffers
+  // whose lives in a layer do not overlap share storage (xn with att, q with o, k with g, v with
+  // u; see the constructor), so no two that one operation reads and writes are the same memory.
+  std::vector<float> arena;
+  ActBuf x, xn, q, k, v, att, o, g, u;
   // Mixture of experts: router logits [n][n_expert], each (token, rank)'s expert and weight, the
   // pairs grouped by expert (moe_count: prefix sums by expert), gathered rows and their outputs,
   // and the expert outputs by (token, rank) [n * k][n_embd].
@@ -76,6 +88,15 @@ struct StepRun {
   // in, or ws.pre = in[t][i] * s[i] when s is non-empty.
   const float* pre_scaled(const std::vector<float>& s, const float* in, int64_t n_in) const;
 };
+
+// The dense MLP's tokens per pass: in the integer-exact modes a token's result does not depend on
+// the rows a layer runs with (docs/DETERMINISM.md), so a prompt window's MLP runs kMlpRows tokens
+// at a time and its gate/up rows (the workspace's largest buffers) are kMlpRows wide, not
+// n_batch; the float modes keep one pass. kMlpRows is well above the GEMM kernels' kPrefillN.
+inline constexpr int64_t kMlpRows = 128;
+inline int64_t mlp_rows(Mode mode, int64_t n) {
+  return mode == Mode::a16q8 || mode == Mode::w4a4 ? std::min(n, kMlpRows) : n;
+}
 
 // The blocks (src/models/): one layer of the step, in place on ws.x.
 void dense_block(StepRun& s, int64_t layer);
