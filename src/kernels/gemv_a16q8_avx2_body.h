@@ -51,8 +51,6 @@ namespace nvfp4::kern {
 namespace {
 namespace a16q8_avx2_body {
 
-// Software prefetch this many bytes ahead in the weight stream (as the AVX-512 kernel).
-inline constexpr int64_t kPrefetch = 8192;
 inline constexpr int64_t kQStride = ActQ8::kChunk * kGroup;  // one group of a chunk's 8 columns
 
 inline __m256i bcast4(const int8_t* p) {
@@ -62,10 +60,7 @@ inline __m256i bcast4(const int8_t* p) {
 }
 
 inline void prefetch_block(const uint8_t* p, int64_t count) {
-  for (int64_t g = 0; g < count; ++g, p += kRecordBytes) {
-    _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch + 128), _MM_HINT_T0);
-  }
+  for (int64_t g = 0; g < count; ++g, p += kRecordBytes) prefetch_record(p);
 }
 
 // q9 of 8 scale bytes as exact floats: normal bytes (e >= 1) are (1 + m/8) * 2^(e+2), i.e. float
@@ -190,8 +185,7 @@ inline void narrow_both(const uint8_t* p, int64_t count, const uint8_t* emin, co
   __m256i acc0[NC], acc1[NC];
   for (int c = 0; c < NC; ++c) acc0[c] = acc1[c] = _mm256_setzero_si256();
   for (int64_t g = 0; g < count; ++g, p += kRecordBytes, qb += kQStride, cb += ActQ8::kChunk) {
-    _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch + 128), _MM_HINT_T0);
+    prefetch_record(p);
     // Half by half inside the record (the order keeps few values live: no spills at NC = 1).
     const Mults m = scale_mults<kVnni>(p + 128, base);
     const Decoded d0 = decode(p);

@@ -30,11 +30,6 @@ namespace nvfp4::kern {
 
 namespace {
 
-// Software prefetch this many bytes ahead in the weight stream, at every N: on this project's
-// machine (a VM) the hardware prefetcher alone left a 14336x4096 N = 1 stream at half speed
-// (13.5 ms vs 7.7 ms measured side by side).
-inline constexpr int64_t kPrefetch = 8192;
-
 // e4m3_q9 of 16 scale bytes as exact floats: normal bytes (e >= 1) are (1 + m/8) * 2^(e+2), i.e.
 // float bits (v << 20) + (129 << 23); subnormal bytes (v < 8) are the integer m = v.
 inline __m512 q9_ps(const uint8_t* s16) {
@@ -105,8 +100,7 @@ void tile_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
       __m512i acc_i[NC];
       for (int c = 0; c < NC; ++c) acc_i[c] = _mm512_setzero_si512();
       for (int64_t g = g0; g < g_end; ++g, p += kRecordBytes, qb += qstride, cb += ActQ8::kChunk) {
-        _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch + 128), _MM_HINT_T0);
+        prefetch_record(p);
         const Decoded d = decode(p, lut);
         const __m512i mult = scale_mult(p + 128, base);
         for (int c = 0; c < NC; ++c) {
@@ -120,8 +114,7 @@ void tile_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
       __m512d tl[NC], th[NC];
       for (int c = 0; c < NC; ++c) tl[c] = th[c] = _mm512_setzero_pd();
       for (int64_t g = g0; g < g_end; ++g, p += kRecordBytes, qb += qstride, cb += ActQ8::kChunk) {
-        _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch + 128), _MM_HINT_T0);
+        prefetch_record(p);
         const Decoded d = decode(p, lut);
         const __m512 sc = q9_ps(p + 128);
         for (int c = 0; c < NC; ++c) {

@@ -42,6 +42,7 @@ void tile_col(const Packed& w, const ActFp4& a, int64_t tile, int64_t col, float
   __m256i to[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
   const uint8_t* p = w.tile(tile);
   for (int64_t g = 0; g < a.groups; ++g, p += kRecordBytes) {
+    prefetch_record(p);
     const int8_t* qg = a.qg(g, col);
     const __m256i sa = _mm256_set1_epi32(a.q9[g * a.n + col]);
     for (int h = 0; h < 2; ++h) {

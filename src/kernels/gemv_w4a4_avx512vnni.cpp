@@ -37,6 +37,7 @@ void tile_pass(const Packed& w, const ActFp4& a, int64_t tile, int64_t c0, float
   for (int c = 0; c < NC; ++c) te[c] = to[c] = _mm512_setzero_si512();
   const uint8_t* p = w.tile(tile);
   for (int64_t g = 0; g < a.groups; ++g, p += kRecordBytes) {
+    prefetch_record(p);
     const __m512i p0 = _mm512_loadu_si512(p), p1 = _mm512_loadu_si512(p + 64);
     const __m512i w0 = _mm512_shuffle_epi8(lut, _mm512_and_si512(p0, m4));
     const __m512i w1 = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(p0, 4), m4));

@@ -44,6 +44,7 @@ void group_cols8x2(const HeadQ8& w, const ActQ8& a, const int32_t* off, int64_t 
     for (int t = 0; t < T; ++t) s[t][0] = s[t][1] = _mm256_setzero_ps();
     const int64_t j1 = std::min(w.blocks, (b + 1) * per);
     for (int64_t j = b * per; j < j1; ++j) {
+      prefetch_head_block(w, g, j);
       const uint8_t* u = w.codes(g, j);
       __m256i is[T][2];
       const int8_t* qa[T][2];  // the column's two 16-code groups of block j

@@ -50,6 +50,19 @@ struct Packed {
   const uint8_t* emin_at(int64_t t, int64_t b) const { return emin.data() + (t * blocks + b) * kTileRows; }
   int narrow_at(int64_t t, int64_t b) const { return narrow[static_cast<size_t>(t * blocks + b)]; }
 };
+// Software prefetch of the record kPrefetchBytes ahead of rec in a tile's stream (the tiles of a
+// thread lie back to back, so this runs on into the next tile). A record is 144 bytes and starts
+// at offset 16k mod 64, so it touches 3 cache lines, at +0, +64 and +128 (the last byte, +143,
+// lies at most 48 + 143 = 191 bytes past its first line's start: in the third line). Two
+// prefetches a record (+0, +128) missed every other line of the stream: 10 of each 18 lines were
+// prefetched and the rest was left to the hardware prefetcher.
+inline constexpr int64_t kPrefetchBytes = 8192;
+inline void prefetch_record(const uint8_t* rec) {
+  const char* p = reinterpret_cast<const char*>(rec + kPrefetchBytes);
+  __builtin_prefetch(p, 0, 3);
+  __builtin_prefetch(p + 64, 0, 3);
+  __builtin_prefetch(p + 128, 0, 3);
+}
 // E of q9 = M * 2^E for a scale byte (see above).
 inline int scale_e(uint8_t v) { return std::max((v >> 3) - 1, 0); }
 
