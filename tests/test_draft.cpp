@@ -8,7 +8,7 @@
 
 #include <filesystem>
 
-#include "model_path.h"
+#include "smollm2_suite.h"
 #include "nvfp4/calibrate.h"
 #include "nvfp4/checkpoint.h"
 #include "nvfp4/draft.h"
@@ -21,27 +21,8 @@ using namespace nvfp4;
 
 namespace {
 
-class DraftModel : public ::testing::Test {
+class DraftModel : public test::QuantizedSmolLM2 {
  protected:
-  static void SetUpTestSuite() {
-    const std::string path = test::smollm2_path();
-    if (path.empty()) return;
-    ck_ = Checkpoint::open(path).release();
-    LoadOptions lo;
-    lo.mode = Mode::a16q8;
-    lo.quantize = true;
-    target_ = Model::load(*ck_, lo).release();
-    tok_ = new Tokenizer(Tokenizer::from_checkpoint(*ck_));
-  }
-  static void TearDownTestSuite() {
-    delete tok_;
-    delete target_;
-    delete ck_;
-  }
-  void SetUp() override {
-    if (!target_) GTEST_SKIP() << "SmolLM2 GGUF not found: run scripts/setup.sh or set NVFP4_SMOLLM2_GGUF";
-  }
-
   struct Counts {
     int compared = 0;
     int64_t drafted = 0, accepted = 0;
@@ -86,24 +67,18 @@ class DraftModel : public ::testing::Test {
     return c;
   }
 
-  static Checkpoint* ck_;
-  static Model* target_;
-  static Tokenizer* tok_;
 };
-Checkpoint* DraftModel::ck_ = nullptr;
-Model* DraftModel::target_ = nullptr;
-Tokenizer* DraftModel::tok_ = nullptr;
 
 }  // namespace
 
 TEST_F(DraftModel, TargetAsItsOwnDraftAcceptsEveryDraftedToken) {
   ThreadPool pool(2);
-  DraftModelProposer draft(*target_, pool, 256);
+  DraftModelProposer draft(*model_, pool, 256);
   std::vector<std::string> ps = test::spec_prompts();
   ps.resize(kUnderSanitizer ? 2 : 5);
   // Greedy: the draft's argmax is the target's pick (the same bits in a16q8 for any step), so
   // nothing is rejected.
-  const Counts c = compare(*target_, ps, draft, kUnderSanitizer ? 8 : 16, 8, false, pool);
+  const Counts c = compare(*model_, ps, draft, kUnderSanitizer ? 8 : 16, 8, false, pool);
   EXPECT_EQ(c.compared, static_cast<int>(ps.size()));
   EXPECT_GT(c.drafted, 0);
   EXPECT_EQ(c.greedy_missed, 0) << c.accepted << " of " << c.drafted << " accepted";
@@ -123,7 +98,7 @@ TEST_F(DraftModel, DifferentDraftGivesPlainDecodingTokens) {
   std::vector<std::string> ps;
   for (size_t i = 0; i < test::spec_prompts().size(); i += 4) ps.push_back(test::spec_prompts()[i]);
   ps.resize(kUnderSanitizer ? 2 : 12);
-  const Counts c = compare(*target_, ps, draft, kUnderSanitizer ? 6 : 8, 4, true, pool);
+  const Counts c = compare(*model_, ps, draft, kUnderSanitizer ? 6 : 8, 4, true, pool);
   EXPECT_EQ(c.compared, 2 * static_cast<int>(ps.size()));
   EXPECT_GT(c.accepted, 0);
   if (!kUnderSanitizer) {
@@ -133,7 +108,7 @@ TEST_F(DraftModel, DifferentDraftGivesPlainDecodingTokens) {
   draft.p_min = 0.6f;
   draft.n_min = 2;
   ps.resize(kUnderSanitizer ? 1 : 4);
-  const Counts f = compare(*target_, ps, draft, 8, 4, true, pool);
+  const Counts f = compare(*model_, ps, draft, 8, 4, true, pool);
   EXPECT_EQ(f.compared, 2 * static_cast<int>(ps.size()));
   std::printf("f32 draft: %lld of %lld drafted tokens accepted over %d generations; with p-min 0.6, n-min 2: %lld of %lld\n",
               static_cast<long long>(c.accepted), static_cast<long long>(c.drafted), c.compared,
@@ -151,7 +126,7 @@ TEST_F(DraftModel, W4a4TargetWithA16q8DraftGivesPlainDecodingTokens) {
   lo.input_scales = calibrate_input_scales(*ck_, tok_->encode(test::spec_prompts()[3] + test::spec_prompts()[7]), 64, 2);
   auto w4a4 = Model::load(*ck_, lo);
   ThreadPool pool(2);
-  DraftModelProposer draft(*target_, pool, 256);
+  DraftModelProposer draft(*model_, pool, 256);
   std::vector<std::string> ps = {test::spec_prompts()[0], test::spec_prompts()[11], test::spec_prompts()[27]};
   const Counts c = compare(*w4a4, ps, draft, 8, 4, true, pool);
   EXPECT_EQ(c.compared, 2 * static_cast<int>(ps.size()));
@@ -162,7 +137,7 @@ TEST_F(DraftModel, W4a4TargetWithA16q8DraftGivesPlainDecodingTokens) {
 
 TEST_F(DraftModel, DraftVocabularyMustBeTheTargets) {
   const std::string tf = ck_->info().path, df = "draft.gguf";
-  const int64_t rows = target_->config().n_vocab;
+  const int64_t rows = model_->config().n_vocab;
   const TokenizerData base = tokenizer_data_from_checkpoint(*ck_);
   EXPECT_NO_THROW(check_draft_vocab(*tok_, rows, tf, Tokenizer::build(base), rows, df));
   const auto refused = [&](const Tokenizer& d, int64_t d_rows, const std::string& file, const std::string& what) {

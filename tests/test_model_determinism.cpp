@@ -6,13 +6,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "model_path.h"
 #include "isa_scope.h"
-#include "nvfp4/checkpoint.h"
-#include "nvfp4/model.h"
-#include "nvfp4/tokenizer.h"
 #include "nvfp4/kernels.h"
-#include "nvfp4/kernels.h"
+#include "smollm2_suite.h"
 
 using namespace nvfp4;
 
@@ -21,15 +17,11 @@ using test::IsaEnv;
 bool isa_ok(const char* isa) { return isa_supported(parse_isa(isa)); }
 }  // namespace
 
-TEST(ModelDeterminism, A16q8LogitsBitIdenticalAcrossThreadsBatchesIsas) {
-  NVFP4_REQUIRE_SMOLLM2(path);
-  auto ck = Checkpoint::open(path);
-  LoadOptions lo;
-  lo.mode = Mode::a16q8;
-  lo.quantize = true;
-  auto model = Model::load(*ck, lo);
-  const Tokenizer tok = Tokenizer::from_checkpoint(*ck);
-  std::vector<int32_t> ids = tok.encode(
+class ModelDeterminism : public test::QuantizedSmolLM2 {};
+
+TEST_F(ModelDeterminism, A16q8LogitsBitIdenticalAcrossThreadsBatchesIsas) {
+  const Model* model = model_.get();
+  std::vector<int32_t> ids = tok_->encode(
       "The NVFP4 format stores each weight in four bits with a shared eight-bit scale per sixteen "
       "values and one float scale per tensor. def f(x):\n    return [v * 2 for v in x if v > 0]\n"
       "Les modèles de langue prédisent le prochain mot. 你好，世界！");

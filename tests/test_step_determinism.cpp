@@ -9,7 +9,7 @@
 #include <cstring>
 #include <map>
 
-#include "model_path.h"
+#include "smollm2_suite.h"
 #include "isa_scope.h"
 #include "nvfp4/checkpoint.h"
 #include "nvfp4/error.h"
@@ -27,17 +27,11 @@ using test::IsaEnv;
 // A schedule: steps, each a list of (sequence, token count) in step order.
 using Schedule = std::vector<std::vector<std::pair<int, int64_t>>>;
 
-class StepDeterminism : public ::testing::Test {
+class StepDeterminism : public test::QuantizedSmolLM2 {
  protected:
   static void SetUpTestSuite() {
-    const std::string path = test::smollm2_path();
-    if (path.empty()) return;
-    ck_ = Checkpoint::open(path).release();
-    LoadOptions lo;
-    lo.mode = Mode::a16q8;
-    lo.quantize = true;
-    model_ = Model::load(*ck_, lo).release();
-    const Tokenizer tok = Tokenizer::from_checkpoint(*ck_);
+    test::QuantizedSmolLM2::SetUpTestSuite();
+    if (!model_) return;
     const char* texts[4] = {
         "The NVFP4 format stores each weight in four bits with a shared eight-bit scale per sixteen values.",
         "def f(x):\n    return [v * 2 for v in x]",
@@ -46,19 +40,10 @@ class StepDeterminism : public ::testing::Test {
         "你好"};
     const int64_t lens[4] = {kUnderSanitizer ? 7 : 13, 5, kUnderSanitizer ? 11 : 21, 3};
     for (int s = 0; s < 4; ++s) {
-      std::vector<int32_t> ids = tok.encode(texts[s]);
+      std::vector<int32_t> ids = tok_->encode(texts[s]);
       ids.resize(static_cast<size_t>(lens[s]), 17);  // pads with a fixed id when the text is short
       prompts_.push_back(ids);
     }
-  }
-  static void TearDownTestSuite() {
-    delete model_;
-    delete ck_;
-    model_ = nullptr;
-    ck_ = nullptr;
-  }
-  void SetUp() override {
-    if (!model_) GTEST_SKIP() << "SmolLM2 GGUF not found: run scripts/setup.sh or set NVFP4_SMOLLM2_GGUF";
   }
 
   int64_t nv() const { return model_->config().n_vocab; }
@@ -160,8 +145,6 @@ class StepDeterminism : public ::testing::Test {
     return out;
   }
 
-  static inline const Checkpoint* ck_ = nullptr;
-  static inline Model* model_ = nullptr;
   static inline std::vector<std::vector<int32_t>> prompts_;
 };
 

@@ -10,9 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "model_path.h"
-#include "nvfp4/checkpoint.h"
-#include "nvfp4/model.h"
+#include "smollm2_suite.h"
 #include "runtime/step_impl.h"
 #include "test_util.h"
 
@@ -20,37 +18,15 @@ using namespace nvfp4;
 
 namespace {
 
-class WorkspaceMemory : public ::testing::Test {
+class WorkspaceMemory : public test::QuantizedSmolLM2 {
  protected:
-  static void SetUpTestSuite() {
-    const std::string path = test::smollm2_path();
-    if (path.empty()) return;
-    ck_ = Checkpoint::open(path).release();
-    LoadOptions lo;
-    lo.mode = Mode::a16q8;
-    lo.quantize = true;
-    model_ = Model::load(*ck_, lo).release();
-  }
-  static void TearDownTestSuite() {
-    delete model_;
-    delete ck_;
-    model_ = nullptr;
-    ck_ = nullptr;
-  }
-  void SetUp() override {
-    if (!model_) GTEST_SKIP() << "SmolLM2 GGUF not found: run scripts/setup.sh or set NVFP4_SMOLLM2_GGUF";
-  }
   static std::vector<int32_t> prompt(int64_t n) {
     std::vector<int32_t> p;
     const int64_t nv = model_->config().n_vocab;
     for (int64_t i = 0; i < n; ++i) p.push_back(static_cast<int32_t>(100 + (i * 7919) % (nv - 200)));
     return p;
   }
-  static Checkpoint* ck_;
-  static Model* model_;
 };
-Checkpoint* WorkspaceMemory::ck_ = nullptr;
-Model* WorkspaceMemory::model_ = nullptr;
 
 // Over kMlpRows and not a multiple of it: the last MLP pass is short.
 const int64_t kLong = kUnderSanitizer ? kMlpRows + 9 : 2 * kMlpRows + 37;
