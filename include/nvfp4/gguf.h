@@ -26,8 +26,14 @@ struct Value;
 // range or elements of another type, with the messages Value's accessors give.
 class Array {
  public:
-  Array() = default;
-  explicit Array(ValueType elem) : elem_(elem) {}
+  // Defined where Value is complete (nested_ holds Values).
+  Array();
+  explicit Array(ValueType elem);
+  ~Array();
+  Array(const Array&);
+  Array(Array&&) noexcept;
+  Array& operator=(const Array&);
+  Array& operator=(Array&&) noexcept;
   ValueType elem_type() const { return elem_; }
   size_t size() const { return n_; }
   bool empty() const { return n_ == 0; }

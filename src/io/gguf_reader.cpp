@@ -152,6 +152,9 @@ int64_t TensorInfo::elements() const {
 File File::open(const std::string& path) {
   auto map = std::make_shared<MappedFile>(path);
   File f = parse(map->data(), map->size(), path);
+  // Every metadata value and tensor info is a copy now: the header's pages (megabytes for a large
+  // vocabulary) leave the resident set.
+  map->drop(map->data(), static_cast<size_t>(std::min<uint64_t>(f.data_offset_, map->size())));
   f.map_ = std::move(map);
   return f;
 }

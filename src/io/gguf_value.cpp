@@ -83,6 +83,14 @@ bool Value::as_bool(const std::string& key) const {
   return u != 0;
 }
 
+Array::Array() = default;
+Array::Array(ValueType elem) : elem_(elem) {}
+Array::~Array() = default;
+Array::Array(const Array&) = default;
+Array::Array(Array&&) noexcept = default;
+Array& Array::operator=(const Array&) = default;
+Array& Array::operator=(Array&&) noexcept = default;
+
 Value Array::at(size_t i, const std::string& key) const {
   if (i >= n_) {
     throw Error("", "", "metadata '" + key + "': array index out of range", "< " + std::to_string(n_), std::to_string(i));

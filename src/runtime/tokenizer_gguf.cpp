@@ -83,6 +83,11 @@ TokenizerData tokenizer_data_from_checkpoint(const Checkpoint& ck) {
   return data_from_meta([&](const std::string& k) { return ck.meta(k); }, ck.info().path);
 }
 
+void forget_tokenizer_arrays(Checkpoint& ck) {
+  for (const char* k : {"tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml.token_type", "tokenizer.ggml.scores"})
+    ck.forget_meta(k);
+}
+
 Tokenizer Tokenizer::from_gguf(const gguf::File& f) { return Tokenizer::build(tokenizer_data_from_gguf(f)); }
 
 Tokenizer Tokenizer::from_checkpoint(const Checkpoint& ck) { return Tokenizer::build(tokenizer_data_from_checkpoint(ck)); }
