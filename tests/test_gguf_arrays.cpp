@@ -1,39 +1,18 @@
 // GGUF array values: kept by element type (not a Value per element), read back and rewritten byte
 // for byte, damaged ones refused with the rule.
 #include <gtest/gtest.h>
-#include <malloc.h>
 
 #include <string>
 #include <vector>
 
+#include "heap_in_use.h"
 #include "nvfp4/error.h"
 #include "nvfp4/gguf.h"
 #include "nvfp4/gguf_writer.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define NVFP4_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NVFP4_TEST_ASAN 1
-#endif
-#endif
-#ifdef NVFP4_TEST_ASAN
-#include <sanitizer/allocator_interface.h>
-#endif
-
 using namespace nvfp4;
 
 namespace {
-
-// Bytes the process's allocator has handed out and not taken back (small and mmapped chunks).
-size_t heap_in_use() {
-#ifdef NVFP4_TEST_ASAN
-  return __sanitizer_get_current_allocated_bytes();
-#else
-  const struct mallinfo2 m = mallinfo2();
-  return m.uordblks + m.hblkhd;
-#endif
-}
 
 gguf::Value scalar(gguf::ValueType t) {
   gguf::Value v;
@@ -76,9 +55,9 @@ TEST(GgufArrays, AVocabularyTakesItsOwnBytesNotAValuePerElement) {
   w.set("tokenizer.ggml.token_type", types);
   const std::vector<uint8_t> bytes = w.serialize();
 
-  const size_t before = heap_in_use();
+  const size_t before = test::heap_in_use();
   const gguf::File f = gguf::File::parse(bytes.data(), bytes.size(), "vocab.gguf");
-  const size_t grown = heap_in_use() - before;
+  const size_t grown = test::heap_in_use() - before;
   const gguf::Array& t = f.get("tokenizer.ggml.tokens").arr;
   const gguf::Array& y = f.get("tokenizer.ggml.token_type").arr;
   ASSERT_EQ(t.size(), n);
