@@ -9,6 +9,8 @@
 #include "nvfp4/checkpoint.h"
 #include "nvfp4/error.h"
 #include "nvfp4/ggml_types.h"
+#include "nvfp4/model.h"
+#include "nvfp4/tokenizer.h"
 #include "test_util.h"
 
 using namespace nvfp4;
@@ -94,4 +96,32 @@ TEST(CheckpointGguf, RealSmolLM2) {
   EXPECT_TRUE(ck->raw_float("blk.0.attn_norm.weight", dt, data));
   EXPECT_EQ(dt, DType::f32);
   EXPECT_FALSE(ck->raw_float("blk.0.attn_q.weight", dt, data));
+}
+
+TEST(CheckpointGguf, TokenizerArraysAreForgottenOnceTheTokenizerIsBuilt) {
+  auto ck = Checkpoint::open(test::fixture_path("moe/qwen3_moe/llamacpp-float.gguf"));
+  const Tokenizer tok = Tokenizer::from_checkpoint(*ck);
+  const std::vector<int32_t> ids = tok.encode("hello world, 123");
+  const size_t keys = ck->meta_keys().size();
+  ASSERT_NE(ck->meta("tokenizer.ggml.tokens"), nullptr);
+  ASSERT_NE(ck->meta("tokenizer.ggml.merges"), nullptr);
+  ASSERT_NE(ck->meta("tokenizer.ggml.token_type"), nullptr);
+  forget_tokenizer_arrays(*ck);
+  for (const char* k : {"tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml.token_type", "tokenizer.ggml.scores"})
+    EXPECT_EQ(ck->meta(k), nullptr) << k;
+  EXPECT_EQ(ck->meta_keys().size(), keys - 3);
+  EXPECT_NE(ck->meta("tokenizer.ggml.model"), nullptr);
+  EXPECT_NE(ck->meta("tokenizer.ggml.eos_token_id"), nullptr);
+  // The model loads from what is left; the tokenizer built before is whole; a second build is
+  // refused, naming the key.
+  LoadOptions lo;
+  lo.mode = Mode::f32;
+  EXPECT_NE(Model::load(*ck, lo), nullptr);
+  EXPECT_EQ(tok.encode("hello world, 123"), ids);
+  try {
+    Tokenizer::from_checkpoint(*ck);
+    ADD_FAILURE() << "built without tokenizer.ggml.tokens";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tokenizer.ggml.tokens"), std::string::npos) << e.what();
+  }
 }

@@ -154,6 +154,19 @@ TEST(CheckpointSafetensors, FloatCheckpointAndSingleFile) {
   EXPECT_EQ(dt, DType::bf16);
 }
 
+TEST(CheckpointSafetensors, ForgetMetaForgetsOneKey) {
+  const auto ck = Checkpoint::open(hf("float"));
+  const size_t keys = ck->meta_keys().size();
+  ASSERT_NE(ck->meta("general.architecture"), nullptr);
+  const std::string last = ck->meta_keys().back();
+  ck->forget_meta(last);
+  EXPECT_EQ(ck->meta(last), nullptr);
+  EXPECT_EQ(ck->meta_keys().size(), keys - 1);
+  ck->forget_meta("absent.key");
+  EXPECT_EQ(ck->meta_keys().size(), keys - 1);
+  EXPECT_NE(ck->meta("general.architecture"), nullptr);
+}
+
 TEST(CheckpointSafetensors, EveryLoadingRuleRefuses) {
   ScratchTree d;
   auto check = [&](const Variant& v, const std::string& name, const std::string& want, const std::string& want_tensor = "*") {

@@ -72,6 +72,7 @@ TEST(Convert, GgufToNvfp4GgufQuantizesRepacksAndCarriesMetadata) {
     EXPECT_EQ(o->u, v.u) << k;
     EXPECT_EQ(o->i, v.i) << k;
     EXPECT_EQ(o->arr.size(), v.arr.size()) << k;
+    EXPECT_TRUE(o->arr == v.arr) << k;
   }
   // Repacked: the very same blocks and tensor scale.
   const auto& sd = src.tensor("blk.0.ffn_down.weight");

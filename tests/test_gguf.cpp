@@ -40,14 +40,16 @@ TEST(Gguf, ReadsEveryValueTypeWrittenByPypiGguf) {
   EXPECT_EQ(f.get("test.f64").as_float(), 1.0 / 3.0);
   const auto& ai = f.get("test.arr_i32");
   ASSERT_EQ(ai.arr.size(), 3u);
-  EXPECT_EQ(ai.arr[1].as_int(), -2);
+  EXPECT_EQ(ai.arr.as_int(1), -2);
+  EXPECT_EQ(ai.arr.at(1).as_int(), -2);
   const auto& as = f.get("test.arr_str");
   ASSERT_EQ(as.arr.size(), 3u);
-  EXPECT_EQ(as.arr[1].as_string(), "bc");
-  EXPECT_EQ(as.arr[2].as_string(), "");
+  EXPECT_EQ(as.arr.str(1), "bc");
+  EXPECT_EQ(as.arr.at(1).as_string(), "bc");
+  EXPECT_EQ(as.arr.str(2), "");
   const auto& an = f.get("test.arr_nested");
   ASSERT_EQ(an.arr.size(), 2u);
-  EXPECT_EQ(an.arr[0].arr[1].as_int(), 2);
+  EXPECT_EQ(an.arr.at(0).arr.as_int(1), 2);
   EXPECT_EQ(f.find("absent"), nullptr);
   EXPECT_THROW(f.get("absent"), Error);
 }

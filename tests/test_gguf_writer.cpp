@@ -57,7 +57,7 @@ TEST(GgufWriter, EveryValueTypeAndAlignmentRoundTrip) {
   w.set_bool("t.bool", true);
   w.set_string("t.str", "");
   gguf::Value arr = val(gguf::ValueType::array);
-  arr.elem_type = gguf::ValueType::string;
+  arr.arr = gguf::Array(gguf::ValueType::string);
   for (const char* s : {"x", "yy"}) { gguf::Value e = val(gguf::ValueType::string); e.s = s; arr.arr.push_back(e); }
   w.set("t.arr", arr);
   w.set_u32("t.replaced", 1);
@@ -81,7 +81,8 @@ TEST(GgufWriter, EveryValueTypeAndAlignmentRoundTrip) {
   EXPECT_EQ(f.get("t.f64").f, 0.1);
   EXPECT_TRUE(f.get("t.bool").as_bool());
   EXPECT_EQ(f.get("t.str").as_string(), "");
-  EXPECT_EQ(f.get("t.arr").arr.at(1).as_string(), "yy");
+  EXPECT_EQ(f.get("t.arr").arr.str(1), "yy");
+  EXPECT_EQ(f.get("t.arr").arr, arr.arr);
   EXPECT_EQ(f.get("t.replaced").u, 2u);
   EXPECT_EQ(f.metadata()[0].first, "general.architecture");
   ASSERT_EQ(f.tensors().size(), 2u);

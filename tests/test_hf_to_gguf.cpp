@@ -142,7 +142,7 @@ TEST(HfToGguf, TokenizerWriterRoundTrip) {
   // Each key has the type llama.cpp's loader (and gguf-py's writer) uses.
   for (const char* k : {"tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml.token_type"}) {
     EXPECT_EQ(back.get(k).type, src.get(k).type) << k;
-    EXPECT_EQ(back.get(k).elem_type, src.get(k).elem_type) << k;
+    EXPECT_EQ(back.get(k).arr.elem_type(), src.get(k).arr.elem_type()) << k;
   }
   EXPECT_EQ(back.get("tokenizer.ggml.bos_token_id").type, gguf::ValueType::u32);
   // The same encoding from both.
@@ -205,7 +205,7 @@ TEST(HfToGguf, TokenizerFromAGgufFileMustFitTheEmbedding) {
   const auto f = gguf::File::open(dir.path + "/t.gguf");
   const auto t = gguf::File::open(opt.tokenizer);
   ASSERT_EQ(f.get("tokenizer.ggml.tokens").arr.size(), 32u);
-  for (size_t i = 0; i < 32; ++i) EXPECT_EQ(f.get("tokenizer.ggml.tokens").arr[i].s, t.get("tokenizer.ggml.tokens").arr[i].s);
+  for (size_t i = 0; i < 32; ++i) EXPECT_EQ(f.get("tokenizer.ggml.tokens").arr.str(i), t.get("tokenizer.ggml.tokens").arr.str(i));
   EXPECT_EQ(f.get("tokenizer.ggml.merges").arr.size(), t.get("tokenizer.ggml.merges").arr.size());
   const auto ck = Checkpoint::open(dir.path + "/t.gguf");
   const Tokenizer tok = Tokenizer::from_checkpoint(*ck);

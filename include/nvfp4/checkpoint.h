@@ -47,6 +47,10 @@ class Checkpoint {
   virtual const gguf::Value* meta(const std::string& key) const = 0;
   // Every metadata key meta() answers, in the checkpoint's order (GGUF: the file's order).
   virtual std::vector<std::string> meta_keys() const = 0;
+  // A hint that the caller has read metadata `key` for the last time (the tokenizer's arrays, once
+  // the tokenizer is built), so that it does not stay beside the weights: GGUF and HF checkpoints
+  // forget it (meta() answers nullptr for it after); the default keeps it.
+  virtual void forget_meta(const std::string& key);
   virtual const std::vector<TensorEntry>& tensors() const = 0;
   const TensorEntry* find(const std::string& name) const;
   const TensorEntry& tensor(const std::string& name) const;  // throws when absent

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nvfp4/mapped_file.h"
@@ -16,14 +17,60 @@ enum class ValueType : uint32_t {
 };
 const char* value_type_name(ValueType t);
 
+struct Value;
+
+// The elements of an array value, stored by element type rather than as one Value each (a 128K
+// vocabulary is ~400K elements in tokenizer.ggml.*): fixed-size elements as their little-endian
+// bytes (as a GGUF file holds them), strings as one byte pool and the end of each, arrays of
+// arrays (rare) as Values. Element accessors throw nvfp4::Error (naming `key`) on an index out of
+// range or elements of another type, with the messages Value's accessors give.
+class Array {
+ public:
+  // Defined where Value is complete (nested_ holds Values).
+  Array();
+  explicit Array(ValueType elem);
+  ~Array();
+  Array(const Array&);
+  Array(Array&&) noexcept;
+  Array& operator=(const Array&);
+  Array& operator=(Array&&) noexcept;
+  ValueType elem_type() const { return elem_; }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+
+  std::string_view str(size_t i, const std::string& key = "") const;  // string elements
+  int64_t as_int(size_t i, const std::string& key = "") const;        // integer elements
+  double as_float(size_t i, const std::string& key = "") const;       // f32/f64, integers convert
+  Value at(size_t i, const std::string& key = "") const;              // any element, as a copy
+
+  // Appends `e`; throws when its type is not the element type.
+  void push_back(const Value& e, const std::string& key = "");
+  void push_string(std::string_view s);  // string elements only (throws otherwise)
+  // Appends n fixed-size elements from their little-endian bytes (bools must be 0 or 1).
+  void append_raw(const uint8_t* p, size_t n, const std::string& key = "");
+  // Room for n elements (and, for strings, `string_bytes` bytes of them).
+  void reserve(size_t n, size_t string_bytes = 0);
+  // Fixed-size elements: their bytes as written to a file (size() x the element's width).
+  // Strings: the pool, each string's bytes one after the other.
+  const std::vector<uint8_t>& bytes() const { return raw_; }
+  size_t heap_bytes() const;  // what the elements hold on the heap (capacities; nested included)
+  bool operator==(const Array& o) const;
+
+ private:
+  ValueType elem_ = ValueType::u8;
+  size_t n_ = 0;
+  std::vector<uint8_t> raw_;    // fixed-size elements; string bytes
+  std::vector<uint64_t> ends_;  // strings: where element k ends in raw_
+  std::vector<Value> nested_;   // arrays of arrays
+};
+
 struct Value {
   ValueType type = ValueType::u8;
   uint64_t u = 0;          // unsigned integer types and bool
   int64_t i = 0;           // signed integer types
   double f = 0.0;          // f32 / f64
   std::string s;           // string
-  ValueType elem_type = ValueType::u8;  // array
-  std::vector<Value> arr;  // array
+  Array arr;               // array
 
   bool is_integer() const;
   // Throw nvfp4::Error (naming `key`) when the value is not of a fitting type.
@@ -32,6 +79,9 @@ struct Value {
   const std::string& as_string(const std::string& key = "") const;
   bool as_bool(const std::string& key = "") const;
 };
+
+// Bytes one element of type t takes in a file (strings and arrays: 0, they vary).
+size_t fixed_size(ValueType t);
 
 struct TensorInfo {
   std::string name;
@@ -58,6 +108,9 @@ class File {
   const std::vector<std::pair<std::string, Value>>& metadata() const { return kv_; }
   const Value* find(const std::string& key) const;  // nullptr when absent
   const Value& get(const std::string& key) const;   // throws nvfp4::Error when absent
+  // Forgets `key` (find() answers nullptr after; nothing when absent): for metadata read once,
+  // such as the tokenizer's arrays once the tokenizer is built.
+  void erase(const std::string& key);
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find_tensor(const std::string& name) const;
   const TensorInfo& tensor(const std::string& name) const;  // throws when absent

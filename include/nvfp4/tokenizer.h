@@ -73,6 +73,10 @@ TokenizerData tokenizer_data_from_json(const std::string& json_text, const std::
 TokenizerData tokenizer_data_from_gguf(const gguf::File& file);
 // The tokenizer data of any checkpoint: an HF directory's files, or a GGUF's tokenizer.ggml.* keys.
 TokenizerData tokenizer_data_from_checkpoint(const Checkpoint& ck);
+// Forgets the checkpoint's big tokenizer arrays (tokenizer.ggml.tokens, .merges, .token_type,
+// .scores; Checkpoint::forget_meta) once a tokenizer is built from them, so that they do not stay
+// beside the weights. The small keys (ids, model, pre, chat template) stay.
+void forget_tokenizer_arrays(Checkpoint& ck);
 
 class Tokenizer {
  public:

@@ -96,6 +96,7 @@ Loaded load_model(const ModelArgs& a, bool quiet) {
   Loaded L;
   L.ck = Checkpoint::open(a.model);
   L.tok = Tokenizer::from_checkpoint(*L.ck);
+  forget_tokenizer_arrays(*L.ck);  // nothing after reads them: not beside the weights at the peak
   L.threads = a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool any_nvfp4 = a.quantize;
   for (const auto& e : L.ck->tensors()) any_nvfp4 = any_nvfp4 || e.storage == Storage::nvfp4;

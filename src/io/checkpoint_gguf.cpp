@@ -38,6 +38,7 @@ class GgufCheckpoint final : public Checkpoint {
 
   const CheckpointInfo& info() const override { return info_; }
   const gguf::Value* meta(const std::string& key) const override { return file_.find(key); }
+  void forget_meta(const std::string& key) override { file_.erase(key); }
   std::vector<std::string> meta_keys() const override {
     std::vector<std::string> k;
     for (const auto& kv : file_.metadata()) k.push_back(kv.first);

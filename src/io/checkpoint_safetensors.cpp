@@ -79,6 +79,14 @@ class StCheckpoint final : public Checkpoint {
     for (const auto& [k, v] : meta_) if (k == key) return &v;
     return nullptr;
   }
+  void forget_meta(const std::string& key) override {
+    for (auto it = meta_.begin(); it != meta_.end(); ++it) {
+      if (it->first == key) {
+        meta_.erase(it);
+        return;
+      }
+    }
+  }
   std::vector<std::string> meta_keys() const override {
     std::vector<std::string> k;
     for (const auto& kv : meta_) k.push_back(kv.first);

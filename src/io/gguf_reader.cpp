@@ -6,7 +6,7 @@
 // is refused with the rule it broke, never read out of bounds.
 #include <algorithm>
 #include <cstring>
-#include <limits>
+#include <string_view>
 #include <unordered_set>
 
 #include "nvfp4/error.h"
@@ -40,12 +40,20 @@ class Cursor {
     pos_ += sizeof(T);
     return v;
   }
-  std::string string(const char* what) {
+  std::string_view string_view(const char* what) {
     const uint64_t len = read<uint64_t>(what);
     need(len, what);
-    std::string s(reinterpret_cast<const char*>(p_ + pos_), static_cast<size_t>(len));
+    std::string_view s(reinterpret_cast<const char*>(p_ + pos_), static_cast<size_t>(len));
     pos_ += len;
     return s;
+  }
+  std::string string(const char* what) { return std::string(string_view(what)); }
+  uint64_t skip_string(const char* what) { return string_view(what).size(); }
+  const uint8_t* bytes(size_t k, const char* what) {
+    need(k, what);
+    const uint8_t* p = p_ + pos_;
+    pos_ += k;
+    return p;
   }
 
  private:
@@ -98,15 +106,35 @@ Value read_value(Cursor& c, ValueType t, const std::string& file, const std::str
       if (!known_type(et)) {
         throw Error(file, "", "metadata '" + key + "': unknown array element type", "0..12", std::to_string(et));
       }
-      v.elem_type = static_cast<ValueType>(et);
+      const auto elem = static_cast<ValueType>(et);
       const uint64_t count = c.read<uint64_t>("an array length");
-      if (count > c.left() / min_size(v.elem_type)) {
+      if (count > c.left() / min_size(elem)) {
         throw Error(file, "", "metadata '" + key + "': array longer than the file",
-                    "at most " + std::to_string(c.left() / min_size(v.elem_type)) + " elements",
+                    "at most " + std::to_string(c.left() / min_size(elem)) + " elements",
                     std::to_string(count));
       }
-      v.arr.reserve(static_cast<size_t>(count));
-      for (uint64_t k = 0; k < count; ++k) v.arr.push_back(read_value(c, v.elem_type, file, key, depth + 1));
+      v.arr = Array(elem);
+      const auto n = static_cast<size_t>(count);
+      if (const size_t w = fixed_size(elem)) {
+        // Checked above: count x w bytes are left.
+        const uint8_t* p = c.bytes(n * w, "array elements");
+        try {
+          v.arr.append_raw(p, n, key);
+        } catch (const Error& e) {
+          throw Error(file, "", e.rule(), e.expected(), e.found());
+        }
+      } else if (elem == ValueType::string) {
+        // Two passes: the lengths (each checked against the bytes left), then one pool of exactly
+        // their sum, so the strings take their own bytes and one end offset each.
+        Cursor scan = c;
+        uint64_t total = 0;
+        for (size_t k = 0; k < n; ++k) total += scan.skip_string("a string value");
+        v.arr.reserve(n, static_cast<size_t>(total));
+        for (size_t k = 0; k < n; ++k) v.arr.push_string(c.string_view("a string value"));
+      } else {
+        v.arr.reserve(n);
+        for (size_t k = 0; k < n; ++k) v.arr.push_back(read_value(c, elem, file, key, depth + 1), key);
+      }
       break;
     }
   }
@@ -114,48 +142,6 @@ Value read_value(Cursor& c, ValueType t, const std::string& file, const std::str
 }
 
 }  // namespace
-
-const char* value_type_name(ValueType t) {
-  static const char* names[] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32",
-                                "bool", "string", "array", "u64", "i64", "f64"};
-  const auto k = static_cast<uint32_t>(t);
-  return k <= 12 ? names[k] : "unknown";
-}
-
-bool Value::is_integer() const {
-  switch (type) {
-    case ValueType::u8: case ValueType::u16: case ValueType::u32: case ValueType::u64:
-    case ValueType::i8: case ValueType::i16: case ValueType::i32: case ValueType::i64: return true;
-    default: return false;
-  }
-}
-
-int64_t Value::as_int(const std::string& key) const {
-  if (!is_integer()) throw Error("", "", "metadata '" + key + "' has the wrong type", "an integer", value_type_name(type));
-  switch (type) {
-    case ValueType::u8: case ValueType::u16: case ValueType::u32: case ValueType::u64:
-      if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        throw Error("", "", "metadata '" + key + "' is out of range", "< 2^63", std::to_string(u));
-      }
-      return static_cast<int64_t>(u);
-    default: return i;
-  }
-}
-
-double Value::as_float(const std::string& key) const {
-  if (type == ValueType::f32 || type == ValueType::f64) return f;
-  return static_cast<double>(as_int(key));
-}
-
-const std::string& Value::as_string(const std::string& key) const {
-  if (type != ValueType::string) throw Error("", "", "metadata '" + key + "' has the wrong type", "a string", value_type_name(type));
-  return s;
-}
-
-bool Value::as_bool(const std::string& key) const {
-  if (type != ValueType::boolean) throw Error("", "", "metadata '" + key + "' has the wrong type", "a bool", value_type_name(type));
-  return u != 0;
-}
 
 int64_t TensorInfo::elements() const {
   int64_t n = 1;
@@ -166,6 +152,9 @@ int64_t TensorInfo::elements() const {
 File File::open(const std::string& path) {
   auto map = std::make_shared<MappedFile>(path);
   File f = parse(map->data(), map->size(), path);
+  // Every metadata value and tensor info is a copy now: the header's pages (megabytes for a large
+  // vocabulary) leave the resident set.
+  map->drop(map->data(), static_cast<size_t>(std::min<uint64_t>(f.data_offset_, map->size())));
   f.map_ = std::move(map);
   return f;
 }
@@ -286,6 +275,15 @@ const Value& File::get(const std::string& key) const {
 
 void File::drop(const void* p, size_t n) const {
   if (map_) map_->drop(p, n);
+}
+
+void File::erase(const std::string& key) {
+  for (auto it = kv_.begin(); it != kv_.end(); ++it) {
+    if (it->first == key) {
+      kv_.erase(it);
+      return;
+    }
+  }
 }
 
 const TensorInfo* File::find_tensor(const std::string& name) const {

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <set>
+#include <string_view>
 
 #include "nvfp4/atomic_file.h"
 #include "nvfp4/error.h"
@@ -20,11 +21,14 @@ class Out {
     b.resize(at + sizeof(T));
     std::memcpy(b.data() + at, &v, sizeof(T));
   }
-  void str(const std::string& s) {
-    put<uint64_t>(s.size());
+  void bytes(const void* p, size_t n) {
     const size_t at = b.size();
-    b.resize(at + s.size());
-    if (!s.empty()) std::memcpy(b.data() + at, s.data(), s.size());
+    b.resize(at + n);
+    if (n) std::memcpy(b.data() + at, p, n);
+  }
+  void str(std::string_view s) {
+    put<uint64_t>(s.size());
+    bytes(s.data(), s.size());
   }
 };
 
@@ -42,17 +46,19 @@ void put_value(Out& o, const Value& v, const std::string& key) {
     case ValueType::f64: o.put<double>(v.f); break;
     case ValueType::boolean: o.put<uint8_t>(v.u ? 1 : 0); break;
     case ValueType::string: o.str(v.s); break;
-    case ValueType::array:
-      o.put<uint32_t>(static_cast<uint32_t>(v.elem_type));
-      o.put<uint64_t>(v.arr.size());
-      for (const Value& e : v.arr) {
-        if (e.type != v.elem_type) {
-          throw Error("", "", "metadata '" + key + "': array element of the wrong type",
-                      value_type_name(v.elem_type), value_type_name(e.type));
-        }
-        put_value(o, e, key);
+    case ValueType::array: {
+      const Array& a = v.arr;
+      o.put<uint32_t>(static_cast<uint32_t>(a.elem_type()));
+      o.put<uint64_t>(a.size());
+      if (a.elem_type() == ValueType::string) {
+        for (size_t k = 0; k < a.size(); ++k) o.str(a.str(k, key));
+      } else if (a.elem_type() == ValueType::array) {
+        for (size_t k = 0; k < a.size(); ++k) put_value(o, a.at(k, key), key);
+      } else {
+        o.bytes(a.bytes().data(), a.bytes().size());  // already in file form
       }
       break;
+    }
     default:
       throw Error("", "", "metadata '" + key + "' has an unknown value type", "0..12",
                   std::to_string(static_cast<uint32_t>(v.type)));

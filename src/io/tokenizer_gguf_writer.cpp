@@ -1,5 +1,7 @@
 #include "io/tokenizer_gguf_writer.h"
 
+#include <type_traits>
+
 #include "nvfp4/error.h"
 #include "nvfp4/gguf.h"
 
@@ -10,40 +12,29 @@ namespace {
 gguf::Value string_array(const std::vector<std::string>& v) {
   gguf::Value a;
   a.type = gguf::ValueType::array;
-  a.elem_type = gguf::ValueType::string;
-  a.arr.reserve(v.size());
-  for (const auto& s : v) {
-    gguf::Value e;
-    e.type = gguf::ValueType::string;
-    e.s = s;
-    a.arr.push_back(std::move(e));
-  }
+  a.arr = gguf::Array(gguf::ValueType::string);
+  size_t bytes = 0;
+  for (const auto& s : v) bytes += s.size();
+  a.arr.reserve(v.size(), bytes);
+  for (const auto& s : v) a.arr.push_string(s);
   return a;
 }
 
-gguf::Value i32_array(const std::vector<int32_t>& v) {
+// An array of ints (i32) or floats (f32), each element as Writer::set would write it alone.
+template <typename T>
+gguf::Value number_array(const std::vector<T>& v, gguf::ValueType t) {
   gguf::Value a;
   a.type = gguf::ValueType::array;
-  a.elem_type = gguf::ValueType::i32;
+  a.arr = gguf::Array(t);
   a.arr.reserve(v.size());
-  for (int32_t x : v) {
-    gguf::Value e;
-    e.type = gguf::ValueType::i32;
-    e.i = x;
-    a.arr.push_back(e);
-  }
-  return a;
-}
-
-gguf::Value f32_array(const std::vector<float>& v) {
-  gguf::Value a;
-  a.type = gguf::ValueType::array;
-  a.elem_type = gguf::ValueType::f32;
-  a.arr.reserve(v.size());
-  for (float x : v) {
-    gguf::Value e;
-    e.type = gguf::ValueType::f32;
-    e.f = x;
+  gguf::Value e;
+  e.type = t;
+  for (T x : v) {
+    if constexpr (std::is_floating_point_v<T>) {
+      e.f = static_cast<double>(x);
+    } else {
+      e.i = static_cast<int64_t>(x);
+    }
     a.arr.push_back(e);
   }
   return a;
@@ -102,8 +93,8 @@ void set_keys(const TokenizerData& d, gguf::Writer& w) {
   w.set_string("tokenizer.ggml.model", d.model);
   w.set_string("tokenizer.ggml.pre", d.pre);
   w.set("tokenizer.ggml.tokens", string_array(d.tokens));
-  if (!d.scores.empty()) w.set("tokenizer.ggml.scores", f32_array(d.scores));
-  if (!d.token_types.empty()) w.set("tokenizer.ggml.token_type", i32_array(d.token_types));
+  if (!d.scores.empty()) w.set("tokenizer.ggml.scores", number_array(d.scores, gguf::ValueType::f32));
+  if (!d.token_types.empty()) w.set("tokenizer.ggml.token_type", number_array(d.token_types, gguf::ValueType::i32));
   if (!d.merges.empty()) w.set("tokenizer.ggml.merges", string_array(d.merges));
   const std::pair<const char*, int32_t> ids[] = {{"tokenizer.ggml.bos_token_id", d.bos},
                                                  {"tokenizer.ggml.eos_token_id", d.eos},

@@ -39,14 +39,14 @@ void Tokenizer::Impl::split_added(std::string_view s, bool normalized,
   while (i < s.size()) {
     int32_t hit = -1;
     for (int32_t id : index[static_cast<uint8_t>(s[i])]) {
-      const std::string& t = d.tokens[static_cast<size_t>(id)];
-      if (s.compare(i, t.size(), t) == 0) { hit = id; break; }
+      const std::string_view t = vocab.token(id);
+      if (s.substr(i, t.size()) == t) { hit = id; break; }
     }
     if (hit < 0) { ++i; continue; }
     const AddedToken* a = nullptr;
     for (const AddedToken& x : added)
       if (x.id == hit && x.normalized == normalized) { a = &x; break; }
-    size_t b = i, e = i + d.tokens[static_cast<size_t>(hit)].size();
+    size_t b = i, e = i + vocab.token(hit).size();
     if (a && a->single_word) {
       const bool left_ok = b == 0 || !is_word(last_cp(s, b));
       const bool right_ok = e == s.size() || !is_word(first_cp(s, e));

@@ -21,10 +21,6 @@ const char* kGpt2[] = {"gpt-2", "gpt2", "mpt", "olmo", "jais", "trillion", "gran
 const char* kLlama3[] = {"llama-bpe", "llama3", "llama-v3"};
 const char* kQwen2[] = {"qwen2", "deepseek-r1-qwen", "megrez"};
 
-uint64_t pair_key(int32_t a, int32_t b) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
-}
-
 bool pick_pre(const std::string& pre, PreTokenizer& kind) {
   for (const char* p : kDigitsFirst) if (pre == p) { kind = PreTokenizer::digits_then_gpt2; return true; }
   for (const char* p : kGpt2) if (pre == p) { kind = PreTokenizer::gpt2; return true; }
@@ -108,12 +104,14 @@ Tokenizer Tokenizer::build(TokenizerData data) {
     t.cp_to_byte[t.byte_to_cp[b]] = static_cast<uint8_t>(b);
   }
 
-  t.vocab.reserve(static_cast<size_t>(n) * 2);
-  t.bytes.resize(static_cast<size_t>(n));
+  t.vocab.assign(t.d.tokens, src);  // the first id wins on duplicates, as in HF
+  size_t token_bytes = 0;
+  for (const std::string& s : t.d.tokens) token_bytes += s.size();
+  t.bytes.reserve(static_cast<size_t>(n), token_bytes);  // decoded: at most as long
+  std::string b;
   for (int32_t id = 0; id < n; ++id) {
     const std::string& s = t.d.tokens[static_cast<size_t>(id)];
-    t.vocab.emplace(s, id);  // the first id wins on duplicates, as in HF
-    std::string& b = t.bytes[static_cast<size_t>(id)];
+    b.clear();
     if (is_added[static_cast<size_t>(id)]) {
       b = s;
     } else if (t.spm) {
@@ -133,6 +131,7 @@ Tokenizer Tokenizer::build(TokenizerData data) {
         else b.append(s, c.offset, c.len);  // not a byte-level code point: keep its UTF-8
       }
     }
+    t.bytes.push_back(b, src);
   }
   for (int b = 0; b < 256; ++b) {
     std::string s;
@@ -143,11 +142,10 @@ Tokenizer Tokenizer::build(TokenizerData data) {
     } else {
       unicode::append_utf8(t.byte_to_cp[b], s);
     }
-    auto it = t.vocab.find(s);
-    t.byte_token[b] = it == t.vocab.end() ? -1 : it->second;
+    t.byte_token[b] = t.vocab.find(s);
   }
 
-  t.merges.reserve(t.d.merges.size() * 2);
+  t.merges.reserve(t.d.merges.size());
   for (size_t r = 0; r < t.d.merges.size(); ++r) {
     const std::string& m = t.d.merges[r];
     const size_t sp = m.find(' ', 1);
@@ -157,10 +155,9 @@ Tokenizer Tokenizer::build(TokenizerData data) {
     };
     if (sp == std::string::npos) throw bad("no separating space");
     const std::string a = m.substr(0, sp), b = m.substr(sp + 1);
-    auto ia = t.vocab.find(a), ib = t.vocab.find(b), iab = t.vocab.find(a + b);
-    if (ia == t.vocab.end() || ib == t.vocab.end() || iab == t.vocab.end()) throw bad("unknown token");
-    t.merges.emplace(pair_key(ia->second, ib->second),
-                     std::make_pair(static_cast<int32_t>(r), iab->second));  // first rank wins
+    const int32_t ia = t.vocab.find(a), ib = t.vocab.find(b), iab = t.vocab.find(a + b);
+    if (ia < 0 || ib < 0 || iab < 0) throw bad("unknown token");
+    t.merges.insert(ia, ib, static_cast<int32_t>(r), iab);  // first rank wins
   }
 
   // Added tokens by first byte, longer first, so that the first hit at a position is the longest.
@@ -179,9 +176,14 @@ Tokenizer Tokenizer::build(TokenizerData data) {
     if (id >= 0) t.eog.push_back(id);
   for (int32_t id : t.d.eog_ids) t.eog.push_back(id);
   for (const char* s : {"<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "<end_of_turn>"}) {
-    auto it = t.vocab.find(s);
-    if (it != t.vocab.end() && t.special[static_cast<size_t>(it->second)]) t.eog.push_back(it->second);
+    const int32_t id = t.vocab.find(s);
+    if (id >= 0 && t.special[static_cast<size_t>(id)]) t.eog.push_back(id);
   }
+  // Held by the tables now (vocab, bytes, merges), or needed only to build them.
+  t.d.tokens = std::vector<std::string>();  // (not `= {}`: that keeps the capacity)
+  t.d.merges = std::vector<std::string>();
+  t.d.token_types = std::vector<int32_t>();
+  t.d.scores = std::vector<float>();
 
   Tokenizer tok;
   tok.impl_ = std::move(im);
@@ -204,8 +206,8 @@ void Tokenizer::Impl::merge(std::vector<int32_t>& sym) const {
   std::priority_queue<Cand, std::vector<Cand>, decltype(later)> q(later);
   auto push = [&](int32_t i) {
     if (i < 0 || next[static_cast<size_t>(i)] < 0) return;
-    auto it = merges.find(pair_key(sym[static_cast<size_t>(i)], sym[static_cast<size_t>(next[static_cast<size_t>(i)])]));
-    if (it != merges.end()) q.push({it->second.first, i, it->second.second});
+    const auto* m = merges.find(sym[static_cast<size_t>(i)], sym[static_cast<size_t>(next[static_cast<size_t>(i)])]);
+    if (m) q.push({m->rank, i, m->id});
   };
   for (size_t i = 0; i + 1 < n; ++i) push(static_cast<int32_t>(i));
   while (!q.empty()) {
@@ -214,8 +216,8 @@ void Tokenizer::Impl::merge(std::vector<int32_t>& sym) const {
     const auto i = static_cast<size_t>(c.pos);
     if (!alive[i] || next[i] < 0) continue;
     const auto j = static_cast<size_t>(next[i]);
-    auto it = merges.find(pair_key(sym[i], sym[j]));
-    if (it == merges.end() || it->second.second != c.id || it->second.first != c.rank) continue;
+    const auto* m = merges.find(sym[i], sym[j]);
+    if (!m || m->id != c.id || m->rank != c.rank) continue;
     sym[i] = c.id;
     alive[j] = 0;
     next[i] = next[j];
@@ -233,8 +235,8 @@ void Tokenizer::Impl::byte_level_piece(std::string_view piece, std::vector<int32
   if (d.ignore_merges) {
     std::string s;
     for (unsigned char b : piece) unicode::append_utf8(byte_to_cp[b], s);
-    auto it = vocab.find(s);
-    if (it != vocab.end()) { out.push_back(it->second); return; }
+    const int32_t id = vocab.find(s);
+    if (id >= 0) { out.push_back(id); return; }
   }
   std::vector<int32_t> sym;
   sym.reserve(piece.size());
@@ -278,7 +280,7 @@ std::string Tokenizer::token_bytes(int32_t id) const {
   if (id < 0 || id >= n_vocab())
     throw Error(impl_->d.source, "", "token id out of range", "0 .. " + std::to_string(n_vocab() - 1),
                 std::to_string(id));
-  return impl_->bytes[static_cast<size_t>(id)];
+  return std::string(impl_->bytes[static_cast<size_t>(id)]);
 }
 
 std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special) const {
@@ -293,7 +295,7 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special
   return out.substr(strip);
 }
 
-int32_t Tokenizer::n_vocab() const { return static_cast<int32_t>(impl_->d.tokens.size()); }
+int32_t Tokenizer::n_vocab() const { return static_cast<int32_t>(impl_->vocab.size()); }
 int32_t Tokenizer::bos() const { return impl_->d.bos; }
 int32_t Tokenizer::eos() const { return impl_->d.eos; }
 bool Tokenizer::add_bos() const { return impl_->d.add_bos; }

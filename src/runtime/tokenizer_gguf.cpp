@@ -37,12 +37,21 @@ TokenizerData data_from_meta(const Lookup& find, const std::string& src) {
   d.source = src;
   d.model = need(find, src, "tokenizer.ggml.model").as_string("tokenizer.ggml.model");
   if (const auto* p = find("tokenizer.ggml.pre")) d.pre = p->as_string("tokenizer.ggml.pre");
-  for (const auto& v : array_of(find, src, "tokenizer.ggml.tokens").arr) d.tokens.push_back(v.as_string("tokenizer.ggml.tokens"));
-  if (find("tokenizer.ggml.token_type"))
-    for (const auto& v : array_of(find, src, "tokenizer.ggml.token_type").arr)
-      d.token_types.push_back(static_cast<int32_t>(v.as_int("tokenizer.ggml.token_type")));
-  if (find("tokenizer.ggml.merges"))
-    for (const auto& v : array_of(find, src, "tokenizer.ggml.merges").arr) d.merges.push_back(v.as_string("tokenizer.ggml.merges"));
+  {
+    const gguf::Array& a = array_of(find, src, "tokenizer.ggml.tokens").arr;
+    d.tokens.reserve(a.size());
+    for (size_t k = 0; k < a.size(); ++k) d.tokens.emplace_back(a.str(k, "tokenizer.ggml.tokens"));
+  }
+  if (find("tokenizer.ggml.token_type")) {
+    const gguf::Array& a = array_of(find, src, "tokenizer.ggml.token_type").arr;
+    d.token_types.reserve(a.size());
+    for (size_t k = 0; k < a.size(); ++k) d.token_types.push_back(static_cast<int32_t>(a.as_int(k, "tokenizer.ggml.token_type")));
+  }
+  if (find("tokenizer.ggml.merges")) {
+    const gguf::Array& a = array_of(find, src, "tokenizer.ggml.merges").arr;
+    d.merges.reserve(a.size());
+    for (size_t k = 0; k < a.size(); ++k) d.merges.emplace_back(a.str(k, "tokenizer.ggml.merges"));
+  }
   d.bos = opt_id(find, src, "tokenizer.ggml.bos_token_id");
   d.eos = opt_id(find, src, "tokenizer.ggml.eos_token_id");
   d.eot = opt_id(find, src, "tokenizer.ggml.eot_token_id");
@@ -50,8 +59,11 @@ TokenizerData data_from_meta(const Lookup& find, const std::string& src) {
   d.unk = opt_id(find, src, "tokenizer.ggml.unknown_token_id");
   if (const auto* v = find("tokenizer.ggml.add_bos_token")) d.add_bos = v->as_bool("tokenizer.ggml.add_bos_token");
   if (const auto* v = find("tokenizer.chat_template")) d.chat_template = v->as_string("tokenizer.chat_template");
-  if (find("tokenizer.ggml.scores"))
-    for (const auto& v : array_of(find, src, "tokenizer.ggml.scores").arr) d.scores.push_back(static_cast<float>(v.as_float("tokenizer.ggml.scores")));
+  if (find("tokenizer.ggml.scores")) {
+    const gguf::Array& a = array_of(find, src, "tokenizer.ggml.scores").arr;
+    d.scores.reserve(a.size());
+    for (size_t k = 0; k < a.size(); ++k) d.scores.push_back(static_cast<float>(a.as_float(k, "tokenizer.ggml.scores")));
+  }
   return d;
 }
 }  // namespace
@@ -69,6 +81,11 @@ TokenizerData tokenizer_data_from_checkpoint(const Checkpoint& ck) {
     return tokenizer_data_from_hf((fs::is_directory(p) ? p : p.parent_path()).string());
   }
   return data_from_meta([&](const std::string& k) { return ck.meta(k); }, ck.info().path);
+}
+
+void forget_tokenizer_arrays(Checkpoint& ck) {
+  for (const char* k : {"tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml.token_type", "tokenizer.ggml.scores"})
+    ck.forget_meta(k);
 }
 
 Tokenizer Tokenizer::from_gguf(const gguf::File& f) { return Tokenizer::build(tokenizer_data_from_gguf(f)); }

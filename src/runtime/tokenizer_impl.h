@@ -10,19 +10,20 @@
 
 #include "nvfp4/tokenizer.h"
 #include "runtime/pretokenize.h"
+#include "runtime/tokenizer_tables.h"
 
 namespace nvfp4 {
 
 struct Tokenizer::Impl {
-  TokenizerData d;
+  TokenizerData d;  // tokens, merges, token types and scores emptied once built (in the tables)
   bool spm = false;                                        // model "llama"
   PreTokenizer pre_kind = PreTokenizer::gpt2;
-  std::unordered_map<std::string, int32_t> vocab;          // token string -> id
-  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges;  // (l,r) -> (rank, id)
+  Vocabulary vocab;                                        // token strings by id, and ids by string
+  MergeTable merges;                                       // (l,r) -> (rank, id)
   std::array<int32_t, 256> byte_token{};                   // id of each byte's token, -1 if none
   std::array<uint32_t, 256> byte_to_cp{};                  // GPT-2's bytes_to_unicode
   std::unordered_map<uint32_t, uint8_t> cp_to_byte;
-  std::vector<std::string> bytes;                          // decoded bytes of every token
+  StringPool bytes;                                        // decoded bytes of every token
   std::vector<AddedToken> added;                           // resolved added tokens
   std::vector<uint8_t> special;                            // per id: a special added token
   // Added tokens by the first byte of their text, longest first; [0]: raw pass, [1]: normalized.

@@ -51,8 +51,8 @@ void Tokenizer::Impl::spm_piece(std::string_view sub, bool at_start, std::vector
   std::vector<int32_t> sym;
   for (std::string_view p : pieces) {
     if (d.ignore_merges) {
-      auto it = vocab.find(std::string(p));
-      if (it != vocab.end()) { out.push_back(it->second); continue; }
+      const int32_t id = vocab.find(p);
+      if (id >= 0) { out.push_back(id); continue; }
     }
     sym.clear();
     spm_symbols(p, sym);
@@ -64,9 +64,9 @@ void Tokenizer::Impl::spm_piece(std::string_view sub, bool at_start, std::vector
 void Tokenizer::Impl::spm_symbols(std::string_view piece, std::vector<int32_t>& sym) const {
   bool prev_unk = false;
   for (const unicode::Char& c : unicode::decode_utf8(piece)) {
-    const std::string ch(piece.substr(c.offset, c.len));
-    auto it = vocab.find(ch);
-    if (it != vocab.end()) { sym.push_back(it->second); prev_unk = false; continue; }
+    const std::string_view ch = piece.substr(c.offset, c.len);
+    const int32_t id = vocab.find(ch);
+    if (id >= 0) { sym.push_back(id); prev_unk = false; continue; }
     bool all = true;
     for (unsigned char b : ch) all = all && byte_token[b] >= 0;
     if (all) {
