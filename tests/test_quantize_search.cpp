@@ -263,16 +263,18 @@ TEST(QuantizeSearchModel, CalibrationIsTheSameForThreadsAndPinnedAcrossIsasAndSe
   const ChannelMoments pinned = calibrate_second_moments(*ck, ids, 32, 2, CalibrationModel::rtn_a16q8);
   EXPECT_GT(moments_differ(pinned, ref), 0);  // another model: other statistics
   EXPECT_EQ(moments_differ(calibrate_second_moments(*ck, ids, 32, 1, CalibrationModel::rtn_a16q8), pinned), 0);
+  // Every ISA in the Release tree; under the sanitizers (where the scalar ISA's calibrations took
+  // most of this test's 107 s) the best one only: the kernel tests take every ISA there.
   int isas = 0;
   for (Isa i : compiled_isas()) {
-    if (!isa_supported(i)) continue;
+    if (!isa_supported(i) || (kUnderSanitizer && i != detect_isa())) continue;
     IsaScope s(i);
     EXPECT_EQ(moments_differ(calibrate_second_moments(*ck, ids, 32, 2, CalibrationModel::rtn_a16q8), pinned), 0)
         << "ISA " << static_cast<int>(i);
     EXPECT_EQ(moments_differ(calibrate_second_moments(*ck, ids, 32, 2), ref), 0) << "float model, ISA " << static_cast<int>(i);
     ++isas;
   }
-  EXPECT_GE(isas, 2);
+  EXPECT_GE(isas, kUnderSanitizer ? 1 : 2);
   // The weighted search on real tensors: no block worse than rtn, many better.
   for (const std::string layer : {"blk.0.ffn_down", "blk.5.attn_q"}) {
     const std::vector<float> w = ck->to_f32(layer + ".weight");
