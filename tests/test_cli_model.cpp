@@ -176,3 +176,23 @@ TEST(CliModel, BenchModelContentionJson) {
     else EXPECT_GT(run["dispatches_per_token"].get<double>(), 0.0);
   }
 }
+
+// The server is its own executable (nvfp4-server); `nvfp4` does not load the HTTP library and
+// the OpenSSL, zlib and brotli it is built with, and `nvfp4 serve` runs the server with every
+// argument as given.
+TEST(CliModel, ServeIsItsOwnExecutableAndNvfp4LoadsNoHttpLibrary) {
+  FILE* p = ::popen((std::string("ldd ") + NVFP4_BINARY + " 2>&1").c_str(), "r");
+  std::string ldd;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) ldd.append(buf, n);
+  ASSERT_EQ(::pclose(p), 0) << ldd;
+  for (const char* lib : {"libcpp-httplib", "libssl", "libcrypto", "libbrotli"})
+    EXPECT_EQ(ldd.find(lib), std::string::npos) << lib << " in\n" << ldd;
+  const Result help = cli("serve --help");
+  EXPECT_EQ(help.rc, 0);
+  EXPECT_NE(help.out.find("--port"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("nvfp4 serve"), std::string::npos) << help.out;
+  const Result bad = cli("serve --no-such-flag");
+  EXPECT_EQ(bad.rc, 2) << bad.out;  // a usage error, as every command's
+}

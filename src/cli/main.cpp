@@ -38,8 +38,14 @@ int main(int argc, char** argv) {
   std::vector<char*> args(argv, argv + argc);
   for (char*& s : args)
     if (std::string_view(s) == "-md") s = model_draft;
+#ifdef NVFP4_ONE_COMMAND
+  // An executable of one command (nvfp4-server): `nvfp4-server ARGS` is `nvfp4-server serve ARGS`.
+  char one[] = NVFP4_ONE_COMMAND;
+  if (args.size() < 2 || (std::string_view(args[1]) != one && std::string_view(args[1]) != "--version"))
+    args.insert(args.begin() + 1, one);
+#endif
   try {
-    app.parse(argc, args.data());
+    app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
