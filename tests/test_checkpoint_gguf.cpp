@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <filesystem>
+#include <string>
 
 #include "nvfp4/checkpoint.h"
 #include "nvfp4/error.h"
@@ -124,4 +126,37 @@ TEST(CheckpointGguf, TokenizerArraysAreForgottenOnceTheTokenizerIsBuilt) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("tokenizer.ggml.tokens"), std::string::npos) << e.what();
   }
+}
+
+namespace {
+// Resident kB of this process's mappings of `path` (/proc/self/smaps), -1 when none is mapped.
+long resident_kb_of(const std::string& path) {
+  std::ifstream f("/proc/self/smaps");
+  std::string line;
+  long kb = -1;
+  bool in = false;
+  while (std::getline(f, line)) {
+    // A mapping's first line starts "lo-hi perms ..." (hex addresses); its fields follow as "Key: value".
+    const std::string first = line.substr(0, line.find(' '));
+    if (first.find('-') != std::string::npos && first.find_first_not_of("0123456789abcdef-") == std::string::npos) {
+      in = line.size() >= path.size() && line.compare(line.size() - path.size(), path.size(), path) == 0;
+      if (in && kb < 0) kb = 0;
+    } else if (in && line.rfind("Rss:", 0) == 0) {
+      kb += std::stol(line.substr(4));
+    }
+  }
+  return kb;
+}
+}  // namespace
+
+TEST(CheckpointGguf, NoPageOfTheFileStaysResidentAfterTheLoad) {
+  // release() per tensor keeps the pages a tensor shares with its neighbours; the load ends with
+  // release_all(), so the loaded model holds none of the file's pages (1 MiB on SmolLM2 before).
+  const std::string path = std::filesystem::canonical(test::fixture_path("moe/qwen3_moe/llamacpp-float.gguf")).string();
+  auto ck = Checkpoint::open(path);
+  LoadOptions lo;
+  lo.mode = Mode::f32;
+  auto model = Model::load(*ck, lo);
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(resident_kb_of(path), 0) << path;
 }

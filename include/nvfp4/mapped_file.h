@@ -24,6 +24,8 @@ class MappedFile {
   // leave the resident set and are read from the file again if touched. Ranges outside the map
   // are ignored. For weights copied into another layout at load.
   void drop(const void* p, size_t n) const;
+  // drop() of every page of the map, the file's last partial page included.
+  void drop_all() const;
 
  private:
   void release();

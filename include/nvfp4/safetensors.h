@@ -51,6 +51,7 @@ class File {
   const TensorInfo& tensor(const std::string& name) const;  // throws nvfp4::Error when absent
   // MappedFile::drop for bytes of this file's map (nothing for a parsed buffer).
   void drop(const void* p, size_t n) const;
+  void drop_all() const;  // drop() of the whole map
 
  private:
   std::shared_ptr<MappedFile> map_;

@@ -9,6 +9,7 @@
 namespace nvfp4 {
 
 void Checkpoint::release(const std::string&) const {}
+void Checkpoint::release_all() const {}
 void Checkpoint::forget_meta(const std::string&) {}
 bool Checkpoint::raw_ggml(const std::string&, uint32_t&, const void*&) const { return false; }
 

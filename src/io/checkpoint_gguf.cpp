@@ -97,6 +97,7 @@ class GgufCheckpoint final : public Checkpoint {
     auto it = infos_.find(name);
     if (it != infos_.end()) file_.drop(it->second->data, static_cast<size_t>(it->second->nbytes));
   }
+  void release_all() const override { file_.drop_all(); }
 
  private:
   // A weight's companion scale: one F32 value, or (stacked experts) one per expert.

@@ -152,6 +152,10 @@ class StCheckpoint final : public Checkpoint {
         for (const auto& f : files_) f->drop(r->t->data, static_cast<size_t>(r->t->nbytes()));  // each ignores others' bytes
   }
 
+  void release_all() const override {
+    for (const auto& f : files_) f->drop_all();
+  }
+
   bool raw_float(const std::string& name, DType& dtype, const void*& data) const override {
     const Source& s = src_.at(tensor(name).name);
     if (s.kind != Source::plain || s.heads) return false;

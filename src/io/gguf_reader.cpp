@@ -277,6 +277,10 @@ void File::drop(const void* p, size_t n) const {
   if (map_) map_->drop(p, n);
 }
 
+void File::drop_all() const {
+  if (map_) map_->drop_all();
+}
+
 void File::erase(const std::string& key) {
   for (auto it = kv_.begin(); it != kv_.end(); ++it) {
     if (it->first == key) {

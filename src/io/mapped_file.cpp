@@ -48,6 +48,12 @@ void MappedFile::drop(const void* p, size_t n) const {
   if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
 }
 
+void MappedFile::drop_all() const {
+  if (!data_ || size_ == 0) return;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  ::madvise(const_cast<uint8_t*>(data_), (size_ + page - 1) / page * page, MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() { release(); }
 
 MappedFile::MappedFile(MappedFile&& o) noexcept : data_(o.data_), size_(o.size_), path_(std::move(o.path_)) {

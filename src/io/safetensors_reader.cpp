@@ -218,6 +218,10 @@ void File::drop(const void* p, size_t n) const {
   if (map_) map_->drop(p, n);
 }
 
+void File::drop_all() const {
+  if (map_) map_->drop_all();
+}
+
 const TensorInfo* File::find_tensor(const std::string& name) const {
   for (const auto& t : tensors_) if (t.name == name) return &t;
   return nullptr;

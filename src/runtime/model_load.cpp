@@ -353,6 +353,8 @@ std::unique_ptr<Model> Model::load(const Checkpoint& ck, const LoadOptions& opt)
   for (const TensorEntry& e : ck.tensors())
     if (!L.used.count(e.name))
       throw Error(path, e.name, "tensor the " + c.arch + " model does not use (neither mapped nor excluded)", "absent", "present");
+  // Every tensor is copied or read: the pages its neighbours shared with it leave too.
+  ck.release_all();
 #if defined(__GLIBC__)
   // The load's transient copies (each tensor's rows before packing) leave freed heap that glibc
   // keeps (its mmap threshold rises to their size); hand those pages back, or they sit beside the
