@@ -66,37 +66,39 @@ int32_t Vocabulary::find(std::string_view s) const {
 }
 
 void MergeTable::reserve(size_t n) {
+  entries_.reserve(n);
   if (pow2_at_least(n * 2) > slot_.size()) rehash(pow2_at_least(n * 2));
 }
 
 void MergeTable::rehash(size_t slots) {
-  std::vector<Slot> old = std::move(slot_);
-  slot_.assign(slots, Slot{kEmpty, {0, 0}});
+  slot_.assign(slots, 0);
   mask_ = slots - 1;
-  for (const Slot& s : old)
-    if (s.key != kEmpty) slot_[at(s.key)] = s;
+  for (size_t i = 0; i < entries_.size(); ++i) slot_[at(entries_[i].left, entries_[i].right)] = static_cast<uint32_t>(i + 1);
 }
 
-size_t MergeTable::at(uint64_t key) const {
+size_t MergeTable::at(int32_t left, int32_t right) const {
+  const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
   size_t k = mix(key) & mask_;
-  while (slot_[k].key != kEmpty && slot_[k].key != key) k = (k + 1) & mask_;
+  while (slot_[k] != 0) {
+    const Entry& e = entries_[slot_[k] - 1];
+    if (e.left == left && e.right == right) break;
+    k = (k + 1) & mask_;
+  }
   return k;
 }
 
 void MergeTable::insert(int32_t left, int32_t right, int32_t rank, int32_t id) {
-  const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
-  if (2 * (count_ + 1) > slot_.size()) rehash(pow2_at_least(2 * (count_ + 1)));
-  const size_t k = at(key);
-  if (slot_[k].key == key) return;  // the first rank wins
-  slot_[k] = Slot{key, {rank, id}};
-  ++count_;
+  if (2 * (entries_.size() + 1) > slot_.size()) rehash(pow2_at_least(2 * (entries_.size() + 1)));
+  const size_t k = at(left, right);
+  if (slot_[k] != 0) return;  // the first rank wins
+  entries_.push_back(Entry{left, right, {rank, id}});
+  slot_[k] = static_cast<uint32_t>(entries_.size());
 }
 
 const MergeTable::Merge* MergeTable::find(int32_t left, int32_t right) const {
   if (slot_.empty()) return nullptr;
-  const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
-  const Slot& s = slot_[at(key)];
-  return s.key == key ? &s.m : nullptr;
+  const uint32_t s = slot_[at(left, right)];
+  return s != 0 ? &entries_[s - 1].m : nullptr;
 }
 
 }  // namespace nvfp4
