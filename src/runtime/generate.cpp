@@ -40,7 +40,11 @@ GenerateResult generate(const Model& model, Sequence& seq, Workspace& ws, Thread
   GenerateResult r;
   const int64_t nv = model.config().n_vocab, nb = ws.n_batch();
   Sampler sampler(opt.sampling);
-  std::vector<float> logits(static_cast<size_t>(nv) * static_cast<size_t>(std::max<int64_t>(nb, 1)));
+  // Rows of logits a step writes: the prompt's last token, or a verification step's token and
+  // its drafts (at most min(draft_max, n_batch - 1) of them). Not n_batch rows: at SmolLM2's
+  // vocabulary and batch 64 those were 12 MiB, written as zeros up front, for one row in use.
+  const int64_t rows = opt.speculative ? std::min<int64_t>(std::max(1, opt.draft_max), std::max<int64_t>(nb - 1, 0)) + 1 : 1;
+  std::vector<float> logits(static_cast<size_t>(nv) * static_cast<size_t>(rows));
   std::vector<StepToken> step;
   const auto t0 = clk::now();
   for (size_t s = 0; s < prompt.size(); s += static_cast<size_t>(nb)) {

@@ -232,8 +232,10 @@ bool Scheduler::admit() {
 void Scheduler::loop() {
   ThreadPool pool(std::max(1, opt_.threads));
   Workspace ws(model_, opt_.n_batch + opt_.parallel);
-  // Rows: a generating slot's next token and its drafts (the drafts count in n_batch), or a prompt's last token.
-  std::vector<float> logits(static_cast<size_t>(opt_.parallel + opt_.n_batch) * static_cast<size_t>(model_.config().n_vocab));
+  // Rows: a generating slot's next token and its drafts (the drafts count in n_batch), or a
+  // prompt's last token. Grown by step() to the rows a step writes, not allocated for the most
+  // a step could (parallel + n_batch rows: 13 MiB at SmolLM2's vocabulary and the defaults).
+  std::vector<float> logits;
   for (;;) {
     {
       std::unique_lock lk(mu_);
@@ -335,6 +337,8 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
   }
   if (toks.empty()) return;
   try {
+    const size_t need = std::max<size_t>(n_rows, 1) * static_cast<size_t>(model_.config().n_vocab);
+    if (logits.size() < need) logits.resize(need);
     forward(model_, toks, ws, pool, logits.data());
   } catch (const std::exception& e) {
     std::lock_guard lk(mu_);
