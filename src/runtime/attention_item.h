@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <type_traits>
 
 #include "nvfp4/codec.h"
 #include "runtime/pinned_math.h"
@@ -55,16 +54,18 @@ inline void exp_shifted_scalar_body(const float* s, float mx, float* out, int64_
 }
 
 // Widen: a functor, widen(h, f) sets f[0, 16) to the 16 F16 values at h, exactly.
-// Row of 16 keys or values as floats: a float cache's row in place, an F16 one widened into buf.
-template <class E, class Widen>
-inline const float* row16(const E* p, float* buf, Widen widen) {
-  if constexpr (std::is_same_v<E, float>) {
-    return p;
-  } else {
-    widen(p, buf);
-    return buf;
-  }
+// widen_rows: an F16 chunk's n rows of 16 (row r at p + r * stride) widened into buf[r * 16 ..];
+// nothing for a float cache. row: where the loops read row r, the cache itself (float) or buf.
+// (The rows are widened before the products, not through an array of row pointers: with one,
+// GCC kept the accumulators on the stack.)
+template <int64_t N, class Widen>
+inline void widen_rows(const float*, int64_t, float*, Widen) {}
+template <int64_t N, class Widen>
+inline void widen_rows(const uint16_t* p, int64_t stride, float* buf, Widen widen) {
+  for (int64_t r = 0; r < N; ++r) widen(p + r * stride, buf + r * 16);
 }
+inline const float* row(const float* p, const float*) { return p; }
+inline const float* row(const uint16_t*, const float* buf) { return buf; }
 
 // Element i of a row as float (the tails: fewer than 16 values left in a value row).
 inline float elem(const float* p, int64_t i) { return p[i]; }
@@ -91,13 +92,14 @@ __attribute__((noinline)) void score_chunk(const AttnItem& a, int64_t j0, Widen 
     // two F16 rows): a chunk's C x hd keys ahead.
     if (sizeof(E) == 4 || d % 2 == 0)
       for (int64_t t = 0; t < NT; ++t) __builtin_prefetch(kt + ((NT + t) * a.hd + d) * kTile, 0, 3);
-    float buf[NT][T];
-    const float* kd[NT];
-    for (int64_t t = 0; t < NT; ++t) kd[t] = row16(kt + (t * a.hd + d) * kTile, buf[t], widen);
+    float buf[NT][T];  // an F16 chunk's rows at d, widened
+    widen_rows<NT>(kt + d * kTile, a.hd * kTile, buf[0], widen);
     for (int h = 0; h < G; ++h) {
       const float qd = a.q[h][d];
-      for (int64_t t = 0; t < NT; ++t)
-        for (int64_t jj = 0; jj < T; ++jj) acc[h][t][jj] = acc[h][t][jj] + qd * kd[t][jj];
+      for (int64_t t = 0; t < NT; ++t) {
+        const float* __restrict kd = row(kt + (t * a.hd + d) * kTile, buf[t]);
+        for (int64_t jj = 0; jj < T; ++jj) acc[h][t][jj] = acc[h][t][jj] + qd * kd[jj];
+      }
     }
   }
   for (int h = 0; h < G; ++h)
@@ -116,13 +118,12 @@ __attribute__((noinline)) void output_chunk(const AttnItem& a, int64_t d0, Widen
     const E* __restrict vj = static_cast<const E*>(a.V) + j * a.hd + d0;
     // The row kPrefetchRows ahead, one 64-byte line at a time.
     for (int64_t dd = 0; dd < C; dd += kLine<E>) __builtin_prefetch(vj + kPrefetchRows * a.hd + dd, 0, 3);
-    float buf[C / 16][16];
-    const float* vd[C / 16];
-    for (int64_t k = 0; k < C / 16; ++k) vd[k] = row16(vj + k * 16, buf[k], widen);
+    float buf[C];  // an F16 row's C values, widened
+    widen_rows<C / 16>(vj, 16, buf, widen);
+    const float* __restrict vd = row(vj, buf);
     for (int h = 0; h < G; ++h) {
       const float w = a.s[h][j];
-      for (int64_t k = 0; k < C / 16; ++k)
-        for (int64_t dd = 0; dd < 16; ++dd) acc[h][k * 16 + dd] = acc[h][k * 16 + dd] + w * vd[k][dd];
+      for (int64_t dd = 0; dd < C; ++dd) acc[h][dd] = acc[h][dd] + w * vd[dd];
     }
   }
   for (int h = 0; h < G; ++h)
@@ -176,7 +177,8 @@ inline void scores_range(const AttnItem& a, int64_t j0, int64_t j1, Widen widen)
   const E* kt = static_cast<const E*>(a.K) + (j0 / kTile) * a.hd * kTile;
   for (int64_t d = 0; d < a.hd; ++d) {
     float buf[kTile];
-    const float* __restrict kd = row16(kt + d * kTile, buf, widen);
+    widen_rows<1>(kt + d * kTile, 0, buf, widen);
+    const float* __restrict kd = row(kt + d * kTile, buf);
     for (int h = 0; h < G; ++h) {
       const float qd = a.q[h][d];
       float* __restrict s = a.s[h] + j0;
