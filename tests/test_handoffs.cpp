@@ -1,8 +1,8 @@
 // Pool hand-offs (ThreadPool::dispatches) of one decode token of a dense Llama model at 2 threads,
 // held to the count of the fused step, so that a regression that adds a dispatch fails. Per layer:
 // q/k/v (one dispatch), attention scores with each item's softmax, attention output, o, gate/up
-// with SwiGLU, down: 6; the head: 1. An F16 cache's widening runs in the scores dispatch (one
-// token per cache, one item per KV head). One thread hands nothing off. The tiny llama fixture (2 layers) always; SmolLM2 (30 layers) when present.
+// with SwiGLU, down: 6; the head: 1. An F16 cache is read as stored (widened in registers), with no
+// dispatch of its own. One thread hands nothing off. The tiny llama fixture (2 layers) always; SmolLM2 (30 layers) when present.
 #include <gtest/gtest.h>
 
 #include <memory>

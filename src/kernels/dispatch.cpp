@@ -150,9 +150,6 @@ void attention_phase_avx512(const void*, int, int64_t, int64_t);
 void swiglu_scalar(float*, const float*, int64_t);
 void swiglu_avx2(float*, const float*, int64_t);
 void swiglu_avx512(float*, const float*, int64_t);
-void f16_to_f32_scalar(const uint16_t*, float*, int64_t);
-void f16_to_f32_avx2(const uint16_t*, float*, int64_t);
-void f16_to_f32_avx512(const uint16_t*, float*, int64_t);
 namespace pinned_dense_detail {
 void rows_scalar(const void*, bool, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
 void rows_avx2(const void*, bool, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
@@ -172,7 +169,7 @@ const KernelTable& table(Isa isa) {
                                   gemv_f64_scalar, "gemv_f64_ref",
                                   gemv_dense_scalar, "gemv_dense_ref",
                                   attention_item_scalar, attention_phase_scalar, swiglu_scalar,
-                                  f16_to_f32_scalar, rows_scalar, "gemv_pinned16_scalar",
+                                  rows_scalar, "gemv_pinned16_scalar",
                                   head_q8_scalar, "head_q8_ref"};
   static const KernelTable avx2{Isa::avx2, prepare_q8_cols_avx2,
                                 gemv_a16q8_avx2, "gemv_a16q8_avx2",
@@ -183,7 +180,7 @@ const KernelTable& table(Isa isa) {
                                 gemv_f64_scalar, "gemv_f64_ref",
                                 gemv_dense_avx2, "gemv_dense_avx2",
                                 attention_item_avx2, attention_phase_avx2, swiglu_avx2,
-                                f16_to_f32_avx2, rows_avx2, "gemv_pinned16_avx2",
+                                rows_avx2, "gemv_pinned16_avx2",
                                 head_q8_avx2, "head_q8_avx2"};
   static const KernelTable avx512{Isa::avx512, prepare_q8_cols_avx512,
                                   gemv_a16q8_avx512vnni, "gemv_a16q8_avx512vnni",
@@ -194,7 +191,7 @@ const KernelTable& table(Isa isa) {
                                   gemv_f64_scalar, "gemv_f64_ref",
                                   gemv_dense_avx512, "gemv_dense_avx512",
                                   attention_item_avx512, attention_phase_avx512, swiglu_avx512,
-                                  f16_to_f32_avx512, rows_avx512, "gemv_pinned16_avx512",
+                                  rows_avx512, "gemv_pinned16_avx512",
                                   head_q8_avx512vnni, "head_q8_avx512vnni"};
 #ifdef NVFP4_HAVE_AVXVNNI
   // The AVX2 table with the integer-exact gemv/gemm kernels on vpdpbusd (ymm).

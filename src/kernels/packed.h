@@ -151,12 +151,11 @@ using FloatFn = void (*)(const Packed& w, const float* x, int64_t n, int64_t til
 using DenseFn = void (*)(DType dtype, const uint8_t* w, int64_t n_out, int64_t n_in,
                          const float* x, int64_t n, int64_t r_b, int64_t r_e, float* y);
 
-// The runtime's pinned kernels (src/runtime: attention, SwiGLU, F16 widening, the pinned head),
+// The runtime's pinned kernels (src/runtime: attention, SwiGLU, the pinned head),
 // which also pick their variant from this table. Items and phases take the runtime's AttnItem.
 using AttnItemFn = void (*)(const void* item);
 using AttnPhaseFn = void (*)(const void* item, int phase, int64_t b, int64_t e);
 using SwigluFn = void (*)(float* g, const float* u, int64_t n);
-using F16Fn = void (*)(const uint16_t* h, float* f, int64_t n);
 using PinnedRowsFn = void (*)(const void* w, bool f16, int64_t n_in, int64_t n_out, const float* x, int64_t n,
                               float* y, int64_t b, int64_t e);
 
@@ -177,7 +176,6 @@ struct KernelTable {
   AttnItemFn attn_item;
   AttnPhaseFn attn_phase;
   SwigluFn swiglu;
-  F16Fn f16_to_f32;
   PinnedRowsFn pinned_rows; const char* pinned_name;  // "gemv_pinned16_<isa>"
   HeadQ8Fn head_q8; const char* head_q8_name;          // the integer-exact Q8_0 head
 };

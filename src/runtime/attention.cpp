@@ -15,14 +15,6 @@ namespace nvfp4 {
 
 static_assert(kTile == kKeyTile);
 
-void f16_to_f32_scalar(const uint16_t* h, float* f, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) f[i] = half_to_float(h[i]);
-}
-
-namespace {
-kern::F16Fn f16_fn() { return kern::table(active_isa()).f16_to_f32; }
-}  // namespace
-
 void KvCache::init(int64_t n_layer, int64_t n_kv, int64_t head_dim, int64_t n_ctx, KvType type) {
   n_layer_ = n_layer;
   n_kv_ = n_kv;
@@ -67,44 +59,22 @@ void KvCache::copy_prefix(const KvCache& src, int64_t n) {
     }
 }
 
-const float* KvCache::keys(int64_t l, int64_t h, int64_t n, float* scratch) const {
+const void* KvCache::keys(int64_t l, int64_t h) const {
   const int64_t off = l * layer_size() + h * hd_ * k_ctx_;
   if (type_ == KvType::f32) return f_.data() + off;
-  f16_fn()(h_.data() + off, scratch, key_tiles(n) * kKeyTile * hd_);
-  return scratch;
+  return h_.data() + off;
 }
 
-const float* KvCache::values(int64_t l, int64_t h, int64_t n, float* scratch) const {
+const void* KvCache::values(int64_t l, int64_t h) const {
   const int64_t off = l * layer_size() + n_kv_ * hd_ * k_ctx_ + h * n_ctx_ * hd_;
   if (type_ == KvType::f32) return f_.data() + off;
-  f16_fn()(h_.data() + off, scratch, n * hd_);
-  return scratch;
-}
-
-void KvCache::widen_keys(int64_t l, int64_t h, int64_t tb, int64_t te, float* dst) const {
-  const int64_t tile = hd_ * kKeyTile, off = l * layer_size() + h * hd_ * k_ctx_ + tb * tile;
-  f16_fn()(h_.data() + off, dst + tb * tile, (te - tb) * tile);
-}
-
-void KvCache::widen_values(int64_t l, int64_t h, int64_t jb, int64_t je, float* dst) const {
-  const int64_t off = l * layer_size() + n_kv_ * hd_ * k_ctx_ + h * n_ctx_ * hd_ + jb * hd_;
-  f16_fn()(h_.data() + off, dst + jb * hd_, (je - jb) * hd_);
+  return h_.data() + off;
 }
 
 void AttnStep::set(std::span<const AttnToken> tokens) {
   tok.assign(tokens.begin(), tokens.end());
-  caches.clear();
-  len.clear();
-  for (AttnToken& t : tok) {
-    size_t k = 0;
-    while (k < caches.size() && caches[k] != t.kv) ++k;
-    if (k == caches.size()) {
-      caches.push_back(t.kv);
-      len.push_back(0);
-    }
-    t.slot = static_cast<int64_t>(k);
-    len[k] = std::max(len[k], t.pos + 1);
-  }
+  max_len = 0;
+  for (const AttnToken& t : tok) max_len = std::max(max_len, t.pos + 1);
 }
 
 
@@ -113,12 +83,19 @@ void exp_shifted_scalar(const float* s, float mx, float* out, int64_t n) { exp_s
 
 void swiglu_rows(float* g, const float* u, int64_t n) { kern::table(active_isa()).swiglu(g, u, n); }
 
+namespace {
+// 16 F16 values widened one by one (baseline x86-64 has no F16C).
+inline void widen16_scalar(const uint16_t* h, float* f) {
+  for (int i = 0; i < 16; ++i) f[i] = half_to_float(h[i]);
+}
+}  // namespace
+
 void attention_item_scalar(const void* it) {
-  attention_item<32, 16>(*static_cast<const AttnItem*>(it), exp_shifted_scalar_body);
+  attention_item<32, 16>(*static_cast<const AttnItem*>(it), exp_shifted_scalar_body, widen16_scalar);
 }
 void attention_phase_scalar(const void* it, int phase, int64_t b, int64_t e) {
   attention_phase<32, 16>(*static_cast<const AttnItem*>(it), static_cast<AttnPhase>(phase), b, e,
-                          exp_shifted_scalar_body);
+                          exp_shifted_scalar_body, widen16_scalar);
 }
 
 namespace {
@@ -130,22 +107,15 @@ struct Call {
   int64_t layer, hd, group, gs, qd, max_len;
   const float* q;
   float* out;
-  const std::vector<float*>& conv;  // per slot: an F16 cache's widened keys/values, or null
-  float* scores;                    // [n][n_head][max_len]
+  float* scores;  // [n][n_head][max_len]
   float scale;
 
   AttnItem item(int64_t t, int64_t kvh, int64_t part) const {
     const AttnToken& tk = st.tok[static_cast<size_t>(t)];
-    const int64_t len = tk.pos + 1;
     AttnItem a;
-    if (float* base = conv[static_cast<size_t>(tk.slot)]) {
-      const int64_t L = key_tiles(st.len[static_cast<size_t>(tk.slot)]) * kKeyTile;
-      a.K = base + (2 * kvh) * hd * L;
-      a.V = base + (2 * kvh + 1) * hd * L;
-    } else {
-      a.K = tk.kv->keys(layer, kvh, len, nullptr);
-      a.V = tk.kv->values(layer, kvh, len, nullptr);
-    }
+    a.K = tk.kv->keys(layer, kvh);  // read as stored, F32 or F16
+    a.V = tk.kv->values(layer, kvh);
+    a.f16 = tk.kv->is_f16();
     a.g = static_cast<int>(std::min(gs, group - part * gs));
     for (int k = 0; k < a.g; ++k) {
       const int64_t h = kvh * group + part * gs + k;
@@ -153,7 +123,7 @@ struct Call {
       a.s[k] = scores + (t * c.n_head + h) * max_len;
       a.o[k] = out + t * qd + h * hd;
     }
-    a.len = len;
+    a.len = tk.pos + 1;
     a.hd = hd;
     a.scale = scale;
     return a;
@@ -169,54 +139,22 @@ void attention(const ModelConfig& c, const AttnStep& st, int64_t layer, const fl
   const kern::KernelTable& kt = kern::table(active_isa());
   const kern::AttnItemFn item_fn = kt.attn_item;
   const kern::AttnPhaseFn phase_fn = kt.attn_phase;
-  // Scratch: for each slot with an F16 cache, its widened keys and values ([2 * n_kv][hd][len rounded up to a key tile],
-  // the keys tiled as in the cache);
-  // then the scores over the step's longest key range: of every (token, head) when decoding (the
-  // phases share them), of one item per pool chunk for a prompt window (an item's scores live only
-  // while it runs).
-  const size_t n_slots = st.caches.size();
-  int64_t max_len = 0, conv_total = 0;
-  for (size_t k = 0; k < n_slots; ++k) {
-    max_len = std::max(max_len, st.len[k]);
-    if (st.caches[k]->is_f16()) conv_total += 2 * c.n_head_kv * hd * key_tiles(st.len[k]) * kKeyTile;
-  }
   // Items: one token and up to kMaxGroup query heads of one KV head (their keys and values are
-  // loaded once for all of them). Which thread computes an item never changes its bits.
+  // loaded once for all of them). Which thread computes an item never changes its bits. Items
+  // read the caches as stored (an F16 one widened in registers as it is read).
   const int64_t gs = std::min<int64_t>(group, kMaxGroup);
   const int64_t parts = (group + gs - 1) / gs;  // items per KV head and token
   const int64_t per_token = c.n_head_kv * parts;
   const int threads = pool.threads();
   const bool few = n * per_token < 4 * threads;
   const int n_chunks = pool.chunks(n * per_token, 1);
-  const size_t need = static_cast<size_t>(conv_total + (few ? n * c.n_head * max_len : n_chunks * gs * max_len));
+  // Scratch: the scores over the step's longest key range: of every (token, head) when decoding
+  // (the phases share them), of one item per pool chunk for a prompt window (an item's scores
+  // live only while it runs).
+  const int64_t max_len = st.max_len;
+  const size_t need = static_cast<size_t>(few ? n * c.n_head * max_len : n_chunks * gs * max_len);
   if (scratch.size() < need) scratch.resize(need);
-  std::vector<float*> conv(n_slots, nullptr);  // null: an F32 cache, read in place
-  int64_t off = 0;
-  for (size_t k = 0; k < n_slots; ++k)
-    if (st.caches[k]->is_f16()) {
-      conv[k] = scratch.data() + off;
-      off += 2 * c.n_head_kv * hd * key_tiles(st.len[k]) * kKeyTile;
-    }
-  // One token per cache and one item per KV head (decoding): each (slot, KV head) is read by one
-  // item only, so the item widens what it reads itself, in the dispatch that computes it, rather
-  // than in one of its own: when decoding each score piece widens the key tiles and value rows of
-  // its own key range (disjoint, together what the dispatch below would), else the whole item.
-  const bool fold = parts == 1 && static_cast<int64_t>(n_slots) == n;
-  if (conv_total > 0 && !fold) {
-    // Each (slot, KV head) widened once, for every position the step reads of that cache.
-    const int64_t per_slot = 2 * c.n_head_kv, units = per_slot * static_cast<int64_t>(n_slots);
-    pool.run(units, [&](int64_t b, int64_t e) {
-      for (int64_t u = b; u < e; ++u) {
-        const size_t slot = static_cast<size_t>(u / per_slot);
-        if (!conv[slot]) continue;
-        const int64_t k = u % per_slot, L = st.len[slot];
-        float* dst = conv[slot] + k * hd * key_tiles(L) * kKeyTile;
-        if (k % 2 == 0) st.caches[slot]->keys(layer, k / 2, L, dst);
-        else st.caches[slot]->values(layer, k / 2, L, dst);
-      }
-    });
-  }
-  const Call call{c, st, layer, hd, group, gs, c.q_dim(), max_len, q, out, conv, scratch.data() + conv_total,
+  const Call call{c, st, layer, hd, group, gs, c.q_dim(), max_len, q, out, scratch.data(),
                   static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)))};
   if (few) {
     // Few items (decoding): two dispatches, each split evenly. Scores by key range (16-aligned),
@@ -234,12 +172,6 @@ void attention(const ModelConfig& c, const AttnStep& st, int64_t layer, const fl
         const AttnItem a = call.item(t, r / parts, r % parts);
         int64_t j0, j1;
         partition(a.len, static_cast<int>(pieces), static_cast<int>(piece), 16, j0, j1);
-        const size_t slot = static_cast<size_t>(st.tok[static_cast<size_t>(t)].slot);
-        if (fold && conv[slot] && j0 < j1) {  // a.len == st.len[slot]: the slot's one token
-          const int64_t kvh = r / parts, L = key_tiles(a.len) * kKeyTile;
-          st.caches[slot]->widen_keys(layer, kvh, j0 / kKeyTile, key_tiles(j1), conv[slot] + (2 * kvh) * hd * L);
-          st.caches[slot]->widen_values(layer, kvh, j0, j1, conv[slot] + (2 * kvh + 1) * hd * L);
-        }
         if (j0 < j1) phase_fn(&a, static_cast<int>(AttnPhase::scores), j0, j1);
         // acq_rel: the last piece sees every other piece's scores of this item.
         if (left[static_cast<size_t>(it)].fetch_sub(1, std::memory_order_acq_rel) == 1)
@@ -263,18 +195,12 @@ void attention(const ModelConfig& c, const AttnStep& st, int64_t layer, const fl
   // The pool runs the chunks of run(n * per_token) by index, so each chunk has scores of its own.
   pool.run(n_chunks, [&](int64_t cb, int64_t ce) {
     for (int64_t chunk = cb; chunk < ce; ++chunk) {
-      float* s = scratch.data() + conv_total + chunk * gs * max_len;
+      float* s = scratch.data() + chunk * gs * max_len;
       int64_t b, e;
       partition(n * per_token, n_chunks, static_cast<int>(chunk), 1, b, e);
       for (int64_t slot = b; slot < e; ++slot) {
         const int64_t i = slot / per_token, r = slot % per_token;
         const int64_t t = (i % 2 == 0) ? i / 2 : n - 1 - i / 2;
-        const size_t k = static_cast<size_t>(st.tok[static_cast<size_t>(t)].slot);
-        if (fold && conv[k]) {  // the slot's one token: a.len == st.len[k]
-          const int64_t kvh = r / parts, len = st.tok[static_cast<size_t>(t)].pos + 1, L = key_tiles(len) * kKeyTile;
-          st.caches[k]->keys(layer, kvh, len, conv[k] + (2 * kvh) * hd * L);
-          st.caches[k]->values(layer, kvh, len, conv[k] + (2 * kvh + 1) * hd * L);
-        }
         AttnItem a = call.item(t, r / parts, r % parts);
         for (int k = 0; k < a.g; ++k) a.s[k] = s + k * max_len;
         item_fn(&a);

@@ -25,15 +25,11 @@ class KvCache {
   void store(int64_t l, int64_t pos, const float* k, const float* v);
   // Copies positions [0, n) of every layer from src (same shape and type, else nvfp4::Error).
   void copy_prefix(const KvCache& src, int64_t n);
-  // Keys of head h at positions [0, n) as float, tiled as above (key_tiles(n) * kKeyTile * hd
-  // floats); values as out[j * head_dim + d]. F32 caches are read in place (the pointer
-  // returned), F16 ones converted (exactly: every F16 value is a float) by the active ISA's F16C loop.
-  const float* keys(int64_t l, int64_t h, int64_t n, float* scratch) const;
-  const float* values(int64_t l, int64_t h, int64_t n, float* scratch) const;
-  // Parts of keys() / values() of an F16 cache: key tiles [tb, te) and value positions [jb, je)
-  // of head h widened into dst, a buffer laid out as keys() / values() fill theirs.
-  void widen_keys(int64_t l, int64_t h, int64_t tb, int64_t te, float* dst) const;
-  void widen_values(int64_t l, int64_t h, int64_t jb, int64_t je, float* dst) const;
+  // Keys of KV head h of layer l, tiled as above (whole tiles: key_tiles(n_ctx) * kKeyTile * hd
+  // elements), and its values as [j * head_dim + d], in place: float for an F32 cache, uint16_t
+  // (F16) for an F16 one; attention widens F16 in registers as it reads.
+  const void* keys(int64_t l, int64_t h) const;
+  const void* values(int64_t l, int64_t h) const;
   size_t bytes() const { return f_.size() * 4 + h_.size() * 2; }
   bool is_f16() const { return type_ == KvType::f16; }
   int64_t n_ctx() const { return n_ctx_; }
@@ -47,19 +43,15 @@ class KvCache {
 };
 
 // The tokens of a step as attention sees them: each reads its own sequence's cache, keys
-// [0, pos] (causal; the step's own keys are stored before attention runs). slot: the index of
-// the token's cache among the step's distinct caches (an F16 cache is widened once per slot and
-// KV head for all the tokens that read it).
+// [0, pos] (causal; the step's own keys are stored before attention runs).
 struct AttnToken {
   KvCache* kv = nullptr;  // written by the block (this step's keys and values), read by attention
   int64_t pos = 0;
-  int64_t slot = 0;
 };
 struct AttnStep {
   std::vector<AttnToken> tok;
-  std::vector<const KvCache*> caches;  // by slot
-  std::vector<int64_t> len;            // by slot: 1 + the largest position read
-  // Fills tok, caches and len; caches are numbered in order of first appearance.
+  int64_t max_len = 0;  // 1 + the largest position read
+  // Fills tok and max_len.
   void set(std::span<const AttnToken> tokens);
 };
 
@@ -77,10 +69,6 @@ void swiglu_avx512(float* g, const float* u, int64_t n);
 void exp_shifted_scalar(const float* s, float mx, float* out, int64_t n);
 void exp_shifted_avx2(const float* s, float mx, float* out, int64_t n);
 void exp_shifted_avx512(const float* s, float mx, float* out, int64_t n);
-// F16 -> F32 (exact), per ISA: the avx2/avx512 ones with F16C.
-void f16_to_f32_scalar(const uint16_t* h, float* f, int64_t n);
-void f16_to_f32_avx2(const uint16_t* h, float* f, int64_t n);
-void f16_to_f32_avx512(const uint16_t* h, float* f, int64_t n);
 
 void attention(const ModelConfig& c, const AttnStep& step, int64_t layer, const float* q, float* out,
                std::vector<float>& scratch, ThreadPool& pool);

@@ -218,7 +218,7 @@ void forward(const Model& model, std::span<const StepToken> tokens, Workspace& w
     if (s.pos >= s.seq->n_ctx())
       throw Error("", "", "context full", "at most " + std::to_string(s.seq->n_ctx()) + " positions", std::to_string(s.pos + 1));
     ++it->second;
-    at[static_cast<size_t>(t)] = AttnToken{&s.seq->impl().kv, s.pos, 0};
+    at[static_cast<size_t>(t)] = AttnToken{&s.seq->impl().kv, s.pos};
     max_pos = std::max(max_pos, s.pos);
   }
   const auto t_start = std::chrono::steady_clock::now();
