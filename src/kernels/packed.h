@@ -56,7 +56,13 @@ struct Packed {
 // lies at most 48 + 143 = 191 bytes past its first line's start: in the third line). Two
 // prefetches a record (+0, +128) missed every other line of the stream: 10 of each 18 lines were
 // prefetched and the rest was left to the hardware prefetcher.
-inline constexpr int64_t kPrefetchBytes = 8192;
+// The distance: 2 KiB. Measured side by side on the Llama-1B shape (BENCHMARKS 14, SPR-class
+// guest, AVX-512): generation +3-4% at one thread and +5-8% at two against 8 KiB (1 KiB: +4-7%
+// at one thread, parity at two; 4 KiB between). tools/stream_compute_probe.cpp shows the same on
+// a bare stream: one core read 19.0 GB/s prefetching 2 KiB ahead, 16.3 at 8 KiB, and with work
+// interleaved (30-65% of the stream's time) 94-102% of the best bare stream at 2 KiB but 58-107%
+// at 8 KiB.
+inline constexpr int64_t kPrefetchBytes = 2048;
 inline void prefetch_record(const uint8_t* rec) {
   const char* p = reinterpret_cast<const char*>(rec + kPrefetchBytes);
   __builtin_prefetch(p, 0, 3);
