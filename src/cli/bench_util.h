@@ -26,7 +26,8 @@ std::string repo_file(const std::string& rel);
 int64_t l3_bytes();
 
 // Streams a buffer of `bytes` (allocated and touched once, kept for the process) with the pool's
-// threads and returns the read bandwidth in GB/s (1e9 bytes per second).
+// threads and returns the read bandwidth in GB/s (1e9 bytes per second): the best of three passes,
+// prefetching 1, 2 and 8 KiB ahead.
 double dram_read_gbps(ThreadPool& pool, int64_t bytes);
 
 // A fixed competing load: `procs` child processes that each spin on a core until the object is
