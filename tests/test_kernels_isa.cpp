@@ -64,7 +64,8 @@ RowMatrix edge_weights(int64_t n_out, int64_t n_in, uint64_t seed) {
 // except the first of each 256-block at 0x08 (E = 0), i.e. an exponent range of exactly 7 (narrow,
 // kNarrowRange: the int32 bound), or 0x4F (E = 8: range 8, the wide path); kind 4: rows 0-7 of each tile as kind
 // 2 and rows 8-15 as kind 3 (the AVX2 kernel chooses per 8-row half: one narrow, one wide half in
-// the same block); kind 0: edge_weights.
+// the same block); kind 5: whole tiles as kind 2 or 3, alternating by tile and by 256-block (the
+// AVX-512 decode pairs two tiles: both narrow, or one of each in either order); kind 0: edge_weights.
 RowMatrix weights_of_kind(int kind, int64_t n_out, int64_t n_in, uint64_t seed) {
   if (kind == 0) return edge_weights(n_out, n_in, seed);
   if (kind == 1) {
@@ -79,7 +80,7 @@ RowMatrix weights_of_kind(int kind, int64_t n_out, int64_t n_in, uint64_t seed) 
   RowMatrix w = edge_weights(n_out, n_in, seed);
   for (int64_t r = 0; r < n_out; ++r) {
     for (int64_t g = 0; g < n_in / 16; ++g) {
-      const bool narrow = kind == 2 || (kind == 4 && r % 16 < 8);
+      const bool narrow = kind == 2 || (kind == 4 && r % 16 < 8) || (kind == 5 && (r / 16 + g / 16) % 2 == 0);
       w.scales[r * (n_in / 16) + g] = g % 16 == 0 ? 0x08 : (narrow ? 0x47 : 0x4F);
     }
   }
@@ -123,7 +124,7 @@ void expect_same_bits(const std::vector<float>& got, const float* want, size_t c
 
 TEST_P(ForcedIsa, A16Q8AndW4A4EqualTheReferenceBitForBit) {
   constexpr int64_t kMaxN = 17;
-  for (int kind = 0; kind < 5; ++kind) for (const Shape& s : kShapes) {
+  for (int kind = 0; kind < 6; ++kind) for (const Shape& s : kShapes) {
     if (kind > 0 && s.n_in > 4096) continue;  // keep the test short
     RowMatrix w = weights_of_kind(kind, s.n_out, s.n_in, 1000 + s.n_in);
     std::vector<float> x = edge_activations(s.n_in, kMaxN, 7 + s.n_in);
@@ -298,7 +299,7 @@ TEST(Dispatch, PackUnpackRoundTrips) {
 // nonzero scales of the 256-block, narrow says every row of the half spans <= kNarrowRange binades,
 // and q9 = M * 2^E with M = v - 8E <= 15 (the factorization the narrow kernels use) for every byte.
 TEST(Dispatch, BlockSummaryMatchesTheScales) {
-  for (int kind : {0, 1, 2, 3, 4}) {
+  for (int kind : {0, 1, 2, 3, 4, 5}) {
     const int64_t n_out = 37, n_in = 576;  // blocks of 16, 16 and 4 groups; a partial tile
     RowMatrix w = weights_of_kind(kind, n_out, n_in, 11);
     kern::Packed p = kern::pack_weights(w.view());
