@@ -204,6 +204,32 @@ inline void narrow_both(const uint8_t* p, int64_t count, const uint8_t* emin, co
   }
 }
 
+// narrow_both of one column for tiles at p0 and p1 = p0 + the tile stride (decode): the two
+// record streams walked side by side, each group's activation broadcasts shared by the two
+// tiles. The same integer sums as narrow_both, per tile.
+template <bool kVnni>
+inline void narrow_both_pair(const uint8_t* p0, const uint8_t* p1, int64_t count, const uint8_t* emin0,
+                             const uint8_t* emin1, const int8_t* qb, const int32_t* cb, __m256 t[2][2]) {
+  const __m256i base0 = _mm256_add_epi16(row_words(emin0), _mm256_set1_epi16(1));
+  const __m256i base1 = _mm256_add_epi16(row_words(emin1), _mm256_set1_epi16(1));
+  __m256i a00 = _mm256_setzero_si256(), a01 = a00, a10 = a00, a11 = a00;
+  for (int64_t g = 0; g < count; ++g, p0 += kRecordBytes, p1 += kRecordBytes, qb += kQStride, cb += ActQ8::kChunk) {
+    prefetch_record(p0);
+    prefetch_record(p1);
+    const Bcast x = bcast(qb, cb);
+    const Mults m0 = scale_mults<kVnni>(p0 + 128, base0);
+    a00 = accumulate<kVnni>(a00, group_sum<kVnni>(decode(p0), x), m0.m0);
+    a01 = accumulate<kVnni>(a01, group_sum<kVnni>(decode(p0 + 32), x), m0.m1);
+    const Mults m1 = scale_mults<kVnni>(p1 + 128, base1);
+    a10 = accumulate<kVnni>(a10, group_sum<kVnni>(decode(p1), x), m1.m0);
+    a11 = accumulate<kVnni>(a11, group_sum<kVnni>(decode(p1 + 32), x), m1.m1);
+  }
+  t[0][0] = _mm256_mul_ps(_mm256_cvtepi32_ps(a00), pow2_of(emin0));
+  t[0][1] = _mm256_mul_ps(_mm256_cvtepi32_ps(a01), pow2_of(emin0 + 8));
+  t[1][0] = _mm256_mul_ps(_mm256_cvtepi32_ps(a10), pow2_of(emin1));
+  t[1][1] = _mm256_mul_ps(_mm256_cvtepi32_ps(a11), pow2_of(emin1 + 8));
+}
+
 // Wide half, one column at a time (rare: its float64 sums take two registers per column).
 template <bool kVnni, int NC>
 inline void wide_half(const uint8_t* ph, const uint8_t* s8, int64_t count, const int8_t* qb,
@@ -223,44 +249,49 @@ inline void wide_half(const uint8_t* ph, const uint8_t* s8, int64_t count, const
   }
 }
 
-// One tile, columns [c0, c0 + NC) (inside one chunk of 8).
+// Block b of one tile, columns [c0, c0 + NC): tt[h][c] = float(T) * 2^-10 of half h (see the
+// header); p points at the block's first record.
 template <bool kVnni, int NC>
-void tile_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float* y) {
-  alignas(32) float acc[NC][16] = {};
-  const uint8_t* p = w.tile(tile);
-  const __m256 s2 = _mm256_set1_ps(w.scale2);
-  for (int64_t b = 0; b < a.blocks; ++b) {
-    const int64_t g0 = b * kBlockGroups;
-    const int64_t count = std::min<int64_t>(a.groups, g0 + kBlockGroups) - g0;
-    const int8_t* qb = a.qg(g0, c0);
-    const int32_t* cb = kVnni ? a.corrg(g0, c0) : a.corr16g(g0, c0);  // VNNI: int32 corr, AVX2: its low half
-    const uint8_t* emin = w.emin_at(tile, b);
-    const int narrow = w.narrow_at(tile, b);
-    __m256 tt[2][NC];
-    const bool both = NC <= 2 && narrow == 3;
-    if (both) {
-      narrow_both<kVnni, NC>(p, count, emin, qb, cb, tt);
-    } else {
-      prefetch_block(p, count);
-    }
-    for (int h = 0; h < 2; ++h) {
-      __m256* t = tt[h];
-      if (both) {  // done above
-      } else if (narrow & (1 << h)) {
-        narrow_half<kVnni, NC>(p, h, count, emin, qb, cb, t);
-      } else {
-        wide_half<kVnni, NC>(p + 32 * h, p + 128 + 8 * h, count, qb, cb, t);
-      }
-      for (int c = 0; c < NC; ++c) {
-        const int64_t col = c0 + c;
-        if (a.zero[col * a.blocks + b]) continue;
-        __m256 v = _mm256_mul_ps(t[c], _mm256_set1_ps(a.d[col * a.blocks + b]));
-        v = _mm256_mul_ps(v, s2);
-        _mm256_store_ps(acc[c] + 8 * h, _mm256_add_ps(_mm256_load_ps(acc[c] + 8 * h), v));
-      }
-    }
-    p += count * kRecordBytes;
+inline void block_t(const Packed& w, const ActQ8& a, int64_t tile, int64_t b, int64_t c0, const uint8_t* p,
+                    __m256 tt[2][NC]) {
+  const int64_t g0 = b * kBlockGroups;
+  const int64_t count = std::min<int64_t>(a.groups, g0 + kBlockGroups) - g0;
+  const int8_t* qb = a.qg(g0, c0);
+  const int32_t* cb = kVnni ? a.corrg(g0, c0) : a.corr16g(g0, c0);  // VNNI: int32 corr, AVX2: its low half
+  const uint8_t* emin = w.emin_at(tile, b);
+  const int narrow = w.narrow_at(tile, b);
+  if (NC <= 2 && narrow == 3) {
+    narrow_both<kVnni, NC>(p, count, emin, qb, cb, tt);
+    return;
   }
+  prefetch_block(p, count);
+  for (int h = 0; h < 2; ++h) {
+    if (narrow & (1 << h)) {
+      narrow_half<kVnni, NC>(p, h, count, emin, qb, cb, tt[h]);
+    } else {
+      wide_half<kVnni, NC>(p + 32 * h, p + 128 + 8 * h, count, qb, cb, tt[h]);
+    }
+  }
+}
+
+// The pinned steps of block b, both halves, columns [c0, c0 + NC): acc[c] += t * d * scale2.
+template <int NC>
+inline void add_block(const Packed& w, const ActQ8& a, int64_t b, int64_t c0, __m256 tt[2][NC], float (*acc)[16]) {
+  const __m256 s2 = _mm256_set1_ps(w.scale2);
+  for (int h = 0; h < 2; ++h) {
+    for (int c = 0; c < NC; ++c) {
+      const int64_t col = c0 + c;
+      if (a.zero[col * a.blocks + b]) continue;
+      __m256 v = _mm256_mul_ps(tt[h][c], _mm256_set1_ps(a.d[col * a.blocks + b]));
+      v = _mm256_mul_ps(v, s2);
+      _mm256_store_ps(acc[c] + 8 * h, _mm256_add_ps(_mm256_load_ps(acc[c] + 8 * h), v));
+    }
+  }
+}
+
+// y = half(acc) for the tile's rows, columns [c0, c0 + NC).
+template <int NC>
+inline void store_tile(const Packed& w, int64_t tile, int64_t c0, float (*acc)[16], float* y) {
   const int64_t r0 = tile * kTileRows;
   const int rows = static_cast<int>(std::min<int64_t>(kTileRows, w.n_out - r0));
   // Lane r of half h is stored when 8h + r < rows (masked stores: no copy through memory).
@@ -278,6 +309,46 @@ void tile_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
   }
 }
 
+// One tile, columns [c0, c0 + NC) (inside one chunk of 8).
+template <bool kVnni, int NC>
+void tile_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float* y) {
+  alignas(32) float acc[NC][16] = {};
+  const uint8_t* p = w.tile(tile);
+  for (int64_t b = 0; b < a.blocks; ++b) {
+    __m256 tt[2][NC];
+    block_t<kVnni, NC>(w, a, tile, b, c0, p, tt);
+    add_block<NC>(w, a, b, c0, tt, acc);
+    p += (std::min<int64_t>(a.groups, (b + 1) * kBlockGroups) - b * kBlockGroups) * kRecordBytes;
+  }
+  store_tile<NC>(w, tile, c0, acc, y);
+}
+
+// Tiles `tile` and `tile + 1`, one column (decode): where both tiles' block is narrow, their two
+// record streams are walked side by side (narrow_both_pair); otherwise each tile's block as in
+// tile_pass. The same bits as two tile_pass<1>.
+template <bool kVnni>
+void pair_pass(const Packed& w, const ActQ8& a, int64_t tile, float* y) {
+  alignas(32) float acc[2][1][16] = {};
+  const uint8_t* p = w.tile(tile);
+  const int64_t stride = w.tile(tile + 1) - p;
+  for (int64_t b = 0; b < a.blocks; ++b) {
+    const int64_t g0 = b * kBlockGroups;
+    const int64_t count = std::min<int64_t>(a.groups, g0 + kBlockGroups) - g0;
+    __m256 tt[2][2][1];
+    if (w.narrow_at(tile, b) == 3 && w.narrow_at(tile + 1, b) == 3) {
+      __m256 t4[2][2];
+      narrow_both_pair<kVnni>(p, p + stride, count, w.emin_at(tile, b), w.emin_at(tile + 1, b), a.qg(g0, 0),
+                              kVnni ? a.corrg(g0, 0) : a.corr16g(g0, 0), t4);
+      for (int u = 0; u < 2; ++u) for (int h = 0; h < 2; ++h) tt[u][h][0] = t4[u][h];
+    } else {
+      for (int u = 0; u < 2; ++u) block_t<kVnni, 1>(w, a, tile + u, b, 0, p + u * stride, tt[u]);
+    }
+    for (int u = 0; u < 2; ++u) add_block<1>(w, a, b, 0, tt[u], acc[u]);
+    p += count * kRecordBytes;
+  }
+  for (int u = 0; u < 2; ++u) store_tile<1>(w, tile + u, 0, acc[u], y);
+}
+
 using PassFn = void (*)(const Packed&, const ActQ8&, int64_t, int64_t, float*);
 template <bool kVnni>
 constexpr PassFn kPass[9] = {nullptr,
@@ -289,10 +360,12 @@ void run_window(const Packed& w, const ActQ8& a, int64_t t, int64_t c0, int64_t 
   for (; c0 < c1; c0 += 8) kPass<kVnni>[std::min<int64_t>(8, c1 - c0)](w, a, t, c0, y);
 }
 
-// Decode and small N: per tile, the columns in windows of at most 8.
+// Decode: tiles in pairs. Small N: per tile, the columns in windows of at most 8.
 template <bool kVnni>
 void gemv(const Packed& w, const ActQ8& a, int64_t tb, int64_t te, float* y) {
-  for (int64_t t = tb; t < te; ++t) run_window<kVnni>(w, a, t, 0, a.n, y);
+  int64_t t = tb;
+  if (a.n == 1) for (; t + 2 <= te; t += 2) pair_pass<kVnni>(w, a, t, y);
+  for (; t < te; ++t) run_window<kVnni>(w, a, t, 0, a.n, y);
 }
 
 // Prefill (N >= kPrefillN): the columns cut into blocks whose int8 activations fit in half a
