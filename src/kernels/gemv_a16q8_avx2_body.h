@@ -5,8 +5,9 @@
 // a16q8 on AVX2: the packed 16-row tile read as two halves of 8 rows (one int32 lane per row),
 // a window of up to 8 columns per pass; each 256-block runs half by half (the second half reads
 // the block's 2.3 KiB of records from L1), or both halves in one loop for windows of 1-2 columns
-// when both are narrow (decode). Which path a half takes, and its emin, come from the block
-// summary built with the packed stream (Packed::emin / narrow, see packed.h).
+// when both are narrow; one column (decode) runs tiles in pairs, the two record streams side by
+// side (narrow_both_pair). Which path a half takes, and its emin, come from the block summary
+// built with the packed stream (Packed::emin / narrow, see packed.h).
 //
 // Why the result equals the reference bit for bit (the AVX-512 kernel's argument, see
 // gemv_a16q8_avx512vnni.cpp, with the group sum formed in int16):

@@ -1,5 +1,6 @@
 // a16q8 on AVX-512 VNNI: 16 output rows x a window of up to 8 columns per pass, each packed weight
-// record (16 rows x 16 values, see packed.h) decoded once per pass.
+// record (16 rows x 16 values, see packed.h) decoded once per pass; one column (decode) runs two
+// tiles per pass, their record streams side by side (pair_pass).
 //
 // Why the result equals the reference bit for bit:
 //  - group sum s = -12*sum(q) + sum_j u_j*q_j with u = e2m1_q1 + 12 (vpdpbusd, int32, exact:
