@@ -175,72 +175,84 @@ void tile_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
   store_tile<NC>(w, tile, c0, acc, y);
 }
 
-// Tiles `tile` and `tile + 1`, one column (decode): where both tiles' block is narrow, one loop
-// walks their two record streams side by side and shares each group's activation loads. Measured
-// on the SPR-class guest of BENCHMARKS 15 (one core, weights in DRAM): 1.2-1.4x the stream rate of
-// one tile at a time, which left the core waiting on memory and computing by turns. Each tile's
-// integer sums and float steps are tile_pass's, so the bits are the same.
-void pair_pass(const Packed& w, const ActQ8& a, int64_t tile, float* y) {
+// Tiles `tile` and `tile + 1`, columns [c0, c0 + NC) (decode and small windows): where both
+// tiles' block is narrow, one loop walks their two record streams side by side and loads each
+// group's activations once for both tiles. Measured on the SPR-class guest of BENCHMARKS 15 (one
+// core, weights in DRAM): 1.2-1.4x the stream rate of one tile at a time, which left the core
+// waiting on memory and computing by turns. Each tile's integer sums and float steps are
+// tile_pass's, so the bits are the same.
+template <int NC>
+void pair_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float* y) {
   const __m512i lut = lut64();
-  alignas(64) float acc[2][1][16] = {};
+  alignas(64) float acc[2][NC][16] = {};
   const uint8_t* p[2] = {w.tile(tile), w.tile(tile + 1)};
   constexpr int64_t qstride = ActQ8::kChunk * kGroup;
   for (int64_t b = 0; b < a.blocks; ++b) {
-    __m512 t[2][1];
+    __m512 t[2][NC];
     if (w.narrow_at(tile, b) == 3 && w.narrow_at(tile + 1, b) == 3) {
       const int64_t g0 = b * kBlockGroups, g_end = std::min<int64_t>(a.groups, g0 + kBlockGroups);
-      const int8_t* qb = a.qg(g0, 0);
-      const int32_t* cb = a.corrg(g0, 0);
-      __m512i emin[2], base[2], acc_i[2];
+      const int8_t* qb = a.qg(g0, c0);
+      const int32_t* cb = a.corrg(g0, c0);
+      __m512i emin[2], base[2], acc_i[2][NC];
       for (int u = 0; u < 2; ++u) {
         emin[u] = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.emin_at(tile + u, b))));
         base[u] = _mm512_add_epi32(emin[u], _mm512_set1_epi32(1));
-        acc_i[u] = _mm512_setzero_si512();
+        for (int c = 0; c < NC; ++c) acc_i[u][c] = _mm512_setzero_si512();
       }
       for (int64_t g = g0; g < g_end; ++g, qb += qstride, cb += ActQ8::kChunk) {
-        const __m512i c = _mm512_set1_epi32(cb[0]);
-        const __m512i q0 = _mm512_set1_epi32(load4(qb)), q1 = _mm512_set1_epi32(load4(qb + 4));
-        const __m512i q2 = _mm512_set1_epi32(load4(qb + 8)), q3 = _mm512_set1_epi32(load4(qb + 12));
+        Decoded d[2];
+        __m512i mult[2];
         for (int u = 0; u < 2; ++u) {
           prefetch_record(p[u]);
-          const Decoded d = decode(p[u], lut);
-          const __m512i mult = scale_mult(p[u] + 128, base[u]);
-          __m512i s = _mm512_dpbusd_epi32(c, d.w0, q0);
-          s = _mm512_dpbusd_epi32(s, d.w1, q1);
-          s = _mm512_dpbusd_epi32(s, d.w2, q2);
-          s = _mm512_dpbusd_epi32(s, d.w3, q3);
-          acc_i[u] = _mm512_dpwssd_epi32(acc_i[u], s, mult);
+          d[u] = decode(p[u], lut);
+          mult[u] = scale_mult(p[u] + 128, base[u]);
           p[u] += kRecordBytes;
         }
+        for (int c = 0; c < NC; ++c) {
+          const int8_t* q = qb + c * kGroup;
+          const __m512i corr = _mm512_set1_epi32(cb[c]);
+          const __m512i q0 = _mm512_set1_epi32(load4(q)), q1 = _mm512_set1_epi32(load4(q + 4));
+          const __m512i q2 = _mm512_set1_epi32(load4(q + 8)), q3 = _mm512_set1_epi32(load4(q + 12));
+          for (int u = 0; u < 2; ++u) {
+            __m512i s = _mm512_dpbusd_epi32(corr, d[u].w0, q0);
+            s = _mm512_dpbusd_epi32(s, d[u].w1, q1);
+            s = _mm512_dpbusd_epi32(s, d[u].w2, q2);
+            s = _mm512_dpbusd_epi32(s, d[u].w3, q3);
+            acc_i[u][c] = _mm512_dpwssd_epi32(acc_i[u][c], s, mult[u]);
+          }
+        }
       }
-      for (int u = 0; u < 2; ++u) t[u][0] = _mm512_mul_ps(_mm512_cvtepi32_ps(acc_i[u]), pow2_minus10(emin[u]));
+      for (int u = 0; u < 2; ++u) {
+        for (int c = 0; c < NC; ++c) t[u][c] = _mm512_mul_ps(_mm512_cvtepi32_ps(acc_i[u][c]), pow2_minus10(emin[u]));
+      }
     } else {
       for (int u = 0; u < 2; ++u) {
         if (w.narrow_at(tile + u, b) == 3) {
-          block_narrow<1>(w, a, tile + u, b, 0, p[u], t[u]);
+          block_narrow<NC>(w, a, tile + u, b, c0, p[u], t[u]);
         } else {
-          block_wide<1>(a, b, 0, p[u], t[u]);
+          block_wide<NC>(a, b, c0, p[u], t[u]);
         }
       }
     }
-    for (int u = 0; u < 2; ++u) add_block<1>(w, a, b, 0, t[u], acc[u]);
+    for (int u = 0; u < 2; ++u) add_block<NC>(w, a, b, c0, t[u], acc[u]);
   }
-  for (int u = 0; u < 2; ++u) store_tile<1>(w, tile + u, 0, acc[u], y);
+  for (int u = 0; u < 2; ++u) store_tile<NC>(w, tile + u, c0, acc[u], y);
 }
 
 using PassFn = void (*)(const Packed&, const ActQ8&, int64_t, int64_t, float*);
 constexpr PassFn kPass[9] = {nullptr,         tile_pass<1>, tile_pass<2>, tile_pass<3>, tile_pass<4>,
                              tile_pass<5>,    tile_pass<6>, tile_pass<7>, tile_pass<8>};
+constexpr PassFn kPair[5] = {nullptr, pair_pass<1>, pair_pass<2>, pair_pass<3>, pair_pass<4>};
 
 }  // namespace
 
 // Windows: per tile, the columns in passes of at most 8 (a 14336-wide tile record stream is
 // 126 KiB, so the second pass of N = 16 reads it from L2, not DRAM).
 void gemv_a16q8_avx512vnni(const Packed& w, const ActQ8& a, int64_t tb, int64_t te, float* y) {
-  if (a.n == 1) {  // decode: tiles in pairs
+  if (a.n <= 4) {  // decode and small windows: tiles in pairs
     int64_t t = tb;
-    for (; t + 2 <= te; t += 2) pair_pass(w, a, t, y);
-    if (t < te) tile_pass<1>(w, a, t, 0, y);
+    for (; t + 2 <= te; t += 2) kPair[a.n](w, a, t, 0, y);
+    if (t < te) kPass[a.n](w, a, t, 0, y);
     return;
   }
   for (int64_t t = tb; t < te; ++t) {
