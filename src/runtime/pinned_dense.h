@@ -41,22 +41,31 @@ class PinnedDense {
 };
 
 namespace pinned_dense_detail {
-// Software prefetch of the next block of R rows (esz bytes per weight) while a block's inputs
-// [i, i + 16) are processed: the matching slice of the next block's bytes, so that a decode step,
-// which reads the head once from beyond the caches, finds it on its way.
-struct NextBlock {
+// Software prefetch for a block of R rows read side by side (esz bytes per weight): at input i,
+// each row's line kAhead bytes further on; past a row's end, the same line of the row R further
+// on (the next block's), so the stream runs on from block to block without a cold start. Called
+// once per 16 inputs; it asks only where a 64-byte line starts (every step for F32, every other
+// for F16). Measured on the head's shape (49152 x 2048 F16, one core, weights in DRAM, BENCHMARKS
+// 15): 16.3-16.4 GB/s at 512-2048 bytes ahead, against 11.3 for the whole next block prefetched
+// ahead (32 KiB: the rows this one reads were by then evicted or late) and 13.4 for none.
+template <int R, int64_t kEsz>
+struct RowAhead {
+  static constexpr int64_t kAhead = 1024;
   const char* p = nullptr;
-  int64_t bytes = 0, per_step = 0;
-  NextBlock(const void* w, int64_t n_in, int64_t n_out, int64_t r, int64_t rows, int64_t esz) {
-    const int64_t next_rows = std::max<int64_t>(0, std::min<int64_t>(rows, n_out - r - rows));
-    bytes = next_rows * n_in * esz;
-    per_step = rows * 16 * esz;
-    if (next_rows > 0) p = static_cast<const char*>(w) + (r + rows) * n_in * esz;
-  }
-  void at(int64_t i) const {
-    if (!p) return;
-    const int64_t off = (i / 16 * per_step) & ~int64_t{63};
-    for (int64_t o = off; o < std::min(bytes, off + per_step); o += 64) __builtin_prefetch(p + o, 0, 3);
+  int64_t row_bytes = 0;
+  int next_rows = 0;
+  RowAhead(const void* w, int64_t n_in, int64_t n_out, int64_t r)
+      : p(static_cast<const char*>(w) + r * n_in * kEsz), row_bytes(n_in * kEsz),
+        next_rows(static_cast<int>(std::clamp<int64_t>(n_out - r - R, 0, R))) {}
+  // Always inlined: GCC 12 finds an out-of-line at() "pure" (it sees no side effect in a
+  // prefetch) and deletes the calls, prefetches and all.
+  [[gnu::always_inline]] void at(int64_t i) const {
+    if ((i * kEsz) % 64 != 0) return;
+    const int64_t off = i * kEsz + kAhead;
+    const bool here = off < row_bytes;
+    const char* q = here ? p + off : p + R * row_bytes + (off - row_bytes);
+    const int n = here ? R : next_rows;
+    for (int k = 0; k < n; ++k, q += row_bytes) __builtin_prefetch(q, 0, 3);
   }
 };
 

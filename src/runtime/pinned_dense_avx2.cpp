@@ -45,14 +45,13 @@ inline __m256 load_x(const float* x, int64_t valid) {
 // R rows for every token (2R accumulators: lanes 0-7 and 8-15 of each row). Each row's sum keeps
 // the one pinned order (16 lanes, i ascending; the tail's missing lanes are not added, which
 // equals adding +0 to a lane that started at +0); blocking rows only adds independent chains and
-// memory streams. The next block's weights are prefetched: a decode step reads the head once,
+// memory streams. Each row is prefetched ahead (RowAhead): a decode step reads the head once,
 // from beyond the caches. R = 6 keeps the 12 accumulators and two temporaries in the 16 ymm.
 template <bool F16, int R>
 void block(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n, float* y,
            int64_t r) {
   const int64_t full = n_in & ~int64_t{15};
-  const int64_t esz = F16 ? 2 : 4;
-  const NextBlock next(w, n_in, n_out, r, R, esz);
+  const RowAhead<R, F16 ? 2 : 4> next(w, n_in, n_out, r);
   for (int64_t t = 0; t < n; ++t) {
     const float* xt = x + t * n_in;
     __m256 lo[R], hi[R];

@@ -24,14 +24,13 @@ inline __m512 load_w(const void* w, int64_t k, __mmask16 m) {
     return _mm512_mask_loadu_ps(_mm512_setzero_ps(), m, static_cast<const float*>(w) + k);
 }
 // R rows for every token. Each row's sum keeps the one pinned order (16 lanes, i ascending);
-// blocking rows only adds independent chains and memory streams. The next block's weights are
-// prefetched: a decode step reads the head once, from beyond the caches.
+// blocking rows only adds independent chains and memory streams. Each row is prefetched ahead
+// (RowAhead): a decode step reads the head once, from beyond the caches.
 template <bool F16, int R>
 void block(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n, float* y,
            int64_t r) {
   const int64_t full = n_in & ~int64_t{15};
-  const int64_t esz = F16 ? 2 : 4;
-  const NextBlock next(w, n_in, n_out, r, R, esz);
+  const RowAhead<R, F16 ? 2 : 4> next(w, n_in, n_out, r);
   for (int64_t t = 0; t < n; ++t) {
     const float* xt = x + t * n_in;
     __m512 acc[R];
