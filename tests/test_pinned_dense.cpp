@@ -24,12 +24,15 @@ TEST(PinnedDense, BitIdenticalAcrossIsaThreadsBatch) {
   for (int64_t n_in : {576, 1536, 40, 45, 7}) {  // 40, 45, 7: tails of 8, 13 and 7 lanes
     const int64_t n_out = 37, n = 5;
     std::vector<float> w(static_cast<size_t>(n_out * n_in)), x(static_cast<size_t>(n * n_in));
-    std::vector<uint16_t> h(w.size());
-    for (size_t i = 0; i < w.size(); ++i) { w[i] = rng.gauss(); h[i] = float_to_half(w[i]); }
+    std::vector<uint16_t> h(w.size()), b(w.size());
+    for (size_t i = 0; i < w.size(); ++i) { w[i] = rng.gauss(); h[i] = float_to_half(w[i]); b[i] = float_to_bf16(w[i]); }
     for (auto& v : x) v = rng.gauss() * 3.0f;
-    for (bool f16 : {false, true}) {
-      const PinnedDense d = f16 ? PinnedDense::prepare(DType::f16, h.data(), n_out, n_in)
-                                : PinnedDense::prepare(DType::f32, w.data(), n_out, n_in);
+    for (const DType dt : {DType::f32, DType::f16, DType::bf16}) {
+      const bool f16 = dt == DType::f16, bf16 = dt == DType::bf16;
+      const PinnedDense d = PinnedDense::prepare(dt, f16 ? static_cast<const void*>(h.data())
+                                                     : bf16 ? static_cast<const void*>(b.data())
+                                                            : static_cast<const void*>(w.data()), n_out, n_in);
+      EXPECT_EQ(d.bytes(), static_cast<size_t>(n_out * n_in) * (dt == DType::f32 ? 4 : 2));
       std::vector<float> ref(static_cast<size_t>(n * n_out));
       {
         IsaEnv e("scalar");
@@ -41,12 +44,26 @@ TEST(PinnedDense, BitIdenticalAcrossIsaThreadsBatch) {
         for (int64_t r = 0; r < n_out; ++r) {
           double exact = 0, mag = 0;
           for (int64_t i = 0; i < n_in; ++i) {
-            const double wv = f16 ? half_to_float(h[static_cast<size_t>(r * n_in + i)]) : w[static_cast<size_t>(r * n_in + i)];
+            const size_t k = static_cast<size_t>(r * n_in + i);
+            const double wv = f16 ? half_to_float(h[k]) : bf16 ? bf16_to_float(b[k]) : w[k];
             exact += wv * x[static_cast<size_t>(t * n_in + i)];
             mag += std::fabs(wv * x[static_cast<size_t>(t * n_in + i)]);
           }
           EXPECT_LE(std::fabs(ref[static_cast<size_t>(t * n_out + r)] - exact), mag * static_cast<double>(n_in) * 0x1p-24);
         }
+      if (bf16) {  // BF16 read as stored gives the bits of the same weights widened to F32 first
+        std::vector<float> wide(w.size());
+        for (size_t i = 0; i < w.size(); ++i) wide[i] = bf16_to_float(b[i]);
+        const PinnedDense f = PinnedDense::prepare(DType::f32, wide.data(), n_out, n_in);
+        std::vector<float> want(ref.size());
+        IsaEnv e("scalar");
+        ThreadPool p1(1);
+        f.forward(x.data(), n, want.data(), p1);
+        EXPECT_EQ(0, std::memcmp(want.data(), ref.data(), ref.size() * 4)) << "n_in " << n_in;
+        std::vector<float> row(static_cast<size_t>(n_in));
+        d.row(n_out - 1, row.data());
+        EXPECT_EQ(0, std::memcmp(row.data(), wide.data() + (n_out - 1) * n_in, row.size() * 4));
+      }
       for (const char* isa : {"scalar", "avx2", "avxvnni", "avx512"}) {
         if (!supported(isa)) continue;
         IsaEnv e(isa);

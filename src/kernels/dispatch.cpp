@@ -151,9 +151,9 @@ void swiglu_scalar(float*, const float*, int64_t);
 void swiglu_avx2(float*, const float*, int64_t);
 void swiglu_avx512(float*, const float*, int64_t);
 namespace pinned_dense_detail {
-void rows_scalar(const void*, bool, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
-void rows_avx2(const void*, bool, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
-void rows_avx512(const void*, bool, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
+void rows_scalar(const void*, int, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
+void rows_avx2(const void*, int, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
+void rows_avx512(const void*, int, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
 }  // namespace pinned_dense_detail
 
 namespace kern {

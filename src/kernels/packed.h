@@ -163,7 +163,7 @@ using DenseFn = void (*)(DType dtype, const uint8_t* w, int64_t n_out, int64_t n
 using AttnItemFn = void (*)(const void* item);
 using AttnPhaseFn = void (*)(const void* item, int phase, int64_t b, int64_t e);
 using SwigluFn = void (*)(float* g, const float* u, int64_t n);
-using PinnedRowsFn = void (*)(const void* w, bool f16, int64_t n_in, int64_t n_out, const float* x, int64_t n,
+using PinnedRowsFn = void (*)(const void* w, int elem, int64_t n_in, int64_t n_out, const float* x, int64_t n,
                               float* y, int64_t b, int64_t e);
 
 // The Q8_0 head (kernels/head_q8.h): rows [r_b, r_e) of y for every column of a.

@@ -13,7 +13,7 @@ namespace nvfp4 {
 
 Head Head::dense(PinnedDense d) {
   Head h;
-  h.type_ = d.is_f16() ? Type::f16 : Type::f32;
+  h.type_ = d.is_f16() ? Type::f16 : d.is_bf16() ? Type::bf16 : Type::f32;
   h.n_out_ = d.n_out();
   h.n_in_ = d.n_in();
   h.dense_ = std::move(d);
@@ -54,6 +54,7 @@ std::string Head::type_name() const {
   switch (type_) {
     case Type::f32: return "F32";
     case Type::f16: return "F16";
+    case Type::bf16: return "BF16";
     case Type::q8_0: return "Q8_0";
     case Type::nvfp4: return "NVFP4";
   }

@@ -19,7 +19,7 @@ namespace nvfp4 {
 
 class Head {
  public:
-  enum class Type { f32, f16, q8_0, nvfp4 };
+  enum class Type { f32, f16, bf16, q8_0, nvfp4 };
   static Head dense(PinnedDense d);
   // blocks: n_out rows of GGUF Q8_0. integer: the model runs an integer-exact mode.
   static Head q8_0(const uint8_t* blocks, int64_t n_out, int64_t n_in, bool integer);

@@ -18,26 +18,33 @@
 
 namespace nvfp4 {
 
+namespace pinned_dense_detail {
+// The stored element: the kernels' `elem` argument.
+enum Elem : int { kF32 = 0, kF16 = 1, kBF16 = 2 };
+}  // namespace pinned_dense_detail
+
 class PinnedDense {
  public:
-  // Stores W[n_out][n_in] as F16 when `dtype` is f16, else as F32 (BF16 widens exactly).
+  // Stores W[n_out][n_in] as given: F16, BF16 (each widened exactly in registers as it is read)
+  // or F32.
   static PinnedDense prepare(DType dtype, const void* w, int64_t n_out, int64_t n_in);
   static PinnedDense from_f32(std::vector<float> w, int64_t n_out, int64_t n_in);
   int64_t n_out() const { return n_out_; }
   int64_t n_in() const { return n_in_; }
-  bool is_f16() const { return f16_; }
+  bool is_f16() const { return elem_ == pinned_dense_detail::kF16; }
+  bool is_bf16() const { return elem_ == pinned_dense_detail::kBF16; }
   // y[t*n_out + r] = W x_t for t < n.
   void forward(const float* x, int64_t n, float* y, ThreadPool& pool) const;
   // Row r as float32 (embedding look-up).
   void row(int64_t r, float* out) const;
   std::string kernel_name() const;
-  size_t bytes() const { return f16_ ? h_.size() * 2 : f_.size() * 4; }
+  size_t bytes() const { return h_.size() * 2 + f_.size() * 4; }
 
  private:
   int64_t n_out_ = 0, n_in_ = 0;
-  bool f16_ = false;
-  HugeVector<float> f_;
-  HugeVector<uint16_t> h_;
+  int elem_ = pinned_dense_detail::kF32;
+  HugeVector<float> f_;      // F32
+  HugeVector<uint16_t> h_;   // F16 or BF16
 };
 
 namespace pinned_dense_detail {
@@ -70,11 +77,11 @@ struct RowAhead {
 };
 
 // One row range [r0, r1) for all n columns; every variant follows the order above exactly.
-using RowsFn = void (*)(const void* w, bool f16, int64_t n_in, int64_t n_out, const float* x,
+using RowsFn = void (*)(const void* w, int elem, int64_t n_in, int64_t n_out, const float* x,
                         int64_t n, float* y, int64_t r0, int64_t r1);
-void rows_scalar(const void*, bool, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
-void rows_avx2(const void*, bool, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
-void rows_avx512(const void*, bool, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
+void rows_scalar(const void*, int, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
+void rows_avx2(const void*, int, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
+void rows_avx512(const void*, int, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
 }  // namespace pinned_dense_detail
 
 }  // namespace nvfp4

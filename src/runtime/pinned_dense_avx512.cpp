@@ -16,21 +16,27 @@ inline float reduce16(__m512 v) {
   __m128 d = _mm_add_ss(c, _mm_shuffle_ps(c, c, 1));
   return _mm_cvtss_f32(d);
 }
-template <bool F16>
+// 16 weights from k as float (lanes off m: 0): F16 by vcvtph2ps, BF16 by moving its bits to the
+// top of a float (exact), F32 as stored.
+template <int E>
 inline __m512 load_w(const void* w, int64_t k, __mmask16 m) {
-  if constexpr (F16)
+  if constexpr (E == kF16) {
     return _mm512_maskz_cvtph_ps(__mmask16(0xFFFF), _mm256_mask_loadu_epi16(_mm256_setzero_si256(), m, static_cast<const uint16_t*>(w) + k));
-  else
+  } else if constexpr (E == kBF16) {
+    const __m256i b = _mm256_mask_loadu_epi16(_mm256_setzero_si256(), m, static_cast<const uint16_t*>(w) + k);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16));
+  } else {
     return _mm512_mask_loadu_ps(_mm512_setzero_ps(), m, static_cast<const float*>(w) + k);
+  }
 }
 // R rows for every token. Each row's sum keeps the one pinned order (16 lanes, i ascending);
 // blocking rows only adds independent chains and memory streams. Each row is prefetched ahead
 // (RowAhead): a decode step reads the head once, from beyond the caches.
-template <bool F16, int R>
+template <int E, int R>
 void block(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n, float* y,
            int64_t r) {
   const int64_t full = n_in & ~int64_t{15};
-  const RowAhead<R, F16 ? 2 : 4> next(w, n_in, n_out, r);
+  const RowAhead<R, E == kF32 ? 4 : 2> next(w, n_in, n_out, r);
   for (int64_t t = 0; t < n; ++t) {
     const float* xt = x + t * n_in;
     __m512 acc[R];
@@ -40,31 +46,32 @@ void block(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n
       if (t == 0) next.at(i);
       const __m512 xv = _mm512_loadu_ps(xt + i);
       for (int k = 0; k < R; ++k)
-        acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(load_w<F16>(w, (r + k) * n_in + i, __mmask16(0xFFFF)), xv));
+        acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(load_w<E>(w, (r + k) * n_in + i, __mmask16(0xFFFF)), xv));
     }
     if (i < n_in) {
       const __mmask16 m = static_cast<__mmask16>((1u << (n_in - i)) - 1);
       const __m512 xv = _mm512_mask_loadu_ps(_mm512_setzero_ps(), m, xt + i);
       for (int k = 0; k < R; ++k)
-        acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(load_w<F16>(w, (r + k) * n_in + i, m), xv));
+        acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(load_w<E>(w, (r + k) * n_in + i, m), xv));
     }
     for (int k = 0; k < R; ++k) y[t * n_out + r + k] = reduce16(acc[k]);
   }
 }
-template <bool F16>
+template <int E>
 void rows(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n, float* y,
           int64_t r0, int64_t r1) {
   int64_t r = r0;
-  for (; r + 8 <= r1; r += 8) block<F16, 8>(w, n_in, n_out, x, n, y, r);
-  for (; r + 4 <= r1; r += 4) block<F16, 4>(w, n_in, n_out, x, n, y, r);
-  for (; r < r1; ++r) block<F16, 1>(w, n_in, n_out, x, n, y, r);
+  for (; r + 8 <= r1; r += 8) block<E, 8>(w, n_in, n_out, x, n, y, r);
+  for (; r + 4 <= r1; r += 4) block<E, 4>(w, n_in, n_out, x, n, y, r);
+  for (; r < r1; ++r) block<E, 1>(w, n_in, n_out, x, n, y, r);
 }
 }  // namespace
 
-void rows_avx512(const void* w, bool f16, int64_t n_in, int64_t n_out, const float* x, int64_t n,
+void rows_avx512(const void* w, int elem, int64_t n_in, int64_t n_out, const float* x, int64_t n,
                  float* y, int64_t r0, int64_t r1) {
-  if (f16) rows<true>(w, n_in, n_out, x, n, y, r0, r1);
-  else rows<false>(w, n_in, n_out, x, n, y, r0, r1);
+  if (elem == kF16) rows<kF16>(w, n_in, n_out, x, n, y, r0, r1);
+  else if (elem == kBF16) rows<kBF16>(w, n_in, n_out, x, n, y, r0, r1);
+  else rows<kF32>(w, n_in, n_out, x, n, y, r0, r1);
 }
 
 }  // namespace nvfp4::pinned_dense_detail
