@@ -157,34 +157,62 @@ void attention(const ModelConfig& c, const AttnStep& st, int64_t layer, const fl
   const Call call{c, st, layer, hd, group, gs, c.q_dim(), max_len, q, out, scratch.data(),
                   static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)))};
   if (few) {
-    // Few items (decoding): two dispatches, each split evenly. Scores by key range (16-aligned),
-    // then output by dimension range: every key's and every dimension's sum keeps its order, and
-    // the threads share the reading of the keys and values. The softmax of an item's heads (each
-    // head's one sequential pass over its scores) is done, in the first dispatch, by whichever
-    // thread finishes the item's last key range: who does it never changes a bit, and it saves
-    // the hand-off a dispatch of its own would cost.
-    const int64_t pieces = threads, items = n * per_token;
+    // Few items (decoding): two dispatches. Each cuts the step's work into one contiguous run
+    // per thread, items in order: the scores by whole key tiles (16 keys), the output by
+    // 16-dimension chunks, so a thread takes whole items where it can and shares at most the
+    // items at its run's two ends (a split of every item's dimensions made both threads read
+    // every value row: an F16 row of 64 dimensions is one 128-byte pair of lines). Every key's
+    // and every dimension's sum keeps its order. The softmax of an item's heads (each head's
+    // one sequential pass over its scores) is done, in the first dispatch, by whichever thread
+    // finishes the item's last key range: who does it never changes a bit, and it saves the
+    // hand-off a dispatch of its own would cost.
+    const int64_t items = n * per_token, dchunks = (hd + 15) / 16;
+    const auto make = [&](int64_t it) { return call.item(it / per_token, (it % per_token) / parts, (it % per_token) % parts); };
+    std::vector<int64_t> first(static_cast<size_t>(items + 1), 0);  // the item's first key tile of the step
+    for (int64_t it = 0; it < items; ++it) {
+      const int64_t len = st.tok[static_cast<size_t>(it / per_token)].pos + 1;
+      first[static_cast<size_t>(it + 1)] = first[static_cast<size_t>(it)] + key_tiles(len);
+    }
+    const int64_t n_tiles = first[static_cast<size_t>(items)];
+    const int runs = threads;
+    // For each item, how many runs hold some of its keys (the last of them does its softmax).
     std::vector<std::atomic<int>> left(static_cast<size_t>(items));
-    for (auto& v : left) v.store(static_cast<int>(pieces), std::memory_order_relaxed);
-    pool.run(items * pieces, [&](int64_t b, int64_t e) {
-      for (int64_t u = b; u < e; ++u) {
-        const int64_t it = u / pieces, piece = u % pieces, t = it / per_token, r = it % per_token;
-        const AttnItem a = call.item(t, r / parts, r % parts);
-        int64_t j0, j1;
-        partition(a.len, static_cast<int>(pieces), static_cast<int>(piece), 16, j0, j1);
-        if (j0 < j1) phase_fn(&a, static_cast<int>(AttnPhase::scores), j0, j1);
-        // acq_rel: the last piece sees every other piece's scores of this item.
-        if (left[static_cast<size_t>(it)].fetch_sub(1, std::memory_order_acq_rel) == 1)
-          phase_fn(&a, static_cast<int>(AttnPhase::softmax), 0, 0);
+    for (auto& v : left) v.store(0, std::memory_order_relaxed);
+    for (int r = 0; r < runs; ++r) {
+      int64_t u0, u1;
+      partition(n_tiles, runs, r, 1, u0, u1);
+      for (int64_t it = 0; it < items; ++it)
+        if (first[static_cast<size_t>(it)] < u1 && u0 < first[static_cast<size_t>(it + 1)])
+          left[static_cast<size_t>(it)].fetch_add(1, std::memory_order_relaxed);
+    }
+    pool.run(runs, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        int64_t u0, u1;
+        partition(n_tiles, runs, static_cast<int>(r), 1, u0, u1);
+        int64_t it = std::upper_bound(first.begin(), first.end(), u0) - first.begin() - 1;
+        for (; u0 < u1; ++it) {
+          const int64_t f = first[static_cast<size_t>(it)], l = first[static_cast<size_t>(it + 1)];
+          if (u0 >= l) continue;
+          const AttnItem a = make(it);
+          const int64_t j0 = (u0 - f) * kKeyTile, j1 = std::min(a.len, (std::min(u1, l) - f) * kKeyTile);
+          phase_fn(&a, static_cast<int>(AttnPhase::scores), j0, j1);
+          u0 = std::min(u1, l);
+          // acq_rel: the last run sees every other run's scores of this item.
+          if (left[static_cast<size_t>(it)].fetch_sub(1, std::memory_order_acq_rel) == 1)
+            phase_fn(&a, static_cast<int>(AttnPhase::softmax), 0, 0);
+        }
       }
     }, 1);
-    pool.run(n * per_token * pieces, [&](int64_t b, int64_t e) {
-      for (int64_t u = b; u < e; ++u) {
-        const int64_t it = u / pieces, piece = u % pieces, t = it / per_token, r = it % per_token;
-        const AttnItem a = call.item(t, r / parts, r % parts);
-        int64_t d0, d1;
-        partition(hd, static_cast<int>(pieces), static_cast<int>(piece), 16, d0, d1);
-        if (d0 < d1) phase_fn(&a, static_cast<int>(AttnPhase::output), d0, d1);
+    pool.run(runs, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        int64_t u0, u1;
+        partition(items * dchunks, runs, static_cast<int>(r), 1, u0, u1);
+        while (u0 < u1) {
+          const int64_t it = u0 / dchunks, end = std::min(u1, (it + 1) * dchunks);
+          const AttnItem a = make(it);
+          phase_fn(&a, static_cast<int>(AttnPhase::output), (u0 - it * dchunks) * 16, std::min(hd, (end - it * dchunks) * 16));
+          u0 = end;
+        }
       }
     }, 1);
     return;

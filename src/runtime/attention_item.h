@@ -130,31 +130,40 @@ __attribute__((noinline)) void output_chunk(const AttnItem& a, int64_t d0, Widen
     for (int64_t dd = 0; dd < C; ++dd) a.o[h][d0 + dd] = acc[h][dd];
 }
 
-// Softmax of one head's scores in place: scale, max, pinned exp, sum in double j ascending,
-// times 1/sum.
-template <class ExpShifted>
-inline void softmax_row(float* __restrict s, int64_t len, float scale, ExpShifted exp_shifted) {
-  // Scale, and the maximum in 16 lanes (which of two equal zeros wins cannot change s - max).
-  float lane_max[16];
-  for (int l = 0; l < 16; ++l) lane_max[l] = -INFINITY;
-  int64_t j = 0;
-  for (; j + 16 <= len; j += 16)
-    for (int l = 0; l < 16; ++l) {
-      const float v = s[j + l] * scale;
-      s[j + l] = v;
-      lane_max[l] = lane_max[l] < v ? v : lane_max[l];
+// Softmax of G heads' scores in place, each head's own: scale, max, pinned exp, sum in double j
+// ascending, times 1/sum. The G sums run side by side (G independent add chains: one head's
+// chain alone waits on the add's latency at every key), each in its own order.
+template <int G, class ExpShifted>
+inline void softmax_rows(float* const* s, int64_t len, float scale, ExpShifted exp_shifted) {
+  for (int h = 0; h < G; ++h) {
+    float* __restrict r = s[h];
+    // Scale, and the maximum in 16 lanes (which of two equal zeros wins cannot change s - max).
+    float lane_max[16];
+    for (int l = 0; l < 16; ++l) lane_max[l] = -INFINITY;
+    int64_t j = 0;
+    for (; j + 16 <= len; j += 16)
+      for (int l = 0; l < 16; ++l) {
+        const float v = r[j + l] * scale;
+        r[j + l] = v;
+        lane_max[l] = lane_max[l] < v ? v : lane_max[l];
+      }
+    for (; j < len; ++j) {
+      r[j] = r[j] * scale;
+      lane_max[0] = lane_max[0] < r[j] ? r[j] : lane_max[0];
     }
-  for (; j < len; ++j) {
-    s[j] = s[j] * scale;
-    lane_max[0] = lane_max[0] < s[j] ? s[j] : lane_max[0];
+    float mx = -INFINITY;
+    for (int l = 0; l < 16; ++l) mx = mx < lane_max[l] ? lane_max[l] : mx;
+    exp_shifted(r, mx, r, len);
   }
-  float mx = -INFINITY;
-  for (int l = 0; l < 16; ++l) mx = mx < lane_max[l] ? lane_max[l] : mx;
-  exp_shifted(s, mx, s, len);
-  double sum = 0.0;
-  for (int64_t i = 0; i < len; ++i) sum += s[i];
-  const double inv = 1.0 / sum;
-  for (int64_t i = 0; i < len; ++i) s[i] = static_cast<float>(s[i] * inv);
+  double sum[G];
+  for (int h = 0; h < G; ++h) sum[h] = 0.0;
+  for (int64_t i = 0; i < len; ++i)
+    for (int h = 0; h < G; ++h) sum[h] += s[h][i];
+  for (int h = 0; h < G; ++h) {
+    float* __restrict r = s[h];
+    const double inv = 1.0 / sum[h];
+    for (int64_t i = 0; i < len; ++i) r[i] = static_cast<float>(r[i] * inv);
+  }
 }
 
 // kKeys / kDims: keys (scores) and head dimensions (output) per register-held chunk for one head,
@@ -218,7 +227,7 @@ inline void output_range(const AttnItem& a, int64_t d0, int64_t d1, Widen widen)
 template <int G, int64_t kKeys, int64_t kDims, class E, class ExpShifted, class Widen>
 inline void attention_group(const AttnItem& a, ExpShifted exp_shifted, Widen widen) {
   scores_range<G, kKeys, E>(a, 0, a.len, widen);  // for each key j, sum over d ascending of q[d] * K[d][j]
-  for (int h = 0; h < G; ++h) softmax_row(a.s[h], a.len, a.scale, exp_shifted);
+  softmax_rows<G>(a.s, a.len, a.scale, exp_shifted);
   output_range<G, kDims, E>(a, 0, a.hd, widen);  // for each value row j ascending, o[d] += w[j] * V[j][d]
 }
 
@@ -238,7 +247,12 @@ inline void attention_phase_typed(const AttnItem& a, AttnPhase phase, int64_t b,
       }
       break;
     case AttnPhase::softmax:
-      for (int h = 0; h < a.g; ++h) softmax_row(a.s[h], a.len, a.scale, exp_shifted);
+      switch (a.g) {
+        case 1: softmax_rows<1>(a.s, a.len, a.scale, exp_shifted); break;
+        case 2: softmax_rows<2>(a.s, a.len, a.scale, exp_shifted); break;
+        case 3: softmax_rows<3>(a.s, a.len, a.scale, exp_shifted); break;
+        default: softmax_rows<4>(a.s, a.len, a.scale, exp_shifted); break;
+      }
       break;
     case AttnPhase::output:
       switch (a.g) {

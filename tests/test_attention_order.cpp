@@ -1,0 +1,144 @@
+// Attention against docs/DETERMINISM.md's order written out plainly, one head at a time: per key
+// j, s[j] = sum over d ascending of q[d] * K[j][d] in float; s[j] * (1/sqrt(hd)); the maximum;
+// float(exp(double(s[j] - max))) (pinned exp); their sum in double, j ascending; s[j] * (1/sum) in
+// double, rounded to float; then per dimension d, o[d] = sum over j ascending of s[j] * V[j][d] in
+// float. Held with ==, bit for bit, on every ISA this CPU runs, 1 to 3 threads, for decoding
+// (one token; one token each of two sequences) and a prompt window, for GQA groups of 1 to 6
+// heads (items of 4 and 2), head dimensions with a tail of fewer than 16, F32 and F16 caches.
+// The runtime cuts keys, heads and dimensions into ranges for threads and registers; none of that
+// may change a bit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "isa_scope.h"
+#include "nvfp4/codec.h"
+#include "nvfp4/kernels.h"
+#include "nvfp4/model.h"
+#include "nvfp4/thread_pool.h"
+#include "runtime/attention.h"
+#include "runtime/pinned_math.h"
+
+using namespace nvfp4;
+
+namespace {
+
+struct Shape {
+  int64_t n_head, n_kv, hd;
+};
+
+struct Seq {
+  KvCache cache;
+  std::vector<float> k, v;  // [pos][n_kv * hd] as the cache holds them (widened when F16)
+};
+
+void fill(const Shape& sh, int64_t n_ctx, KvType type, uint32_t seed, Seq& s) {
+  s.cache.init(1, sh.n_kv, sh.hd, n_ctx, type);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.5f);
+  const size_t kv = static_cast<size_t>(sh.n_kv * sh.hd);
+  s.k.assign(static_cast<size_t>(n_ctx) * kv, 0.0f);
+  s.v.assign(s.k.size(), 0.0f);
+  for (int64_t p = 0; p < n_ctx; ++p) {
+    float* k = s.k.data() + p * kv;
+    float* v = s.v.data() + p * kv;
+    for (size_t e = 0; e < kv; ++e) {
+      k[e] = nd(rng);
+      v[e] = nd(rng);
+    }
+    s.cache.store(0, p, k, v);
+    if (type == KvType::f16)
+      for (size_t e = 0; e < kv; ++e) {
+        k[e] = half_to_float(float_to_half(k[e]));
+        v[e] = half_to_float(float_to_half(v[e]));
+      }
+  }
+}
+
+// One query head of one token, in the documented order.
+void reference_head(const Shape& sh, const Seq& s, int64_t pos, int64_t h, const float* q, float* o) {
+  const int64_t hd = sh.hd, kvh = h / (sh.n_head / sh.n_kv), kv = sh.n_kv * hd, len = pos + 1;
+  std::vector<float> w(static_cast<size_t>(len));
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+  for (int64_t j = 0; j < len; ++j) {
+    float acc = 0.0f;
+    for (int64_t d = 0; d < hd; ++d) acc = acc + q[d] * s.k[static_cast<size_t>(j * kv + kvh * hd + d)];
+    w[static_cast<size_t>(j)] = acc * scale;
+  }
+  float mx = -INFINITY;
+  for (float x : w) mx = mx < x ? x : mx;
+  double sum = 0.0;
+  for (float& x : w) {
+    x = static_cast<float>(pinned::exp(static_cast<double>(x - mx)));
+    sum += x;
+  }
+  const double inv = 1.0 / sum;
+  for (float& x : w) x = static_cast<float>(x * inv);
+  for (int64_t d = 0; d < hd; ++d) {
+    float acc = 0.0f;
+    for (int64_t j = 0; j < len; ++j) acc = acc + w[static_cast<size_t>(j)] * s.v[static_cast<size_t>(j * kv + kvh * hd + d)];
+    o[d] = acc;
+  }
+}
+
+}  // namespace
+
+TEST(AttentionOrder, EqualsTheDocumentedOrderBitForBit) {
+  const Shape shapes[] = {
+      {9, 3, 64},   // SmolLM2: groups of 3
+      {4, 4, 64},   // no GQA: items of 1
+      {8, 4, 48},   // groups of 2; 48 dimensions
+      {12, 2, 40},  // groups of 6 (items of 4 and 2); a tail of 8 dimensions
+  };
+  const int64_t n_ctx = 100;  // 6 whole key tiles and a partial one
+  uint32_t seed = 7;
+  for (const Shape& sh : shapes)
+    for (KvType type : {KvType::f32, KvType::f16}) {
+      ModelConfig mc;
+      mc.n_head = sh.n_head;
+      mc.n_head_kv = sh.n_kv;
+      mc.head_dim = sh.hd;
+      std::vector<Seq> seqs(2);
+      for (Seq& s : seqs) fill(sh, n_ctx, type, seed++, s);
+      // Decoding one token at several lengths, one token each of two sequences, a prompt window.
+      std::vector<std::vector<std::pair<int, int64_t>>> steps;
+      for (int64_t pos : {0, 16, 47, 99}) steps.push_back({{0, pos}});
+      steps.push_back({{0, 99}, {1, 30}});
+      std::vector<std::pair<int, int64_t>> window;
+      for (int64_t p = 40; p < 70; ++p) window.push_back({1, p});
+      steps.push_back(window);
+      for (const auto& toks : steps) {
+        std::mt19937 rng(seed++);
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        const int64_t qd = mc.q_dim();
+        std::vector<float> q(toks.size() * static_cast<size_t>(qd));
+        for (float& x : q) x = nd(rng);
+        std::vector<float> want(q.size());
+        for (size_t t = 0; t < toks.size(); ++t)
+          for (int64_t h = 0; h < sh.n_head; ++h)
+            reference_head(sh, seqs[static_cast<size_t>(toks[t].first)], toks[t].second, h,
+                           q.data() + t * qd + h * sh.hd, want.data() + t * qd + h * sh.hd);
+        std::vector<AttnToken> at;
+        for (const auto& [si, pos] : toks) at.push_back(AttnToken{&seqs[static_cast<size_t>(si)].cache, pos});
+        AttnStep st;
+        st.set(at);
+        for (Isa isa : supported_isas())
+          for (int threads : {1, 2, 3}) {
+            SCOPED_TRACE(std::string(isa_name(isa)) + ", " + std::to_string(threads) + " threads, heads " +
+                         std::to_string(sh.n_head) + "/" + std::to_string(sh.n_kv) + " x " + std::to_string(sh.hd) +
+                         (type == KvType::f16 ? ", F16" : ", F32") + ", " + std::to_string(toks.size()) +
+                         " tokens, first at " + std::to_string(toks[0].second));
+            test::IsaEnv env(isa);
+            ThreadPool pool(threads);
+            std::vector<float> got(q.size(), -1.0f), scratch;
+            attention(mc, st, 0, q.data(), got.data(), scratch, pool);
+            EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                << "attention differs from the documented order";
+          }
+      }
+    }
+}
