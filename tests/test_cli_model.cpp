@@ -111,6 +111,12 @@ TEST(CliModel, BenchModelJson) {
     ASSERT_TRUE(j.contains(k)) << k;
     EXPECT_GT(j[k].get<double>(), 0.0) << k;
   }
+  // The KV cache's bytes: SmolLM2 (30 layers, 3 KV heads of 64) at positions 16-19, F32; the
+  // roofline counting them sets the same rate against the larger byte count.
+  EXPECT_DOUBLE_EQ(j["kv_bytes_per_token"].get<double>(), 2.0 * 30 * 192 * 4 * (16 + 2.5));
+  EXPECT_NEAR(j["roofline_with_kv_pct"].get<double>() / j["roofline_pct"].get<double>(),
+              (j["bytes_per_token"].get<double>() + j["kv_bytes_per_token"].get<double>()) / j["bytes_per_token"].get<double>(),
+              1e-9);
   EXPECT_LE(j["gen_tps_min"].get<double>(), j["gen_tps"].get<double>());
   EXPECT_GE(j["gen_tps_max"].get<double>(), j["gen_tps"].get<double>());
   for (const char* k : {"llama_cpp_nvfp4_prompt_tps", "llama_cpp_nvfp4_gen_tps", "llama_cpp_q4_0_prompt_tps",

@@ -1,6 +1,7 @@
 // nvfp4 bench model: end-to-end prompt (512 tokens, one pass per --batch) and generation (128
 // greedy tokens) speed, median of repeats; the DRAM roofline of generation (weight bytes read per
-// token / the read bandwidth measured in the same run); and llama.cpp through PyPI llama-cpp-python
+// token / the read bandwidth measured in the same run), and the same with the KV cache's bytes a
+// generated token reads; and llama.cpp through PyPI llama-cpp-python
 // (tools/llama_cpp_bench.py) on the same NVFP4 GGUF and on llama.cpp's own Q4_0 of the model,
 // null where unavailable; pool hand-offs per generated token. --contention: the same under a busy
 // loop on every core (see run_contention). --profile: where a generated token's time goes.
@@ -242,6 +243,13 @@ int run(const Opt& o) {
   const double kv_mib = static_cast<double>(2 * mc.n_layer * mc.kv_dim() * (o.prompt + o.gen)) *
                         (o.m.kv == "f16" ? 2.0 : 4.0) / (1024.0 * 1024.0);
   const double w_mib = static_cast<double>(L.model->weight_bytes()) / (1024.0 * 1024.0);
+  // The keys and values a generated token reads from its cache, on average over the timed
+  // generation (a token at position p reads p + 1 positions; p = prompt .. prompt + gen - 1): bytes
+  // the roofline above leaves out, and the attention part of --profile reads.
+  const double kv_bpt = 2.0 * static_cast<double>(mc.n_layer * mc.kv_dim()) * (o.m.kv == "f16" ? 2.0 : 4.0) *
+                        (static_cast<double>(o.prompt) + (static_cast<double>(o.gen) + 1.0) / 2.0);
+  j["kv_bytes_per_token"] = kv_bpt;
+  j["roofline_with_kv_pct"] = 100.0 * tg / (gbps * 1e9 / (bpt + kv_bpt));
   j["peak_rss_mb"] = rss;
   j["huge_pages_mib"] = huge_mib;
   j["thp_mode"] = thp_mode();
@@ -298,6 +306,8 @@ int run(const Opt& o) {
   std::printf("pool hand-offs per generated token: %.1f\n", ms.dispatches_per_token);
   std::printf("roofline: %.1f MB/token at %.1f GB/s = %.1f t/s; generation at %.1f %% of it\n", bpt / 1e6, gbps,
               gbps * 1e9 / bpt, j["roofline_pct"].get<double>());
+  std::printf("with the %.1f MB of keys and values a generated token reads on average: %.1f %%\n", kv_bpt / 1e6,
+              j["roofline_with_kv_pct"].get<double>());
   std::printf("peak RSS %.0f MiB = %.2fx (weights %.0f MiB + KV cache %.0f MiB)\n", rss, j["peak_rss_vs_weights_kv"].get<double>(),
               w_mib, kv_mib);
   std::printf("on 2 MiB pages: %.0f MiB (transparent huge pages: %s)\n", huge_mib, thp_mode().empty() ? "absent" : thp_mode().c_str());
