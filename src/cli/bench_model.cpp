@@ -240,14 +240,13 @@ int run(const Opt& o) {
   j["roofline_pct"] = 100.0 * tg / (gbps * 1e9 / bpt);
   // Against what the issue allows (1.1x the weights and the KV cache of prompt + gen positions).
   const ModelConfig& mc = L.model->config();
-  const double kv_mib = static_cast<double>(2 * mc.n_layer * mc.kv_dim() * (o.prompt + o.gen)) *
-                        (o.m.kv == "f16" ? 2.0 : 4.0) / (1024.0 * 1024.0);
+  const double kv_per_pos = static_cast<double>(2 * mc.n_layer * mc.kv_dim()) * (o.m.kv == "f16" ? 2.0 : 4.0);  // bytes
+  const double kv_mib = kv_per_pos * static_cast<double>(o.prompt + o.gen) / (1024.0 * 1024.0);
   const double w_mib = static_cast<double>(L.model->weight_bytes()) / (1024.0 * 1024.0);
   // The keys and values a generated token reads from its cache, on average over the timed
   // generation (a token at position p reads p + 1 positions; p = prompt .. prompt + gen - 1): bytes
   // the roofline above leaves out, and the attention part of --profile reads.
-  const double kv_bpt = 2.0 * static_cast<double>(mc.n_layer * mc.kv_dim()) * (o.m.kv == "f16" ? 2.0 : 4.0) *
-                        (static_cast<double>(o.prompt) + (static_cast<double>(o.gen) + 1.0) / 2.0);
+  const double kv_bpt = kv_per_pos * (static_cast<double>(o.prompt) + (static_cast<double>(o.gen) + 1.0) / 2.0);
   j["kv_bytes_per_token"] = kv_bpt;
   j["roofline_with_kv_pct"] = 100.0 * tg / (gbps * 1e9 / (bpt + kv_bpt));
   j["peak_rss_mb"] = rss;

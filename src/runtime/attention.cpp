@@ -189,14 +189,12 @@ void attention(const ModelConfig& c, const AttnStep& st, int64_t layer, const fl
       for (int64_t r = b; r < e; ++r) {
         int64_t u0, u1;
         partition(n_tiles, runs, static_cast<int>(r), 1, u0, u1);
-        int64_t it = std::upper_bound(first.begin(), first.end(), u0) - first.begin() - 1;
-        for (; u0 < u1; ++it) {
-          const int64_t f = first[static_cast<size_t>(it)], l = first[static_cast<size_t>(it + 1)];
-          if (u0 >= l) continue;
+        // Every item holds at least one tile, so each pass ends where the next item begins.
+        for (int64_t it = std::upper_bound(first.begin(), first.end(), u0) - first.begin() - 1; u0 < u1; ++it) {
+          const int64_t f = first[static_cast<size_t>(it)], end = std::min(u1, first[static_cast<size_t>(it + 1)]);
           const AttnItem a = make(it);
-          const int64_t j0 = (u0 - f) * kKeyTile, j1 = std::min(a.len, (std::min(u1, l) - f) * kKeyTile);
-          phase_fn(&a, static_cast<int>(AttnPhase::scores), j0, j1);
-          u0 = std::min(u1, l);
+          phase_fn(&a, static_cast<int>(AttnPhase::scores), (u0 - f) * kKeyTile, std::min(a.len, (end - f) * kKeyTile));
+          u0 = end;
           // acq_rel: the last run sees every other run's scores of this item.
           if (left[static_cast<size_t>(it)].fetch_sub(1, std::memory_order_acq_rel) == 1)
             phase_fn(&a, static_cast<int>(AttnPhase::softmax), 0, 0);
