@@ -1,7 +1,8 @@
 // huge_alloc and HugeVector (include/nvfp4/huge_pages.h): large blocks are 2 MiB-aligned mappings
 // of their own, advised as huge pages, which the kernel backs with 2 MiB pages where its
 // transparent huge pages are "madvise" or "always"; small ones come from operator new, 64-byte
-// aligned; the vector behaves as any std::vector.
+// aligned; the vector behaves as any std::vector. A HugeArena carves a model's blocks back to
+// back from reserved address space, opening it 2 MiB at a time.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -60,27 +61,51 @@ TEST(HugePages, TheKernelBacksAdvisedBlocksWithHugePages) {
   }
 }
 
-TEST(HugePages, AnArenaPacksSmallBlocksIntoSharedSlabs) {
-  auto arena = std::make_shared<HugeArena>(size_t{4} << 20);
-  std::vector<uint8_t*> small;
-  for (size_t n : {size_t{100}, size_t{64}, size_t{1} << 20, size_t{3}, size_t{500000}}) {
+TEST(HugePages, AnArenaCarvesEveryBlockBackToBack) {
+  auto arena = std::make_shared<HugeArena>(size_t{8} << 20);  // stretches of 8 MiB
+  EXPECT_EQ(arena->mapped(), 0u);
+  uint8_t* next = nullptr;
+  size_t used = 0;
+  for (size_t n : {size_t{100}, size_t{64}, size_t{1} << 20, size_t{3}, size_t{500000}, size_t{5} << 20}) {
     auto* p = static_cast<uint8_t*>(arena->take(n));
+    if (next) {
+      EXPECT_EQ(p, next) << n;  // right after the previous block, large ones too
+    } else {
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % kHugePage, 0u);
+    }
     EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
-    for (uint8_t* q : small) EXPECT_NE(p, q);
     p[0] = 1;
-    p[n - 1] = 1;
-    small.push_back(p);
+    p[n - 1] = 1;  // opened: readable and writable to the last byte
+    const size_t taken = (n + 63) / 64 * 64;
+    next = p + taken;
+    used += taken;
+    EXPECT_EQ(arena->mapped(), (used + kHugePage - 1) / kHugePage * kHugePage) << n;  // whole 2 MiB pages
   }
-  EXPECT_EQ(arena->mapped(), size_t{4} << 20);  // all five in the first slab
-  arena->take(size_t{1} << 20);
-  arena->take(size_t{1} << 20);  // 3.6 MiB of the slab's 4 taken
-  EXPECT_EQ(arena->mapped(), size_t{4} << 20);
-  arena->take(size_t{1} << 20);  // no longer fits: a second slab
-  EXPECT_EQ(arena->mapped(), size_t{8} << 20);
-  auto* big = static_cast<uint8_t*>(arena->take(size_t{5} << 20));  // over a quarter slab: its own block
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(big) % kHugePage, 0u);
-  EXPECT_EQ(arena->mapped(), size_t{13} << 20);
-  big[(size_t{5} << 20) - 1] = 7;
+  EXPECT_EQ(arena->stretches(), 1u);
+  auto* q = static_cast<uint8_t*>(arena->take(size_t{2} << 20));  // 6.5 + 2 MiB: past the stretch
+  EXPECT_EQ(arena->stretches(), 2u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(q) % kHugePage, 0u);
+  EXPECT_EQ(arena->mapped(), size_t{10} << 20);
+  q[(size_t{2} << 20) - 1] = 3;
+  auto* big = static_cast<uint8_t*>(arena->take(size_t{20} << 20));  // larger than a stretch: one its size
+  EXPECT_EQ(arena->stretches(), 3u);
+  EXPECT_EQ(arena->mapped(), size_t{30} << 20);
+  big[(size_t{20} << 20) - 1] = 7;
+  EXPECT_EQ(big[(size_t{20} << 20) - 1] + q[(size_t{2} << 20) - 1], 10);
+}
+
+TEST(HugePages, AnArenaReservesAddressSpaceNotMemory) {
+  // The default stretch is 64 GiB of address space; taking a little opens 2 MiB of it.
+  auto arena = std::make_shared<HugeArena>();
+  auto* p = static_cast<uint8_t*>(arena->take(4096));
+  p[4095] = 1;
+  EXPECT_EQ(arena->mapped(), kHugePage);
+  std::vector<std::shared_ptr<HugeArena>> many;  // many models at once (tests, a draft model)
+  for (int i = 0; i < 16; ++i) {
+    many.push_back(std::make_shared<HugeArena>());
+    static_cast<uint8_t*>(many.back()->take(64))[0] = 1;
+  }
+  EXPECT_EQ(many.back()->mapped(), kHugePage);
 }
 
 TEST(HugePages, ABufferTravelsWithTheAllocatorThatMadeIt) {

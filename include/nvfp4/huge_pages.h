@@ -35,27 +35,34 @@ size_t huge_resident_bytes(const void* p, size_t n);
 size_t huge_resident_process();
 std::string thp_mode();
 
-// Bump allocation from slabs of huge pages, for the many small, never-resized buffers of one
-// model's weights: take(n) is 64-byte aligned; a block larger than a quarter slab gets its own
-// mapping. Nothing is freed before the arena is (every slab at once).
+// Bump allocation for one model's weights: every block, small or large, is carved back to back
+// (64-byte aligned) from one reserved stretch of address space, so the model's packed weights are
+// one run of 2 MiB pages with a single partial page at its end. (Each large block as a mapping of
+// its own left the part past its last 2 MiB boundary on 4 KiB pages: 1 MiB of each 9 MiB MLP
+// matrix of the Llama-1B shape, 7% of its weights, which streamed slower; BENCHMARKS 17.)
+// The stretch is reserved without access and without commit charge (PROT_NONE, MAP_NORESERVE)
+// and opened 2 MiB at a time (read/write, advised MADV_HUGEPAGE) as blocks reach it: only what a
+// block covers is ever committed or resident. A block past the stretch's end starts a new stretch
+// of max(reserve, its size); where the system refuses the reservation, smaller ones are tried
+// down to the block's own size. Nothing is freed before the arena is.
 class HugeArena {
  public:
-  explicit HugeArena(size_t slab = size_t{32} << 20) : slab_(slab) {}
+  explicit HugeArena(size_t reserve = size_t{64} << 30) : reserve_(reserve) {}
   ~HugeArena();
   HugeArena(const HugeArena&) = delete;
   HugeArena& operator=(const HugeArena&) = delete;
   void* take(size_t n);
-  size_t mapped() const;  // bytes mapped so far (slabs and own blocks)
+  size_t mapped() const;  // bytes opened so far (whole 2 MiB pages), over every stretch
+  size_t stretches() const;
 
  private:
-  struct Block {
-    void* p;
-    size_t n;
+  struct Stretch {
+    uint8_t* p;
+    size_t reserved, opened, used;
   };
   mutable std::mutex mu_;
-  std::vector<Block> blocks_;
-  uint8_t* cur_ = nullptr;
-  size_t left_ = 0, slab_;
+  std::vector<Stretch> stretches_;
+  size_t reserve_;
 };
 
 // huge = false: 4 KiB pages. arena: allocate from it (deallocate is then a no-op; the memory goes

@@ -1,6 +1,7 @@
 // huge_alloc / huge_free (include/nvfp4/huge_pages.h): a large block is mapped with 2 MiB of slack,
 // the unaligned head and the tail beyond the page-rounded size are unmapped again, and what is
 // left is advised. Small blocks: aligned operator new (64 bytes, for the kernels' vector loads).
+// HugeArena: a bump pointer through stretches of reserved address space, opened 2 MiB at a time.
 #include "nvfp4/huge_pages.h"
 
 #include <sys/mman.h>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <new>
 
 namespace nvfp4 {
 namespace {
@@ -46,33 +48,65 @@ void huge_free(void* p, size_t n) noexcept {
 }
 
 HugeArena::~HugeArena() {
-  for (const Block& b : blocks_) huge_free(b.p, b.n);
+  for (const Stretch& s : stretches_) ::munmap(s.p, s.reserved);
 }
+
+namespace {
+
+// size bytes of address space at a 2 MiB boundary, without access or commit charge; nullptr
+// where the system refuses.
+uint8_t* reserve_stretch(size_t size) {
+  const size_t span = size + kHugePage;
+  void* raw = ::mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(raw), p = round_up(lo, kHugePage);
+  if (p > lo) ::munmap(raw, p - lo);
+  if (lo + span > p + size) ::munmap(reinterpret_cast<void*>(p + size), lo + span - (p + size));
+  return reinterpret_cast<uint8_t*>(p);
+}
+
+}  // namespace
 
 void* HugeArena::take(size_t n) {
   n = round_up(n == 0 ? 1 : n, kSmallAlign);
   const std::lock_guard<std::mutex> lock(mu_);
-  if (n > slab_ / 4) {
-    const size_t own = std::max(n, kHugeMin);  // its own mapping, aligned to 2 MiB
-    blocks_.push_back({huge_alloc(own), own});
-    return blocks_.back().p;
+  if (stretches_.empty() || stretches_.back().reserved - stretches_.back().used < n) {
+    const size_t need = round_up(n, kHugePage);
+    size_t size = std::max(round_up(reserve_, kHugePage), need);
+    uint8_t* p = reserve_stretch(size);
+    while (!p && size > need) {
+      size = std::max(need, round_up(size / 2, kHugePage));
+      p = reserve_stretch(size);
+    }
+    if (!p) throw std::bad_alloc();
+    stretches_.push_back({p, size, 0, 0});
   }
-  if (n > left_) {
-    blocks_.push_back({huge_alloc(slab_), slab_});
-    cur_ = static_cast<uint8_t*>(blocks_.back().p);
-    left_ = slab_;
+  Stretch& s = stretches_.back();
+  uint8_t* block = s.p + s.used;
+  s.used += n;
+  if (s.used > s.opened) {
+    const size_t to = round_up(s.used, kHugePage);
+    if (::mprotect(s.p + s.opened, to - s.opened, PROT_READ | PROT_WRITE) != 0) {
+      s.used -= n;
+      throw std::bad_alloc();
+    }
+    // The advice is a hint: a kernel without THP refuses it and the pages stay 4 KiB.
+    ::madvise(s.p + s.opened, to - s.opened, MADV_HUGEPAGE);
+    s.opened = to;
   }
-  void* p = cur_;
-  cur_ += n;
-  left_ -= n;
-  return p;
+  return block;
 }
 
 size_t HugeArena::mapped() const {
   const std::lock_guard<std::mutex> lock(mu_);
   size_t t = 0;
-  for (const Block& b : blocks_) t += b.n;
+  for (const Stretch& s : stretches_) t += s.opened;
   return t;
+}
+
+size_t HugeArena::stretches() const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  return stretches_.size();
 }
 
 size_t huge_resident_bytes(const void* p, size_t n) {
