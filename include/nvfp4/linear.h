@@ -95,6 +95,9 @@ class Linear {
   // A deep copy (benchmarks rotate among copies to stream them from DRAM); huge_pages = false
   // puts its weight stream on 4 KiB pages (nvfp4/huge_pages.h), to time what huge pages give.
   Linear clone(bool huge_pages = true) const;
+  // A deep copy whose weight stream is carved from arena, back to back with the arena's other
+  // blocks, as a loaded model's layers are.
+  Linear clone(std::shared_ptr<HugeArena> arena) const;
 
   struct Impl;
 

@@ -10,12 +10,14 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cli/bench_registry.h"
 #include "cli/bench_util.h"
 #include "nvfp4/error.h"
+#include "nvfp4/huge_pages.h"
 #include "nvfp4/kernels.h"
 #include "nvfp4/layout.h"
 #include "nvfp4/linear.h"
@@ -111,7 +113,10 @@ int run(const Options& o) {
     std::vector<Linear> copies, copies4k;  // dram4k: the same stream on 4 KiB pages
     const auto rs = split(o.residency);
     const auto wants = [&](const char* r) { return std::find(rs.begin(), rs.end(), r) != rs.end(); };
-    if (wants("dram")) for (int64_t i = 0; i < copies_n; ++i) copies.push_back(base.clone());
+    // dram: the copies back to back in one arena, as a model's layers lie (each on a mapping of
+    // its own would leave every copy's tail past its last 2 MiB boundary on 4 KiB pages).
+    const auto arena = std::make_shared<HugeArena>();
+    if (wants("dram")) for (int64_t i = 0; i < copies_n; ++i) copies.push_back(base.clone(arena));
     if (wants("dram4k")) for (int64_t i = 0; i < copies_n; ++i) copies4k.push_back(base.clone(false));
     bool peer_ok = !peer.path.empty() && n_in % 64 == 0;
     if (peer_ok) {

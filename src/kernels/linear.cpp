@@ -75,6 +75,14 @@ Linear Linear::clone(bool huge_pages) const {
   return l;
 }
 
+Linear Linear::clone(std::shared_ptr<HugeArena> arena) const {
+  Linear l;
+  l.impl_ = std::make_unique<Impl>(*impl_);
+  const HugeVector<uint8_t>& b = impl_->w.bytes;
+  l.impl_->w.bytes = HugeVector<uint8_t>(b.begin(), b.end(), HugePageAllocator<uint8_t>(std::move(arena)));
+  return l;
+}
+
 bool Linear::has_input_scale() const { return impl_->input_scale > 0.0f; }
 
 std::string Linear::kernel_name(Mode mode, int64_t n) const {
