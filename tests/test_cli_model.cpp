@@ -111,9 +111,9 @@ TEST(CliModel, BenchModelJson) {
     ASSERT_TRUE(j.contains(k)) << k;
     EXPECT_GT(j[k].get<double>(), 0.0) << k;
   }
-  // The KV cache's bytes: SmolLM2 (30 layers, 3 KV heads of 64) at positions 16-19, F32; the
-  // roofline counting them sets the same rate against the larger byte count.
-  EXPECT_DOUBLE_EQ(j["kv_bytes_per_token"].get<double>(), 2.0 * 30 * 192 * 4 * (16 + 2.5));
+  // The KV cache's bytes: SmolLM2 (30 layers, 3 KV heads of 64) at positions 16-19, F16 (the
+  // default cache type); the roofline counting them sets the same rate against the larger byte count.
+  EXPECT_DOUBLE_EQ(j["kv_bytes_per_token"].get<double>(), 2.0 * 30 * 192 * 2 * (16 + 2.5));
   EXPECT_NEAR(j["roofline_with_kv_pct"].get<double>() / j["roofline_pct"].get<double>(),
               (j["bytes_per_token"].get<double>() + j["kv_bytes_per_token"].get<double>()) / j["bytes_per_token"].get<double>(),
               1e-9);
@@ -124,7 +124,7 @@ TEST(CliModel, BenchModelJson) {
     ASSERT_TRUE(j.contains(k)) << k;
     EXPECT_TRUE(j[k].is_null()) << k;
   }
-  EXPECT_EQ(j["kv"], "f32");
+  EXPECT_EQ(j["kv"], "f16");
 }
 
 TEST(CliModel, RunSpecDraft) {

@@ -241,6 +241,7 @@ TEST_F(ServeCache, LogprobsAreTheLogSoftmaxOfTheLogits) {
     ThreadPool pool(1);
     ContextOptions co;
     co.n_ctx = 256;
+    co.kv = KvType::f16;  // the cache type the server runs with (the CLI's default)
     Context ctx(*model, co, pool);
     const int64_t nv = model->config().n_vocab;
     std::vector<float> logits(static_cast<size_t>(nv));

@@ -26,7 +26,7 @@ void ModelArgs::add(CLI::App& app, bool model_required) {
   app.add_option("-t,--threads", threads, "threads (default: all cores)")->check(CLI::Range(0, 1024));
   app.add_option("--ctx", n_ctx, "context size (KV cache positions)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--batch", n_batch, "prompt tokens per forward pass")->check(CLI::Range(int64_t{1}, int64_t{4096}));
-  app.add_option("--kv", kv, "KV cache type")->check(CLI::IsMember({"f32", "f16"}));
+  app.add_option("--kv", kv, "KV cache type (default f16, as llama.cpp's; f32 doubles the cache and the bytes decode attention reads)")->check(CLI::IsMember({"f32", "f16"}));
 }
 
 ContextOptions context_options(const ModelArgs& a) {

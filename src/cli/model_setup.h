@@ -20,7 +20,7 @@ struct ModelArgs {
   int threads = 0;        // 0: all cores
   int64_t n_ctx = 2048;
   int64_t n_batch = 64;
-  std::string kv = "f32";
+  std::string kv = "f16";  // llama.cpp's default cache type; attention reads it as stored
   void add(CLI::App& app, bool model_required = true);
 };
 
