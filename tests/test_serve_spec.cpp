@@ -27,7 +27,9 @@ struct SpecReq {
 const SpecReq kSpecReqs[] = {
     {"red green blue red green blue red green", false, ""},
     {"Repeat after me, five times: one two three four five.", true, ""},
-    {"1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,", false, " 16"},
+    // Greedy: " 13, 14, 15," within the 12 tokens of a sanitizer build (digits are tokens of their
+    // own), so the stop string cuts this request on every build and cache type.
+    {"1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,", false, " 15"},
     {"def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n\ndef mul(a, b):\n", false, ""},
     {"Write the word 'hello' ten times, separated by spaces.", true, ""},
     {"The quick brown fox jumps over the lazy dog. The quick brown fox", false, "dog"},
