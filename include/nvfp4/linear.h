@@ -102,6 +102,7 @@ class Linear {
   struct Impl;
 
  private:
+  Linear clone_with(const HugePageAllocator<uint8_t>& alloc) const;  // the copy, its stream from alloc
   std::unique_ptr<Impl> impl_;
 };
 

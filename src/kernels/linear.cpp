@@ -67,20 +67,18 @@ int64_t Linear::weight_bytes() const {  // the record stream and the block summa
   return static_cast<int64_t>(w.bytes.size() + w.emin.size() + w.narrow.size());
 }
 
-Linear Linear::clone(bool huge_pages) const {
+Linear Linear::clone_with(const HugePageAllocator<uint8_t>& alloc) const {
   Linear l;
   l.impl_ = std::make_unique<Impl>(*impl_);
   const HugeVector<uint8_t>& b = impl_->w.bytes;
-  l.impl_->w.bytes = HugeVector<uint8_t>(b.begin(), b.end(), HugePageAllocator<uint8_t>(huge_pages));
+  l.impl_->w.bytes = HugeVector<uint8_t>(b.begin(), b.end(), alloc);
   return l;
 }
 
+Linear Linear::clone(bool huge_pages) const { return clone_with(HugePageAllocator<uint8_t>(huge_pages)); }
+
 Linear Linear::clone(std::shared_ptr<HugeArena> arena) const {
-  Linear l;
-  l.impl_ = std::make_unique<Impl>(*impl_);
-  const HugeVector<uint8_t>& b = impl_->w.bytes;
-  l.impl_->w.bytes = HugeVector<uint8_t>(b.begin(), b.end(), HugePageAllocator<uint8_t>(std::move(arena)));
-  return l;
+  return clone_with(HugePageAllocator<uint8_t>(std::move(arena)));
 }
 
 bool Linear::has_input_scale() const { return impl_->input_scale > 0.0f; }
