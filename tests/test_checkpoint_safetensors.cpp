@@ -12,6 +12,7 @@
 
 #include "io_test_util.h"
 #include "nvfp4/checkpoint.h"
+#include "nvfp4/model.h"
 #include "nvfp4/error.h"
 #include "nvfp4/safetensors.h"
 #include "nvfp4/verify.h"
@@ -141,6 +142,19 @@ TEST(CheckpointSafetensors, MixedPrecisionFp8LayersDequantized) {
   }
   EXPECT_EQ(ck->tensor("blk.0.ffn_up.weight").storage, Storage::nvfp4);
   EXPECT_EQ(ck->tensor("blk.0.ffn_up.weight").input_scale, 0.0f);
+}
+
+// FP8 attention beside NVFP4 MLPs, as NVIDIA ships its mixed checkpoints: the model's description
+// (printed by run, serve and bench model before the first token) found its NVFP4 kernel through
+// the q projection alone and dereferenced null here.
+TEST(CheckpointSafetensors, MixedPrecisionModelDescribesItsKernels) {
+  const auto ck = Checkpoint::open(hf("mixed"));
+  const auto m = Model::load(*ck, LoadOptions{});
+  const auto lines = m->describe();
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_NE(lines[1].find("linear layers: 3 NVFP4, 4 float"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("NVFP4 mode a16q8, kernels "), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("float kernel "), std::string::npos) << lines[1];
 }
 
 TEST(CheckpointSafetensors, FloatCheckpointAndSingleFile) {

@@ -416,15 +416,20 @@ std::vector<std::string> Model::describe() const {
   int nv = 0, nf = 0;
   for (const auto& l : m.layers)
     for (const MatMul* mm : l.matmuls()) (mm->nvfp4 ? nv : nf)++;
-  const MatMul& q0 = m.layers.front().q;
+  // The first layer of each storage, wherever it is: a mixed checkpoint may hold NVFP4 only in its
+  // MLPs or experts (FP8 attention beside NVFP4 MLPs, as NVIDIA ships them).
+  const MatMul* any_nvfp4 = nullptr;
+  const MatMul* any_float = nullptr;
+  for (const auto& l : m.layers)
+    for (const MatMul* mm : l.matmuls()) {
+      if (mm->nvfp4 && !any_nvfp4) any_nvfp4 = mm;
+      if (!mm->nvfp4 && !any_float) any_float = mm;
+    }
   std::string lin = "linear layers: " + std::to_string(nv) + " NVFP4, " + std::to_string(nf) + " float (f32)";
-  if (nv > 0) {
-    const MatMul* any = nullptr;
-    for (const auto& l : m.layers) if (l.q.nvfp4) { any = &l.q; break; }
-    lin += "; NVFP4 mode " + std::string(mode_name(m.mode)) + ", kernels " + any->kernel(m.mode, 1) +
-           " (1 token), " + any->kernel(m.mode, 64) + " (64 tokens)";
-  }
-  if (nf > 0) lin += "; float kernel " + q0.kernel(m.mode, 1);
+  if (any_nvfp4)
+    lin += "; NVFP4 mode " + std::string(mode_name(m.mode)) + ", kernels " + any_nvfp4->kernel(m.mode, 1) +
+           " (1 token), " + any_nvfp4->kernel(m.mode, 64) + " (64 tokens)";
+  if (any_float) lin += "; float kernel " + any_float->kernel(m.mode, 1);
   out.push_back(lin);
   out.push_back("head: " + m.head().type_name() + ", kernel " + m.head().kernel_name(m.mode) + "; embedding " +
                 m.embd.type_name());
