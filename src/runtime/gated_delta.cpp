@@ -1,0 +1,102 @@
+// The scalar form of the Gated DeltaNet token mixer (gated_delta.h has the derivation and the
+// pinned order). It is the reference a vector form must equal bit for bit.
+#include "gated_delta.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "nvfp4/error.h"
+#include "pinned_math.h"
+
+namespace nvfp4 {
+
+namespace {
+
+// softplus as torch computes it (beta 1, threshold 20), in double with the pinned exp and log.
+double softplus(double x) { return x > 20.0 ? x : pinned::log(1.0 + pinned::exp(x)); }
+
+// 1 / sqrt(sum of squares + eps) over n floats, the sum in double, ascending.
+double inv_norm(const float* x, int64_t n, double eps) {
+  double ss = 0.0;
+  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+  return 1.0 / std::sqrt(ss + eps);
+}
+
+}  // namespace
+
+void GatedDeltaShape::check(const char* where) const {
+  auto bad = [&](const char* field, const std::string& expected, int64_t found) {
+    throw Error(where, field, "a Gated DeltaNet layer's shape", expected, std::to_string(found));
+  };
+  if (n_k_heads < 1) bad("linear_num_key_heads", "at least 1", n_k_heads);
+  if (n_v_heads < 1 || n_v_heads % n_k_heads != 0)
+    bad("linear_num_value_heads", "a positive multiple of linear_num_key_heads (" + std::to_string(n_k_heads) + ")", n_v_heads);
+  if (d_k < 1) bad("linear_key_head_dim", "at least 1", d_k);
+  if (d_v < 1) bad("linear_value_head_dim", "at least 1", d_v);
+  if (conv_kernel < 2 || conv_kernel > 8) bad("linear_conv_kernel_dim", "2 to 8", conv_kernel);
+}
+
+void gated_delta_token(const GatedDeltaShape& s, const GatedDeltaWeights& w, const float* qkv, const float* z,
+                       const float* a, const float* b, float* conv_state, float* ssm_state, float* y, float* scratch) {
+  const int64_t C = s.conv_dim(), K = s.conv_kernel, dk = s.d_k, dv = s.d_v;
+  float* x = scratch;      // [conv_dim]: the conv's output after SiLU, then q and k normalised in place
+  float* mem = x + C;      // [d_v]
+  // Causal depthwise conv over (window, this input), oldest tap first; then the window slides.
+  for (int64_t c = 0; c < C; ++c) {
+    float* win = conv_state + c * (K - 1);
+    const float* wc = w.conv_w + c * K;
+    float acc = 0.0f;
+    for (int64_t t = 0; t < K - 1; ++t) acc += wc[t] * win[t];
+    acc += wc[K - 1] * qkv[c];
+    x[c] = pinned::silu(acc);
+    std::memmove(win, win + 1, static_cast<size_t>(K - 2) * sizeof(float));
+    win[K - 2] = qkv[c];
+  }
+  // l2-normalise each key head's q (with 1/sqrt(d_k)) and k.
+  const double q_scale = 1.0 / std::sqrt(static_cast<double>(dk));
+  for (int64_t h = 0; h < s.n_k_heads; ++h) {
+    float* q = x + h * dk;
+    float* k = x + s.key_dim() + h * dk;
+    const double iq = inv_norm(q, dk, 1e-6) * q_scale, ik = inv_norm(k, dk, 1e-6);
+    for (int64_t i = 0; i < dk; ++i) q[i] = static_cast<float>(q[i] * iq);
+    for (int64_t i = 0; i < dk; ++i) k[i] = static_cast<float>(k[i] * ik);
+  }
+  const int64_t rep = s.n_v_heads / s.n_k_heads;
+  for (int64_t h = 0; h < s.n_v_heads; ++h) {
+    const float* q = x + (h / rep) * dk;
+    const float* k = x + s.key_dim() + (h / rep) * dk;
+    const float* v = x + 2 * s.key_dim() + h * dv;
+    float* S = ssm_state + h * dk * dv;
+    const double g = -pinned::exp(static_cast<double>(w.A_log[h])) *
+                     softplus(static_cast<double>(a[h]) + static_cast<double>(w.dt_bias[h]));
+    const float decay = static_cast<float>(pinned::exp(g));
+    const float beta = static_cast<float>(1.0 / (1.0 + pinned::exp(-static_cast<double>(b[h]))));
+    for (int64_t j = 0; j < dv; ++j) mem[j] = 0.0f;
+    for (int64_t i = 0; i < dk; ++i) {
+      float* row = S + i * dv;
+      for (int64_t j = 0; j < dv; ++j) {
+        row[j] = row[j] * decay;
+        mem[j] += row[j] * k[i];
+      }
+    }
+    for (int64_t j = 0; j < dv; ++j) mem[j] = (v[j] - mem[j]) * beta;  // the delta
+    float* o = y + h * dv;
+    for (int64_t j = 0; j < dv; ++j) o[j] = 0.0f;
+    for (int64_t i = 0; i < dk; ++i) {
+      float* row = S + i * dv;
+      for (int64_t j = 0; j < dv; ++j) {
+        row[j] += k[i] * mem[j];
+        o[j] += row[j] * q[i];
+      }
+    }
+    // Gated RMSNorm over the head: (o * rsqrt(mean o^2 + eps)) * norm_w * SiLU(z).
+    double ss = 0.0;
+    for (int64_t j = 0; j < dv; ++j) ss += static_cast<double>(o[j]) * static_cast<double>(o[j]);
+    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(dv) + static_cast<double>(w.eps));
+    const float* zh = z + h * dv;
+    for (int64_t j = 0; j < dv; ++j) o[j] = static_cast<float>(o[j] * inv) * w.norm_w[j] * pinned::silu(zh[j]);
+  }
+}
+
+}  // namespace nvfp4
