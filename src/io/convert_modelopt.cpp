@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/convert_modelopt.h"
-#include "io/hf_tokenizer_writer.h"
+#include "text/hf_tokenizer_writer.h"
 #include "io/hf_names.h"
 #include "nvfp4/arch.h"
 #include "io/weight_quantizer.h"

@@ -3,7 +3,7 @@
 #include <cctype>
 #include <filesystem>
 
-#include "io/tokenizer_gguf_writer.h"
+#include "text/tokenizer_gguf_writer.h"
 #include "nvfp4/arch.h"
 #include "nvfp4/error.h"
 #include "nvfp4/gguf.h"
