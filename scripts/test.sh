@@ -23,6 +23,8 @@ echo "== Fuzzing the checkpoint parsers (libFuzzer, bounded)"
 NVFP4_FUZZ_BUILD_DIR=build-asan bash scripts/fuzz.sh "${NVFP4_FUZZ_SECONDS:-30}"
 echo "== Release tests"
 ctest --test-dir build --output-on-failure -j "$jobs"
+echo "== Layers: include and link graphs (tools/layer_graph.py)"
+python3 tools/layer_graph.py build
 echo "== nvfp4 serve against PyPI's openai client (loopback, bounded)"
 if [ ! -x build/serve-venv/bin/python ] || ! build/serve-venv/bin/python -c "import openai" 2>/dev/null; then
   rm -rf build/serve-venv

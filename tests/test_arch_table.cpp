@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/hf_names.h"
-#include "models/hf_config.h"
+#include "io/hf_config.h"
 #include "nvfp4/arch.h"
 #include "nvfp4/error.h"
 

@@ -18,7 +18,7 @@
 #include "nvfp4/error.h"
 #include "nvfp4/kernels.h"
 #include "nvfp4/model.h"
-#include "runtime/step_impl.h"
+#include "models/blocks.h"
 #include "test_util.h"
 
 using namespace nvfp4;

@@ -5,8 +5,8 @@
 // and Qwen3's per-head RMSNorm of q and k (weights [head_dim]) before RoPE (OLMoE's over the whole
 // q and k). In a mixture-of-experts layer the MLP is moe_ffn (moe_block.cpp). Each step's float
 // order is docs/DETERMINISM.md's.
-#include "runtime/attention.h"
-#include "runtime/step_impl.h"
+#include "models/blocks.h"
+#include "ops/attention.h"
 
 namespace nvfp4 {
 

@@ -21,8 +21,8 @@
 #include <cstring>
 #include <numeric>
 
-#include "runtime/pinned_math.h"
-#include "runtime/step_impl.h"
+#include "kernels/pinned_math.h"
+#include "models/blocks.h"
 
 namespace nvfp4 {
 

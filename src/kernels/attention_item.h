@@ -20,7 +20,7 @@
 #include <cstdint>
 
 #include "nvfp4/codec.h"
-#include "runtime/pinned_math.h"
+#include "kernels/pinned_math.h"
 
 namespace nvfp4 {
 namespace {

@@ -2,9 +2,9 @@
 // file name, see CMakeLists.txt).
 #include <immintrin.h>
 
-#include "runtime/attention.h"
-#include "runtime/attention_item.h"
-#include "runtime/pinned_exp_avx512.h"
+#include "kernels/attention_item.h"
+#include "kernels/attention_kernels.h"
+#include "kernels/pinned_exp_avx512.h"
 
 namespace nvfp4 {
 namespace {

@@ -3,7 +3,7 @@
 #pragma once
 #include <immintrin.h>
 
-#include "runtime/pinned_exp_vec.h"
+#include "kernels/pinned_exp_vec.h"
 
 namespace nvfp4::pinned {
 namespace {

@@ -1,6 +1,6 @@
 // Polynomial kernels after Cody-Waite range reduction. Rounding to an integer uses the
 // 1.5 * 2^52 trick (exact for |v| < 2^51) instead of nearbyint, so no libm call is involved.
-#include "runtime/pinned_math.h"
+#include "kernels/pinned_math.h"
 
 #include <cstdint>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "io/gguf_meta_from_checkpoint.h"
+#include "convert/gguf_meta_from_checkpoint.h"
 
 #include <cctype>
 #include <filesystem>

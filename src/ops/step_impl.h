@@ -10,10 +10,10 @@
 
 #include "nvfp4/linear.h"
 #include "nvfp4/model.h"
-#include "runtime/attention.h"
-#include "runtime/model_impl.h"
-#include "runtime/rope.h"
-#include "runtime/step_profile.h"
+#include "ops/attention.h"
+#include "ops/model_impl.h"
+#include "ops/rope.h"
+#include "ops/step_profile.h"
 
 namespace nvfp4 {
 
@@ -97,12 +97,5 @@ inline constexpr int64_t kMlpRows = 128;
 inline int64_t mlp_rows(Mode mode, int64_t n) {
   return mode == Mode::a16q8 || mode == Mode::w4a4 ? std::min(n, kMlpRows) : n;
 }
-
-// The blocks (src/models/): one layer of the step, in place on ws.x.
-void dense_block(StepRun& s, int64_t layer);
-// The mixture-of-experts FFN (src/models/moe_block.cpp): out[t] for the step's normed rows xn[t].
-void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out);
-// The router's choice for one token: sel[j] and weight[j] for j < n_expert_used, in rank order.
-void route(const ModelConfig& c, const float* logits, int32_t* sel, float* weight);
 
 }  // namespace nvfp4

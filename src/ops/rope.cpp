@@ -1,8 +1,8 @@
-#include "runtime/rope.h"
+#include "ops/rope.h"
 
 #include <algorithm>
 
-#include "runtime/pinned_math.h"
+#include "kernels/pinned_math.h"
 
 namespace nvfp4 {
 

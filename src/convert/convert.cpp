@@ -3,10 +3,10 @@
 // runs them again and compares with what the re-read file holds, byte for byte.
 #include "nvfp4/convert.h"
 
-#include "io/convert_modelopt.h"
+#include "convert/convert_modelopt.h"
 #include "io/hf_names.h"
-#include "io/gguf_meta_from_checkpoint.h"
-#include "io/weight_quantizer.h"
+#include "convert/gguf_meta_from_checkpoint.h"
+#include "convert/weight_quantizer.h"
 
 #include <fnmatch.h>
 

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "runtime/pinned_dense.h"
+#include "kernels/pinned_dense.h"
 
 namespace nvfp4::pinned_dense_detail {
 

@@ -14,11 +14,11 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "io/convert_modelopt.h"
+#include "convert/convert_modelopt.h"
 #include "text/hf_tokenizer_writer.h"
 #include "io/hf_names.h"
 #include "nvfp4/arch.h"
-#include "io/weight_quantizer.h"
+#include "convert/weight_quantizer.h"
 #include "nvfp4/codec.h"
 #include "nvfp4/error.h"
 #include "nvfp4/quantize.h"

@@ -7,7 +7,7 @@
 #pragma once
 #include <cstdint>
 
-#include "runtime/pinned_math.h"
+#include "kernels/pinned_math.h"
 
 namespace nvfp4::pinned {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/pinned_dense.h"
+#include "kernels/pinned_dense.h"
 
 #include <cstring>
 

@@ -1,5 +1,5 @@
 // Head: the output head / embedding in its stored form (head.h).
-#include "runtime/head.h"
+#include "ops/head.h"
 
 #include <vector>
 

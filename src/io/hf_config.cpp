@@ -1,7 +1,7 @@
 // config.json -> GGUF keys. transformers 4.x writes rope_theta and rope_scaling ({"type" or
 // "rope_type", "factor", ...}); transformers 5 writes rope_parameters ({"rope_type",
 // "rope_theta", ...}). Both are read.
-#include "models/hf_config.h"
+#include "io/hf_config.h"
 
 #include "nvfp4/error.h"
 

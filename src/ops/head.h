@@ -13,7 +13,7 @@
 #include "kernels/head_q8.h"
 #include "nvfp4/linear.h"
 #include "nvfp4/matrix.h"
-#include "runtime/pinned_dense.h"
+#include "kernels/pinned_dense.h"
 
 namespace nvfp4 {
 

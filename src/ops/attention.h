@@ -8,6 +8,7 @@
 #include "nvfp4/huge_pages.h"
 #include "nvfp4/model.h"
 #include "nvfp4/thread_pool.h"
+#include "kernels/attention_kernels.h"
 
 namespace nvfp4 {
 
@@ -57,19 +58,6 @@ struct AttnStep {
 
 // out[t][h*hd .. ] = softmax(q_t,h . K / sqrt(hd)) V for each token t of the step, over keys
 // [0, pos_t] of its cache. q, out: [n][n_head*hd]. scratch grows to what the step needs.
-// g[i] = silu(g[i]) * u[i] for i < n, vectorized for the active ISA (same bits on each).
-void swiglu_rows(float* g, const float* u, int64_t n);
-
-// The per-ISA bodies behind swiglu_rows and the softmax numerators (exp_shifted: out[j] =
-// float(exp(double(s[j] - mx)))), exposed so the tests can hold every compiled variant to the
-// scalar one; call the avx2/avx512 ones only where the CPU has them.
-void swiglu_scalar(float* g, const float* u, int64_t n);
-void swiglu_avx2(float* g, const float* u, int64_t n);
-void swiglu_avx512(float* g, const float* u, int64_t n);
-void exp_shifted_scalar(const float* s, float mx, float* out, int64_t n);
-void exp_shifted_avx2(const float* s, float mx, float* out, int64_t n);
-void exp_shifted_avx512(const float* s, float mx, float* out, int64_t n);
-
 void attention(const ModelConfig& c, const AttnStep& step, int64_t layer, const float* q, float* out,
                std::vector<float>& scratch, ThreadPool& pool);
 

@@ -1,4 +1,5 @@
-// Model internals shared by loading (model_load.cpp) and evaluation (context.cpp).
+// Model internals shared by loading (src/models/model_load.cpp), the blocks (src/models/) and the
+// step (src/runtime/step.cpp).
 #pragma once
 #include <string>
 #include <vector>
@@ -6,8 +7,8 @@
 #include "nvfp4/dense.h"
 #include "nvfp4/linear.h"
 #include "nvfp4/model.h"
-#include "runtime/head.h"
-#include "runtime/pinned_dense.h"
+#include "ops/head.h"
+#include "kernels/pinned_dense.h"
 
 namespace nvfp4 {
 
@@ -69,7 +70,7 @@ struct Model::Impl {
   Mode mode = Mode::a16q8;
   std::vector<LayerWeights> layers;
   std::vector<float> output_norm;
-  Head embd;      // F16/F32, Q8_0 or NVFP4 (runtime/head.h)
+  Head embd;      // F16/F32, Q8_0 or NVFP4 (ops/head.h)
   Head head_own;  // used when the head is not tied
   const Head& head() const { return cfg.tied_head ? embd : head_own; }
   std::string source;

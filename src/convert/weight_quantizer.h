@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "io/awq_search.h"
+#include "convert/awq_search.h"
 #include "nvfp4/calibrate.h"
 #include "nvfp4/checkpoint.h"
 #include "nvfp4/convert.h"

@@ -1,4 +1,4 @@
-#include "io/awq_search.h"
+#include "convert/awq_search.h"
 
 #include <algorithm>
 #include <cmath>

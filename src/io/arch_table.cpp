@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "nvfp4/arch.h"
-#include "runtime/pinned_math.h"
+#include "kernels/pinned_math.h"
 
 namespace nvfp4 {
 

@@ -1,4 +1,4 @@
-#include "io/weight_quantizer.h"
+#include "convert/weight_quantizer.h"
 
 #include <algorithm>
 #include <cmath>

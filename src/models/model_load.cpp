@@ -12,7 +12,7 @@
 #include "nvfp4/ggml_types.h"
 #include "nvfp4/huge_pages.h"
 #include "nvfp4/quantize.h"
-#include "runtime/model_impl.h"
+#include "ops/model_impl.h"
 
 namespace nvfp4 {
 
