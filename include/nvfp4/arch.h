@@ -63,7 +63,7 @@ struct ArchInfo {
   MoeGating gating = MoeGating::softmax_all;
   bool norm_topk_default = false;  // renormalise the k weights when the checkpoint does not say
   Need shared_expert = Need::none;  // qwen2_moe: ffn_{gate,up,down}_shexp + sigmoid ffn_gate_inp_shexp
-  std::string_view block = "dense";  // the block file that runs it (src/models/dense_block.cpp)
+  std::string_view block;  // the family file whose block runs it (src/models/<block>.cpp)
 };
 
 // Every entry, in table order.

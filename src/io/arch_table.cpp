@@ -15,36 +15,36 @@ const ArchInfo kArchs[] = {
     // Llama 2 and 3.x (llama3 / linear rope scaling); attention_bias when config.json says so.
     {.name = "llama", .gguf_name = "llama", .hf_model_types = {"llama"},
      .hf_architectures = {"LlamaForCausalLM"}, .rope = RopeStyle::adjacent, .permute_qk = true,
-     .qkv_bias = Need::optional, .o_bias = Need::optional},
+     .qkv_bias = Need::optional, .o_bias = Need::optional, .block = "llama"},
     // Mistral: llama.cpp converts MistralForCausalLM to its LLAMA arch (so GGUF says "llama").
     {.name = "mistral", .gguf_name = "llama", .hf_model_types = {"mistral"},
      .hf_architectures = {"MistralForCausalLM"}, .rope = RopeStyle::adjacent, .permute_qk = true,
-     .sliding_window = true},
+     .sliding_window = true, .block = "mistral"},
     // Qwen2 / Qwen2.5: q/k/v bias, NeoX RoPE on HF's row order.
     {.name = "qwen2", .gguf_name = "qwen2", .hf_model_types = {"qwen2"},
      .hf_architectures = {"Qwen2ForCausalLM"}, .rope = RopeStyle::neox, .qkv_bias = Need::required,
-     .sliding_window = true},
+     .sliding_window = true, .block = "qwen2"},
     // Qwen3: RMSNorm over each q and k head before RoPE, head_dim independent of hidden/heads.
     {.name = "qwen3", .gguf_name = "qwen3", .hf_model_types = {"qwen3"},
      .hf_architectures = {"Qwen3ForCausalLM"}, .rope = RopeStyle::neox, .qk_norm = Need::required,
-     .sliding_window = true},
+     .sliding_window = true, .block = "qwen3"},
     // Mixtral: llama.cpp converts it to its LLAMA arch with expert_count (so GGUF says "llama");
     // softmax over the k selected logits.
     {.name = "mixtral", .gguf_name = "llama", .hf_model_types = {"mixtral"},
      .hf_architectures = {"MixtralForCausalLM"}, .rope = RopeStyle::adjacent, .permute_qk = true,
-     .sliding_window = true, .moe = Need::required, .gating = MoeGating::softmax_topk},
+     .sliding_window = true, .moe = Need::required, .gating = MoeGating::softmax_topk, .block = "mixtral"},
     // Qwen2-MoE: Qwen2 attention; routed experts plus one shared expert behind a sigmoid gate.
     {.name = "qwen2_moe", .gguf_name = "qwen2moe", .hf_model_types = {"qwen2_moe"},
      .hf_architectures = {"Qwen2MoeForCausalLM"}, .rope = RopeStyle::neox, .qkv_bias = Need::required,
-     .sliding_window = true, .moe = Need::required, .norm_topk_default = false, .shared_expert = Need::required},
+     .sliding_window = true, .moe = Need::required, .norm_topk_default = false, .shared_expert = Need::required, .block = "qwen2_moe"},
     // Qwen3-MoE: Qwen3 attention; routed experts, weights renormalised (norm_topk_prob).
     {.name = "qwen3_moe", .gguf_name = "qwen3moe", .hf_model_types = {"qwen3_moe"},
      .hf_architectures = {"Qwen3MoeForCausalLM"}, .rope = RopeStyle::neox, .qk_norm = Need::required,
-     .sliding_window = true, .moe = Need::required, .norm_topk_default = true},
+     .sliding_window = true, .moe = Need::required, .norm_topk_default = true, .block = "qwen3_moe"},
     // OLMoE: RMSNorm over the whole q and k projections; routed experts, not renormalised.
     {.name = "olmoe", .gguf_name = "olmoe", .hf_model_types = {"olmoe"},
      .hf_architectures = {"OlmoeForCausalLM"}, .rope = RopeStyle::neox, .qk_norm = Need::required,
-     .qk_norm_span = QkNormSpan::full, .moe = Need::required, .norm_topk_default = false},
+     .qk_norm_span = QkNormSpan::full, .moe = Need::required, .norm_topk_default = false, .block = "olmoe"},
 };
 
 const ArchTensor kLayer[] = {

@@ -12,6 +12,7 @@
 #include "nvfp4/ggml_types.h"
 #include "nvfp4/huge_pages.h"
 #include "nvfp4/quantize.h"
+#include "models/families.h"
 #include "ops/model_impl.h"
 
 namespace nvfp4 {
@@ -262,6 +263,11 @@ std::unique_ptr<Model> Model::load(const Checkpoint& ck, const LoadOptions& opt)
   if (!c.info)
     throw Error(path, "", "unsupported architecture (general.architecture)", arch_names(), gguf_arch);
   c.arch = std::string(c.info->name);
+  const Family* family = find_family(c.info->block);
+  if (!family)
+    throw Error(path, "general.architecture", "a block for the architecture (src/models/families.cpp)", "one of its families",
+                "none for '" + std::string(c.info->block) + "'");
+  m.block = family->run;
   if (experts && c.info->moe == Need::none)
     throw Error(path, "", "metadata '" + a + "expert_count' for an architecture without experts", "absent (" + c.arch + ")", "present");
   if (!experts && c.info->moe == Need::required)
@@ -319,6 +325,8 @@ std::unique_ptr<Model> Model::load(const Checkpoint& ck, const LoadOptions& opt)
   for (int64_t i = 0; i < c.n_layer; ++i) {
     const std::string b = "blk." + std::to_string(i) + ".";
     LayerWeights w;
+    w.mixer = MixerKind::attention;
+    w.ffn = c.n_expert > 0 ? FfnKind::moe : FfnKind::dense;
     w.attn_norm = L.vec(b + "attn_norm.weight", c.n_embd);
     w.ffn_norm = L.vec(b + "ffn_norm.weight", c.n_embd);
     if (c.n_expert > 0) load_moe_layer(L, b, c, w);

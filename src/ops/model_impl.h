@@ -42,7 +42,15 @@ struct Expert {
   MatMul gate, up, down;
 };
 
+// What a layer mixes tokens with, and what its FFN is: the kinds a family's block dispatches on
+// (src/models/builders.h). Only attention runs today; linear attention (Qwen3.5's Gated DeltaNet)
+// and Mamba (Nemotron-H) are the kinds their families will add, with their per-sequence state.
+enum class MixerKind { attention, linear_attention, mamba };
+enum class FfnKind { dense, moe };
+
 struct LayerWeights {
+  MixerKind mixer = MixerKind::attention;
+  FfnKind ffn = FfnKind::dense;
   std::vector<float> attn_norm, ffn_norm;
   std::vector<float> q_norm, k_norm;  // [head_dim] (Qwen3) or [q_dim]/[kv_dim] (OLMoE), empty: none
   MatMul q, k, v, o, gate, up, down;  // gate/up/down: the dense FFN (absent in MoE layers)
@@ -65,8 +73,12 @@ struct LayerWeights {
   }
 };
 
+struct StepRun;
+
 struct Model::Impl {
   ModelConfig cfg;
+  // The family's block (src/models/<family>.cpp, chosen by ArchInfo::block): runs one layer.
+  void (*block)(StepRun& s, int64_t layer) = nullptr;
   Mode mode = Mode::a16q8;
   std::vector<LayerWeights> layers;
   std::vector<float> output_norm;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <initializer_list>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -87,6 +88,22 @@ struct StepRun {
   void residual(float* x, const float* o, int64_t d) const;
   // in, or ws.pre = in[t][i] * s[i] when s is non-empty.
   const float* pre_scaled(const std::vector<float>& s, const float* in, int64_t n_in) const;
+
+  // The rest of what a block may ask for, so that src/models/ never names the thread pool (the
+  // seam above): the same step over its first `rows` tokens; fn(b, e) over [0, count) split
+  // across the pool; attention of layer l over the step's caches (ops/attention.h); a float
+  // matrix of pinned order (routers); one linear layer without observer or bias; and Linear's
+  // grouped, many-input and routed forms (nvfp4/linear.h), in the model's mode.
+  StepRun rows(int64_t rows) const { return StepRun{m, ws, pool, rows}; }
+  void parallel(int64_t count, const std::function<void(int64_t, int64_t)>& fn, int64_t align = 1) const;
+  void attention(int64_t layer, const float* q, float* out) const;
+  void dense(const PinnedDense& d, const float* x, int64_t rows, float* y) const;
+  void linear(const MatMul& mm, const float* x, int64_t rows, float* y) const;
+  void linear_group(std::span<const Linear* const> layers, const float* x, int64_t rows, std::span<float* const> y) const;
+  void linear_many(std::span<const Linear* const> layers, std::span<const float* const> xs, std::span<const int64_t> ns,
+                   std::span<float* const> ys) const;
+  void linear_routed(std::span<const Linear* const> layers, const float* x, int64_t rows,
+                     std::span<const int64_t* const> sel, std::span<const int64_t> ns, std::span<float* const> ys) const;
 };
 
 // The dense MLP's tokens per pass: in the integer-exact modes a token's result does not depend on

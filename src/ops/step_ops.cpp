@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "nvfp4/error.h"
+#include "ops/attention.h"
 #include "ops/step_impl.h"
 
 namespace nvfp4 {
@@ -15,7 +16,7 @@ namespace nvfp4 {
 
 Workspace::Impl::Impl(const Model::Impl& model, int64_t nb) : m(model), n_batch(nb) {
   const ModelConfig& c = m.cfg;
-  // A layer's lives (src/models/dense_block.cpp, moe_block.cpp): xn = norm(x); q, k, v = qkv(xn);
+  // A layer's lives (src/models/builders.cpp, moe_ffn.cpp): xn = norm(x); q, k, v = qkv(xn);
   // k, v go to the cache; att = attention(q); o = wo(att); x += o; xn = norm(x); g, u = gate/up(xn)
   // (or the MoE FFN, which takes g and u for its shared expert, xn in and o out); o = down(g);
   // x += o. xn is dead when att is written and att when xn is; q is dead when o is written; k
@@ -138,6 +139,36 @@ void StepRun::run_group_rows(std::initializer_list<std::pair<const MatMul*, floa
 
 void StepRun::residual(float* x, const float* o, int64_t d) const {
   for (int64_t i = 0; i < n * d; ++i) x[i] = x[i] + o[i];
+}
+
+void StepRun::parallel(int64_t count, const std::function<void(int64_t, int64_t)>& fn, int64_t align) const {
+  pool.run(count, fn, align);
+}
+
+void StepRun::attention(int64_t layer, const float* q, float* out) const {
+  nvfp4::attention(m.cfg, ws.step, layer, q, out, ws.attn_scratch, pool);
+}
+
+void StepRun::dense(const PinnedDense& d, const float* x, int64_t rows, float* y) const { d.forward(x, rows, y, pool); }
+
+void StepRun::linear(const MatMul& mm, const float* x, int64_t rows, float* y) const {
+  mm.forward(m.mode, x, rows, y, pool, &ws.lin);
+}
+
+void StepRun::linear_group(std::span<const Linear* const> layers, const float* x, int64_t rows,
+                           std::span<float* const> y) const {
+  Linear::forward_group(m.mode, layers, x, rows, y, pool, &ws.lin);
+}
+
+void StepRun::linear_many(std::span<const Linear* const> layers, std::span<const float* const> xs,
+                          std::span<const int64_t> ns, std::span<float* const> ys) const {
+  Linear::forward_many(m.mode, layers, xs, ns, ys, pool, &ws.lin);
+}
+
+void StepRun::linear_routed(std::span<const Linear* const> layers, const float* x, int64_t rows,
+                            std::span<const int64_t* const> sel, std::span<const int64_t> ns,
+                            std::span<float* const> ys) const {
+  Linear::forward_routed(m.mode, layers, x, rows, sel, ns, ys, pool, &ws.lin);
 }
 
 }  // namespace nvfp4

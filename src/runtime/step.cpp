@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "nvfp4/error.h"
-#include "models/blocks.h"
+#include "ops/step_impl.h"
 
 namespace nvfp4 {
 
@@ -111,7 +111,7 @@ void forward(const Model& model, std::span<const StepToken> tokens, Workspace& w
   StepRun run{m, ws, pool, n};
   const int64_t d = c.n_embd;
   for (int64_t t = 0; t < n; ++t) m.embd.row(tokens[static_cast<size_t>(t)].token, ws.x.data() + t * d);
-  for (int64_t l = 0; l < c.n_layer; ++l) dense_block(run, l);
+  for (int64_t l = 0; l < c.n_layer; ++l) m.block(run, l);  // the family's block (src/models/<family>.cpp)
   for (const auto& [seq, pos] : next) seq->impl().pos = pos;
   if (!logits) return;
   // The final norm and the head for the tokens that want logits, gathered in step order.

@@ -22,7 +22,7 @@
 #include <numeric>
 
 #include "kernels/pinned_math.h"
-#include "models/blocks.h"
+#include "models/builders.h"
 
 namespace nvfp4 {
 
@@ -70,13 +70,13 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out) {
   w.moe_w.resize(nk);
   {
     PartTimer timer(w.prof, StepProfile::router, static_cast<double>(L.router.bytes()));
-    L.router.forward(xn, n, w.moe_logits.data(), s.pool);
+    s.dense(L.router, xn, n, w.moe_logits.data());
     const auto route_rows = [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t)
         route(c, w.moe_logits.data() + t * c.n_expert, w.moe_sel.data() + t * k, w.moe_w.data() + t * k);
     };
     if (n < 16) route_rows(0, n);
-    else s.pool.run(n, route_rows);
+    else s.parallel(n, route_rows);
   }
   PartTimer timer(w.prof, StepProfile::experts);  // bytes: the active experts', added below
 
@@ -138,10 +138,10 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out) {
       ns.insert(ns.end(), {cnt, cnt});
       ys.insert(ys.end(), {w.moe_g.data() + b * ff, w.moe_u.data() + b * ff});
     }
-    if (one) Linear::forward_group(s.m.mode, lin, xn, 1, ys, s.pool, &w.lin);
-    else Linear::forward_routed(s.m.mode, lin, xn, n, rows, ns, ys, s.pool, &w.lin);
+    if (one) s.linear_group(lin, xn, 1, ys);
+    else s.linear_routed(lin, xn, n, rows, ns, ys);
     if (nk * static_cast<size_t>(ff) < 4096) swiglu_rows(w.moe_g.data(), w.moe_u.data(), static_cast<int64_t>(nk) * ff);
-    else s.pool.run(static_cast<int64_t>(nk) * ff, [&](int64_t b, int64_t e) { swiglu_rows(w.moe_g.data() + b, w.moe_u.data() + b, e - b); }, 16);
+    else s.parallel(static_cast<int64_t>(nk) * ff, [&](int64_t b, int64_t e) { swiglu_rows(w.moe_g.data() + b, w.moe_u.data() + b, e - b); }, 16);
     lin.clear(), xs.clear(), ns.clear(), ys.clear();
     for (int64_t e = 0; e < c.n_expert; ++e) {
       const int64_t cnt = rows_of(e), b = w.moe_count[static_cast<size_t>(e)];
@@ -153,18 +153,18 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out) {
       ns.push_back(cnt);
       ys.push_back(w.moe_y.data() + b * d);
     }
-    Linear::forward_many(s.m.mode, lin, xs, ns, ys, s.pool, &w.lin);
+    s.linear_many(lin, xs, ns, ys);
   } else {
     // Float experts (DenseLinear): one expert at a time over its gathered rows.
     for (int64_t e = 0; e < c.n_expert; ++e) {
       const int64_t cnt = rows_of(e), b = w.moe_count[static_cast<size_t>(e)];
       if (cnt == 0) continue;
       const Expert& ex = L.experts[static_cast<size_t>(e)];
-      ex.gate.forward(s.m.mode, x_of(e), cnt, w.moe_g.data() + b * ff, s.pool, &w.lin);
-      ex.up.forward(s.m.mode, x_of(e), cnt, w.moe_u.data() + b * ff, s.pool, &w.lin);
+      s.linear(ex.gate, x_of(e), cnt, w.moe_g.data() + b * ff);
+      s.linear(ex.up, x_of(e), cnt, w.moe_u.data() + b * ff);
       swiglu_rows(w.moe_g.data() + b * ff, w.moe_u.data() + b * ff, cnt * ff);
       if (w.obs) w.obs(ex.down.name, w.moe_g.data() + b * ff, cnt, ff);
-      ex.down.forward(s.m.mode, w.moe_g.data() + b * ff, cnt, w.moe_y.data() + b * d, s.pool, &w.lin);
+      s.linear(ex.down, w.moe_g.data() + b * ff, cnt, w.moe_y.data() + b * d);
     }
   }
   // Back from pair order to (token, rank) slots.
@@ -191,7 +191,7 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out) {
   w.moe_y.resize(static_cast<size_t>(n * d));
   s.run(L.sh_down, w.g.data(), w.moe_y.data());
   w.moe_logits.resize(static_cast<size_t>(n));
-  L.sh_gate_inp.forward(xn, n, w.moe_logits.data(), s.pool);
+  s.dense(L.sh_gate_inp, xn, n, w.moe_logits.data());
   for (int64_t t = 0; t < n; ++t) {
     const float g = static_cast<float>(1.0 / (1.0 + pinned::exp(-static_cast<double>(w.moe_logits[static_cast<size_t>(t)]))));
     for (int64_t i = 0; i < d; ++i) out[t * d + i] = out[t * d + i] + g * w.moe_y[static_cast<size_t>(t * d + i)];
