@@ -25,6 +25,8 @@ echo "== Release tests"
 ctest --test-dir build --output-on-failure -j "$jobs"
 echo "== Layers: include and link graphs (tools/layer_graph.py)"
 python3 tools/layer_graph.py build
+echo "== Kernel ISAs exercised by the tests on this machine"
+bash scripts/isa-summary.sh build | tee build/isa-summary.txt
 echo "== nvfp4 serve against PyPI's openai client (loopback, bounded)"
 if [ ! -x build/serve-venv/bin/python ] || ! build/serve-venv/bin/python -c "import openai" 2>/dev/null; then
   rm -rf build/serve-venv
@@ -39,3 +41,5 @@ build/serve-venv/bin/python tools/test_serve_nginx.py build/nvfp4 "$NVFP4_SMOLLM
 echo "== ASan+UBSan tests"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
+echo "== Summary: all passed; the kernel tests ran on this machine's ISAs as follows"
+cat build/isa-summary.txt
