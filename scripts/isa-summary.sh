@@ -12,8 +12,8 @@ best="$(NVFP4_ISA= "$build/nvfp4_tests" --gtest_filter='Dispatch.NamesParseAndTh
 echo "kernel ISAs on this machine (best: ${best:-?}, NVFP4_ISA=${NVFP4_ISA:-unset}):"
 echo "$out" | awk '
   /^\[       OK \] EveryIsa\/ForcedIsa\./ { split($4, a, "/"); ran[a[3]]++; seen[a[3]] = 1 }
-  /^\[  SKIPPED \] EveryIsa\/ForcedIsa\./ { split($4, a, "/"); skip[a[3]]++; seen[a[3]] = 1 }
-  /^\[  FAILED  \] EveryIsa\/ForcedIsa\./ { split($4, a, "/"); fail[a[3]]++; seen[a[3]] = 1 }
+  /^\[  SKIPPED \] EveryIsa\/ForcedIsa\..* ms\)$/ { split($4, a, "/"); skip[a[3]]++; seen[a[3]] = 1 }
+  /^\[  FAILED  \] EveryIsa\/ForcedIsa\..* ms\)$/ { split($4, a, "/"); fail[a[3]]++; seen[a[3]] = 1 }
   END {
     n = split("scalar avx2 avxvnni avx512", order, " ")
     for (i = 1; i <= n; i++) {
