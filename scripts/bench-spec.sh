@@ -33,7 +33,7 @@ else
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-code_prompt="$(head -c 1800 src/runtime/rope.cpp)
+code_prompt="$(head -c 1800 src/ops/rope.cpp)
 
 Repeat the code above exactly, with the function apply renamed to rotate."
 quote_prompt="It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of

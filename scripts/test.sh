@@ -23,6 +23,10 @@ echo "== Fuzzing the checkpoint parsers (libFuzzer, bounded)"
 NVFP4_FUZZ_BUILD_DIR=build-asan bash scripts/fuzz.sh "${NVFP4_FUZZ_SECONDS:-30}"
 echo "== Release tests"
 ctest --test-dir build --output-on-failure -j "$jobs"
+echo "== Layers: include and link graphs (tools/layer_graph.py)"
+python3 tools/layer_graph.py build
+echo "== Kernel ISAs exercised by the tests on this machine"
+bash scripts/isa-summary.sh build | tee build/isa-summary.txt
 echo "== nvfp4 serve against PyPI's openai client (loopback, bounded)"
 if [ ! -x build/serve-venv/bin/python ] || ! build/serve-venv/bin/python -c "import openai" 2>/dev/null; then
   rm -rf build/serve-venv
@@ -37,3 +41,5 @@ build/serve-venv/bin/python tools/test_serve_nginx.py build/nvfp4 "$NVFP4_SMOLLM
 echo "== ASan+UBSan tests"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
+echo "== Summary: all passed; the kernel tests ran on this machine's ISAs as follows"
+cat build/isa-summary.txt

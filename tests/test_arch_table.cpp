@@ -3,9 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <fstream>
+#include <set>
+#include <string>
 
 #include "io/hf_names.h"
-#include "models/hf_config.h"
+#include "io/hf_config.h"
+#include "models/families.h"
 #include "nvfp4/arch.h"
 #include "nvfp4/error.h"
 
@@ -121,4 +125,22 @@ TEST(ArchTable, Llama3RopeFactorsAsTransformersComputesThem) {
                                               {34, 5.257327079772949}, {35, 8.0}};
   for (const auto& [i, v] : torch_f32) EXPECT_NEAR(f[static_cast<size_t>(i)], v, 1e-6 * v) << i;
   for (int i = 0; i < 30; ++i) EXPECT_LT(f[static_cast<size_t>(i)], 1.6f) << i;
+}
+
+// Each entry's block is a family file's (src/models/<block>.cpp) and each family is some entry's:
+// a family chosen from the table, none left over.
+TEST(ArchTable, EveryEntryRunsItsFamilysBlock) {
+  std::set<std::string_view> used;
+  for (const ArchInfo& a : architectures()) {
+    const Family* f = find_family(a.block);
+    ASSERT_NE(f, nullptr) << a.name << ": block '" << a.block << "' has no family";
+    EXPECT_NE(f->run, nullptr) << a.name;
+    used.insert(f->block);
+  }
+  for (const Family& f : families()) {
+    EXPECT_TRUE(used.count(f.block)) << "family " << f.block << " is no table entry's block";
+    const std::string file = std::string(NVFP4_FIXTURES) + "/../src/models/" + std::string(f.block) + ".cpp";
+    EXPECT_TRUE(std::ifstream(file).good()) << "family " << f.block << " has no file " << file;
+  }
+  EXPECT_EQ(find_family("no-such-block"), nullptr);
 }

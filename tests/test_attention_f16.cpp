@@ -1,5 +1,5 @@
 // Attention reads an F16 KV cache as stored, widening keys and values in registers
-// (runtime/attention_item.h). Widening is exact, so its results must be the bits of attention
+// (kernels/attention_item.h). Widening is exact, so its results must be the bits of attention
 // over an F32 cache that holds the widened values: held with ==, bit for bit, for decoding (one
 // token, and one token each of several sequences) and for prompt windows, for GQA groups of 1 to
 // 8 heads, head dimensions with and without a tail of fewer than 16, key counts with and without
@@ -18,7 +18,7 @@
 #include "nvfp4/kernels.h"
 #include "nvfp4/model.h"
 #include "nvfp4/thread_pool.h"
-#include "runtime/attention.h"
+#include "ops/attention.h"
 
 using namespace nvfp4;
 

@@ -20,8 +20,8 @@
 #include "nvfp4/kernels.h"
 #include "nvfp4/model.h"
 #include "nvfp4/thread_pool.h"
-#include "runtime/attention.h"
-#include "runtime/pinned_math.h"
+#include "ops/attention.h"
+#include "kernels/pinned_math.h"
 
 using namespace nvfp4;
 

@@ -13,7 +13,7 @@
 #include "nvfp4/kernels.h"
 #include "nvfp4/kernels_ref.h"
 #include "nvfp4/q8_0.h"
-#include "runtime/head.h"
+#include "ops/head.h"
 #include "test_util.h"
 
 using namespace nvfp4;

@@ -12,7 +12,7 @@
 #include "nvfp4/arch.h"
 #include "nvfp4/model.h"
 #include "nvfp4/thread_pool.h"
-#include "io/tokenizer_gguf_writer.h"
+#include "text/tokenizer_gguf_writer.h"
 #include "io_test_util.h"
 #include "model_path.h"
 #include "nvfp4/atomic_file.h"

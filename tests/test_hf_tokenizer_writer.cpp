@@ -1,4 +1,4 @@
-// convert GGUF -> HF directory writes the tokenizer (src/io/hf_tokenizer_writer.cpp): the
+// convert GGUF -> HF directory writes the tokenizer (src/text/hf_tokenizer_writer.cpp): the
 // tokenizer.json written from the bundled SmolLM2 GGUF's metadata, read back by the HF reader,
 // gives the GGUF tokenizer's ids on every fixture text (fixtures/tokenizers/texts.json), and
 // tokenizer_config.json carries bos/eos and the chat template.
@@ -8,7 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "io/hf_tokenizer_writer.h"
+#include "text/hf_tokenizer_writer.h"
 #include "model_path.h"
 #include "nvfp4/checkpoint.h"
 #include "nvfp4/tokenizer.h"

@@ -2,13 +2,17 @@
 // compared with the scalar reference with ==, float modes against FP64 with the derived bound.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
+#include "isa_scope.h"
 #include "kernels/packed.h"
 #include "nvfp4/codec.h"
 #include "nvfp4/dense.h"
@@ -278,8 +282,46 @@ TEST(Dispatch, NamesParseAndTheBestIsSupported) {
   for (Isa i : compiled_isas()) EXPECT_EQ(parse_isa(isa_name(i)), i);
   EXPECT_THROW(parse_isa("sse9"), Error);
   EXPECT_TRUE(isa_supported(detect_isa()));
-  EXPECT_TRUE(isa_supported(Isa::scalar));
+  // Every supported ISA can be forced and is then the active one; the best is the last supported.
+  const std::vector<Isa> sup = supported_isas();
+  ASSERT_FALSE(sup.empty());
+  EXPECT_EQ(sup.back(), detect_isa());
+  for (Isa i : sup) {
+    test::IsaEnv env(i);
+    EXPECT_EQ(active_isa(), i) << isa_name(i);
+  }
+  for (Isa i : compiled_isas()) {
+    if (!isa_supported(i)) {
+      EXPECT_THROW(force_isa(i), Error) << isa_name(i);
+    }
+  }
   std::printf("best ISA on this CPU: %s\n", std::string(isa_name(detect_isa())).c_str());
+}
+
+// What the dispatcher says the CPU has, against the kernel's own account (/proc/cpuinfo's flags):
+// a CPUID check that drifted would run kernels the CPU lacks, or never run the ones it has.
+TEST(Dispatch, SupportAgreesWithProcCpuinfo) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, flags;
+  while (std::getline(in, line))
+    if (line.rfind("flags", 0) == 0) {
+      flags = " " + line.substr(line.find(':') + 1) + " ";
+      break;
+    }
+  if (flags.empty()) GTEST_SKIP() << "no /proc/cpuinfo flags on this system";
+  const auto has = [&](std::initializer_list<const char*> names) {
+    for (const char* n : names)
+      if (flags.find(std::string(" ") + n + " ") == std::string::npos) return false;
+    return true;
+  };
+  const bool avx2 = has({"avx2", "fma", "f16c", "bmi2"});
+  EXPECT_EQ(isa_supported(Isa::avx2), avx2);
+  EXPECT_EQ(isa_supported(Isa::avx512),
+            avx2 && has({"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni", "avx512vbmi"}));
+  const std::vector<Isa> compiled = compiled_isas();
+  if (std::find(compiled.begin(), compiled.end(), Isa::avxvnni) != compiled.end()) {
+    EXPECT_EQ(isa_supported(Isa::avxvnni), avx2 && has({"avx_vnni"}));
+  }
 }
 
 TEST(Dispatch, PackUnpackRoundTrips) {

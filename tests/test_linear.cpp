@@ -13,7 +13,7 @@
 #include "nvfp4/kernels.h"
 #include "nvfp4/linear.h"
 #include "nvfp4/quantize.h"
-#include "runtime/attention.h"
+#include "ops/attention.h"
 #include "isa_scope.h"
 #include "test_util.h"
 

@@ -1,4 +1,4 @@
-// Mixture-of-experts runtime (src/models/moe_block.cpp) on tiny random MoE GGUFs of each routed
+// Mixture-of-experts runtime (src/models/moe_ffn.cpp) on tiny random MoE GGUFs of each routed
 // family (tests/moe_tiny.h): the router's pinned choice, and tokens grouped by expert giving every
 // token's logits bit-identical (a16q8, w4a4) to the same tokens one at a time, for several step
 // compositions over three sequences, 1 and 2 threads and every ISA this CPU has. The loader's
@@ -18,7 +18,7 @@
 #include "nvfp4/error.h"
 #include "nvfp4/kernels.h"
 #include "nvfp4/model.h"
-#include "runtime/step_impl.h"
+#include "models/builders.h"
 #include "test_util.h"
 
 using namespace nvfp4;

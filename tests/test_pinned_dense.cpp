@@ -7,7 +7,7 @@
 
 #include "isa_scope.h"
 #include "nvfp4/codec.h"
-#include "runtime/pinned_dense.h"
+#include "kernels/pinned_dense.h"
 #include "nvfp4/kernels.h"
 #include "nvfp4/kernels.h"
 #include "test_util.h"

@@ -1,4 +1,4 @@
-// The runtime's own exp/log/sin/cos (runtime/pinned_math.h) against libm in long double, and
+// The runtime's own exp/log/sin/cos (kernels/pinned_math.h) against libm in long double, and
 // its vector loops against the scalar code, bit for bit.
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "nvfp4/kernels.h"
-#include "runtime/attention.h"
-#include "runtime/pinned_math.h"
+#include "ops/attention.h"
+#include "kernels/pinned_math.h"
 #include "test_util.h"
 
 using namespace nvfp4;

@@ -1,4 +1,4 @@
-// convert --quantize-method awq (io/awq_search.cpp, weight_quantizer.cpp) on the tiny qwen2 fixture
+// convert --quantize-method awq (convert/awq_search.cpp, weight_quantizer.cpp) on the tiny qwen2 fixture
 // (fixtures/arch/qwen2/float): ModelOpt's NVFP4_AWQ form (the tensor names of a real
 // export_hf_checkpoint of the same model, fixtures/arch/qwen2-awq), the runtime runs it, each
 // group's chosen scales never score worse than rtn, GGUF output folds only norm-fed groups and
@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "arch_fixtures.h"
-#include "io/awq_search.h"
+#include "convert/awq_search.h"
 #include "io_test_util.h"
 #include "nvfp4/calibrate.h"
 #include "nvfp4/convert.h"

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "io/weight_quantizer.h"
+#include "convert/weight_quantizer.h"
 #include "io_test_util.h"
 #include "model_path.h"
 #include "nvfp4/calibrate.h"

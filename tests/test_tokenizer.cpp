@@ -11,9 +11,9 @@
 #include "nvfp4/error.h"
 #include "nvfp4/gguf.h"
 #include "nvfp4/tokenizer.h"
-#include "runtime/pretokenize.h"
-#include "runtime/unicode.h"
-#include "runtime/unicode_nfc.h"
+#include "text/pretokenize.h"
+#include "text/unicode.h"
+#include "text/unicode_nfc.h"
 #include "test_util.h"
 
 using namespace nvfp4;

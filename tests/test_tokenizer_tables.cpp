@@ -9,7 +9,7 @@
 #include "heap_in_use.h"
 #include "nvfp4/gguf.h"
 #include "nvfp4/tokenizer.h"
-#include "runtime/tokenizer_tables.h"
+#include "text/tokenizer_tables.h"
 
 using namespace nvfp4;
 

@@ -1,4 +1,4 @@
-// The workspace's memory (include/nvfp4/model.h, src/runtime/step_impl.h): after a prompt step
+// The workspace's memory (include/nvfp4/model.h, src/ops/step_impl.h): after a prompt step
 // of n tokens its bytes stay within the formula of its layout (activations sharing one arena by
 // lifetime, the dense MLP's gate/up rows kMlpRows wide in the integer-exact modes, attention
 // scores per pool chunk), so a buffer that grows back to n_batch wide (or scores for the whole
@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "smollm2_suite.h"
-#include "runtime/step_impl.h"
+#include "ops/step_impl.h"
 #include "test_util.h"
 
 using namespace nvfp4;

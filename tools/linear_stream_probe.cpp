@@ -1,7 +1,7 @@
 // How fast one Linear::forward streams its weights from DRAM, through the public API, the way a
 // decode step calls it. Not part of the build: a measurement behind docs/BENCHMARKS.md section 15,
 // run by hand against a Release build:
-//   g++ -O2 -std=c++20 -Iinclude tools/linear_stream_probe.cpp build/libnvfp4.a -lpthread -o /tmp/lsp
+//   g++ -O2 -std=c++20 -Iinclude tools/linear_stream_probe.cpp build/libnvfp4_kernels.a build/libnvfp4_format.a build/libnvfp4_base.a -lpthread -o /tmp/lsp
 //   /tmp/lsp N_OUT N_IN COUNT THREADS N      (e.g. 8192 2048 48 1 1; NVFP4_ISA=avx2 forces an ISA)
 // It prepares COUNT copies of one random NVFP4 matrix (one huge-page arena, as a model's loader
 // does: COUNT x N_OUT x N_IN x 9/16 bytes, well past the L3 of most machines), then times 7 passes

@@ -2,10 +2,10 @@
 // family with its names on both sides (GGUF `general.architecture`, HF `model_type` and
 // `architectures`), the RoPE layout, the tensors of a layer (which are optional or required), and
 // the block that runs it (src/models/<block>.cpp). Hyperparameters are read under GGUF keys
-// (`<arch>.block_count`, ...) whatever the container: src/models/hf_config.cpp translates an HF
+// (`<arch>.block_count`, ...) whatever the container: src/io/hf_config.cpp translates an HF
 // config.json into those keys, refusing options an entry cannot honour.
 //
-// Adding an architecture is an entry in src/models/arch_table.cpp plus, where its block differs,
+// Adding an architecture is an entry in src/io/arch_table.cpp plus, where its block differs,
 // one file under src/models/.
 #pragma once
 #include <cstdint>
@@ -63,7 +63,7 @@ struct ArchInfo {
   MoeGating gating = MoeGating::softmax_all;
   bool norm_topk_default = false;  // renormalise the k weights when the checkpoint does not say
   Need shared_expert = Need::none;  // qwen2_moe: ffn_{gate,up,down}_shexp + sigmoid ffn_gate_inp_shexp
-  std::string_view block = "dense";  // the block file that runs it (src/models/dense_block.cpp)
+  std::string_view block;  // the family file whose block runs it (src/models/<block>.cpp)
 };
 
 // Every entry, in table order.

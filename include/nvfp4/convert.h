@@ -2,7 +2,7 @@
 // with `<base>.scale` / `<base>.input_scale` F32 companions, general.file_type = 39 and every input
 // metadata key carried over; safetensors (HF) input: general.architecture, the hyperparameters and
 // the tokenizer under llama.cpp's keys, rope_freqs.weight for Llama 3 RoPE scaling (see
-// io/gguf_meta_from_checkpoint.h).
+// convert/gguf_meta_from_checkpoint.h).
 // Any other OUT is a directory in ModelOpt's export layout (model.safetensors, config.json,
 // hf_quant_config.json; HF names, q/k rows in HF order). NVFP4 input is repacked losslessly; float,
 // FP8 and ggml-quantized input is quantized by SPEC.md section 4. Written under a temporary name,
@@ -35,9 +35,9 @@ struct ConvertOptions {
   std::string head = "auto";
   bool verify = false;                // re-read the output and compare it bit for bit
   int threads = 0;                    // quantizer threads; 0 = hardware concurrency
-  // How float weights become NVFP4 (src/io/weight_quantizer.h):
+  // How float weights become NVFP4 (src/convert/weight_quantizer.h):
   std::string method = "rtn";         // rtn (ModelOpt's rounding) | search (per-block scale search) |
-                                      // awq (per-input-channel scales, io/awq_search.h; needs calibrate)
+                                      // awq (per-input-channel scales, convert/awq_search.h; needs calibrate)
   std::string scale2 = "fused";       // fused: q/k/v and gate/up share one tensor scale, the larger
                                       // amax of the group (ModelOpt's export) | per-tensor
   std::string calibrate;              // search: text whose activations weight the error (else unweighted)

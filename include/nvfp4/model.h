@@ -6,7 +6,7 @@
 // one-sequence convenience over those parts.
 //
 // The architecture comes from the table (include/nvfp4/arch.h): Llama 2/3.x, Mistral, Qwen2 and
-// Qwen3, run by the dense block (src/models/dense_block.cpp): RMSNorm, q/k/v projections (bias,
+// Qwen3, run by its family's block (src/models/<family>.cpp): RMSNorm, q/k/v projections (bias,
 // per-head q/k RMSNorm where the family has them), RoPE (adjacent pairs or NeoX halves; llama3 /
 // linear scaling), grouped-query attention over an F32 or F16 cache, SwiGLU MLP, tied or own head.
 //

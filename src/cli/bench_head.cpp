@@ -13,7 +13,7 @@
 #include "nvfp4/kernels.h"
 #include "nvfp4/q8_0.h"
 #include "nvfp4/quantize.h"
-#include "runtime/head.h"
+#include "ops/head.h"
 
 namespace nvfp4::cli {
 namespace {

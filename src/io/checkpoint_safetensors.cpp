@@ -10,7 +10,7 @@
 
 #include "io/hf_names.h"
 #include "io/quant_config.h"
-#include "models/hf_config.h"
+#include "io/hf_config.h"
 #include "nvfp4/codec.h"
 #include "nvfp4/error.h"
 #include "nvfp4/quantize.h"

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kernels/head_q8.h"
+#include "kernels/attention_kernels.h"
 #include "kernels/packed.h"
 #include "nvfp4/error.h"
 #include "nvfp4/kernels.h"
@@ -140,16 +141,8 @@ std::vector<Isa> supported_isas() {
   return v;
 }
 
-// The runtime's variants (src/runtime/attention*.cpp, pinned_dense*.cpp).
-void attention_item_scalar(const void*);
-void attention_item_avx2(const void*);
-void attention_item_avx512(const void*);
-void attention_phase_scalar(const void*, int, int64_t, int64_t);
-void attention_phase_avx2(const void*, int, int64_t, int64_t);
-void attention_phase_avx512(const void*, int, int64_t, int64_t);
-void swiglu_scalar(float*, const float*, int64_t);
-void swiglu_avx2(float*, const float*, int64_t);
-void swiglu_avx512(float*, const float*, int64_t);
+// The per-ISA variants of attention_item and swiglu (attention_item*.cpp) and of PinnedDense
+// (pinned_dense*.cpp).
 namespace pinned_dense_detail {
 void rows_scalar(const void*, int, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
 void rows_avx2(const void*, int, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);

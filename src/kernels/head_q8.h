@@ -59,7 +59,7 @@ struct HeadQ8 {
 // ahead: the same lead in time). As the packed stream's prefetch_record (packed.h): without it
 // the head streamed at 50-80% of the read bandwidth.
 // Always inlined, as every prefetch helper here: GCC may find an out-of-line one "pure" and delete
-// its calls (src/runtime/pinned_dense.h, RowAhead).
+// its calls (src/kernels/pinned_dense.h, RowAhead).
 [[gnu::always_inline]] inline void prefetch_head_block(const HeadQ8& w, int64_t g, int64_t j) {
   const char* c = reinterpret_cast<const char*>(w.codes(g, j)) + kPrefetchBytes;
   for (int k = 0; k < 8; ++k) __builtin_prefetch(c + k * kHeadUnit, 0, 3);

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "runtime/pinned_math.h"
+#include "kernels/pinned_math.h"
 
 namespace nvfp4 {
 

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "nvfp4/error.h"
-#include "runtime/step_impl.h"
+#include "ops/step_impl.h"
 
 namespace nvfp4 {
 
@@ -16,7 +16,7 @@ namespace nvfp4 {
 
 Sequence::Sequence(const Model& model, int64_t n_ctx, KvType kv) : impl_(std::make_unique<Impl>()) {
   const ModelConfig& c = model.config();
-  if (n_ctx < 1) throw Error("", "", "context size", ">= 1", std::to_string(n_ctx));
+  if (n_ctx < 1) throw Error("Sequence n_ctx", "", "context size", ">= 1", std::to_string(n_ctx));
   if (c.sliding_window > 0 && n_ctx > c.sliding_window)
     throw Error(model.impl().source, "", "the model declares a sliding window (attention.sliding_window), which this runtime does not apply: the context may not exceed it",
                 "--ctx <= " + std::to_string(c.sliding_window), std::to_string(n_ctx));
@@ -30,54 +30,22 @@ int64_t Sequence::pos() const { return impl_->pos; }
 int64_t Sequence::n_ctx() const { return impl_->n_ctx; }
 size_t Sequence::bytes() const { return impl_->kv.bytes(); }
 void Sequence::truncate(int64_t n) {
-  if (n < 0 || n > impl_->pos) throw Error("", "", "truncate a sequence", "0 .. " + std::to_string(impl_->pos), std::to_string(n));
+  if (n < 0 || n > impl_->pos) throw Error("Sequence::truncate n", "", "truncate a sequence", "0 .. " + std::to_string(impl_->pos), std::to_string(n));
   impl_->pos = n;
 }
 void Sequence::copy_prefix(const Sequence& from, int64_t n) {
   if (n < 0 || n > from.impl_->pos)
-    throw Error("", "", "copy a sequence's prefix", "0 .. " + std::to_string(from.impl_->pos), std::to_string(n));
+    throw Error("Sequence::copy_prefix n", "", "copy a sequence's prefix", "0 .. " + std::to_string(from.impl_->pos), std::to_string(n));
   if (from.impl_->n_ctx != impl_->n_ctx)
-    throw Error("", "", "copy a sequence's prefix: the same context size", std::to_string(impl_->n_ctx), std::to_string(from.impl_->n_ctx));
+    throw Error("Sequence::copy_prefix from", "", "copy a sequence's prefix: the same context size", std::to_string(impl_->n_ctx), std::to_string(from.impl_->n_ctx));
   if (&from != this) impl_->kv.copy_prefix(from.impl_->kv, n);
   impl_->pos = n;
 }
 
 // ---- Workspace --------------------------------------------------------------------------------
 
-Workspace::Impl::Impl(const Model::Impl& model, int64_t nb) : m(model), n_batch(nb) {
-  const ModelConfig& c = m.cfg;
-  // A layer's lives (src/models/dense_block.cpp, moe_block.cpp): xn = norm(x); q, k, v = qkv(xn);
-  // k, v go to the cache; att = attention(q); o = wo(att); x += o; xn = norm(x); g, u = gate/up(xn)
-  // (or the MoE FFN, which takes g and u for its shared expert, xn in and o out); o = down(g);
-  // x += o. xn is dead when att is written and att when xn is; q is dead when o is written; k
-  // and v are dead before g and u are written. So the arena holds x, xn|att, q|o, g|k and u|v.
-  const int64_t wide = nb * std::max(c.n_embd, c.q_dim());
-  // The FFN's gate/up rows: the dense MLP (mlp_rows at a time), the experts (one token: k experts
-  // side by side) or the shared expert.
-  const int64_t mlp = c.n_expert > 0 ? nb : mlp_rows(m.mode, nb);
-  const int64_t ff = std::max({mlp * c.n_ff, nb * c.n_ff_shexp, c.n_expert_used * c.n_ff_exp, nb * c.kv_dim()});
-  arena.resize(static_cast<size_t>(nb * c.n_embd + 2 * wide + 2 * ff));
-  float* p = arena.data();
-  const auto take = [&](int64_t n) {
-    const ActBuf b{p, static_cast<size_t>(n)};
-    p += n;
-    return b;
-  };
-  x = take(nb * c.n_embd);
-  const ActBuf a = take(wide), b = take(wide);
-  xn = {a.p, static_cast<size_t>(nb * c.n_embd)};
-  att = {a.p, static_cast<size_t>(nb * c.q_dim())};
-  q = {b.p, static_cast<size_t>(nb * c.q_dim())};
-  o = {b.p, static_cast<size_t>(nb * c.n_embd)};
-  g = take(ff);
-  u = take(ff);
-  k = {g.p, static_cast<size_t>(nb * c.kv_dim())};
-  v = {u.p, static_cast<size_t>(nb * c.kv_dim())};
-  rope.init(c.rope, c.head_dim);
-}
-
 Workspace::Workspace(const Model& model, int64_t n_batch) {
-  if (n_batch < 1) throw Error("", "", "batch size", ">= 1", std::to_string(n_batch));
+  if (n_batch < 1) throw Error("Workspace n_batch", "", "batch size", ">= 1", std::to_string(n_batch));
   impl_ = std::make_unique<Impl>(model.impl(), n_batch);
 }
 Workspace::~Workspace() = default;
@@ -87,10 +55,6 @@ int64_t Workspace::n_batch() const { return impl_->n_batch; }
 void Workspace::set_observer(Observer obs) { impl_->obs = std::move(obs); }
 void Workspace::set_profile(StepProfile* p) { impl_->prof = p; }
 
-const char* StepProfile::name(int part) {
-  static constexpr const char* kNames[n_parts] = {"attention projections", "attention", "router", "experts", "mlp", "head"};
-  return part >= 0 && part < n_parts ? kNames[part] : "?";
-}
 size_t Workspace::bytes() const {
   const Impl& w = *impl_;
   size_t b = w.rope.bytes() + (w.arena.size() + w.attn_scratch.size() + w.pre.size()) * 4;
@@ -100,97 +64,6 @@ size_t Workspace::bytes() const {
   return b;
 }
 
-// ---- the shared pieces of a block -------------------------------------------------------------
-
-void StepRun::rmsnorm(const float* in, const std::vector<float>& w, float* out, int64_t rows, int64_t d) const {
-  const float eps = m.cfg.rms_eps;
-  const auto run_rows = [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const float* xi = in + t * d;
-      double ss = 0.0;
-      for (int64_t i = 0; i < d; ++i) ss += static_cast<double>(xi[i]) * static_cast<double>(xi[i]);
-      const double mean = ss / static_cast<double>(d);
-      const float scale = static_cast<float>(1.0 / std::sqrt(mean + static_cast<double>(eps)));
-      for (int64_t i = 0; i < d; ++i) out[t * d + i] = (xi[i] * scale) * w[static_cast<size_t>(i)];
-    }
-  };
-  // Rows are independent: a prompt window's rows split across the pool (same bits). A few rows,
-  // or many short ones (a decode token's per-head q/k norm), are not worth a hand-off.
-  if (rows < 16 || rows * d <= 16384) run_rows(0, rows);
-  else pool.run(rows, run_rows);
-}
-
-namespace {
-void add_bias(const MatMul& mm, float* y, int64_t n) {
-  if (mm.bias.empty()) return;
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t r = 0; r < mm.n_out; ++r) y[t * mm.n_out + r] = y[t * mm.n_out + r] + mm.bias[static_cast<size_t>(r)];
-}
-}  // namespace
-
-const float* StepRun::pre_scaled(const std::vector<float>& s, const float* in, int64_t n_in) const {
-  if (s.empty()) return in;
-  const size_t need = static_cast<size_t>(n * n_in);
-  if (ws.pre.size() < need) ws.pre.resize(need);
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t i = 0; i < n_in; ++i) ws.pre[static_cast<size_t>(t * n_in + i)] = in[t * n_in + i] * s[static_cast<size_t>(i)];
-  return ws.pre.data();
-}
-
-void StepRun::run(const MatMul& mm, const float* in, float* out) const {
-  if (ws.obs) ws.obs(mm.name, in, n, mm.n_in);
-  mm.forward(m.mode, pre_scaled(mm.pre_scale, in, mm.n_in), n, out, pool, &ws.lin);
-  add_bias(mm, out, n);
-}
-
-void StepRun::run_group(std::initializer_list<std::pair<const MatMul*, float*>> mms, const float* in) const {
-  const Linear* lin[4];
-  float* ys[4];
-  size_t k = 0;
-  bool nvfp4 = mms.size() <= 4;
-  const std::vector<float>& pre = mms.begin()->first->pre_scale;
-  for (const auto& [mm, y] : mms) nvfp4 = nvfp4 && mm->nvfp4 && mm->pre_scale == pre;
-  if (!nvfp4) {
-    for (const auto& [mm, y] : mms) run(*mm, in, y);
-    return;
-  }
-  for (const auto& [mm, y] : mms) {
-    if (ws.obs) ws.obs(mm->name, in, n, mm->n_in);
-    lin[k] = &mm->lin;
-    ys[k++] = y;
-  }
-  Linear::forward_group(m.mode, std::span<const Linear* const>(lin, k), pre_scaled(pre, in, mms.begin()->first->n_in), n, std::span<float* const>(ys, k), pool, &ws.lin);
-  for (const auto& [mm, y] : mms) add_bias(*mm, y, n);
-}
-
-void StepRun::run_group_rows(std::initializer_list<std::pair<const MatMul*, float*>> mms, const float* in,
-                             const std::function<void(int64_t, int64_t)>& rows) const {
-  const MatMul& first = *mms.begin()->first;
-  bool fused = mms.size() <= 4;
-  for (const auto& [mm, y] : mms)
-    fused = fused && mm->nvfp4 && mm->pre_scale == first.pre_scale && mm->n_out == first.n_out && mm->n_in == first.n_in &&
-            mm->bias.empty();
-  if (!fused) {
-    run_group(mms, in);
-    pool.run(first.n_out, rows, 16);
-    return;
-  }
-  const Linear* lin[4];
-  float* ys[4];
-  size_t k = 0;
-  for (const auto& [mm, y] : mms) {
-    if (ws.obs) ws.obs(mm->name, in, n, mm->n_in);
-    lin[k] = &mm->lin;
-    ys[k++] = y;
-  }
-  Linear::forward_rows(m.mode, std::span<const Linear* const>(lin, k), pre_scaled(first.pre_scale, in, first.n_in), n,
-                       std::span<float* const>(ys, k), pool, &ws.lin, rows);
-}
-
-void StepRun::residual(float* x, const float* o, int64_t d) const {
-  for (int64_t i = 0; i < n * d; ++i) x[i] = x[i] + o[i];
-}
-
 // ---- the step ---------------------------------------------------------------------------------
 
 void forward(const Model& model, std::span<const StepToken> tokens, Workspace& workspace, ThreadPool& pool, float* logits) {
@@ -198,8 +71,8 @@ void forward(const Model& model, std::span<const StepToken> tokens, Workspace& w
   Workspace::Impl& ws = workspace.impl();
   const ModelConfig& c = m.cfg;
   const int64_t n = static_cast<int64_t>(tokens.size());
-  if (&ws.m != &m) throw Error("", "", "workspace of another model", "one made for this model", "another");
-  if (n > ws.n_batch) throw Error("", "", "tokens in one step", "at most the workspace's " + std::to_string(ws.n_batch), std::to_string(n));
+  if (&ws.m != &m) throw Error("forward workspace", "", "workspace of another model", "one made for this model", "another");
+  if (n > ws.n_batch) throw Error("forward tokens", "", "tokens in one step", "at most the workspace's " + std::to_string(ws.n_batch), std::to_string(n));
   if (n == 0) return;
   // Validate everything before computing: positions continue each sequence, in step order.
   std::vector<AttnToken> at(static_cast<size_t>(n));
@@ -207,16 +80,16 @@ void forward(const Model& model, std::span<const StepToken> tokens, Workspace& w
   int64_t max_pos = 0;
   for (int64_t t = 0; t < n; ++t) {
     const StepToken& s = tokens[static_cast<size_t>(t)];
-    if (!s.seq) throw Error("", "", "step token without a sequence", "a sequence", "null");
+    if (!s.seq) throw Error("StepToken.seq", "", "step token without a sequence", "a sequence", "null");
     if (s.token < 0 || s.token >= c.n_vocab)
-      throw Error("", "", "token id out of range", "0 .. " + std::to_string(c.n_vocab - 1), std::to_string(s.token));
+      throw Error("StepToken.token", "", "token id out of range", "0 .. " + std::to_string(c.n_vocab - 1), std::to_string(s.token));
     auto it = std::find_if(next.begin(), next.end(), [&](const auto& p) { return p.first == s.seq; });
     if (it == next.end()) it = next.insert(next.end(), {s.seq, s.seq->pos()});
     if (s.pos != it->second)
-      throw Error("", "", "step token position (a sequence's tokens continue it in step order)", std::to_string(it->second),
+      throw Error("StepToken.pos", "", "step token position (a sequence's tokens continue it in step order)", std::to_string(it->second),
                   std::to_string(s.pos));
     if (s.pos >= s.seq->n_ctx())
-      throw Error("", "", "context full", "at most " + std::to_string(s.seq->n_ctx()) + " positions", std::to_string(s.pos + 1));
+      throw Error("StepToken.pos", "", "context full", "at most " + std::to_string(s.seq->n_ctx()) + " positions", std::to_string(s.pos + 1));
     ++it->second;
     at[static_cast<size_t>(t)] = AttnToken{&s.seq->impl().kv, s.pos};
     max_pos = std::max(max_pos, s.pos);
@@ -238,7 +111,7 @@ void forward(const Model& model, std::span<const StepToken> tokens, Workspace& w
   StepRun run{m, ws, pool, n};
   const int64_t d = c.n_embd;
   for (int64_t t = 0; t < n; ++t) m.embd.row(tokens[static_cast<size_t>(t)].token, ws.x.data() + t * d);
-  for (int64_t l = 0; l < c.n_layer; ++l) dense_block(run, l);
+  for (int64_t l = 0; l < c.n_layer; ++l) m.block(run, l);  // the family's block (src/models/<family>.cpp)
   for (const auto& [seq, pos] : next) seq->impl().pos = pos;
   if (!logits) return;
   // The final norm and the head for the tokens that want logits, gathered in step order.
@@ -268,7 +141,7 @@ struct Context::Impl {
 
 Context::Context(const Model& model, const ContextOptions& opt, ThreadPool& pool) {
   if (opt.n_ctx < 1 || opt.n_batch < 1)
-    throw Error("", "", "context size and batch", ">= 1", std::to_string(opt.n_ctx) + ", " + std::to_string(opt.n_batch));
+    throw Error("ContextOptions n_ctx, n_batch", "", "context size and batch", ">= 1", std::to_string(opt.n_ctx) + ", " + std::to_string(opt.n_batch));
   impl_ = std::make_unique<Impl>(model, opt, pool);
 }
 Context::~Context() = default;
@@ -277,11 +150,11 @@ void Context::eval(const int32_t* tokens, int64_t n, float* logits, bool all) {
   Impl& c = *impl_;
   if (n < 1) return;
   if (c.seq.pos() + n > c.seq.n_ctx())
-    throw Error("", "", "context full", "at most " + std::to_string(c.seq.n_ctx()) + " positions", std::to_string(c.seq.pos() + n));
+    throw Error("Context::eval n", "", "context full", "at most " + std::to_string(c.seq.n_ctx()) + " positions", std::to_string(c.seq.pos() + n));
   const int64_t nv = c.model.config().n_vocab;
   for (int64_t i = 0; i < n; ++i)
     if (tokens[i] < 0 || tokens[i] >= nv)
-      throw Error("", "", "token id out of range", "0 .. " + std::to_string(nv - 1), std::to_string(tokens[i]));
+      throw Error("Context::eval tokens", "", "token id out of range", "0 .. " + std::to_string(nv - 1), std::to_string(tokens[i]));
   const int64_t nb = c.ws.n_batch();
   for (int64_t s = 0; s < n; s += nb) {
     const int64_t k = std::min(nb, n - s);

@@ -1,0 +1,137 @@
+// The architecture table. Names checked against llama.cpp (src/llama-arch.cpp: LLM_ARCH_NAMES,
+// LLM_TENSOR_NAMES; convert_hf_to_gguf.py: which HF classes map to which arch, and that only the
+// LLAMA arch permutes q/k) and transformers' modeling files (module names, Qwen3's q_norm/k_norm,
+// Qwen2's q/k/v bias).
+#include <algorithm>
+
+#include "nvfp4/arch.h"
+#include "kernels/pinned_math.h"
+
+namespace nvfp4 {
+
+namespace {
+
+const ArchInfo kArchs[] = {
+    // Llama 2 and 3.x (llama3 / linear rope scaling); attention_bias when config.json says so.
+    {.name = "llama", .gguf_name = "llama", .hf_model_types = {"llama"},
+     .hf_architectures = {"LlamaForCausalLM"}, .rope = RopeStyle::adjacent, .permute_qk = true,
+     .qkv_bias = Need::optional, .o_bias = Need::optional, .block = "llama"},
+    // Mistral: llama.cpp converts MistralForCausalLM to its LLAMA arch (so GGUF says "llama").
+    {.name = "mistral", .gguf_name = "llama", .hf_model_types = {"mistral"},
+     .hf_architectures = {"MistralForCausalLM"}, .rope = RopeStyle::adjacent, .permute_qk = true,
+     .sliding_window = true, .block = "mistral"},
+    // Qwen2 / Qwen2.5: q/k/v bias, NeoX RoPE on HF's row order.
+    {.name = "qwen2", .gguf_name = "qwen2", .hf_model_types = {"qwen2"},
+     .hf_architectures = {"Qwen2ForCausalLM"}, .rope = RopeStyle::neox, .qkv_bias = Need::required,
+     .sliding_window = true, .block = "qwen2"},
+    // Qwen3: RMSNorm over each q and k head before RoPE, head_dim independent of hidden/heads.
+    {.name = "qwen3", .gguf_name = "qwen3", .hf_model_types = {"qwen3"},
+     .hf_architectures = {"Qwen3ForCausalLM"}, .rope = RopeStyle::neox, .qk_norm = Need::required,
+     .sliding_window = true, .block = "qwen3"},
+    // Mixtral: llama.cpp converts it to its LLAMA arch with expert_count (so GGUF says "llama");
+    // softmax over the k selected logits.
+    {.name = "mixtral", .gguf_name = "llama", .hf_model_types = {"mixtral"},
+     .hf_architectures = {"MixtralForCausalLM"}, .rope = RopeStyle::adjacent, .permute_qk = true,
+     .sliding_window = true, .moe = Need::required, .gating = MoeGating::softmax_topk, .block = "mixtral"},
+    // Qwen2-MoE: Qwen2 attention; routed experts plus one shared expert behind a sigmoid gate.
+    {.name = "qwen2_moe", .gguf_name = "qwen2moe", .hf_model_types = {"qwen2_moe"},
+     .hf_architectures = {"Qwen2MoeForCausalLM"}, .rope = RopeStyle::neox, .qkv_bias = Need::required,
+     .sliding_window = true, .moe = Need::required, .norm_topk_default = false, .shared_expert = Need::required, .block = "qwen2_moe"},
+    // Qwen3-MoE: Qwen3 attention; routed experts, weights renormalised (norm_topk_prob).
+    {.name = "qwen3_moe", .gguf_name = "qwen3moe", .hf_model_types = {"qwen3_moe"},
+     .hf_architectures = {"Qwen3MoeForCausalLM"}, .rope = RopeStyle::neox, .qk_norm = Need::required,
+     .sliding_window = true, .moe = Need::required, .norm_topk_default = true, .block = "qwen3_moe"},
+    // OLMoE: RMSNorm over the whole q and k projections; routed experts, not renormalised.
+    {.name = "olmoe", .gguf_name = "olmoe", .hf_model_types = {"olmoe"},
+     .hf_architectures = {"OlmoeForCausalLM"}, .rope = RopeStyle::neox, .qk_norm = Need::required,
+     .qk_norm_span = QkNormSpan::full, .moe = Need::required, .norm_topk_default = false, .block = "olmoe"},
+};
+
+const ArchTensor kLayer[] = {
+    {"attn_norm", "input_layernorm"},    {"attn_q", "self_attn.q_proj"},
+    {"attn_k", "self_attn.k_proj"},      {"attn_v", "self_attn.v_proj"},
+    {"attn_output", "self_attn.o_proj"}, {"attn_q_norm", "self_attn.q_norm"},
+    {"attn_k_norm", "self_attn.k_norm"}, {"ffn_norm", "post_attention_layernorm"},
+    {"ffn_gate", "mlp.gate_proj"},       {"ffn_up", "mlp.up_proj"},
+    {"ffn_down", "mlp.down_proj"},
+    // Mixture of experts: the router, the shared expert and its gate (llama.cpp's names).
+    {"ffn_gate_inp", "mlp.gate"},        {"ffn_gate_inp", "block_sparse_moe.gate", "mixtral"},
+    {"ffn_gate_shexp", "mlp.shared_expert.gate_proj"}, {"ffn_up_shexp", "mlp.shared_expert.up_proj"},
+    {"ffn_down_shexp", "mlp.shared_expert.down_proj"}, {"ffn_gate_inp_shexp", "mlp.shared_expert_gate"},
+};
+
+// The routed experts, one 2-D tensor per expert on the HF side (transformers' own checkpoints and
+// ModelOpt's export; Mixtral's original w1/w3/w2 names too). The first spelling of an entry is
+// the one written.
+const ArchExpertTensor kExpert[] = {
+    {"ffn_gate_exps", "mlp.experts.*.gate_proj", ""},
+    {"ffn_up_exps", "mlp.experts.*.up_proj", ""},
+    {"ffn_down_exps", "mlp.experts.*.down_proj", ""},
+    {"ffn_gate_exps", "block_sparse_moe.experts.*.w1", "mixtral"},
+    {"ffn_up_exps", "block_sparse_moe.experts.*.w3", "mixtral"},
+    {"ffn_down_exps", "block_sparse_moe.experts.*.w2", "mixtral"},
+    // llm-compressor 0.14 with transformers 5 writes Mixtral's experts under these names (read
+    // only: transformers itself does not load them back).
+    {"ffn_gate_exps", "block_sparse_moe.experts.*.gate_proj", "mixtral"},
+    {"ffn_up_exps", "block_sparse_moe.experts.*.up_proj", "mixtral"},
+    {"ffn_down_exps", "block_sparse_moe.experts.*.down_proj", "mixtral"},
+};
+
+const ArchTensor kGlobal[] = {
+    {"token_embd", "model.embed_tokens"}, {"output_norm", "model.norm"}, {"output", "lm_head"}};
+
+}  // namespace
+
+std::span<const ArchInfo> architectures() { return kArchs; }
+std::span<const ArchTensor> layer_tensors() { return kLayer; }
+std::span<const ArchTensor> global_tensors() { return kGlobal; }
+std::span<const ArchExpertTensor> expert_tensors() { return kExpert; }
+
+const ArchInfo* find_arch(std::string_view gguf_name, bool experts) {
+  for (const ArchInfo& a : kArchs)
+    if (a.gguf_name == gguf_name && (experts ? a.moe != Need::none : a.moe != Need::required)) return &a;
+  for (const ArchInfo& a : kArchs)  // a family of that name without the matching form: Model::load says why
+    if (a.gguf_name == gguf_name) return &a;
+  return nullptr;
+}
+
+const ArchInfo* find_arch_hf(std::string_view model_type, std::string_view hf_architecture) {
+  for (const ArchInfo& a : kArchs)
+    if (std::find(a.hf_model_types.begin(), a.hf_model_types.end(), model_type) != a.hf_model_types.end()) return &a;
+  for (const ArchInfo& a : kArchs)
+    if (!hf_architecture.empty() &&
+        std::find(a.hf_architectures.begin(), a.hf_architectures.end(), hf_architecture) != a.hf_architectures.end())
+      return &a;
+  return nullptr;
+}
+
+std::string arch_names() {
+  std::string s;
+  for (const ArchInfo& a : kArchs) s += (s.empty() ? "" : ", ") + std::string(a.name);
+  return s;
+}
+
+std::vector<float> rope_freq_factors_llama3(int64_t head_dim, double theta, double factor, double low_freq_factor,
+                                            double high_freq_factor, double original_context) {
+  // wavelen_i = 2 pi / theta^(-2i/d). Above original/low: divide by factor; below original/high:
+  // keep; between: 1 / ((1 - s) / factor + s) with s = (original / wavelen - low) / (high - low).
+  constexpr double kPi = 3.14159265358979323846;
+  const double low_wavelen = original_context / low_freq_factor, high_wavelen = original_context / high_freq_factor;
+  const double lt = pinned::log(theta);
+  std::vector<float> out(static_cast<size_t>(head_dim / 2));
+  for (int64_t i = 0; i < head_dim / 2; ++i) {
+    const double freq = pinned::exp(-(2.0 * static_cast<double>(i) / static_cast<double>(head_dim)) * lt);
+    const double wavelen = 2.0 * kPi / freq;
+    double f = 1.0;
+    if (wavelen > low_wavelen) {
+      f = factor;
+    } else if (wavelen >= high_wavelen) {
+      const double s = (original_context / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+      f = 1.0 / ((1.0 - s) / factor + s);
+    }
+    out[static_cast<size_t>(i)] = static_cast<float>(f);
+  }
+  return out;
+}
+
+}  // namespace nvfp4

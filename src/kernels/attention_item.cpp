@@ -1,0 +1,31 @@
+// attention_item and swiglu at baseline x86-64 (an F16 cache widened one value at a time), and
+// swiglu_rows, which runs the active ISA's variant from the dispatch table.
+#include "kernels/attention_item.h"
+#include "kernels/attention_kernels.h"
+#include "kernels/packed.h"
+#include "nvfp4/codec.h"
+#include "nvfp4/kernels.h"
+
+namespace nvfp4 {
+
+void swiglu_scalar(float* g, const float* u, int64_t n) { swiglu(g, u, n); }
+void exp_shifted_scalar(const float* s, float mx, float* out, int64_t n) { exp_shifted_scalar_body(s, mx, out, n); }
+
+void swiglu_rows(float* g, const float* u, int64_t n) { kern::table(active_isa()).swiglu(g, u, n); }
+
+namespace {
+// 16 F16 values widened one by one (baseline x86-64 has no F16C).
+inline void widen16_scalar(const uint16_t* h, float* f) {
+  for (int i = 0; i < 16; ++i) f[i] = half_to_float(h[i]);
+}
+}  // namespace
+
+void attention_item_scalar(const void* it) {
+  attention_item<32, 16>(*static_cast<const AttnItem*>(it), exp_shifted_scalar_body, widen16_scalar);
+}
+void attention_phase_scalar(const void* it, int phase, int64_t b, int64_t e) {
+  attention_phase<32, 16>(*static_cast<const AttnItem*>(it), static_cast<AttnPhase>(phase), b, e,
+                          exp_shifted_scalar_body, widen16_scalar);
+}
+
+}  // namespace nvfp4

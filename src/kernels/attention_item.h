@@ -1,0 +1,297 @@
+// The body of attention for one token and a group of query heads that share a KV head (GQA), and
+// SwiGLU, compiled three times (attention.cpp: baseline
+// x86-64; attention_item_avx2.cpp; attention_item_avx512.cpp) so that the compiler vectorizes its
+// elementwise loops at each width. The pinned exp does not auto-vectorize (its clamps and int64
+// conversion stay scalar), so each copy passes its own softmax-numerator step: the scalar loop
+// below, or pinned_exp_avx2.h / pinned_exp_avx512.h, which do the same IEEE operations per lane.
+// The KV cache is read as it is stored, F32 or F16: an F16 cache's keys and values are widened
+// in registers, 16 at a time, right before the products that use them, by the widening each copy
+// passes (F16C's vcvtph2ps in the avx2/avx512 files, half_to_float in the baseline one, all
+// exact: every F16 value is a float). Each product and sum is then the same IEEE operation on the
+// same float values in the same order as with an F32 cache holding the widened values.
+// Grouping heads only lets one load of a key or value row serve several heads and gives more
+// independent add chains; each head's arithmetic is the one-head order below.
+// No loop here reassociates a sum (the build forbids contraction and fast-math), so every copy
+// gives the same bits; docs/DETERMINISM.md lists the order.
+// Internal linkage on purpose: each translation unit keeps its own copy.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "nvfp4/codec.h"
+#include "kernels/pinned_math.h"
+
+namespace nvfp4 {
+namespace {
+
+inline constexpr int kMaxGroup = 4;  // heads per item; larger GQA groups are split
+
+inline constexpr int64_t kTile = 16;  // positions per key tile (attention.h kKeyTile)
+
+// Software prefetch (no effect on any result): the score chunks read the next chunk's key rows
+// and the output chunks the value row kPrefetchRows ahead while they compute; the hardware
+// prefetcher alone left decode attention at about 60% of the read bandwidth (SmolLM2, 512
+// positions: 8.9 of 14.3 GB/s on one thread, the weight matrices at 100%).
+inline constexpr int64_t kPrefetchRows = 16;
+
+struct AttnItem {
+  // The cache's keys and values as stored: float, or uint16_t (F16) when f16.
+  const void* K;  // tiled: key d of position j at K[((j / kTile) * hd + d) * kTile + j % kTile]
+  const void* V;  // [len][hd]
+  bool f16;
+  int g;           // heads in this item, 1..kMaxGroup
+  const float* q[kMaxGroup];  // [hd] each
+  int64_t len, hd;
+  float scale;
+  float* s[kMaxGroup];  // scratch [len] each
+  float* o[kMaxGroup];  // [hd] each
+};
+
+// out[j] = float(exp(double(s[j] - mx))) for j < n; out may be s.
+inline void exp_shifted_scalar_body(const float* s, float mx, float* out, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) out[j] = static_cast<float>(pinned::exp(static_cast<double>(s[j] - mx)));
+}
+
+// Widen: a functor, widen(h, f) sets f[0, 16) to the 16 F16 values at h, exactly.
+// widen_rows: an F16 chunk's n rows of 16 (row r at p + r * stride) widened into buf[r * 16 ..];
+// nothing for a float cache. row: where the loops read row r, the cache itself (float) or buf.
+// (The rows are widened before the products, not through an array of row pointers: with one,
+// GCC kept the accumulators on the stack.)
+template <int64_t N, class Widen>
+inline void widen_rows(const float*, int64_t, float*, Widen) {}
+template <int64_t N, class Widen>
+inline void widen_rows(const uint16_t* p, int64_t stride, float* buf, Widen widen) {
+  for (int64_t r = 0; r < N; ++r) widen(p + r * stride, buf + r * 16);
+}
+inline const float* row(const float* p, const float*) { return p; }
+inline const float* row(const uint16_t*, const float* buf) { return buf; }
+
+// Element i of a row as float (the tails: fewer than 16 values left in a value row).
+inline float elem(const float* p, int64_t i) { return p[i]; }
+inline float elem(const uint16_t* p, int64_t i) { return half_to_float(p[i]); }
+
+// Elements of E in one 64-byte line (the prefetch step).
+template <class E>
+inline constexpr int64_t kLine = 64 / static_cast<int64_t>(sizeof(E));
+
+// Scores of keys [j0, j0 + C) (j0 and C multiples of kTile) for the G heads: per key, d
+// ascending, in local arrays (registers) across d, one load of each tile row for all heads.
+// noinline: inlined into the item function, GCC 12 kept the G = 1 accumulators on the stack.
+template <int G, int64_t C, class E, class Widen>
+__attribute__((noinline)) void score_chunk(const AttnItem& a, int64_t j0, Widen widen) {
+  static_assert(C % kTile == 0);
+  constexpr int64_t T = kTile, NT = C / T;  // keys per tile, tiles in the chunk
+  const E* __restrict kt = static_cast<const E*>(a.K) + (j0 / kTile) * a.hd * kTile + j0 % kTile;
+  float acc[G][NT][T];
+  for (int h = 0; h < G; ++h)
+    for (int64_t t = 0; t < NT; ++t)
+      for (int64_t jj = 0; jj < T; ++jj) acc[h][t][jj] = 0.0f;
+  for (int64_t d = 0; d < a.hd; ++d) {
+    // The same row of the next chunk's tiles (one 64-byte line per tile and float row, or per
+    // two F16 rows): a chunk's C x hd keys ahead.
+    if (sizeof(E) == 4 || d % 2 == 0)
+      for (int64_t t = 0; t < NT; ++t) __builtin_prefetch(kt + ((NT + t) * a.hd + d) * kTile, 0, 3);
+    float buf[NT][T];  // an F16 chunk's rows at d, widened
+    widen_rows<NT>(kt + d * kTile, a.hd * kTile, buf[0], widen);
+    for (int h = 0; h < G; ++h) {
+      const float qd = a.q[h][d];
+      for (int64_t t = 0; t < NT; ++t) {
+        const float* __restrict kd = row(kt + (t * a.hd + d) * kTile, buf[t]);
+        for (int64_t jj = 0; jj < T; ++jj) acc[h][t][jj] = acc[h][t][jj] + qd * kd[jj];
+      }
+    }
+  }
+  for (int h = 0; h < G; ++h)
+    for (int64_t t = 0; t < NT; ++t)
+      for (int64_t jj = 0; jj < T; ++jj) a.s[h][j0 + t * T + jj] = acc[h][t][jj];
+}
+
+// Output dimensions [d0, d0 + C) (C a multiple of 16) for the G heads: per dimension, j ascending.
+template <int G, int64_t C, class E, class Widen>
+__attribute__((noinline)) void output_chunk(const AttnItem& a, int64_t d0, Widen widen) {
+  static_assert(C % 16 == 0);
+  float acc[G][C];
+  for (int h = 0; h < G; ++h)
+    for (int64_t dd = 0; dd < C; ++dd) acc[h][dd] = 0.0f;
+  for (int64_t j = 0; j < a.len; ++j) {
+    const E* __restrict vj = static_cast<const E*>(a.V) + j * a.hd + d0;
+    // The row kPrefetchRows ahead, one 64-byte line at a time.
+    for (int64_t dd = 0; dd < C; dd += kLine<E>) __builtin_prefetch(vj + kPrefetchRows * a.hd + dd, 0, 3);
+    float buf[C];  // an F16 row's C values, widened
+    widen_rows<C / 16>(vj, 16, buf, widen);
+    const float* __restrict vd = row(vj, buf);
+    for (int h = 0; h < G; ++h) {
+      const float w = a.s[h][j];
+      for (int64_t dd = 0; dd < C; ++dd) acc[h][dd] = acc[h][dd] + w * vd[dd];
+    }
+  }
+  for (int h = 0; h < G; ++h)
+    for (int64_t dd = 0; dd < C; ++dd) a.o[h][d0 + dd] = acc[h][dd];
+}
+
+// Softmax of G heads' scores in place, each head's own: scale, max, pinned exp, sum in double j
+// ascending, times 1/sum. The G sums run side by side (G independent add chains: one head's
+// chain alone waits on the add's latency at every key), each in its own order.
+template <int G, class ExpShifted>
+inline void softmax_rows(float* const* s, int64_t len, float scale, ExpShifted exp_shifted) {
+  for (int h = 0; h < G; ++h) {
+    float* __restrict r = s[h];
+    // Scale, and the maximum in 16 lanes (which of two equal zeros wins cannot change s - max).
+    float lane_max[16];
+    for (int l = 0; l < 16; ++l) lane_max[l] = -INFINITY;
+    int64_t j = 0;
+    for (; j + 16 <= len; j += 16)
+      for (int l = 0; l < 16; ++l) {
+        const float v = r[j + l] * scale;
+        r[j + l] = v;
+        lane_max[l] = lane_max[l] < v ? v : lane_max[l];
+      }
+    for (; j < len; ++j) {
+      r[j] = r[j] * scale;
+      lane_max[0] = lane_max[0] < r[j] ? r[j] : lane_max[0];
+    }
+    float mx = -INFINITY;
+    for (int l = 0; l < 16; ++l) mx = mx < lane_max[l] ? lane_max[l] : mx;
+    exp_shifted(r, mx, r, len);
+  }
+  double sum[G];
+  for (int h = 0; h < G; ++h) sum[h] = 0.0;
+  for (int64_t i = 0; i < len; ++i)
+    for (int h = 0; h < G; ++h) sum[h] += s[h][i];
+  for (int h = 0; h < G; ++h) {
+    float* __restrict r = s[h];
+    const double inv = 1.0 / sum[h];
+    for (int64_t i = 0; i < len; ++i) r[i] = static_cast<float>(r[i] * inv);
+  }
+}
+
+// kKeys / kDims: keys (scores) and head dimensions (output) per register-held chunk for one head,
+// chosen per ISA (8 x 16 lanes of keys on AVX-512, 8 x 8 on AVX2, 8 x 4 on SSE2); with G heads
+// the key chunk is halved to fit the registers. kDims must not exceed the head dimension (64
+// here) to be used at all. The order per key and per dimension never changes.
+// (Items of 8 heads, reading a key once for a whole Qwen3 group, measured no faster than 4.)
+// Scores of keys [j0, j1) (j0 a multiple of 16; j1 = len or a multiple of 16).
+template <int G, int64_t kKeys, class E, class Widen>
+inline void scores_range(const AttnItem& a, int64_t j0, int64_t j1, Widen widen) {
+  constexpr int64_t kC = G == 1 ? kKeys : kKeys / 2;
+  for (; j0 + kC <= j1; j0 += kC) score_chunk<G, kC, E>(a, j0, widen);
+  for (; j0 + 16 <= j1; j0 += 16) score_chunk<G, 16, E>(a, j0, widen);
+  // The rest lies in one tile (j0 a multiple of 16; the cache holds the whole tile, so an F16
+  // row of it is widened whole and only its first n keys used).
+  const int64_t n = j1 - j0;
+  if (n == 0) return;
+  for (int h = 0; h < G; ++h)
+    for (int64_t j = 0; j < n; ++j) a.s[h][j0 + j] = 0.0f;
+  const E* kt = static_cast<const E*>(a.K) + (j0 / kTile) * a.hd * kTile;
+  for (int64_t d = 0; d < a.hd; ++d) {
+    float buf[kTile];
+    widen_rows<1>(kt + d * kTile, 0, buf, widen);
+    const float* __restrict kd = row(kt + d * kTile, buf);
+    for (int h = 0; h < G; ++h) {
+      const float qd = a.q[h][d];
+      float* __restrict s = a.s[h] + j0;
+      for (int64_t j = 0; j < n; ++j) s[j] = s[j] + qd * kd[j];
+    }
+  }
+}
+
+// Output dimensions [d0, d1) (d0 a multiple of kDims or of 16; d1 = hd or a multiple of 16).
+template <int G, int64_t kDims, class E, class Widen>
+inline void output_range(const AttnItem& a, int64_t d0, int64_t d1, Widen widen) {
+  for (; d0 + kDims <= d1; d0 += kDims) output_chunk<G, kDims, E>(a, d0, widen);
+  if constexpr (kDims > 32)
+    for (; d0 + 32 <= d1; d0 += 32) output_chunk<G, 32, E>(a, d0, widen);
+  for (; d0 + 16 <= d1; d0 += 16) output_chunk<G, 16, E>(a, d0, widen);
+  // The rest: fewer than 16 dimensions (a head dimension not a multiple of 16), element by element.
+  const int64_t n = d1 - d0;
+  if (n == 0) return;
+  for (int h = 0; h < G; ++h)
+    for (int64_t d = d0; d < d1; ++d) a.o[h][d] = 0.0f;
+  for (int64_t j = 0; j < a.len; ++j) {
+    const E* vj = static_cast<const E*>(a.V) + j * a.hd + d0;
+    float v[16];
+    for (int64_t d = 0; d < n; ++d) v[d] = elem(vj, d);
+    for (int h = 0; h < G; ++h) {
+      const float w = a.s[h][j];
+      float* __restrict o = a.o[h] + d0;
+      for (int64_t d = 0; d < n; ++d) o[d] = o[d] + w * v[d];
+    }
+  }
+}
+
+// kKeys / kDims: keys (scores) and head dimensions (output) per register-held chunk for one head,
+// chosen per ISA (8 x 16 lanes of keys on AVX-512, 8 x 8 on AVX2, 8 x 4 on SSE2); with G heads
+// the key chunk is halved to fit the registers. The order per key and per dimension never
+// changes, however the keys and dimensions are cut into ranges and chunks.
+template <int G, int64_t kKeys, int64_t kDims, class E, class ExpShifted, class Widen>
+inline void attention_group(const AttnItem& a, ExpShifted exp_shifted, Widen widen) {
+  scores_range<G, kKeys, E>(a, 0, a.len, widen);  // for each key j, sum over d ascending of q[d] * K[d][j]
+  softmax_rows<G>(a.s, a.len, a.scale, exp_shifted);
+  output_range<G, kDims, E>(a, 0, a.hd, widen);  // for each value row j ascending, o[d] += w[j] * V[j][d]
+}
+
+// The three phases alone, for decoding one token split across threads by keys, by heads and by
+// dimensions (attention.cpp): the same arithmetic as attention_group.
+enum class AttnPhase { scores, softmax, output };
+template <int64_t kKeys, int64_t kDims, class E, class ExpShifted, class Widen>
+inline void attention_phase_typed(const AttnItem& a, AttnPhase phase, int64_t b, int64_t e, ExpShifted exp_shifted,
+                                  Widen widen) {
+  switch (phase) {
+    case AttnPhase::scores:
+      switch (a.g) {
+        case 1: scores_range<1, kKeys, E>(a, b, e, widen); break;
+        case 2: scores_range<2, kKeys, E>(a, b, e, widen); break;
+        case 3: scores_range<3, kKeys, E>(a, b, e, widen); break;
+        default: scores_range<4, kKeys, E>(a, b, e, widen); break;
+      }
+      break;
+    case AttnPhase::softmax:
+      switch (a.g) {
+        case 1: softmax_rows<1>(a.s, a.len, a.scale, exp_shifted); break;
+        case 2: softmax_rows<2>(a.s, a.len, a.scale, exp_shifted); break;
+        case 3: softmax_rows<3>(a.s, a.len, a.scale, exp_shifted); break;
+        default: softmax_rows<4>(a.s, a.len, a.scale, exp_shifted); break;
+      }
+      break;
+    case AttnPhase::output:
+      switch (a.g) {
+        case 1: output_range<1, kDims, E>(a, b, e, widen); break;
+        case 2: output_range<2, kDims, E>(a, b, e, widen); break;
+        case 3: output_range<3, kDims, E>(a, b, e, widen); break;
+        default: output_range<4, kDims, E>(a, b, e, widen); break;
+      }
+      break;
+  }
+}
+
+template <int64_t kKeys, int64_t kDims, class ExpShifted, class Widen>
+inline void attention_phase(const AttnItem& a, AttnPhase phase, int64_t b, int64_t e, ExpShifted exp_shifted,
+                            Widen widen) {
+  if (a.f16) attention_phase_typed<kKeys, kDims, uint16_t>(a, phase, b, e, exp_shifted, widen);
+  else attention_phase_typed<kKeys, kDims, float>(a, phase, b, e, exp_shifted, widen);
+}
+
+template <int64_t kKeys, int64_t kDims, class E, class ExpShifted, class Widen>
+inline void attention_item_typed(const AttnItem& a, ExpShifted exp_shifted, Widen widen) {
+  switch (a.g) {
+    case 1: attention_group<1, kKeys, kDims, E>(a, exp_shifted, widen); break;
+    case 2: attention_group<2, kKeys, kDims, E>(a, exp_shifted, widen); break;
+    case 3: attention_group<3, kKeys, kDims, E>(a, exp_shifted, widen); break;
+    default: attention_group<4, kKeys, kDims, E>(a, exp_shifted, widen); break;
+  }
+}
+
+template <int64_t kKeys, int64_t kDims, class ExpShifted, class Widen>
+inline void attention_item(const AttnItem& a, ExpShifted exp_shifted, Widen widen) {
+  if (a.f16) attention_item_typed<kKeys, kDims, uint16_t>(a, exp_shifted, widen);
+  else attention_item_typed<kKeys, kDims, float>(a, exp_shifted, widen);
+}
+
+// SwiGLU in place: g[i] = silu(g[i]) * u[i] (pinned SiLU, float product).
+inline void swiglu(float* __restrict g, const float* __restrict u, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) g[i] = pinned::silu(g[i]) * u[i];
+}
+
+}  // namespace
+}  // namespace nvfp4

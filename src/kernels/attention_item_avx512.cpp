@@ -1,0 +1,26 @@
+// attention_item (an F16 cache widened with F16C) and swiglu compiled for avx512 (flags from the
+// file name, see CMakeLists.txt).
+#include <immintrin.h>
+
+#include "kernels/attention_item.h"
+#include "kernels/attention_kernels.h"
+#include "kernels/pinned_exp_avx512.h"
+
+namespace nvfp4 {
+namespace {
+// 16 F16 values widened with F16C (exact, as half_to_float).
+inline void widen16_avx512(const uint16_t* h, float* f) {
+  _mm512_storeu_ps(f, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h))));
+}
+}  // namespace
+
+void attention_item_avx512(const void* item) {
+  attention_item<128, 64>(*static_cast<const AttnItem*>(item), pinned::exp_shifted_avx512, widen16_avx512);
+}
+void attention_phase_avx512(const void* item, int phase, int64_t b, int64_t e) {
+  attention_phase<128, 64>(*static_cast<const AttnItem*>(item), static_cast<AttnPhase>(phase), b, e,
+                            pinned::exp_shifted_avx512, widen16_avx512);
+}
+void swiglu_avx512(float* g, const float* u, int64_t n) { pinned::swiglu_avx512_body(g, u, n); }
+void exp_shifted_avx512(const float* s, float mx, float* out, int64_t n) { pinned::exp_shifted_avx512(s, mx, out, n); }
+}  // namespace nvfp4

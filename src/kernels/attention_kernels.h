@@ -1,0 +1,32 @@
+// The per-ISA variants of attention's inner item and of SwiGLU (kernels/attention_item.h compiled
+// once per ISA: attention_item.cpp, attention_item_avx2.cpp, attention_item_avx512.cpp), which the
+// dispatch table (dispatch.cpp) holds; the attention op over the KV cache (ops/attention.cpp)
+// runs them through that table.
+#pragma once
+#include <cstdint>
+
+namespace nvfp4 {
+
+// g[i] = silu(g[i]) * u[i] for i < n, vectorized for the active ISA (same bits on each).
+void swiglu_rows(float* g, const float* u, int64_t n);
+
+// The per-ISA bodies behind swiglu_rows and the softmax numerators (exp_shifted: out[j] =
+// float(exp(double(s[j] - mx)))), exposed so the tests can hold every compiled variant to the
+// scalar one; call the avx2/avx512 ones only where the CPU has them.
+void swiglu_scalar(float* g, const float* u, int64_t n);
+void swiglu_avx2(float* g, const float* u, int64_t n);
+void swiglu_avx512(float* g, const float* u, int64_t n);
+void exp_shifted_scalar(const float* s, float mx, float* out, int64_t n);
+void exp_shifted_avx2(const float* s, float mx, float* out, int64_t n);
+void exp_shifted_avx512(const float* s, float mx, float* out, int64_t n);
+
+// One attention item (an AttnItem of kernels/attention_item.h, passed as void*) and one phase of
+// it over positions [b, e), per ISA.
+void attention_item_scalar(const void* item);
+void attention_item_avx2(const void* item);
+void attention_item_avx512(const void* item);
+void attention_phase_scalar(const void* item, int phase, int64_t b, int64_t e);
+void attention_phase_avx2(const void* item, int phase, int64_t b, int64_t e);
+void attention_phase_avx512(const void* item, int phase, int64_t b, int64_t e);
+
+}  // namespace nvfp4

@@ -1,0 +1,55 @@
+// pinned::exp and the two loops that call it most (softmax numerators, SwiGLU) written once over
+// a vector of double lanes. V is a traits struct of one ISA (pinned_exp_avx2.h: 4 lanes,
+// pinned_exp_avx512.h: 8 lanes) whose functions are single instructions. Every lane performs the
+// scalar function's IEEE operations in its order (the build forbids contraction, so each mul and
+// add is one rounding), hence the same bits; tests/test_pinned_math.cpp checks that against the
+// scalar code. Included only through those two headers.
+#pragma once
+#include <cstdint>
+
+#include "kernels/pinned_math.h"
+
+namespace nvfp4::pinned {
+namespace {
+
+template <class V>
+inline typename V::D exp_vec(typename V::D x) {
+  // The clamps as the scalar ternaries: a NaN fails both comparisons and stays NaN.
+  x = V::select_lt(x, V::set(-700.0), V::set(-700.0));
+  x = V::select_gt(x, V::set(709.0), V::set(709.0));
+  const typename V::D round = V::set(6755399441055744.0);
+  const typename V::D k = V::sub(V::add(V::mul(x, V::set(1.4426950408889634)), round), round);
+  const typename V::D r = V::sub(V::sub(x, V::mul(k, V::set(6.93147180369123816490e-01))),
+                                 V::mul(k, V::set(1.90821492927058770002e-10)));
+  typename V::D p = V::set(1.0 / 6227020800.0);
+  const double c[] = {1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0,
+                      1.0 / 40320.0,     1.0 / 5040.0,     1.0 / 720.0,     1.0 / 120.0,
+                      1.0 / 24.0,        1.0 / 6.0,        0.5,             1.0,
+                      1.0};
+  for (double ci : c) p = V::add(V::mul(p, r), V::set(ci));
+  // 2^k: k is an integer in [-1010, 1023], exact in int32.
+  return V::mul(p, V::pow2(k));
+}
+
+// out[j] = float(exp(double(s[j] - mx))) for j in [0, n); out may be s.
+template <class V>
+inline void exp_shifted_vec(const float* s, float mx, float* out, int64_t n) {
+  int64_t j = 0;
+  for (; j + V::kLanes <= n; j += V::kLanes) V::store_f(out + j, V::to_f(exp_vec<V>(V::load_f_minus(s + j, mx))));
+  for (; j < n; ++j) out[j] = static_cast<float>(exp(static_cast<double>(s[j] - mx)));
+}
+
+// g[i] = float(g / (1 + exp(-g))) * u[i], the SiLU in double as pinned::silu.
+template <class V>
+inline void swiglu_vec(float* g, const float* u, int64_t n) {
+  int64_t i = 0;
+  for (; i + V::kLanes <= n; i += V::kLanes) {
+    const typename V::D x = V::load_f(g + i);
+    const typename V::D e = exp_vec<V>(V::neg(x));
+    V::store_f_times(g + i, V::to_f(V::div(x, V::add(V::set(1.0), e))), u + i);
+  }
+  for (; i < n; ++i) g[i] = silu(g[i]) * u[i];
+}
+
+}  // namespace
+}  // namespace nvfp4::pinned

@@ -1,0 +1,38 @@
+// The shared pieces a family's block is built from (as llama.cpp's src/models/*.cpp use
+// llama-graph.cpp's build_norm / build_attn / build_ffn / build_moe_ffn), over the ops of
+// src/ops/ (StepRun) and the step's workspace. A family file (src/models/<family>.cpp) composes
+// them into its block; families.cpp picks the file from the architecture table's `block`.
+// Each piece's float order is docs/DETERMINISM.md's; a block that calls the same pieces in the
+// same order computes the same bits.
+#pragma once
+#include <cstdint>
+#include <string_view>
+
+#include "ops/step_impl.h"
+
+namespace nvfp4 {
+
+// One layer of the step, in place on ws.x (the residual stream).
+using BlockFn = void (*)(StepRun& s, int64_t layer);
+
+// xn = RMSNorm(x) * attn_norm; q, k, v = their projections of xn (one group; biases added).
+void build_qkv(StepRun& s, const LayerWeights& L);
+// Qwen3: RMSNorm of every head of q and k (weights [head_dim]), each head a row.
+void build_qk_norm_heads(StepRun& s, const LayerWeights& L);
+// OLMoE: RMSNorm over each token's whole q and k (weights [q_dim] and [kv_dim]).
+void build_qk_norm_full(StepRun& s, const LayerWeights& L);
+// RoPE of q and k, k and v into each token's cache at layer l, attention over the cache, the
+// output projection, and x += o.
+void build_attn(StepRun& s, const LayerWeights& L, int64_t layer);
+// xn = RMSNorm(x) * ffn_norm, the layer's FFN by its kind (dense SwiGLU or mixture of experts),
+// and x += its output.
+void build_ffn(StepRun& s, const LayerWeights& L);
+// The dense SwiGLU MLP: o = down(silu(gate(xn)) * up(xn)).
+void build_dense_ffn(StepRun& s, const LayerWeights& L);
+
+// The mixture-of-experts FFN (src/models/moe_ffn.cpp): out[t] for the step's normed rows xn[t].
+void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out);
+// The router's choice for one token: sel[j] and weight[j] for j < n_expert_used, in rank order.
+void route(const ModelConfig& c, const float* logits, int32_t* sel, float* weight);
+
+}  // namespace nvfp4

@@ -1,0 +1,21 @@
+#include "models/families.h"
+
+namespace nvfp4 {
+
+namespace {
+constexpr Family kFamilies[] = {
+    {"llama", llama_block},         {"mistral", mistral_block},     {"qwen2", qwen2_block},
+    {"qwen3", qwen3_block},         {"mixtral", mixtral_block},     {"qwen2_moe", qwen2_moe_block},
+    {"qwen3_moe", qwen3_moe_block}, {"olmoe", olmoe_block},
+};
+}  // namespace
+
+std::span<const Family> families() { return kFamilies; }
+
+const Family* find_family(std::string_view block) {
+  for (const Family& f : kFamilies)
+    if (f.block == block) return &f;
+  return nullptr;
+}
+
+}  // namespace nvfp4

@@ -1,0 +1,201 @@
+// The mixture-of-experts FFN (Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE in the table), replacing the
+// dense block's SwiGLU MLP:
+//   l = R n2                                   (router, float32, PinnedDense's pinned order)
+//   S = the k largest l (equal logits: the lower expert index first), in that rank order
+//   w = gating(l, S)                           (route(): docs/DETERMINISM.md, "Routing")
+//   y = sum over j in rank order of w_j * (s_down_e (D_e h_e)),  h_e = silu(s_gate_e (G_e n2)) * (s_up_e (U_e n2))
+//   y += sigmoid(g_sh . n2) * shared(n2)       (Qwen2-MoE's shared expert)
+// Each expert's tensor scales are applied by its own Linear to its own projection's output.
+//
+// Tokens are grouped by expert: every active expert runs once per step over the rows of the tokens
+// routed to it (in step order), so its weights are decoded once for all of them, and each token's
+// row is quantized once for all its experts (Linear::forward_routed); the
+// gate/up projections of all active experts are one dispatch (Linear::forward_many) and their
+// downs another, the tiles of every expert shared out over the pool, so a hot expert keeps every
+// core busy. A token's result does not depend on which other tokens share the step: the linear
+// layers are exact per row in the integer modes, and the sum over a token's experts is taken in
+// its own rank order. A step of one token runs its k experts' gate/up as one group over the same
+// input (Linear::forward_group: the activation is prepared once).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "kernels/pinned_math.h"
+#include "models/builders.h"
+
+namespace nvfp4 {
+
+namespace {
+
+// NaN logits (a broken router) sort as -inf, so the order stays a strict weak order.
+float key(float v) { return std::isnan(v) ? -INFINITY : v; }
+
+}  // namespace
+
+void route(const ModelConfig& c, const float* logits, int32_t* sel, float* weight) {
+  const int64_t ne = c.n_expert, k = c.n_expert_used;
+  std::vector<int32_t> order(static_cast<size_t>(ne));
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
+    const float la = key(logits[a]), lb = key(logits[b]);
+    return la > lb || (la == lb && a < b);
+  });
+  for (int64_t j = 0; j < k; ++j) sel[j] = order[static_cast<size_t>(j)];
+  std::vector<double> pe(static_cast<size_t>(k));
+  if (c.gating == MoeGating::softmax_topk) {
+    // softmax over the k selected: exp(l - l_max) in double, summed in rank order.
+    const double mx = key(logits[sel[0]]);
+    double sum = 0.0;
+    for (int64_t j = 0; j < k; ++j) sum += (pe[static_cast<size_t>(j)] = pinned::exp(static_cast<double>(key(logits[sel[j]])) - mx));
+    for (int64_t j = 0; j < k; ++j) weight[j] = static_cast<float>(pe[static_cast<size_t>(j)] / sum);
+    return;
+  }
+  // softmax over all n_expert logits: the denominator summed in expert order.
+  const double mx = key(logits[sel[0]]);
+  double sum = 0.0;
+  for (int64_t e = 0; e < ne; ++e) sum += pinned::exp(static_cast<double>(key(logits[e])) - mx);
+  double sel_sum = 0.0;
+  for (int64_t j = 0; j < k; ++j) sel_sum += (pe[static_cast<size_t>(j)] = pinned::exp(static_cast<double>(key(logits[sel[j]])) - mx) / sum);
+  for (int64_t j = 0; j < k; ++j) weight[j] = static_cast<float>(c.norm_topk ? pe[static_cast<size_t>(j)] / sel_sum : pe[static_cast<size_t>(j)]);
+}
+
+void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out) {
+  const ModelConfig& c = s.m.cfg;
+  Workspace::Impl& w = s.ws;
+  const int64_t n = s.n, d = c.n_embd, k = c.n_expert_used, ff = c.n_ff_exp;
+  const size_t nk = static_cast<size_t>(n * k);
+  w.moe_logits.resize(static_cast<size_t>(n * c.n_expert));
+  w.moe_sel.resize(nk);
+  w.moe_w.resize(nk);
+  {
+    PartTimer timer(w.prof, StepProfile::router, static_cast<double>(L.router.bytes()));
+    s.dense(L.router, xn, n, w.moe_logits.data());
+    const auto route_rows = [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t)
+        route(c, w.moe_logits.data() + t * c.n_expert, w.moe_sel.data() + t * k, w.moe_w.data() + t * k);
+    };
+    if (n < 16) route_rows(0, n);
+    else s.parallel(n, route_rows);
+  }
+  PartTimer timer(w.prof, StepProfile::experts);  // bytes: the active experts', added below
+
+  // Group the step's (token, rank) pairs by expert, tokens in step order within each: pair p of
+  // moe_pairs is (token, rank) index t * k + j; expert e holds pairs [moe_count[e], moe_count[e+1]).
+  w.moe_count.assign(static_cast<size_t>(c.n_expert) + 1, 0);
+  for (size_t i = 0; i < nk; ++i) ++w.moe_count[static_cast<size_t>(w.moe_sel[i]) + 1];
+  for (size_t e = 0; e < static_cast<size_t>(c.n_expert); ++e) w.moe_count[e + 1] += w.moe_count[e];
+  w.moe_pairs.resize(nk);
+  {
+    std::vector<int64_t> fill(w.moe_count.begin(), w.moe_count.end() - 1);
+    for (size_t i = 0; i < nk; ++i) w.moe_pairs[static_cast<size_t>(fill[static_cast<size_t>(w.moe_sel[i])]++)] = static_cast<int64_t>(i);
+  }
+  bool nvfp4 = true;
+  for (int64_t e = 0; e < c.n_expert; ++e) {
+    const Expert& ex = L.experts[static_cast<size_t>(e)];
+    nvfp4 = nvfp4 && ex.gate.nvfp4 && ex.up.nvfp4 && ex.down.nvfp4;
+    if (w.prof && w.moe_count[static_cast<size_t>(e) + 1] > w.moe_count[static_cast<size_t>(e)])
+      w.prof->bytes[StepProfile::experts] += static_cast<double>(ex.gate.bytes + ex.up.bytes + ex.down.bytes);
+  }
+  if (w.prof && L.sh_gate.n_out > 0)
+    w.prof->bytes[StepProfile::experts] += static_cast<double>(L.sh_gate.bytes + L.sh_up.bytes + L.sh_down.bytes + L.sh_gate_inp.bytes());
+  w.moe_y.resize(nk * static_cast<size_t>(d));
+  w.moe_g.resize(nk * static_cast<size_t>(ff));
+  w.moe_u.resize(nk * static_cast<size_t>(ff));
+  // Each pair's token: expert e reads the rows moe_tok[moe_count[e] ..] of xn. The float rows are
+  // gathered only where something reads them as floats (float experts, an observer); NVFP4
+  // experts get them through Linear::forward_routed, which quantizes each token once.
+  const bool one = n == 1;
+  w.moe_tok.resize(nk);
+  for (size_t p = 0; p < nk; ++p) w.moe_tok[p] = w.moe_pairs[p] / k;
+  if (!one && (!nvfp4 || w.obs)) w.moe_x.resize(nk * static_cast<size_t>(d));
+  if (!one && (!nvfp4 || w.obs))
+    for (size_t p = 0; p < nk; ++p)
+      std::memcpy(w.moe_x.data() + p * static_cast<size_t>(d), xn + (w.moe_pairs[p] / k) * d, static_cast<size_t>(d) * 4);
+  const auto rows_of = [&](int64_t e) { return w.moe_count[static_cast<size_t>(e) + 1] - w.moe_count[static_cast<size_t>(e)]; };
+  const auto x_of = [&](int64_t e) { return one ? xn : w.moe_x.data() + w.moe_count[static_cast<size_t>(e)] * d; };
+  if (w.obs)
+    for (int64_t e = 0; e < c.n_expert; ++e)
+      if (rows_of(e) > 0) {
+        const Expert& ex = L.experts[static_cast<size_t>(e)];
+        w.obs(ex.gate.name, x_of(e), rows_of(e), d);
+        w.obs(ex.up.name, x_of(e), rows_of(e), d);
+      }
+  if (nvfp4) {
+    // Expert-major: gate and up of every active expert in one dispatch, then SwiGLU, then every
+    // down in one dispatch. One token: its k experts' gate/up read the same row, prepared once.
+    std::vector<const Linear*> lin;
+    std::vector<const float*> xs;
+    std::vector<const int64_t*> rows;
+    std::vector<int64_t> ns;
+    std::vector<float*> ys;
+    for (int64_t e = 0; e < c.n_expert; ++e) {
+      const int64_t cnt = rows_of(e), b = w.moe_count[static_cast<size_t>(e)];
+      if (cnt == 0) continue;
+      const Expert& ex = L.experts[static_cast<size_t>(e)];
+      lin.insert(lin.end(), {&ex.gate.lin, &ex.up.lin});
+      rows.insert(rows.end(), 2, w.moe_tok.data() + b);
+      ns.insert(ns.end(), {cnt, cnt});
+      ys.insert(ys.end(), {w.moe_g.data() + b * ff, w.moe_u.data() + b * ff});
+    }
+    if (one) s.linear_group(lin, xn, 1, ys);
+    else s.linear_routed(lin, xn, n, rows, ns, ys);
+    if (nk * static_cast<size_t>(ff) < 4096) swiglu_rows(w.moe_g.data(), w.moe_u.data(), static_cast<int64_t>(nk) * ff);
+    else s.parallel(static_cast<int64_t>(nk) * ff, [&](int64_t b, int64_t e) { swiglu_rows(w.moe_g.data() + b, w.moe_u.data() + b, e - b); }, 16);
+    lin.clear(), xs.clear(), ns.clear(), ys.clear();
+    for (int64_t e = 0; e < c.n_expert; ++e) {
+      const int64_t cnt = rows_of(e), b = w.moe_count[static_cast<size_t>(e)];
+      if (cnt == 0) continue;
+      const Expert& ex = L.experts[static_cast<size_t>(e)];
+      if (w.obs) w.obs(ex.down.name, w.moe_g.data() + b * ff, cnt, ff);
+      lin.push_back(&ex.down.lin);
+      xs.push_back(w.moe_g.data() + b * ff);
+      ns.push_back(cnt);
+      ys.push_back(w.moe_y.data() + b * d);
+    }
+    s.linear_many(lin, xs, ns, ys);
+  } else {
+    // Float experts (DenseLinear): one expert at a time over its gathered rows.
+    for (int64_t e = 0; e < c.n_expert; ++e) {
+      const int64_t cnt = rows_of(e), b = w.moe_count[static_cast<size_t>(e)];
+      if (cnt == 0) continue;
+      const Expert& ex = L.experts[static_cast<size_t>(e)];
+      s.linear(ex.gate, x_of(e), cnt, w.moe_g.data() + b * ff);
+      s.linear(ex.up, x_of(e), cnt, w.moe_u.data() + b * ff);
+      swiglu_rows(w.moe_g.data() + b * ff, w.moe_u.data() + b * ff, cnt * ff);
+      if (w.obs) w.obs(ex.down.name, w.moe_g.data() + b * ff, cnt, ff);
+      s.linear(ex.down, w.moe_g.data() + b * ff, cnt, w.moe_y.data() + b * d);
+    }
+  }
+  // Back from pair order to (token, rank) slots.
+  w.moe_slots.resize(nk * static_cast<size_t>(d));
+  for (size_t p = 0; p < nk; ++p)
+    std::memcpy(w.moe_slots.data() + static_cast<size_t>(w.moe_pairs[p]) * static_cast<size_t>(d),
+                w.moe_y.data() + p * static_cast<size_t>(d), static_cast<size_t>(d) * 4);
+  // Each token's sum over its experts in rank order: out = w_0 y_0, then out += w_j y_j.
+  for (int64_t t = 0; t < n; ++t) {
+    float* o = out + t * d;
+    for (int64_t j = 0; j < k; ++j) {
+      const float wt = w.moe_w[static_cast<size_t>(t * k + j)];
+      const float* y = w.moe_slots.data() + (t * k + j) * d;
+      if (j == 0) for (int64_t i = 0; i < d; ++i) o[i] = wt * y[i];
+      else for (int64_t i = 0; i < d; ++i) o[i] = o[i] + wt * y[i];
+    }
+  }
+  if (L.sh_gate.n_out == 0) return;
+  // The shared expert over every token, weighted by sigmoid(g_sh . n2) (float(1 / (1 + exp(-z)))).
+  const int64_t fs = c.n_ff_shexp;
+  s.run_group_rows({{&L.sh_gate, w.g.data()}, {&L.sh_up, w.u.data()}}, xn, [&](int64_t r0, int64_t r1) {
+    for (int64_t t = 0; t < n; ++t) swiglu_rows(w.g.data() + t * fs + r0, w.u.data() + t * fs + r0, r1 - r0);
+  });
+  w.moe_y.resize(static_cast<size_t>(n * d));
+  s.run(L.sh_down, w.g.data(), w.moe_y.data());
+  w.moe_logits.resize(static_cast<size_t>(n));
+  s.dense(L.sh_gate_inp, xn, n, w.moe_logits.data());
+  for (int64_t t = 0; t < n; ++t) {
+    const float g = static_cast<float>(1.0 / (1.0 + pinned::exp(-static_cast<double>(w.moe_logits[static_cast<size_t>(t)]))));
+    for (int64_t i = 0; i < d; ++i) out[t * d + i] = out[t * d + i] + g * w.moe_y[static_cast<size_t>(t * d + i)];
+  }
+}
+
+}  // namespace nvfp4

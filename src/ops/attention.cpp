@@ -1,0 +1,218 @@
+#include "ops/attention.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+
+#include "nvfp4/codec.h"
+#include "nvfp4/error.h"
+#include "kernels/attention_item.h"
+#include "kernels/pinned_math.h"
+#include "kernels/packed.h"
+#include "nvfp4/kernels.h"
+
+namespace nvfp4 {
+
+static_assert(kTile == kKeyTile);
+
+void KvCache::init(int64_t n_layer, int64_t n_kv, int64_t head_dim, int64_t n_ctx, KvType type) {
+  n_layer_ = n_layer;
+  n_kv_ = n_kv;
+  hd_ = head_dim;
+  n_ctx_ = n_ctx;
+  k_ctx_ = key_tiles(n_ctx) * kKeyTile;
+  type_ = type;
+  const size_t total = static_cast<size_t>(n_layer * layer_size());
+  if (type == KvType::f32) f_.assign(total, 0.0f);
+  else h_.assign(total, 0);
+}
+
+void KvCache::store(int64_t l, int64_t pos, const float* k, const float* v) {
+  const int64_t base = l * layer_size(), vbase = base + n_kv_ * hd_ * k_ctx_;
+  const int64_t tile = base + (pos / kKeyTile) * hd_ * kKeyTile + pos % kKeyTile;
+  for (int64_t h = 0; h < n_kv_; ++h)
+    for (int64_t d = 0; d < hd_; ++d) {
+      const size_t ki = static_cast<size_t>(tile + h * hd_ * k_ctx_ + d * kKeyTile);
+      const size_t vi = static_cast<size_t>(vbase + (h * n_ctx_ + pos) * hd_ + d);
+      const float kv = k[h * hd_ + d], vv = v[h * hd_ + d];
+      if (type_ == KvType::f32) { f_[ki] = kv; f_[vi] = vv; }
+      else { h_[ki] = float_to_half(kv); h_[vi] = float_to_half(vv); }
+    }
+}
+
+void KvCache::copy_prefix(const KvCache& src, int64_t n) {
+  const auto shape = [](const KvCache& c) {
+    return std::to_string(c.n_layer_) + " layers x " + std::to_string(c.n_kv_) + " KV heads of " + std::to_string(c.hd_) +
+           ", " + std::to_string(c.n_ctx_) + " positions, " + (c.type_ == KvType::f32 ? "F32" : "F16");
+  };
+  if (src.n_layer_ != n_layer_ || src.n_kv_ != n_kv_ || src.hd_ != hd_ || src.n_ctx_ != n_ctx_ || src.type_ != type_)
+    throw Error("", "", "copy a KV cache's prefix from a cache of the same shape", shape(*this), shape(src));
+  if (n < 0 || n > n_ctx_) throw Error("", "", "copy a KV cache's prefix", "0 .. " + std::to_string(n_ctx_), std::to_string(n));
+  const auto copy = [&](int64_t off, int64_t count) {
+    if (type_ == KvType::f32) std::copy_n(src.f_.data() + off, count, f_.data() + off);
+    else std::copy_n(src.h_.data() + off, count, h_.data() + off);
+  };
+  for (int64_t l = 0; l < n_layer_; ++l)
+    for (int64_t h = 0; h < n_kv_; ++h) {
+      copy(l * layer_size() + h * hd_ * k_ctx_, key_tiles(n) * kKeyTile * hd_);                   // whole key tiles
+      copy(l * layer_size() + n_kv_ * hd_ * k_ctx_ + h * n_ctx_ * hd_, n * hd_);                   // value rows
+    }
+}
+
+const void* KvCache::keys(int64_t l, int64_t h) const {
+  const int64_t off = l * layer_size() + h * hd_ * k_ctx_;
+  if (type_ == KvType::f32) return f_.data() + off;
+  return h_.data() + off;
+}
+
+const void* KvCache::values(int64_t l, int64_t h) const {
+  const int64_t off = l * layer_size() + n_kv_ * hd_ * k_ctx_ + h * n_ctx_ * hd_;
+  if (type_ == KvType::f32) return f_.data() + off;
+  return h_.data() + off;
+}
+
+void AttnStep::set(std::span<const AttnToken> tokens) {
+  tok.assign(tokens.begin(), tokens.end());
+  max_len = 0;
+  for (const AttnToken& t : tok) max_len = std::max(max_len, t.pos + 1);
+}
+
+
+namespace {
+
+// One step's view of the caches and buffers: builds the item of (token t, KV head, part).
+struct Call {
+  const ModelConfig& c;
+  const AttnStep& st;
+  int64_t layer, hd, group, gs, qd, max_len;
+  const float* q;
+  float* out;
+  float* scores;  // [n][n_head][max_len]
+  float scale;
+
+  AttnItem item(int64_t t, int64_t kvh, int64_t part) const {
+    const AttnToken& tk = st.tok[static_cast<size_t>(t)];
+    AttnItem a;
+    a.K = tk.kv->keys(layer, kvh);  // read as stored, F32 or F16
+    a.V = tk.kv->values(layer, kvh);
+    a.f16 = tk.kv->is_f16();
+    a.g = static_cast<int>(std::min(gs, group - part * gs));
+    for (int k = 0; k < a.g; ++k) {
+      const int64_t h = kvh * group + part * gs + k;
+      a.q[k] = q + t * qd + h * hd;
+      a.s[k] = scores + (t * c.n_head + h) * max_len;
+      a.o[k] = out + t * qd + h * hd;
+    }
+    a.len = tk.pos + 1;
+    a.hd = hd;
+    a.scale = scale;
+    return a;
+  }
+};
+
+}  // namespace
+
+void attention(const ModelConfig& c, const AttnStep& st, int64_t layer, const float* q, float* out,
+               std::vector<float>& scratch, ThreadPool& pool) {
+  const int64_t hd = c.head_dim, group = c.n_head / c.n_head_kv, n = static_cast<int64_t>(st.tok.size());
+  if (n == 0) return;
+  const kern::KernelTable& kt = kern::table(active_isa());
+  const kern::AttnItemFn item_fn = kt.attn_item;
+  const kern::AttnPhaseFn phase_fn = kt.attn_phase;
+  // Items: one token and up to kMaxGroup query heads of one KV head (their keys and values are
+  // loaded once for all of them). Which thread computes an item never changes its bits. Items
+  // read the caches as stored (an F16 one widened in registers as it is read).
+  const int64_t gs = std::min<int64_t>(group, kMaxGroup);
+  const int64_t parts = (group + gs - 1) / gs;  // items per KV head and token
+  const int64_t per_token = c.n_head_kv * parts;
+  const int threads = pool.threads();
+  const bool few = n * per_token < 4 * threads;
+  const int n_chunks = pool.chunks(n * per_token, 1);
+  // Scratch: the scores over the step's longest key range: of every (token, head) when decoding
+  // (the phases share them), of one item per pool chunk for a prompt window (an item's scores
+  // live only while it runs).
+  const int64_t max_len = st.max_len;
+  const size_t need = static_cast<size_t>(few ? n * c.n_head * max_len : n_chunks * gs * max_len);
+  if (scratch.size() < need) scratch.resize(need);
+  const Call call{c, st, layer, hd, group, gs, c.q_dim(), max_len, q, out, scratch.data(),
+                  static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)))};
+  if (few) {
+    // Few items (decoding): two dispatches. Each cuts the step's work into one contiguous run
+    // per thread, items in order: the scores by whole key tiles (16 keys), the output by
+    // 16-dimension chunks, so a thread takes whole items where it can and shares at most the
+    // items at its run's two ends (a split of every item's dimensions made both threads read
+    // every value row: an F16 row of 64 dimensions is one 128-byte pair of lines). Every key's
+    // and every dimension's sum keeps its order. The softmax of an item's heads (each head's
+    // one sequential pass over its scores) is done, in the first dispatch, by whichever thread
+    // finishes the item's last key range: who does it never changes a bit, and it saves the
+    // hand-off a dispatch of its own would cost.
+    const int64_t items = n * per_token, dchunks = (hd + 15) / 16;
+    const auto make = [&](int64_t it) { return call.item(it / per_token, (it % per_token) / parts, (it % per_token) % parts); };
+    std::vector<int64_t> first(static_cast<size_t>(items + 1), 0);  // the item's first key tile of the step
+    for (int64_t it = 0; it < items; ++it) {
+      const int64_t len = st.tok[static_cast<size_t>(it / per_token)].pos + 1;
+      first[static_cast<size_t>(it + 1)] = first[static_cast<size_t>(it)] + key_tiles(len);
+    }
+    const int64_t n_tiles = first[static_cast<size_t>(items)];
+    const int runs = threads;
+    // For each item, how many runs hold some of its keys (the last of them does its softmax).
+    std::vector<std::atomic<int>> left(static_cast<size_t>(items));
+    for (auto& v : left) v.store(0, std::memory_order_relaxed);
+    for (int r = 0; r < runs; ++r) {
+      int64_t u0, u1;
+      partition(n_tiles, runs, r, 1, u0, u1);
+      for (int64_t it = 0; it < items; ++it)
+        if (first[static_cast<size_t>(it)] < u1 && u0 < first[static_cast<size_t>(it + 1)])
+          left[static_cast<size_t>(it)].fetch_add(1, std::memory_order_relaxed);
+    }
+    pool.run(runs, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        int64_t u0, u1;
+        partition(n_tiles, runs, static_cast<int>(r), 1, u0, u1);
+        // Every item holds at least one tile, so each pass ends where the next item begins.
+        for (int64_t it = std::upper_bound(first.begin(), first.end(), u0) - first.begin() - 1; u0 < u1; ++it) {
+          const int64_t f = first[static_cast<size_t>(it)], end = std::min(u1, first[static_cast<size_t>(it + 1)]);
+          const AttnItem a = make(it);
+          phase_fn(&a, static_cast<int>(AttnPhase::scores), (u0 - f) * kKeyTile, std::min(a.len, (end - f) * kKeyTile));
+          u0 = end;
+          // acq_rel: the last run sees every other run's scores of this item.
+          if (left[static_cast<size_t>(it)].fetch_sub(1, std::memory_order_acq_rel) == 1)
+            phase_fn(&a, static_cast<int>(AttnPhase::softmax), 0, 0);
+        }
+      }
+    }, 1);
+    pool.run(runs, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        int64_t u0, u1;
+        partition(items * dchunks, runs, static_cast<int>(r), 1, u0, u1);
+        while (u0 < u1) {
+          const int64_t it = u0 / dchunks, end = std::min(u1, (it + 1) * dchunks);
+          const AttnItem a = make(it);
+          phase_fn(&a, static_cast<int>(AttnPhase::output), (u0 - it * dchunks) * 16, std::min(hd, (end - it * dchunks) * 16));
+          u0 = end;
+        }
+      }
+    }, 1);
+    return;
+  }
+  // Many items (a prompt window): whole items. Causal cost grows with t, so the tokens go to the
+  // pool in zigzag order (0, n-1, 1, n-2, ...): each thread's contiguous range then holds about
+  // the same number of keys.
+  // The pool runs the chunks of run(n * per_token) by index, so each chunk has scores of its own.
+  pool.run(n_chunks, [&](int64_t cb, int64_t ce) {
+    for (int64_t chunk = cb; chunk < ce; ++chunk) {
+      float* s = scratch.data() + chunk * gs * max_len;
+      int64_t b, e;
+      partition(n * per_token, n_chunks, static_cast<int>(chunk), 1, b, e);
+      for (int64_t slot = b; slot < e; ++slot) {
+        const int64_t i = slot / per_token, r = slot % per_token;
+        const int64_t t = (i % 2 == 0) ? i / 2 : n - 1 - i / 2;
+        AttnItem a = call.item(t, r / parts, r % parts);
+        for (int k = 0; k < a.g; ++k) a.s[k] = s + k * max_len;
+        item_fn(&a);
+      }
+    }
+  }, 1);
+}
+
+}  // namespace nvfp4

@@ -1,0 +1,64 @@
+// The KV cache and causal grouped-query attention, each in a pinned float order
+// (docs/DETERMINISM.md): per (token, head) one thread computes everything, sequentially.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "nvfp4/huge_pages.h"
+#include "nvfp4/model.h"
+#include "nvfp4/thread_pool.h"
+#include "kernels/attention_kernels.h"
+
+namespace nvfp4 {
+
+// Keys are stored in tiles of kKeyTile positions: key d of position j at
+// [(j / kKeyTile) * hd + d] * kKeyTile + j % kKeyTile, so a chunk of keys of every dimension is one
+// contiguous run (the scores stream it; a [hd][n_ctx] layout made them hop a row per dimension).
+// The layout changes no arithmetic: every score is still its sum over d ascending.
+inline constexpr int64_t kKeyTile = 16;
+inline int64_t key_tiles(int64_t n) { return (n + kKeyTile - 1) / kKeyTile; }
+
+class KvCache {
+ public:
+  void init(int64_t n_layer, int64_t n_kv, int64_t head_dim, int64_t n_ctx, KvType type);
+  // Stores the k and v vectors ([n_kv * head_dim] each) of layer l at position pos.
+  void store(int64_t l, int64_t pos, const float* k, const float* v);
+  // Copies positions [0, n) of every layer from src (same shape and type, else nvfp4::Error).
+  void copy_prefix(const KvCache& src, int64_t n);
+  // Keys of KV head h of layer l, tiled as above (whole tiles: key_tiles(n_ctx) * kKeyTile * hd
+  // elements), and its values as [j * head_dim + d], in place: float for an F32 cache, uint16_t
+  // (F16) for an F16 one; attention widens F16 in registers as it reads.
+  const void* keys(int64_t l, int64_t h) const;
+  const void* values(int64_t l, int64_t h) const;
+  size_t bytes() const { return f_.size() * 4 + h_.size() * 2; }
+  bool is_f16() const { return type_ == KvType::f16; }
+  int64_t n_ctx() const { return n_ctx_; }
+
+ private:
+  int64_t n_layer_ = 0, n_kv_ = 0, hd_ = 0, n_ctx_ = 0, k_ctx_ = 0;  // k_ctx_: n_ctx rounded up to a whole tile
+  KvType type_ = KvType::f32;
+  HugeVector<float> f_;     // per layer: K [n_kv][tiles][hd][kKeyTile], then V [n_kv][n_ctx][hd]
+  HugeVector<uint16_t> h_;  // the same in F16
+  int64_t layer_size() const { return n_kv_ * hd_ * (k_ctx_ + n_ctx_); }
+};
+
+// The tokens of a step as attention sees them: each reads its own sequence's cache, keys
+// [0, pos] (causal; the step's own keys are stored before attention runs).
+struct AttnToken {
+  KvCache* kv = nullptr;  // written by the block (this step's keys and values), read by attention
+  int64_t pos = 0;
+};
+struct AttnStep {
+  std::vector<AttnToken> tok;
+  int64_t max_len = 0;  // 1 + the largest position read
+  // Fills tok and max_len.
+  void set(std::span<const AttnToken> tokens);
+};
+
+// out[t][h*hd .. ] = softmax(q_t,h . K / sqrt(hd)) V for each token t of the step, over keys
+// [0, pos_t] of its cache. q, out: [n][n_head*hd]. scratch grows to what the step needs.
+void attention(const ModelConfig& c, const AttnStep& step, int64_t layer, const float* q, float* out,
+               std::vector<float>& scratch, ThreadPool& pool);
+
+}  // namespace nvfp4

@@ -1,0 +1,91 @@
+// Model internals shared by loading (src/models/model_load.cpp), the blocks (src/models/) and the
+// step (src/runtime/step.cpp).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "nvfp4/dense.h"
+#include "nvfp4/linear.h"
+#include "nvfp4/model.h"
+#include "ops/head.h"
+#include "kernels/pinned_dense.h"
+
+namespace nvfp4 {
+
+// One linear layer: NVFP4 (Linear, in the model's mode) or float (DenseLinear f32).
+struct MatMul {
+  std::string name;  // "blk.0.attn_q"
+  bool nvfp4 = false;
+  Linear lin;
+  DenseLinear dense;
+  PinnedDense pinned;  // instead of dense with LoadOptions::pinned_float
+  bool use_pinned = false;
+  int64_t n_out = 0, n_in = 0;
+  size_t bytes = 0;  // weight bytes as stored for the kernels
+  std::vector<float> bias;  // [n_out], empty: none (added to the output in float)
+  // NVFP4_AWQ's per-input-channel pre_quant_scale [n_in], empty: none. StepRun::run/run_group
+  // multiply the input by it (x[i] * s[i], one float product) before the layer reads it.
+  std::vector<float> pre_scale;
+  void forward(Mode mode, const float* x, int64_t n, float* y, ThreadPool& pool, LinearScratch* scratch) const {
+    if (nvfp4) lin.forward(mode, x, n, y, pool, scratch);
+    else if (use_pinned) pinned.forward(x, n, y, pool);
+    else dense.forward(x, n, y, pool);
+  }
+  std::string kernel(Mode mode, int64_t n) const {
+    return nvfp4 ? lin.kernel_name(mode, n) : use_pinned ? pinned.kernel_name() : dense.kernel_name(n);
+  }
+};
+
+// One routed expert: its own three projections, each with its own tensor scale applied to its
+// own output (never folded into a neighbour).
+struct Expert {
+  MatMul gate, up, down;
+};
+
+// What a layer mixes tokens with, and what its FFN is: the kinds a family's block dispatches on
+// (src/models/builders.h). Only attention runs today; linear attention (Qwen3.5's Gated DeltaNet)
+// and Mamba (Nemotron-H) are the kinds their families will add, with their per-sequence state.
+enum class MixerKind { attention, linear_attention, mamba };
+enum class FfnKind { dense, moe };
+
+struct LayerWeights {
+  MixerKind mixer = MixerKind::attention;
+  FfnKind ffn = FfnKind::dense;
+  std::vector<float> attn_norm, ffn_norm;
+  std::vector<float> q_norm, k_norm;  // [head_dim] (Qwen3) or [q_dim]/[kv_dim] (OLMoE), empty: none
+  MatMul q, k, v, o, gate, up, down;  // gate/up/down: the dense FFN (absent in MoE layers)
+  // Mixture of experts: the router (float32 logits in the pinned order of PinnedDense), the
+  // experts, and Qwen2-MoE's shared expert with its one-row sigmoid gate.
+  PinnedDense router;
+  std::vector<Expert> experts;
+  MatMul sh_gate, sh_up, sh_down;
+  PinnedDense sh_gate_inp;
+  // Every linear layer of the layer, for counting and checks.
+  std::vector<const MatMul*> matmuls() const {
+    std::vector<const MatMul*> out = {&q, &k, &v, &o};
+    if (experts.empty()) {
+      out.insert(out.end(), {&gate, &up, &down});
+    } else {
+      for (const Expert& e : experts) out.insert(out.end(), {&e.gate, &e.up, &e.down});
+      if (sh_gate.n_out > 0) out.insert(out.end(), {&sh_gate, &sh_up, &sh_down});
+    }
+    return out;
+  }
+};
+
+struct StepRun;
+
+struct Model::Impl {
+  ModelConfig cfg;
+  // The family's block (src/models/<family>.cpp, chosen by ArchInfo::block): runs one layer.
+  void (*block)(StepRun& s, int64_t layer) = nullptr;
+  Mode mode = Mode::a16q8;
+  std::vector<LayerWeights> layers;
+  std::vector<float> output_norm;
+  Head embd;      // F16/F32, Q8_0 or NVFP4 (ops/head.h)
+  Head head_own;  // used when the head is not tied
+  const Head& head() const { return cfg.tied_head ? embd : head_own; }
+  std::string source;
+};
+
+}  // namespace nvfp4

@@ -1,0 +1,57 @@
+#include "ops/rope.h"
+
+#include <algorithm>
+
+#include "kernels/pinned_math.h"
+
+namespace nvfp4 {
+
+void RopeTable::init(const RopeConfig& cfg, int64_t head_dim) {
+  cfg_ = cfg;
+  head_dim_ = head_dim;
+  half_ = head_dim / 2;
+  n_pos_ = 0;
+  cos_.clear();
+  sin_.clear();
+  freq_.assign(static_cast<size_t>(half_), 0.0);
+  const double lt = pinned::log(cfg.theta);
+  for (int64_t i = 0; i < half_; ++i) {
+    double f = pinned::exp(-(2.0 * static_cast<double>(i) / static_cast<double>(head_dim)) * lt);
+    if (!cfg.freq_factors.empty()) f = f / static_cast<double>(cfg.freq_factors[static_cast<size_t>(i)]);
+    if (cfg.linear_factor != 1.0) f = f / cfg.linear_factor;
+    freq_[static_cast<size_t>(i)] = f;
+  }
+}
+
+void RopeTable::reserve(int64_t n_pos) {
+  if (n_pos <= n_pos_) return;
+  const int64_t want = std::max<int64_t>(n_pos, std::max<int64_t>(64, 2 * n_pos_));
+  cos_.resize(static_cast<size_t>(want * half_));
+  sin_.resize(cos_.size());
+  for (int64_t p = n_pos_; p < want; ++p)
+    for (int64_t i = 0; i < half_; ++i) {
+      double s, c;
+      pinned::sincos(static_cast<double>(p) * freq_[static_cast<size_t>(i)], s, c);
+      cos_[static_cast<size_t>(p * half_ + i)] = static_cast<float>(c);
+      sin_[static_cast<size_t>(p * half_ + i)] = static_cast<float>(s);
+    }
+  n_pos_ = want;
+}
+
+void RopeTable::apply(float* x, int64_t n_heads, int64_t pos) const {
+  const float* c = cos_.data() + pos * half_;
+  const float* s = sin_.data() + pos * half_;
+  // Element i's partner: 2i and 2i+1 (adjacent) or i and i + half (NeoX).
+  const int64_t stride = cfg_.style == RopeStyle::adjacent ? 2 : 1, other = cfg_.style == RopeStyle::adjacent ? 1 : half_;
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* v = x + h * head_dim_;
+    for (int64_t i = 0; i < half_; ++i) {
+      float* a = v + i * stride;
+      const float x0 = a[0], x1 = a[other];
+      a[0] = x0 * c[i] - x1 * s[i];
+      a[other] = x0 * s[i] + x1 * c[i];
+    }
+  }
+}
+
+}  // namespace nvfp4
