@@ -1,4 +1,4 @@
-// The Gated DeltaNet token mixer (src/runtime/gated_delta.h) against transformers' own functions
+// The Gated DeltaNet token mixer (src/kernels/gated_delta.h) against transformers' own functions
 // on random inputs (fixtures/gated_delta/cases.json, tools/gen_gated_delta_fixture.py): its
 // token-by-token form (what transformers decodes with) and its chunked form (what it runs prompts
 // with). Then what a sequence's recurrent state must allow: a snapshot taken after any token and
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "nvfp4/error.h"
-#include "runtime/gated_delta.h"
+#include "kernels/gated_delta.h"
 #include "test_util.h"
 
 using namespace nvfp4;
