@@ -304,6 +304,10 @@ class StCheckpoint final : public Checkpoint {
         s.n_out = ref.t->shape[0];
         s.n_in = ref.t->shape[1] * 2;
         check_n_in(s.n_in, false, ref.file, name);
+        if (!sc && find(module + ".weight_scale.nvfp4_csf_fixed")) {
+          throw Error(ref.file, name, "NVFP4 block scales stored CSF-compressed are not read yet", module + ".weight_scale (E4M3)",
+                      module + ".weight_scale.nvfp4_csf_fixed / .nvfp4_csf_exceptions");
+        }
         if (!sc) throw Error(ref.file, name, "NVFP4 weight without its block scale", module + ".weight_scale", "absent");
         if (sc->t->dtype != st::Dtype::F8_E4M3) throw Error(sc->file, sc->t->name, "NVFP4 block scale must be F8_E4M3", "F8_E4M3", st::dtype_name(sc->t->dtype));
         const std::vector<int64_t> want = {s.n_out, s.n_in / 16};
