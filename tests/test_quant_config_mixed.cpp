@@ -132,6 +132,11 @@ TEST(QuantConfigMixed, RefusalsNameLayerFormatAndWhatWeTake) {
   }
   EXPECT_NE(mo("FP8_PB_WO").find("block scales"), std::string::npos);
   EXPECT_NE(mo("MXFP8").find("E8M0"), std::string::npos);
+  const Json csf = Json::parse(R"({"quantization": {"quant_algo": "MIXED_PRECISION", "quantized_layers": {
+    "model.layers.3.mlp.experts": {"quant_algo": "NVFP4", "group_size": 16, "weight_scale_encoding": "csf"}}}})");
+  const std::string mc = refusal([&] { QuantConfig::parse(nullptr, &csf, "/d"); });
+  EXPECT_NE(mc.find("model.layers.3.mlp.experts"), std::string::npos) << mc;
+  EXPECT_NE(mc.find("csf"), std::string::npos) << mc;
   const auto ctw = [](const std::string& weights) {
     test::ScratchDir d;
     return refusal([&] { ct(d, R"({"g": {"weights": )" + weights + R"(, "targets": ["Linear"]}})"); });
