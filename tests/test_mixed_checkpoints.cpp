@@ -36,8 +36,8 @@ const std::string kDir = "mixed/qwen3/modelopt-mixed";
 
 // The fixture's tensors, changed by `edit`, written with its JSON files into `out`.
 using Tensors = std::map<std::string, std::pair<st::Dtype, std::pair<std::vector<int64_t>, std::vector<uint8_t>>>>;
-std::string variant(const std::string& out, const std::function<void(Tensors&)>& edit) {
-  const std::string src = test::fixture_path(kDir);
+std::string variant(const std::string& out, const std::function<void(Tensors&)>& edit, const std::string& from = kDir) {
+  const std::string src = test::fixture_path(from);
   Tensors t;
   const auto f = st::File::open(src + "/model.safetensors");
   for (const auto& x : f.tensors()) t[x.name] = {x.dtype, {x.shape, std::vector<uint8_t>(x.data, x.data + x.nbytes())}};
@@ -47,7 +47,7 @@ std::string variant(const std::string& out, const std::function<void(Tensors&)>&
   for (const auto& [n, x] : t) w.push_back({n, x.first, x.second.first, x.second.second.data(), x.second.second.size()});
   st::write(out + "/model.safetensors", w);
   for (const char* j : {"config.json", "hf_quant_config.json", "tokenizer.json", "tokenizer_config.json"})
-    fs::copy_file(src + "/" + j, out + "/" + j, fs::copy_options::overwrite_existing);
+    if (fs::exists(src + "/" + j)) fs::copy_file(src + "/" + j, out + "/" + j, fs::copy_options::overwrite_existing);
   return out;
 }
 
@@ -180,5 +180,54 @@ TEST(MixedCheckpoints, CsfCompressedScalesRefusedByName) {
     const std::string w = e.what();
     EXPECT_NE(w.find("CSF"), std::string::npos) << w;
     EXPECT_NE(w.find("model.layers.0.mlp.up_proj.weight"), std::string::npos) << w;
+  }
+}
+
+// NVIDIA's mixed checkpoints declare kv_cache_quant_algo FP8; the cache is not FP8 here, and run
+// says so at load instead of ignoring it without a word.
+TEST(MixedCheckpoints, DeclaredFp8KvCacheIsNamedAtLoad) {
+  Tree tmp;
+  const std::string d = variant(tmp.d / "kv", [](Tensors&) {});
+  nlohmann::json h;
+  std::ifstream(d + "/hf_quant_config.json") >> h;
+  h["quantization"]["kv_cache_quant_algo"] = "FP8";
+  std::ofstream(d + "/hf_quant_config.json") << h.dump();
+  const auto run = [](const std::string& m) {
+    const std::string cmd = std::string(NVFP4_BINARY) + " run -m " + m + " -p hi -n 1 --ctx 16 -t 1 2>&1";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    EXPECT_EQ(::pclose(p), 0) << out;
+    return out;
+  };
+  const std::string with = run(d);
+  EXPECT_NE(with.find("hf_quant_config.json declares kv_cache_quant_algo FP8"), std::string::npos) << with;
+  EXPECT_NE(with.find("the cache is f16"), std::string::npos) << with;
+  EXPECT_EQ(run(test::fixture_path(kDir)).find("kv_cache"), std::string::npos);  // null: nothing to say
+}
+
+// compressed-tensors' optional X.weight_shape (some versions store it, some do not; a file may mix
+// layers with and without): read when it matches the packed weight, refused naming it otherwise.
+TEST(MixedCheckpoints, CompressedTensorsWeightShapeOptional) {
+  Tree tmp;
+  const std::string m = "model.layers.0.mlp.up_proj";
+  const auto shape = [&](std::vector<int64_t> v) {
+    return [m, v](Tensors& t) {
+      std::vector<uint8_t> b(16);
+      std::memcpy(b.data(), v.data(), 16);
+      t[m + ".weight_shape"] = {st::Dtype::I64, {{2}, b}};
+    };
+  };
+  const std::string ok = variant(tmp.d / "ok", shape({128, 64}), "mixed/qwen3/ct-mixed");
+  EXPECT_EQ(Checkpoint::open(ok)->tensor("blk.0.ffn_up.weight").storage, Storage::nvfp4);
+  const std::string bad = variant(tmp.d / "bad", shape({64, 128}), "mixed/qwen3/ct-mixed");
+  try {
+    Checkpoint::open(bad);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.tensor(), m + ".weight_shape");
+    EXPECT_NE(std::string(e.what()).find("[64, 128]"), std::string::npos) << e.what();
   }
 }
