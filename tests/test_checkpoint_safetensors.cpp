@@ -207,7 +207,7 @@ TEST(CheckpointSafetensors, EveryLoadingRuleRefuses) {
     v.t[UP + ".weight_packed"] = {st::Dtype::U8, {128, 4}, std::vector<uint8_t>(512, 0x11)};
     check(v, "n_in", "NVFP4 needs n_in to be a multiple of 16"); }
   { Variant v = base; v.config.erase("quantization_config"); check(v, "no_config", "NVFP4 tensors present but the configuration does not say NVFP4 for this layer"); }
-  { Variant v = base; v.config["quantization_config"]["ignore"].push_back("model.layers.0.mlp.*");
+  { Variant v = base; v.config["quantization_config"]["ignore"].push_back(UP);  // compressed-tensors: exact names or re:, no wildcards
     check(v, "ignored_but_nvfp4", "NVFP4 tensors present but the configuration does not say NVFP4 for this layer"); }
   { Variant v = base; v.config["quantization_config"]["ignore"].push_back("re:model[.]layers[.][0-9]+[.]mlp[.]up_proj");
     check(v, "ignored_by_regex", "NVFP4 tensors present but the configuration does not say NVFP4 for this layer", UP + ".weight_packed"); }

@@ -91,6 +91,36 @@ SamplerOptions generation_defaults(const Checkpoint& ck, SamplerOptions s, bool 
   return s;
 }
 
+namespace {
+// A checkpoint's quantized KV cache (ModelOpt kv_cache_quant_algo, compressed-tensors
+// kv_cache_scheme) is not applied: said at load rather than ignored without a word.
+std::string kv_cache_note(const Checkpoint& ck, const std::string& kv) {
+  namespace fs = std::filesystem;
+  if (ck.info().container != "safetensors") return "";
+  const fs::path p = ck.info().path;
+  const fs::path dir = fs::is_directory(p) ? p : p.parent_path();
+  std::string declared;
+  for (const char* name : {"hf_quant_config.json", "config.json"}) {
+    const fs::path f = dir / name;
+    if (!fs::exists(f)) continue;
+    const auto j = nlohmann::json::parse(read_text_file(f.string()), nullptr, false);
+    if (j.is_discarded() || !j.is_object()) continue;
+    const nlohmann::json* q = j.contains("quantization") ? &j["quantization"] : j.contains("quantization_config") ? &j["quantization_config"] : nullptr;
+    if (!q || !q->is_object()) continue;
+    if (q->contains("kv_cache_quant_algo") && (*q)["kv_cache_quant_algo"].is_string())
+      declared = "kv_cache_quant_algo " + (*q)["kv_cache_quant_algo"].get<std::string>();
+    else if (q->contains("kv_cache_scheme") && (*q)["kv_cache_scheme"].is_object())
+      declared = "kv_cache_scheme " + (*q)["kv_cache_scheme"].dump();
+    if (!declared.empty()) {
+      declared = f.filename().string() + " declares " + declared;
+      break;
+    }
+  }
+  if (declared.empty()) return "";
+  return "note: " + declared + "; a quantized KV cache is not implemented, the cache is " + kv + " (its k/v scales are not used)";
+}
+}  // namespace
+
 Loaded load_model(const ModelArgs& a, bool quiet) {
   const auto t0 = std::chrono::steady_clock::now();
   Loaded L;
@@ -116,6 +146,7 @@ Loaded load_model(const ModelArgs& a, bool quiet) {
     std::cerr << "nvfp4: " << a.model << " (" << L.ck->info().container << ", " << L.ck->info().producer
               << ", " << L.ck->info().algorithm << ")" << (a.quantize ? ", quantized to NVFP4 at load" : "") << "\n";
     for (const auto& line : L.model->describe()) std::cerr << "nvfp4: " << line << "\n";
+    if (const std::string n = kv_cache_note(*L.ck, a.kv); !n.empty()) std::cerr << "nvfp4: " << n << "\n";
     std::cerr << "nvfp4: precision " << mode_name(L.mode) << ", " << L.threads << " threads, loaded in "
               << static_cast<int>(L.load_s * 1000) << " ms\n";
   }

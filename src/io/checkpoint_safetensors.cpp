@@ -304,6 +304,10 @@ class StCheckpoint final : public Checkpoint {
         s.n_out = ref.t->shape[0];
         s.n_in = ref.t->shape[1] * 2;
         check_n_in(s.n_in, false, ref.file, name);
+        if (!sc && find(module + ".weight_scale.nvfp4_csf_fixed")) {
+          throw Error(ref.file, name, "NVFP4 block scales stored CSF-compressed are not read yet", module + ".weight_scale (E4M3)",
+                      module + ".weight_scale.nvfp4_csf_fixed / .nvfp4_csf_exceptions");
+        }
         if (!sc) throw Error(ref.file, name, "NVFP4 weight without its block scale", module + ".weight_scale", "absent");
         if (sc->t->dtype != st::Dtype::F8_E4M3) throw Error(sc->file, sc->t->name, "NVFP4 block scale must be F8_E4M3", "F8_E4M3", st::dtype_name(sc->t->dtype));
         const std::vector<int64_t> want = {s.n_out, s.n_in / 16};
@@ -351,6 +355,7 @@ class StCheckpoint final : public Checkpoint {
           for (float v : s.pqs) if (!std::isfinite(v)) throw Error(p->file, pq, "pre_quant_scale not finite", "finite", std::to_string(v));
           used.insert(pq);
         }  // an NVFP4_AWQ layer without one: export_hf_checkpoint folded its scale into the preceding norm
+        if (ct) check_weight_shape(module, s, used);  // some compressed-tensors versions store it, some do not
         e.storage = Storage::nvfp4;
         e.storage_name = "NVFP4";
         e.bits_per_weight = 4.5;
@@ -398,6 +403,36 @@ class StCheckpoint final : public Checkpoint {
     }
     info_.has_input_scales = nvfp4_layers > 0 && with_input == nvfp4_layers;
     if (qc.producer == "float") info_.algorithm = "float";
+  }
+
+  // compressed-tensors' optional X.weight_shape: the unpacked [n_out, n_in], as I64 or I32.
+  void check_weight_shape(const std::string& module, const Source& s, std::set<std::string>& used) const {
+    const std::string n = module + ".weight_shape";
+    const Ref* r = find(n);
+    if (!r) return;
+    const bool i64 = r->t->dtype == st::Dtype::I64, i32 = r->t->dtype == st::Dtype::I32;
+    std::vector<int64_t> v;
+    if ((i64 || i32) && r->t->elements() == 2) {
+      for (int k = 0; k < 2; ++k) {
+        if (i64) {
+          int64_t x;
+          std::memcpy(&x, r->t->data + 8 * k, 8);
+          v.push_back(x);
+        } else {
+          int32_t x;
+          std::memcpy(&x, r->t->data + 4 * k, 4);
+          v.push_back(x);
+        }
+      }
+    }
+    const std::vector<int64_t> want = {s.n_out, s.n_in};
+    if (v != want) {
+      std::string found = std::string(st::dtype_name(r->t->dtype)) + " with " + std::to_string(r->t->elements()) + " values";
+      if (v.size() == 2) found = "[" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + "]";
+      throw Error(r->file, n, "compressed-tensors weight_shape does not match the packed weight",
+                  "I64/I32 [" + std::to_string(want[0]) + ", " + std::to_string(want[1]) + "]", found);
+    }
+    used.insert(n);
   }
 
   void add(TensorEntry e, Source s) {

@@ -3,18 +3,31 @@
 #include <fnmatch.h>
 #include <regex.h>
 
+#include <fstream>
+
 #include "nvfp4/error.h"
 
 namespace nvfp4 {
 
 namespace {
 
-LayerQuant modelopt_algo(const std::string& a, const std::string& file) {
+constexpr const char* kModeloptTaken = "NVFP4, W4A16_NVFP4, NVFP4_AWQ, FP8 or FP8_PER_CHANNEL_PER_TOKEN";
+
+// `layer`: the quantized_layers entry (empty for the checkpoint-wide quant_algo).
+LayerQuant modelopt_algo(const std::string& a, const std::string& file, const std::string& layer = "") {
   if (a == "NVFP4") return LayerQuant::nvfp4_w4a4;
   if (a == "W4A16_NVFP4") return LayerQuant::nvfp4_w4a16;
   if (a == "NVFP4_AWQ") return LayerQuant::nvfp4_awq;
-  if (a == "FP8") return LayerQuant::fp8;
-  throw Error(file, "", "unsupported ModelOpt quant_algo", "NVFP4, W4A16_NVFP4, NVFP4_AWQ, FP8 or MIXED_PRECISION", a);
+  if (a == "FP8" || a == "FP8_PER_CHANNEL_PER_TOKEN") return LayerQuant::fp8;  // per-tensor / per-channel weight scale
+  // Forms ModelOpt writes that this project does not read yet, named as such.
+  std::string detail;
+  if (a == "FP8_PB_WO" || a == "FP8_BLOCK" || a == "FP8_PB") detail = " (FP8 with 128x128 block scales: not read yet)";
+  else if (a == "MXFP8") detail = " (MXFP8: E4M3 values, an E8M0 scale per 32: not read yet)";
+  else if (a == "MXFP4" || a == "W4A8_MXFP4_FP8" || a == "W4A8_NVFP4_FP8" || a == "W4A8_AWQ" || a == "W4A16_AWQ" || a == "INT4_AWQ" ||
+           a == "INT8_SQ" || a == "INT8_WO" || a == "NVFP4_SVDQUANT")
+    detail = " (a ModelOpt format this project does not read)";
+  throw Error(file, layer, layer.empty() ? "unsupported ModelOpt quant_algo" : "unsupported ModelOpt quant_algo for layer " + layer,
+              std::string(kModeloptTaken) + (layer.empty() ? " or MIXED_PRECISION" : ""), (a.empty() ? "none named" : a) + detail);
 }
 
 bool name_matches(const std::string& pat, const std::string& module) {
@@ -60,7 +73,17 @@ LayerQuant ct_group(const nlohmann::json& g, const std::string& file, const std:
     }
     return LayerQuant::nvfp4_w4a16;
   }
-  if (bits == 8 && type == "float") return LayerQuant::fp8;
+  if (bits == 8 && type == "float") {
+    const std::string strat = w.value("strategy", "tensor");
+    if (strat == "tensor" || strat == "channel") return LayerQuant::fp8;
+    if (strat == "block")
+      throw Error(file, "", "compressed-tensors FP8 with block scales is not read yet (group " + gname + ")",
+                  "FP8 with strategy tensor or channel", "strategy block " + (w.contains("block_structure") ? w["block_structure"].dump() : std::string()));
+    if (strat == "group" && w.value("group_size", 0) == 32)
+      throw Error(file, "", "compressed-tensors MXFP8 (an E8M0 scale per 32) is not read yet (group " + gname + ")",
+                  "FP8 with strategy tensor or channel", "strategy group, group_size 32");
+    throw Error(file, "", "unsupported compressed-tensors FP8 weight strategy (group " + gname + ")", "tensor or channel", strat);
+  }
   throw Error(file, "", "unsupported compressed-tensors weight format", "4-bit float (NVFP4) or 8-bit float (FP8)",
               std::to_string(bits) + "-bit " + type + " in group " + gname);
 }
@@ -109,7 +132,17 @@ QuantConfig QuantConfig::parse(const nlohmann::json* config, const nlohmann::jso
       }
       for (auto it = (*q)["quantized_layers"].begin(); it != (*q)["quantized_layers"].end(); ++it) {
         const std::string a = it.value().is_object() ? it.value().value("quant_algo", "") : "";
-        c.per_layer.emplace_back(it.key(), modelopt_algo(a, c.source));
+        const LayerQuant lq = modelopt_algo(a, c.source, it.key());
+        if (it.value().contains("weight_scale_encoding") && !it.value()["weight_scale_encoding"].is_null()) {
+          throw Error(c.source, it.key(), "block scales stored compressed (weight_scale_encoding) are not read yet (layer " + it.key() + ")",
+                      "plain E4M3 weight_scale tensors", "weight_scale_encoding " + it.value()["weight_scale_encoding"].dump());
+        }
+        if (lq != LayerQuant::fp8 && it.value().value("group_size", 16) != 16) {
+          throw Error(c.source, it.key(), "ModelOpt NVFP4 group size (layer " + it.key() + ")", "16",
+                      std::to_string(it.value().value("group_size", 16)));
+        }
+        c.per_layer.emplace_back(it.key(), lq);
+        c.per_layer_names.push_back(it.key());
       }
     } else {
       c.global = modelopt_algo(c.algorithm, c.source);
@@ -122,18 +155,38 @@ QuantConfig QuantConfig::parse(const nlohmann::json* config, const nlohmann::jso
   if (method == "compressed-tensors") {
     c.producer = "compressed-tensors";
     const std::string fmt = q->value("format", "");
-    c.exclude = strings(*q, "ignore", c.source);
+    std::vector<std::pair<std::string, int>> ign;
+    for (const auto& t : strings(*q, "ignore", c.source)) ign.emplace_back(t, 0);
+    c.ct_ignore = ct_targets(ign, c.source);
     if (!q->contains("config_groups") || !(*q)["config_groups"].is_object()) {
       throw Error(c.source, "", "compressed-tensors config without config_groups", "\"config_groups\": {...}", "absent");
     }
-    for (auto it = (*q)["config_groups"].begin(); it != (*q)["config_groups"].end(); ++it) {
-      const std::string gfmt = it.value().value("format", fmt);
-      const LayerQuant lq = ct_group(it.value(), c.source, it.key());
+    // The groups in the file's order (a target named by two groups takes the later one's scheme).
+    std::vector<std::string> order;
+    try {
+      std::ifstream f(c.source);
+      const auto oj = nlohmann::ordered_json::parse(f);
+      for (auto it = oj["quantization_config"]["config_groups"].begin(); it != oj["quantization_config"]["config_groups"].end(); ++it)
+        order.push_back(it.key());
+    } catch (const std::exception&) {
+      order.clear();
+    }
+    if (order.size() != (*q)["config_groups"].size()) {
+      order.clear();
+      for (auto it = (*q)["config_groups"].begin(); it != (*q)["config_groups"].end(); ++it) order.push_back(it.key());
+    }
+    std::vector<std::pair<std::string, int>> targets;
+    for (const auto& gname : order) {
+      const auto& g = (*q)["config_groups"][gname];
+      const std::string gfmt = g.value("format", fmt);
+      const LayerQuant lq = ct_group(g, c.source, gname);
       if ((lq == LayerQuant::nvfp4_w4a4 || lq == LayerQuant::nvfp4_w4a16) && gfmt != "nvfp4-pack-quantized") {
         throw Error(c.source, "", "unsupported compressed-tensors format for FP4 weights", "nvfp4-pack-quantized", gfmt);
       }
-      c.groups.push_back({strings(it.value(), "targets", c.source), lq});
+      for (const auto& t : strings(g, "targets", c.source)) targets.emplace_back(t, static_cast<int>(c.groups.size()));
+      c.groups.push_back({gname, lq});
     }
+    c.ct_order = ct_targets(targets, c.source);
     c.algorithm = fmt.empty() ? "compressed-tensors" : fmt;
     return c;
   }
@@ -141,18 +194,15 @@ QuantConfig QuantConfig::parse(const nlohmann::json* config, const nlohmann::jso
 }
 
 LayerQuant QuantConfig::layer(const std::string& module) const {
-  for (const auto& p : exclude) if (name_matches(p, module)) return LayerQuant::none;
   if (producer == "modelopt") {
+    for (const auto& p : exclude) if (name_matches(p, module)) return LayerQuant::none;
     if (!mixed) return global;
-    for (const auto& [name, q] : per_layer) if (name == module) return q;
-    return LayerQuant::none;
+    const int i = modelopt_layer_entry(per_layer_names, module);
+    return i < 0 ? LayerQuant::none : per_layer[static_cast<size_t>(i)].second;
   }
-  for (const auto& g : groups) {
-    for (const auto& t : g.targets) {
-      if (t == "Linear" || name_matches(t, module)) return g.q;
-    }
-  }
-  return LayerQuant::none;
+  if (ct_ignored(ct_ignore, module)) return LayerQuant::none;
+  const CtTarget* t = ct_first_match(ct_order, module);
+  return t ? groups[static_cast<size_t>(t->payload)].q : LayerQuant::none;
 }
 
 bool QuantConfig::declares_nvfp4() const {

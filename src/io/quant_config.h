@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "io/quant_match.h"
+
 namespace nvfp4 {
 
 enum class LayerQuant { none, nvfp4_w4a4, nvfp4_w4a16, nvfp4_awq, fp8 };
@@ -25,12 +27,15 @@ struct QuantConfig {
   LayerQuant global = LayerQuant::none;
   std::vector<std::string> exclude;                          // fnmatch wildcards / "re:" regexes
   std::vector<std::pair<std::string, LayerQuant>> per_layer; // MIXED_PRECISION quantized_layers
+  std::vector<std::string> per_layer_names;                  // their names, for modelopt_layer_entry
   bool mixed = false;
   struct Group {
-    std::vector<std::string> targets;
+    std::string name;
     LayerQuant q;
   };
-  std::vector<Group> groups;  // compressed-tensors config_groups
+  std::vector<Group> groups;         // compressed-tensors config_groups, in the file's order
+  std::vector<CtTarget> ct_order;    // their targets in compressed-tensors' match order (payload: group)
+  std::vector<CtTarget> ct_ignore;   // compressed-tensors `ignore`
 };
 
 }  // namespace nvfp4

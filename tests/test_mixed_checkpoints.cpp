@@ -1,0 +1,233 @@
+// The mixed-precision fixtures of the real producers (tools/gen_mixed_fixtures.py: ModelOpt
+// MIXED_PRECISION and compressed-tensors mixed-precision, dense and MoE):
+// - f32 logits against transformers on the same dequantized weights (tools/mixed_reference.py,
+//   which dequantizes FP8 and NVFP4 without our code), and the same greedy tokens;
+// - an NVFP4 lm_head (NVIDIA's mixed checkpoints quantize it W4A16) or embedding keeps its own
+//   weight_scale_2: a scale ignored there would shift every logit silently. Doubling
+//   lm_head.weight_scale_2 must double every logit exactly (a power of two) in every mode; an
+//   NVFP4 embedding whose scale is doubled must move them;
+// - CSF-compressed block scales are refused by name.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+
+#include "io_test_util.h"
+#include "nvfp4/checkpoint.h"
+#include "nvfp4/error.h"
+#include "nvfp4/model.h"
+#include "nvfp4/safetensors.h"
+#include "nvfp4/thread_pool.h"
+#include "test_util.h"
+
+using namespace nvfp4;
+namespace st = nvfp4::safetensors;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kDir = "mixed/qwen3/modelopt-mixed";
+
+// The fixture's tensors, changed by `edit`, written with its JSON files into `out`.
+using Tensors = std::map<std::string, std::pair<st::Dtype, std::pair<std::vector<int64_t>, std::vector<uint8_t>>>>;
+std::string variant(const std::string& out, const std::function<void(Tensors&)>& edit, const std::string& from = kDir) {
+  const std::string src = test::fixture_path(from);
+  Tensors t;
+  const auto f = st::File::open(src + "/model.safetensors");
+  for (const auto& x : f.tensors()) t[x.name] = {x.dtype, {x.shape, std::vector<uint8_t>(x.data, x.data + x.nbytes())}};
+  edit(t);
+  fs::create_directories(out);
+  std::vector<st::WriteTensor> w;
+  for (const auto& [n, x] : t) w.push_back({n, x.first, x.second.first, x.second.second.data(), x.second.second.size()});
+  st::write(out + "/model.safetensors", w);
+  for (const char* j : {"config.json", "hf_quant_config.json", "tokenizer.json", "tokenizer_config.json"})
+    if (fs::exists(src + "/" + j)) fs::copy_file(src + "/" + j, out + "/" + j, fs::copy_options::overwrite_existing);
+  return out;
+}
+
+void scale_f32(Tensors& t, const std::string& name, float by) {
+  auto& b = t.at(name).second.second;
+  ASSERT_EQ(b.size(), 4u) << name;
+  float v;
+  std::memcpy(&v, b.data(), 4);
+  v *= by;
+  std::memcpy(b.data(), &v, 4);
+}
+
+std::vector<float> logits(const std::string& dir, Mode mode, std::vector<int32_t> ids = {17, 250, 3, 99, 402, 7}) {
+  const auto ck = Checkpoint::open(dir);
+  LoadOptions lo;
+  lo.mode = mode;
+  const auto m = Model::load(*ck, lo);
+  ThreadPool pool(2);
+  ContextOptions co;
+  co.n_ctx = 32;
+  Context ctx(*m, co, pool);
+  std::vector<float> out(ids.size() * static_cast<size_t>(m->config().n_vocab));
+  ctx.eval(ids.data(), static_cast<int64_t>(ids.size()), out.data(), true);
+  return out;
+}
+
+struct Tree {
+  test::ScratchDir d;
+  ~Tree() {
+    std::error_code ec;
+    for (const auto& e : d.entries()) fs::remove_all(d / e, ec);
+  }
+};
+
+}  // namespace
+
+TEST(MixedCheckpoints, Nvfp4LmHeadHonoursItsScale2) {
+  const auto ck = Checkpoint::open(test::fixture_path(kDir));
+  ASSERT_EQ(ck->tensor("output.weight").storage, Storage::nvfp4);
+  Tree tmp;
+  const std::string doubled = variant(tmp.d / "doubled", [](Tensors& t) { scale_f32(t, "lm_head.weight_scale_2", 2.0f); });
+  for (const Mode mode : {Mode::a16q8, Mode::f32}) {
+    const auto a = logits(test::fixture_path(kDir), mode), b = logits(doubled, mode);
+    ASSERT_EQ(a.size(), b.size());
+    size_t bad = 0;
+    for (size_t i = 0; i < a.size(); ++i) bad += b[i] != 2.0f * a[i];
+    EXPECT_EQ(bad, 0u) << mode_name(mode) << ": logits not doubled by lm_head.weight_scale_2 x 2";
+  }
+}
+
+TEST(MixedCheckpoints, Nvfp4EmbeddingHonoursItsScale2) {
+  // The embedding made NVFP4 from the head's own NVFP4 tensors (same [vocab, hidden] shape), and
+  // declared so; then its scale doubled: every hidden state changes, so the logits must.
+  Tree tmp;
+  const auto as_embedding = [](Tensors& t) {
+    for (const char* s : {"", "_scale", "_scale_2"})
+      t[std::string("model.embed_tokens.weight") + s] = t.at(std::string("lm_head.weight") + s);
+  };
+  const std::string plain = variant(tmp.d / "emb", as_embedding);
+  const std::string doubled = variant(tmp.d / "emb2", [&](Tensors& t) {
+    as_embedding(t);
+    scale_f32(t, "model.embed_tokens.weight_scale_2", 2.0f);
+  });
+  for (const std::string& d : {plain, doubled}) {
+    nlohmann::json h;
+    std::ifstream(d + "/hf_quant_config.json") >> h;
+    h["quantization"]["quantized_layers"]["model.embed_tokens"] = {{"quant_algo", "W4A16_NVFP4"}, {"group_size", 16}};
+    std::ofstream(d + "/hf_quant_config.json") << h.dump();
+  }
+  ASSERT_EQ(Checkpoint::open(plain)->tensor("token_embd.weight").storage, Storage::nvfp4);
+  for (const Mode mode : {Mode::a16q8, Mode::f32}) {
+    const auto a = logits(plain, mode), b = logits(doubled, mode);
+    size_t same = 0;
+    for (size_t i = 0; i < a.size(); ++i) same += a[i] == b[i];
+    EXPECT_LT(same, a.size() / 10) << mode_name(mode) << ": the embedding's weight_scale_2 was not applied";
+  }
+}
+
+TEST(MixedCheckpoints, F32LogitsMatchTransformersOnTheDequantizedWeights) {
+  for (const char* arch : {"qwen3", "qwen3_moe_i64"}) {
+    std::ifstream f(test::fixture_path(std::string("mixed/") + arch + "/reference.json"));
+    ASSERT_TRUE(f) << arch;
+    const auto ref = nlohmann::json::parse(f);
+    ASSERT_EQ(ref.size(), 2u) << arch;  // modelopt-mixed, ct-mixed
+    for (const auto& [form, r] : ref.items()) {
+      const std::string dir = test::fixture_path(std::string("mixed/") + arch + "/" + form);
+      const auto ids = r["ids"].get<std::vector<int32_t>>();
+      const auto lg = logits(dir, Mode::f32, ids);
+      const size_t nv = lg.size() / ids.size();
+      double worst = 0;
+      for (size_t p = 0; p < ids.size(); ++p)
+        for (size_t v = 0; v < nv; ++v) worst = std::max(worst, std::abs(static_cast<double>(lg[p * nv + v]) - r["logits"][p][v].get<double>()));
+      // Both sides run float32 on identical weights; only the order of the sums differs.
+      EXPECT_LT(worst, 2e-3) << arch << "/" << form;
+      // Greedy continuation: the engine's own context, token by token.
+      const auto ck = Checkpoint::open(dir);
+      LoadOptions lo;
+      lo.mode = Mode::f32;
+      const auto m = Model::load(*ck, lo);
+      ThreadPool pool(2);
+      ContextOptions co;
+      co.n_ctx = 32;
+      co.kv = KvType::f32;
+      Context ctx(*m, co, pool);
+      std::vector<float> row(nv);
+      ctx.eval(ids.data(), static_cast<int64_t>(ids.size()), row.data());
+      std::vector<int32_t> greedy;
+      for (int k = 0; k < 8; ++k) {
+        const int32_t t = static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
+        greedy.push_back(t);
+        ctx.eval(&t, 1, row.data());
+      }
+      EXPECT_EQ(greedy, r["greedy"].get<std::vector<int32_t>>()) << arch << "/" << form;
+    }
+  }
+}
+
+TEST(MixedCheckpoints, CsfCompressedScalesRefusedByName) {
+  Tree tmp;
+  const std::string d = variant(tmp.d / "csf", [](Tensors& t) {
+    const std::string m = "model.layers.0.mlp.up_proj.weight_scale";
+    t[m + ".nvfp4_csf_fixed"] = {st::Dtype::U8, {{8}, std::vector<uint8_t>(8, 1)}};
+    t[m + ".nvfp4_csf_exceptions"] = {st::Dtype::U32, {{1}, std::vector<uint8_t>(4, 0)}};
+    t.erase(m);
+  });
+  try {
+    Checkpoint::open(d);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("CSF"), std::string::npos) << w;
+    EXPECT_NE(w.find("model.layers.0.mlp.up_proj.weight"), std::string::npos) << w;
+  }
+}
+
+// NVIDIA's mixed checkpoints declare kv_cache_quant_algo FP8; the cache is not FP8 here, and run
+// says so at load instead of ignoring it without a word.
+TEST(MixedCheckpoints, DeclaredFp8KvCacheIsNamedAtLoad) {
+  Tree tmp;
+  const std::string d = variant(tmp.d / "kv", [](Tensors&) {});
+  nlohmann::json h;
+  std::ifstream(d + "/hf_quant_config.json") >> h;
+  h["quantization"]["kv_cache_quant_algo"] = "FP8";
+  std::ofstream(d + "/hf_quant_config.json") << h.dump();
+  const auto run = [](const std::string& m) {
+    const std::string cmd = std::string(NVFP4_BINARY) + " run -m " + m + " -p hi -n 1 --ctx 16 -t 1 2>&1";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    EXPECT_EQ(::pclose(p), 0) << out;
+    return out;
+  };
+  const std::string with = run(d);
+  EXPECT_NE(with.find("hf_quant_config.json declares kv_cache_quant_algo FP8"), std::string::npos) << with;
+  EXPECT_NE(with.find("the cache is f16"), std::string::npos) << with;
+  EXPECT_EQ(run(test::fixture_path(kDir)).find("kv_cache"), std::string::npos);  // null: nothing to say
+}
+
+// compressed-tensors' optional X.weight_shape (some versions store it, some do not; a file may mix
+// layers with and without): read when it matches the packed weight, refused naming it otherwise.
+TEST(MixedCheckpoints, CompressedTensorsWeightShapeOptional) {
+  Tree tmp;
+  const std::string m = "model.layers.0.mlp.up_proj";
+  const auto shape = [&](std::vector<int64_t> v) {
+    return [m, v](Tensors& t) {
+      std::vector<uint8_t> b(16);
+      std::memcpy(b.data(), v.data(), 16);
+      t[m + ".weight_shape"] = {st::Dtype::I64, {{2}, b}};
+    };
+  };
+  const std::string ok = variant(tmp.d / "ok", shape({128, 64}), "mixed/qwen3/ct-mixed");
+  EXPECT_EQ(Checkpoint::open(ok)->tensor("blk.0.ffn_up.weight").storage, Storage::nvfp4);
+  const std::string bad = variant(tmp.d / "bad", shape({64, 128}), "mixed/qwen3/ct-mixed");
+  try {
+    Checkpoint::open(bad);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.tensor(), m + ".weight_shape");
+    EXPECT_NE(std::string(e.what()).find("[64, 128]"), std::string::npos) << e.what();
+  }
+}
