@@ -1,7 +1,9 @@
 // libFuzzer target for the server's request parsing and text stream: any body is parsed as a
 // completion, chat, tokenize and detokenize request, each either accepted or refused with
 // ApiError 400; the same bytes, cut into tokens, go through a TextStream with stop strings, whose
-// output must be valid UTF-8.
+// output must be valid UTF-8. The bytes are also a model's chat reply for the tool call parser of
+// each family (with and without reasoning): the reply parsed whole and pushed in 3-byte pieces must
+// give the same reasoning, content and calls, and every call's arguments must be a JSON object.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -10,6 +12,43 @@
 #include "server/api_error.h"
 #include "server/request.h"
 #include "server/text_stream.h"
+#include "server/tool_calls.h"
+
+namespace {
+
+nvfp4::server::ChatDelta run_parser(const nvfp4::server::ChatParseOptions& o, const std::string& text, size_t piece) {
+  nvfp4::server::ChatOutputParser p(o, 1);
+  nvfp4::server::ChatDelta d;
+  auto add = [&](nvfp4::server::ChatDelta x) {
+    d.reasoning += x.reasoning;
+    d.content += x.content;
+    for (auto& c : x.calls) d.calls.push_back(std::move(c));
+  };
+  for (size_t i = 0; i < text.size(); i += piece) add(p.push(text.substr(i, piece)));
+  add(p.finish());
+  return d;
+}
+
+void check_tool_parsers(const std::string& text) {
+  using namespace nvfp4::server;
+  for (ToolFormat f : {ToolFormat::None, ToolFormat::Hermes, ToolFormat::Llama3, ToolFormat::Mistral}) {
+    for (int r = 0; r < 3; ++r) {
+      ChatParseOptions o;
+      o.tools = f;
+      o.reasoning = r > 0;
+      o.in_reasoning = r == 2;
+      const ChatDelta a = run_parser(o, text, text.size() + 1), b = run_parser(o, text, 3);
+      if (a.reasoning != b.reasoning || a.content != b.content || a.calls.size() != b.calls.size()) std::abort();
+      for (size_t i = 0; i < a.calls.size(); ++i) {
+        if (a.calls[i].name != b.calls[i].name || a.calls[i].arguments != b.calls[i].arguments) std::abort();
+        const auto j = nlohmann::json::parse(a.calls[i].arguments, nullptr, false);
+        if (j.is_discarded() || !j.is_object() || a.calls[i].id.size() != 9) std::abort();
+      }
+    }
+  }
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace nvfp4::server;
@@ -29,5 +68,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < size; i += 3) out += t.push(body.substr(i, 3));
   out += t.finish();
   if (utf8_sanitize(out) != out) std::abort();  // not valid UTF-8
+  check_tool_parsers(body);
   return 0;
 }

@@ -2,7 +2,7 @@
 # The test command: installs what is missing, builds a Release tree (g++) and a sanitizer tree
 # (clang, ASan + UBSan, with the libFuzzer targets), fuzzes the checkpoint parsers for a bounded
 # time (NVFP4_FUZZ_SECONDS per target, default 30), then runs every test in both trees with CTest,
-# and `nvfp4 serve` against PyPI's openai client (tools/test_serve_openai.py, tools/test_serve_load.py,
+# and `nvfp4 serve` against PyPI's openai client (tools/test_serve_openai.py, tools/test_serve_tools.py, tools/test_serve_load.py,
 # tools/test_serve_nginx.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +34,8 @@ if [ ! -x build/serve-venv/bin/python ] || ! build/serve-venv/bin/python -c "imp
   build/serve-venv/bin/pip install -q "openai>=1.0"
 fi
 build/serve-venv/bin/python tools/test_serve_openai.py build/nvfp4 "$NVFP4_SMOLLM2_GGUF" --quantize
+echo "== nvfp4 serve with tools and reasoning against PyPI's openai client"
+build/serve-venv/bin/python tools/test_serve_tools.py build/nvfp4 "$NVFP4_SMOLLM2_GGUF" --quantize
 echo "== nvfp4 serve under load: 200 requests at concurrency 8, each equal to itself alone"
 build/serve-venv/bin/python tools/test_serve_load.py build/nvfp4 "$NVFP4_SMOLLM2_GGUF" --quantize
 echo "== nvfp4 serve: two replicas behind nginx (docs/SCALING.md)"

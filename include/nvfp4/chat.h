@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -18,9 +19,25 @@ namespace jinja {
 struct Program;
 }
 
+// A function call an assistant turn made (OpenAI's tool_calls[i]). Templates see
+// {"id", "type": "function", "function": {"name", "arguments"}}, arguments as a dict when the text
+// is a JSON object (as vLLM gives them; templates print them with tojson), else as the text.
+struct ChatToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;  // JSON text, as OpenAI's API carries it
+};
+
 struct ChatMessage {
-  std::string role;     // "system", "user", "assistant"
+  ChatMessage() = default;
+  ChatMessage(std::string r, std::string c) : role(std::move(r)), content(std::move(c)) {}
+  std::string role;     // "system", "user", "assistant", "tool"
   std::string content;
+  // Templates see these keys only when set (as a message dict without them). A null content (an
+  // assistant turn of tool calls alone) is "", as vLLM gives it: templates fail on None.
+  std::vector<ChatToolCall> tool_calls;  // assistant
+  std::optional<std::string> tool_call_id, name;  // tool results: the call answered, the function
+  std::optional<std::string> reasoning_content;   // assistant: its reasoning (Qwen3 re-renders it)
 };
 
 // The time strftime_now() formats (transformers reads the clock; a fixed one makes prompts
@@ -34,6 +51,10 @@ struct ChatRenderOptions {
   std::string bos_token, eos_token;
   // Extra template variables (e.g. enable_thinking for Qwen3), as apply_chat_template's kwargs.
   std::map<std::string, std::variant<std::string, bool>> vars;
+  // Extra template variables given as JSON text (chat_template_kwargs, tool_choice): name -> value.
+  std::map<std::string, std::string> json_vars;
+  // The tools (a JSON array of OpenAI tool objects); empty: tools is None.
+  std::string tools_json;
   std::optional<ChatDate> date;  // none: the local time now
   // Runaway guards: output bytes (and any one string), evaluation steps, nested calls.
   size_t max_output = size_t{1} << 24;
@@ -55,6 +76,8 @@ class ChatTemplate {
   std::string render(const std::vector<ChatMessage>& messages, const ChatRenderOptions& o) const;
 
   const std::string& text() const { return text_; }
+  // Whether the template uses `tools` at all (a template that does not ignores them).
+  bool takes_tools() const;
   const std::string& source() const { return source_; }
 
  private:

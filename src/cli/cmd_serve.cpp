@@ -7,8 +7,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "cli/model_setup.h"
@@ -18,6 +20,7 @@
 #include "nvfp4/error.h"
 #include "server/http_server.h"
 #include "server/scheduler.h"
+#include "server/tool_calls.h"
 
 namespace nvfp4::cli {
 namespace {
@@ -28,6 +31,7 @@ struct ServeArgs {
   int parallel = 4;
   int queue = 64;
   std::string alias;
+  std::string chat_template, chat_template_file;  // instead of the checkpoint's own
   double grace_s = 10;
   bool cache_prompt = true;
   std::string spec;
@@ -100,12 +104,30 @@ int serve(ServeArgs a) {
     auto b = std::make_unique<server::Backend>();
     b->model_name = a.alias.empty() ? std::filesystem::path(a.m.model).filename().string() : a.alias;
     b->tok = &L.tok;
-    try {
-      b->chat = ChatTemplate::parse(L.tok.chat_template(), a.m.model);
-    } catch (const Error& e) {
-      b->chat_error = e.what();
-      std::cerr << "nvfp4: no chat template, /v1/chat/completions refuses: " << e.what() << "\n";
+    // A template named on the command line must load (an error stops the server); the
+    // checkpoint's own may be missing (chat completions then refuse).
+    if (!a.chat_template.empty()) {
+      b->chat = ChatTemplate::builtin(a.chat_template);
+    } else if (!a.chat_template_file.empty()) {
+      std::ifstream f(a.chat_template_file, std::ios::binary);
+      if (!f) throw Error(a.chat_template_file, "", "cannot read the chat template file", "a readable file", "none");
+      std::stringstream ss;
+      ss << f.rdbuf();
+      b->chat = ChatTemplate::parse(ss.str(), a.chat_template_file);
+    } else {
+      try {
+        b->chat = ChatTemplate::parse(L.tok.chat_template(), a.m.model);
+      } catch (const Error& e) {
+        b->chat_error = e.what();
+        std::cerr << "nvfp4: no chat template, /v1/chat/completions refuses: " << e.what() << "\n";
+      }
     }
+    if (b->chat)
+      std::cerr << "nvfp4: chat: "
+                << (b->chat->takes_tools() ? "" : "the template does not use tools (requests' tools are ignored), ")
+                << "tool calls parsed as " << server::tool_format_name(server::tool_format_of(b->chat->text()))
+                << ", reasoning (<think>) " << (b->chat->text().find("</think>") != std::string::npos ? "split off" : "not split")
+                << std::endl;
     if (L.tok.bos() >= 0) b->chat_opts.bos_token = L.tok.token_bytes(L.tok.bos());
     if (L.tok.eos() >= 0) b->chat_opts.eos_token = L.tok.token_bytes(L.tok.eos());
     b->sched = sched.get();
@@ -150,6 +172,9 @@ const Registrar reg("serve", "OpenAI-compatible HTTP server with continuous batc
   app.add_option("--queue", a->queue, "requests that may wait for a slot (more: 429)")->check(CLI::Range(0, 4096));
   app.add_option("--api-key", a->http.api_key, "require Authorization: Bearer KEY");
   app.add_option("--alias", a->alias, "model name in responses (default: the file name)");
+  app.add_option("--chat-template", a->chat_template, "use this built-in chat template instead of the model's");
+  app.add_option("--chat-template-file", a->chat_template_file, "use the Jinja chat template in this file instead")
+      ->excludes("--chat-template");
   app.add_option("--max-body", a->http.max_body, "request body limit in bytes (more: 413)")
       ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
   app.add_option("--shutdown-grace", a->grace_s, "seconds requests in flight may take at SIGTERM")

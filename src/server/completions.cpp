@@ -3,9 +3,11 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <optional>
 #include <random>
 
 #include "nvfp4/error.h"
+#include "server/chat_output.h"
 #include "server/logprobs.h"
 #include "server/openai_json.h"
 #include "server/peer.h"
@@ -16,15 +18,19 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::vector<int32_t> prompt_tokens(const Backend& b, const GenRequest& r) {
+// Chat: the prompt text rendered (for the output parser); completions: untouched.
+std::vector<int32_t> prompt_tokens(const Backend& b, const GenRequest& r, std::string& text) {
   const Tokenizer& tok = *b.tok;
   std::vector<int32_t> ids;
   if (r.chat) {
     if (!b.chat) throw ApiError(400, "this model has no usable chat template (" + b.chat_error + "); use /v1/completions",
                                 "messages", "no_chat_template");
-    std::string text;
+    ChatRenderOptions o = b.chat_opts;
+    // tool_choice "none": the model is not offered the tools (and no call is parsed).
+    if (r.tool_choice != "none") o.tools_json = r.tools_json;
+    for (const auto& [k, v] : r.template_vars) o.json_vars[k] = v;
     try {
-      text = b.chat->render(r.messages, b.chat_opts);
+      text = b.chat->render(r.messages, o);
     } catch (const Error& e) {
       throw ApiError(400, std::string("the chat template refused the messages: ") + e.what(), "messages");
     }
@@ -52,6 +58,7 @@ struct Stream {
   bool include_usage = false, return_tokens = false, logprobs = false;
   bool first = true, finished = false, speculative = false;
   int64_t text_offset = 0;  // completions' logprobs.text_offset
+  std::optional<ChatOutputParser> parser;  // chat: reasoning and tool calls split off
   std::shared_ptr<void> guard;
   explicit Stream(const httplib::Request& req) : peer(req) {}
 };
@@ -70,13 +77,36 @@ void add_timings(nlohmann::json& j, bool speculative, const JobUpdate& u) {
   if (speculative) j["timings"] = {{"draft_n", u.n_drafted}, {"draft_n_accepted", u.n_accepted}};
 }
 
+// What the chat reply is parsed for: the template's tool call format when the request offers
+// tools, <think> reasoning when the template knows it (the reply starts inside it when the prompt
+// ends with <think>, as DeepSeek R1's and QwQ's generation prompts do).
+ChatParseOptions parse_options(const Backend& b, const GenRequest& r, const std::string& prompt) {
+  ChatParseOptions o;
+  const std::string& t = b.chat->text();
+  if (!r.tools_json.empty() && r.tool_choice != "none") o.tools = tool_format_of(t);
+  o.reasoning = t.find("</think>") != std::string::npos;
+  size_t e = prompt.size();
+  while (e > 0 && (prompt[e - 1] == '\n' || prompt[e - 1] == ' ')) --e;
+  o.in_reasoning = o.reasoning && e >= 7 && prompt.compare(e - 7, 7, "<think>") == 0;
+  return o;
+}
+
+void append(ChatDelta& a, ChatDelta&& b) {
+  a.reasoning += b.reasoning;
+  a.content += b.content;
+  for (auto& c : b.calls) a.calls.push_back(std::move(c));
+}
+
 }  // namespace
 
 void handle_generation(const Backend& b, const httplib::Request& req, httplib::Response& res, bool chat, uint64_t id,
                        std::shared_ptr<void> guard) {
   GenRequest r = parse_gen_request(req.body, chat);
   auto job = std::make_shared<Job>();
-  job->prompt = prompt_tokens(b, r);
+  std::string prompt_text;
+  job->prompt = prompt_tokens(b, r, prompt_text);
+  std::optional<ChatOutputParser> parser;
+  if (chat) parser.emplace(parse_options(b, r, prompt_text), (uint64_t{std::random_device{}()} << 32) ^ id);
   const int64_t n_prompt = static_cast<int64_t>(job->prompt.size());
   const char* mt = "max_tokens";
   if (r.max_tokens < 0) {
@@ -126,8 +156,16 @@ void handle_generation(const Backend& b, const httplib::Request& req, httplib::R
       }
       if (u.error) throw *u.error;
       int64_t offset = 0;
-      nlohmann::json out = completion_json(ids, text, u.finish_reason, {n_prompt, u.n_generated, u.n_cached},
+      std::string finish = u.finish_reason;
+      ChatDelta whole;
+      if (parser) {
+        whole = parser->push(text);
+        append(whole, parser->finish());
+        finish = chat_finish_reason(finish, parser->n_calls());
+      }
+      nlohmann::json out = completion_json(ids, text, finish, {n_prompt, u.n_generated, u.n_cached},
                                            r.return_tokens ? &toks : nullptr, logprobs_of(want_lp, chat, lps, *b.tok, offset));
+      if (parser) out["choices"][0]["message"] = chat_message_json(whole);
       add_timings(out, b.speculative, u);
       res.set_content(dump(out), "application/json");
       return;
@@ -144,6 +182,7 @@ void handle_generation(const Backend& b, const httplib::Request& req, httplib::R
   st->return_tokens = r.return_tokens;
   st->guard = std::move(guard);
   st->speculative = b.speculative;
+  st->parser = std::move(parser);
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
@@ -158,7 +197,22 @@ void handle_generation(const Backend& b, const httplib::Request& req, httplib::R
         }
         JobUpdate u = take(*st->job, 50ms);
         bool ok = true;
-        if (!u.text.empty() || !u.tokens.empty()) {
+        if (st->parser) {
+          // Chat: the text through the parser (reasoning, tool calls, content held back while it
+          // may begin a marker); a chunk when there is something to say
+          const int first_index = st->parser->n_calls();
+          ChatDelta d = st->parser->push(u.text);
+          if (u.done && !u.error) append(d, st->parser->finish());
+          // (a token whose text is held back still sends its id or logprobs when asked for)
+          if (!d.empty() || (st->return_tokens && !u.tokens.empty()) || (st->logprobs && !u.logprobs.empty())) {
+            ok = write(sink, sse(chat_delta_chunk(st->ids, d, first_index, st->first, st->include_usage,
+                                                  st->return_tokens ? &u.tokens : nullptr,
+                                                  logprobs_of(st->logprobs, true, u.logprobs, *st->tok, st->text_offset))));
+            st->first = false;
+          } else if (!u.done && st->peer.gone()) {
+            return false;
+          }
+        } else if (!u.text.empty() || !u.tokens.empty()) {
           ok = write(sink, sse(chunk_json(st->ids, u.text, nullptr, st->first, st->include_usage,
                                           st->return_tokens ? &u.tokens : nullptr,
                                           logprobs_of(st->logprobs, st->ids.chat, u.logprobs, *st->tok,
@@ -171,7 +225,9 @@ void handle_generation(const Backend& b, const httplib::Request& req, httplib::R
           if (u.error) {
             ok = write(sink, sse(error_json(*u.error)));
           } else {
-            nlohmann::json last = chunk_json(st->ids, "", &u.finish_reason, st->first, st->include_usage, nullptr, nullptr);
+            const std::string finish =
+                st->parser ? chat_finish_reason(u.finish_reason, st->parser->n_calls()) : u.finish_reason;
+            nlohmann::json last = chunk_json(st->ids, "", &finish, st->first, st->include_usage, nullptr, nullptr);
             add_timings(last, st->speculative, u);
             ok = write(sink, sse(last));
             if (ok && st->include_usage)

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
+#include "server/request_tools.h"
 
 namespace nvfp4::server {
 namespace {
@@ -159,8 +160,12 @@ GenRequest parse_gen_request(const std::string& body, bool chat) {
     if (!m->is_string()) wrong("model", "a string", *m);
     r.model = m->get<std::string>();
   }
-  if (chat) parse_messages(j, r);
-  else parse_prompt(j, r);
+  if (chat) {
+    parse_messages(j, r);
+    parse_chat_tools(body, r);
+  } else {
+    parse_prompt(j, r);
+  }
 
   const auto max_completion = get_int(j, "max_completion_tokens");
   const auto max_tokens = get_int(j, "max_tokens");

@@ -3,6 +3,7 @@
 // OpenAI clients expect. No model is needed: the fuzz target runs these alone.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +30,13 @@ struct GenRequest {
   // best tokens). -1: none.
   int top_logprobs = -1;
   bool cache_prompt = true;           // llama.cpp's field: false computes the whole prompt again
+  // Chat with tools (request_tools.cpp): the tools, validated, as JSON text ("" : none);
+  // tool_choice "none", "auto", "required" or "function" (tool_choice_name: which).
+  std::string tools_json;
+  std::string tool_choice = "auto", tool_choice_name;
+  // Template variables: chat_template_kwargs, enable_thinking, reasoning_effort, tool_choice
+  // (name -> JSON text).
+  std::map<std::string, std::string> template_vars;
 };
 
 // Throws ApiError(400) naming the field.

@@ -7,6 +7,7 @@
 #include "nvfp4/chat.h"
 #include "nvfp4/error.h"
 #include "text/chat_builtin.h"
+#include "text/chat_tools.h"
 #include "text/jinja.h"
 
 namespace nvfp4 {
@@ -78,19 +79,12 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, const
   };
   jinja::Globals g;
   jinja::List msgs;
-  for (const auto& m : messages) {
-    check_text(m.role, "a message role");
-    check_text(m.content, "a message content");
-    Value d = Value::dict();
-    d.d->set("role", Value::str(m.role));
-    d.d->set("content", Value::str(m.content));
-    jinja::seal_dict(d);
-    msgs.push_back(std::move(d));
-  }
+  const bool args_as_text = chat_json::template_wants_text_arguments(text_);
+  for (const auto& m : messages) msgs.push_back(chat_json::message(m, args_as_text, source_));
   check_text(o.bos_token, "bos_token");
   check_text(o.eos_token, "eos_token");
   g.vars.emplace_back("messages", Value::list(std::move(msgs)));
-  g.vars.emplace_back("tools", Value::none());
+  g.vars.emplace_back("tools", o.tools_json.empty() ? Value::none() : chat_json::parse(o.tools_json, source_, "tools"));
   g.vars.emplace_back("documents", Value::none());
   g.vars.emplace_back("add_generation_prompt", Value::boolean(o.add_generation_prompt));
   g.vars.emplace_back("bos_token", Value::str(o.bos_token));
@@ -106,6 +100,13 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, const
       check_text(std::get<std::string>(v), "variable " + k);
       g.vars.emplace_back(k, Value::str(std::get<std::string>(v)));
     }
+  }
+  for (const auto& [k, v] : o.json_vars) {
+    for (const auto& [name, unused] : g.vars) {
+      (void)unused;
+      if (name == k) throw Error(source_, "", "chat template variable '" + k + "' is set by the renderer", "another name", k);
+    }
+    g.vars.emplace_back(k, chat_json::parse(v, source_, "variable " + k));
   }
   g.vars.emplace_back("raise_exception", Value::func([](jinja::Evaluator&, jinja::CallArgs& a) -> Value {
     const std::string msg = a.pos.empty() ? "" : jinja::to_str(a.pos[0], 0);
@@ -159,6 +160,8 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, const
 }  // namespace nvfp4
 
 namespace nvfp4 {
+
+bool ChatTemplate::takes_tools() const { return text_.find("tools") != std::string::npos; }
 
 std::vector<std::string> ChatTemplate::builtin_names() {
   std::vector<std::string> names;

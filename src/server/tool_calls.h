@@ -1,0 +1,74 @@
+// The model's chat output split as OpenAI's API returns it: reasoning (<think>...</think>) as
+// reasoning_content, tool calls in the checkpoint family's own format as tool_calls, the rest as
+// content. Incremental: text is pushed as the model makes it; what cannot be part of a marker or
+// of an unfinished call is given back at once (a stream's deltas), the rest when it can be told.
+// A call whose text does not parse stays in the content as the model wrote it: nothing is lost.
+#pragma once
+#include <cstdint>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nvfp4::server {
+
+enum class ToolFormat {
+  None,     // no tool calls parsed
+  Hermes,   // Qwen2.5/Qwen3/QwQ, Hermes 2 Pro/3: <tool_call>{"name": ..., "arguments": {...}}</tool_call>
+  Llama3,   // Llama 3.1-3.3: the whole reply is {"name": ..., "parameters": {...}} (or <|python_tag|>...)
+  Mistral,  // [TOOL_CALLS][{"name": ..., "arguments": {...}}] (Nemo) or [TOOL_CALLS]name[ARGS]{...} (Small 3.2)
+};
+
+// The family a chat template's own text shows (its tool call markers); None when it shows none.
+ToolFormat tool_format_of(const std::string& template_text);
+const char* tool_format_name(ToolFormat f);
+
+struct ParsedToolCall {
+  std::string id;         // 9 letters and digits (Mistral's templates accept no other)
+  std::string name;
+  std::string arguments;  // JSON object text
+};
+
+// What may be sent now.
+struct ChatDelta {
+  std::string reasoning, content;
+  std::vector<ParsedToolCall> calls;
+  bool empty() const { return reasoning.empty() && content.empty() && calls.empty(); }
+};
+
+struct ChatParseOptions {
+  ToolFormat tools = ToolFormat::None;
+  bool reasoning = false;     // split <think>...</think> off as reasoning
+  bool in_reasoning = false;  // the prompt ends with <think>: the output starts inside it
+};
+
+class ChatOutputParser {
+ public:
+  ChatOutputParser(ChatParseOptions o, uint64_t id_seed);
+  ChatDelta push(std::string_view text);
+  ChatDelta finish();  // at the end of generation: everything held back
+  int n_calls() const { return n_calls_; }
+
+ private:
+  enum class Mode { Content, Reasoning, Block, Tail };
+  void run(ChatDelta& d, bool at_end);
+  void emit_content(ChatDelta& d, std::string_view s);
+  void close_block(ChatDelta& d, const std::string& body, bool closed);
+  void close_tail(ChatDelta& d);
+  std::string new_id();
+
+  ChatParseOptions o_;
+  std::mt19937_64 rng_;
+  std::string buf_;      // text not yet given back
+  std::string opener_;   // the marker that began a Block/Tail (given back with it when it does not parse)
+  Mode mode_ = Mode::Content;
+  bool strip_ws_ = false;     // drop whitespace before the next content (after </think>, a call)
+  bool said_content_ = false; // content given back already (Llama 3's JSON counts only at the start)
+  int n_calls_ = 0;
+};
+
+// Tool calls in a text of `f`'s format with no other text around them (a Block's or Tail's body):
+// the calls, or empty when the text is not that (then it is content).
+std::vector<ParsedToolCall> parse_tool_calls(ToolFormat f, std::string_view body);
+
+}  // namespace nvfp4::server

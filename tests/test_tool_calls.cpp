@@ -1,0 +1,255 @@
+// The chat output parser (reasoning and tool calls per family), the response shapes it feeds,
+// and the request fields of tools, without a model: whole texts, and the same texts pushed in
+// every split (one byte at a time and at random cuts) give the same reply.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "server/api_error.h"
+#include "server/chat_output.h"
+#include "server/request.h"
+#include "server/tool_calls.h"
+#include "test_util.h"
+
+namespace nvfp4::server {
+namespace {
+
+ChatDelta whole(ChatParseOptions o, const std::string& text) {
+  ChatOutputParser p(o, 1);
+  ChatDelta d = p.push(text);
+  ChatDelta f = p.finish();
+  d.reasoning += f.reasoning;
+  d.content += f.content;
+  for (auto& c : f.calls) d.calls.push_back(c);
+  return d;
+}
+
+// The text pushed in pieces of `cut` bytes (0: random cuts): the deltas joined.
+ChatDelta pieces(ChatParseOptions o, const std::string& text, size_t cut, std::mt19937& rng) {
+  ChatOutputParser p(o, 1);
+  ChatDelta d;
+  auto add = [&](ChatDelta x) {
+    // Content never shows a marker's beginning that was later taken as a marker.
+    d.reasoning += x.reasoning;
+    d.content += x.content;
+    for (auto& c : x.calls) d.calls.push_back(c);
+  };
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = cut ? cut : 1 + rng() % 7;
+    add(p.push(text.substr(i, n)));
+    i += n;
+  }
+  add(p.finish());
+  return d;
+}
+
+void expect_same(const ChatDelta& a, const ChatDelta& b, const std::string& what) {
+  EXPECT_EQ(a.reasoning, b.reasoning) << what;
+  EXPECT_EQ(a.content, b.content) << what;
+  ASSERT_EQ(a.calls.size(), b.calls.size()) << what;
+  for (size_t i = 0; i < a.calls.size(); ++i) {
+    EXPECT_EQ(a.calls[i].name, b.calls[i].name) << what;
+    EXPECT_EQ(a.calls[i].arguments, b.calls[i].arguments) << what;
+  }
+}
+
+struct Case {
+  ChatParseOptions o;
+  std::string text;
+  std::string reasoning, content;
+  std::vector<std::pair<std::string, std::string>> calls;  // name, arguments
+};
+
+ChatParseOptions opts(ToolFormat f, bool reasoning = false, bool in_reasoning = false) {
+  ChatParseOptions o;
+  o.tools = f;
+  o.reasoning = reasoning;
+  o.in_reasoning = in_reasoning;
+  return o;
+}
+
+}  // namespace
+
+TEST(ToolCalls, ParsesEachFamilyWholeAndInPieces) {
+  const std::vector<Case> cases = {
+      {opts(ToolFormat::Hermes), "Sure.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+       "", "Sure.", {{"get_weather", R"({"city":"Paris"})"}}},
+      {opts(ToolFormat::Hermes),
+       "<tool_call>\n{\"name\": \"a\", \"arguments\": {\"x\": [1, 2.5, \"<tool_call>\"]}}\n</tool_call>\n"
+       "<tool_call>\n{\"name\": \"b\", \"arguments\": \"{\\\"y\\\": null}\"}\n</tool_call>",
+       "", "", {{"a", R"({"x":[1,2.5,"<tool_call>"]})"}, {"b", R"({"y":null})"}}},
+      {opts(ToolFormat::Hermes), "x <tool_call>{not json}</tool_call> y", "", "x <tool_call>{not json}</tool_call> y", {}},
+      {opts(ToolFormat::Hermes), "cut <tool_call>{\"name\": \"f\", \"arguments\": {}}", "", "cut ", {{"f", "{}"}}},
+      {opts(ToolFormat::Hermes), "a <tool_ca", "", "a <tool_ca", {}},
+      {opts(ToolFormat::None), "<tool_call>{\"name\": \"f\"}</tool_call>", "", "<tool_call>{\"name\": \"f\"}</tool_call>", {}},
+      {opts(ToolFormat::Hermes, true), "<think>\nLet me see.\n</think>\n\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"k\": \"v\"}}\n</tool_call>",
+       "\nLet me see.\n", "", {{"f", R"({"k":"v"})"}}},
+      {opts(ToolFormat::None, true), "<think>\nhmm\n</think>\n\nIt is 4.", "\nhmm\n", "It is 4.", {}},
+      {opts(ToolFormat::None, true, true), "plan it</think>\n\nDone </thin", "plan it", "Done </thin", {}},
+      {opts(ToolFormat::None, true, true), "never closed <", "never closed <", "", {}},
+      {opts(ToolFormat::None, false), "<think>kept</think>", "", "<think>kept</think>", {}},
+      {opts(ToolFormat::Llama3), " {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}", "", "",
+       {{"get_weather", R"({"city":"Paris"})"}}},
+      {opts(ToolFormat::Llama3), "{\"name\": \"a\", \"parameters\": {}}; {\"name\": \"b\", \"parameters\": {\"n\": 1}}", "", "",
+       {{"a", "{}"}, {"b", R"({"n":1})"}}},
+      {opts(ToolFormat::Llama3), "<|python_tag|>{\"name\": \"f\", \"arguments\": {\"q\": \"}\"}}", "", "", {{"f", R"({"q":"}"})"}}},
+      {opts(ToolFormat::Llama3), "Hello {\"name\": \"f\", \"parameters\": {}}", "", "Hello {\"name\": \"f\", \"parameters\": {}}", {}},
+      {opts(ToolFormat::Llama3), "{\"answer\": 42}", "", "{\"answer\": 42}", {}},
+      {opts(ToolFormat::Llama3), "  {broken", "", "  {broken", {}},
+      {opts(ToolFormat::Mistral), "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"a\": 1}, \"id\": \"abcDEF123\"}]", "", "",
+       {{"f", R"({"a":1})"}}},
+      {opts(ToolFormat::Mistral), "Ok.[TOOL_CALLS]f[ARGS]{\"a\": \"[ARGS]\"}[TOOL_CALLS]g[CALL_ID]123456789[ARGS]{}", "", "Ok.",
+       {{"f", R"({"a":"[ARGS]"})"}, {"g", "{}"}}},
+      {opts(ToolFormat::Mistral), "[TOOL_CALLS] nonsense", "", "[TOOL_CALLS] nonsense", {}},
+  };
+  std::mt19937 rng(7);
+  for (const Case& c : cases) {
+    const ChatDelta w = whole(c.o, c.text);
+    EXPECT_EQ(w.reasoning, c.reasoning) << c.text;
+    EXPECT_EQ(w.content, c.content) << c.text;
+    ASSERT_EQ(w.calls.size(), c.calls.size()) << c.text;
+    for (size_t i = 0; i < c.calls.size(); ++i) {
+      EXPECT_EQ(w.calls[i].name, c.calls[i].first) << c.text;
+      EXPECT_EQ(w.calls[i].arguments, c.calls[i].second) << c.text;
+      ASSERT_EQ(w.calls[i].id.size(), 9u);
+      for (char ch : w.calls[i].id) EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(ch))) << w.calls[i].id;
+    }
+    for (size_t cut : {1, 2, 3, 5, 0, 0, 0}) expect_same(pieces(c.o, c.text, cut, rng), w, c.text + " cut " + std::to_string(cut));
+  }
+  // A model's own 9-character id is kept (Mistral's templates need it back); another is replaced.
+  EXPECT_EQ(whole(opts(ToolFormat::Mistral), "[TOOL_CALLS]f[CALL_ID]123456789[ARGS]{}").calls.at(0).id, "123456789");
+  EXPECT_NE(whole(opts(ToolFormat::Mistral), "[TOOL_CALLS]f[CALL_ID]12[ARGS]{}").calls.at(0).id, "12");
+}
+
+TEST(ToolCalls, ContentIsSentAsSoonAsItCannotBeAMarker) {
+  ChatOutputParser p(opts(ToolFormat::Hermes, true), 1);
+  EXPECT_EQ(p.push("Hello").content, "Hello");
+  EXPECT_EQ(p.push(" <tool").content, " ");  // "<tool" may begin <tool_call>: held
+  EXPECT_EQ(p.push("s are").content, "<tools are");
+  const ChatDelta d = p.push("<tool_call>{\"name\": \"f\", \"arguments\": {}}");
+  EXPECT_TRUE(d.empty());  // an unfinished call is held whole
+  const ChatDelta e = p.push("</tool_call>");
+  ASSERT_EQ(e.calls.size(), 1u);
+  EXPECT_EQ(p.n_calls(), 1);
+}
+
+TEST(ToolCalls, FamilyFromTheTemplate) {
+  const std::map<std::string, ToolFormat> want = {
+      {"qwen3", ToolFormat::Hermes},         {"qwen2.5", ToolFormat::Hermes},     {"qwq-32b", ToolFormat::Hermes},
+      {"hermes3-tool-use", ToolFormat::Hermes}, {"llama3.1", ToolFormat::Llama3}, {"llama3.2", ToolFormat::Llama3},
+      {"mistral-nemo", ToolFormat::Mistral}, {"mistral-small-3.2", ToolFormat::Mistral},
+      {"smollm2", ToolFormat::None},         {"chatml", ToolFormat::None},        {"gemma2", ToolFormat::None},
+      {"phi3.5", ToolFormat::None}};
+  for (const auto& [name, f] : want) {
+    std::ifstream in(test::fixture_path("chat_templates/" + name + ".jinja"), std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    ASSERT_FALSE(ss.str().empty()) << name;
+    EXPECT_EQ(tool_format_of(ss.str()), f) << name << ": " << tool_format_name(tool_format_of(ss.str()));
+  }
+}
+
+TEST(ToolCalls, ResponseShapes) {
+  ChatDelta d;
+  d.reasoning = "r";
+  d.calls.push_back({"abcdefghi", "f", "{\"a\":1}"});
+  const auto m = chat_message_json(d);
+  EXPECT_TRUE(m["content"].is_null());
+  EXPECT_EQ(m["reasoning_content"], "r");
+  EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "f");
+  EXPECT_EQ(m["tool_calls"][0]["type"], "function");
+  ResponseIds ids;
+  ids.chat = true;
+  const auto ch = chat_delta_chunk(ids, d, 2, false, false, nullptr, nullptr);
+  const auto& delta = ch["choices"][0]["delta"];
+  EXPECT_FALSE(delta.contains("content"));
+  EXPECT_EQ(delta["tool_calls"][0]["index"], 2);
+  EXPECT_EQ(delta["tool_calls"][0]["id"], "abcdefghi");
+  EXPECT_EQ(chat_finish_reason("stop", 1), "tool_calls");
+  EXPECT_EQ(chat_finish_reason("length", 1), "length");
+  EXPECT_EQ(chat_finish_reason("stop", 0), "stop");
+  EXPECT_EQ(chat_message_json(ChatDelta{}).at("content"), "");
+}
+
+TEST(ToolCalls, RequestFields) {
+  const GenRequest r = parse_gen_request(R"({"messages":[
+      {"role":"user","content":"weather?"},
+      {"role":"assistant","content":null,"reasoning_content":"think","tool_calls":[{"id":"call00001","type":"function",
+        "function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}]},
+      {"role":"tool","tool_call_id":"call00001","name":"get_weather","content":[{"type":"text","text":"18"}]}],
+      "tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","z":1,"a":2}}}],
+      "tool_choice":{"type":"function","function":{"name":"get_weather"}},
+      "enable_thinking":false,"reasoning_effort":"low","chat_template_kwargs":{"enable_thinking":true,"x":[1]}})",
+                                         true);
+  ASSERT_EQ(r.messages.size(), 3u);
+  ASSERT_EQ(r.messages[1].tool_calls.size(), 1u);
+  EXPECT_EQ(r.messages[1].tool_calls[0].id, "call00001");
+  EXPECT_EQ(r.messages[1].tool_calls[0].arguments, "{\"city\": \"Paris\"}");
+  EXPECT_EQ(r.messages[1].reasoning_content.value_or(""), "think");
+  EXPECT_EQ(r.messages[2].tool_call_id.value_or(""), "call00001");
+  EXPECT_EQ(r.messages[2].content, "18");
+  // The client's key order is kept (templates print tools with tojson).
+  EXPECT_NE(r.tools_json.find(R"("z":1,"a":2)"), std::string::npos) << r.tools_json;
+  EXPECT_EQ(r.tool_choice, "function");
+  EXPECT_EQ(r.tool_choice_name, "get_weather");
+  EXPECT_EQ(r.template_vars.at("enable_thinking"), "true");  // chat_template_kwargs wins
+  EXPECT_EQ(r.template_vars.at("reasoning_effort"), "\"low\"");
+  EXPECT_EQ(r.template_vars.at("x"), "[1]");
+}
+
+TEST(ToolCalls, BadToolFieldsAre400NamingTheField) {
+  const std::string m = R"("messages":[{"role":"user","content":"x"}])";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{" + m + R"(,"tools":{"type":"function"}})", "tools"},
+      {"{" + m + R"(,"tools":[5]})", "tools[0]"},
+      {"{" + m + R"(,"tools":[{"function":{"name":"f"}}]})", "tools[0].type"},
+      {"{" + m + R"(,"tools":[{"type":"retrieval","function":{"name":"f"}}]})", "tools[0].type"},
+      {"{" + m + R"(,"tools":[{"type":"function"}]})", "tools[0].function"},
+      {"{" + m + R"(,"tools":[{"type":"function","function":{"description":"d"}}]})", "tools[0].function.name"},
+      {"{" + m + R"(,"tools":[{"type":"function","function":{"name":""}}]})", "tools[0].function.name"},
+      {"{" + m + R"(,"tools":[{"type":"function","function":{"name":"a b"}}]})", "tools[0].function.name"},
+      {"{" + m + R"(,"tools":[{"type":"function","function":{"name":"f","parameters":"{}"}}]})", "tools[0].function.parameters"},
+      {"{" + m + R"(,"tools":[{"type":"function","function":{"name":"f","parameters":[]}}]})", "tools[0].function.parameters"},
+      {"{" + m + R"(,"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"f"}}]})",
+       "tools[1].function.name"},
+      {"{" + m + R"(,"tools":[{"type":"function","function":{"name":"f","description":7}}]})", "tools[0].function.description"},
+      {"{" + m + R"(,"tool_choice":"maybe"})", "tool_choice"},
+      {"{" + m + R"(,"tool_choice":"required"})", "tool_choice"},
+      {"{" + m + R"(,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"g"}}})",
+       "tool_choice.function.name"},
+      {"{" + m + R"(,"tool_choice":5})", "tool_choice"},
+      {"{" + m + R"(,"enable_thinking":"yes"})", "enable_thinking"},
+      {"{" + m + R"(,"reasoning_effort":"max"})", "reasoning_effort"},
+      {"{" + m + R"(,"chat_template_kwargs":[1]})", "chat_template_kwargs"},
+      {"{" + m + R"(,"chat_template_kwargs":{"messages":[]}})", "chat_template_kwargs.messages"},
+      {"{" + m + R"(,"chat_template_kwargs":{"a-b":1}})", "chat_template_kwargs.a-b"},
+      {R"({"messages":[{"role":"assistant","tool_calls":{}}]})", "messages[0].tool_calls"},
+      {R"({"messages":[{"role":"assistant","tool_calls":[{"id":"1"}]}]})", "messages[0].tool_calls[0].function"},
+      {R"({"messages":[{"role":"assistant","tool_calls":[{"function":{"arguments":"{}"}}]}]})",
+       "messages[0].tool_calls[0].function.name"},
+      {R"({"messages":[{"role":"assistant","tool_calls":[{"type":"x","function":{"name":"f"}}]}]})", "messages[0].tool_calls[0].type"},
+      {R"({"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":5}}]}]})",
+       "messages[0].tool_calls[0].function.arguments"},
+      {R"({"messages":[{"role":"user","content":"x","tool_calls":[]}]})", "messages[0].tool_calls"},
+      {R"({"messages":[{"role":"tool","content":"x","tool_call_id":5}]})", "messages[0].tool_call_id"},
+      {R"({"messages":[{"role":"function","content":"x"}]})", "messages[0].role"},
+      {R"({"messages":[{"role":"tool","content":[{"type":"input_audio"}]}]})", "messages[0].content[0].type"},
+  };
+  for (const auto& [body, param] : cases) {
+    try {
+      parse_gen_request(body, true);
+      ADD_FAILURE() << "accepted: " << body;
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status, 400) << body;
+      EXPECT_EQ(e.param, param) << body << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find(param), std::string::npos) << e.what();
+      const auto j = error_json(e);
+      EXPECT_EQ(j["error"]["param"], param);
+      EXPECT_EQ(j["error"]["type"], "invalid_request_error");
+    }
+  }
+}
+
+}  // namespace nvfp4::server
