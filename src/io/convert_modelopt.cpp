@@ -239,7 +239,7 @@ ConvertReport convert_to_modelopt_dir(const Checkpoint& ck, const std::string& o
   buf.push_back('\0');
   if (!::mkdtemp(buf.data())) throw Error(out, "", "cannot create the output's temporary directory", "a writable parent", std::strerror(errno));
   const std::string tmp = buf.data();
-  TempRegistration reg(tmp, true);  // locked while written, removed on SIGINT/SIGTERM
+  TempRegistration reg(tmp, true);  // locked while written, removed on SIGINT/SIGTERM/SIGHUP
   try {
     fs::permissions(tmp, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                              fs::perms::others_read | fs::perms::others_exec);
