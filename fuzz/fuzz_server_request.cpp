@@ -1,16 +1,21 @@
 // libFuzzer target for the server's request parsing and text stream: any body is parsed as a
 // completion, chat, tokenize and detokenize request, each either accepted or refused with
-// ApiError 400; the same bytes, cut into tokens, go through a TextStream with stop strings, whose
-// output must be valid UTF-8. The bytes are also a model's chat reply for the tool call parser of
-// each family (with and without reasoning): the reply parsed whole and pushed in 3-byte pieces must
-// give the same reasoning, content and calls, and every call's arguments must be a JSON object.
+// ApiError 400; the same bytes, read as a request head (a method line, then "name: value" lines),
+// go through the framing check (accepted with a length within the limit, or refused 400, 405, 413
+// or 501); cut into tokens, they go through a TextStream with stop strings, whose output must be
+// valid UTF-8. The bytes are also a model's chat reply for the tool call parser of each family
+// (with and without reasoning): the reply parsed whole and pushed in 3-byte pieces must give the
+// same reasoning, content and calls, and every call's arguments must be a JSON object.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "server/api_error.h"
 #include "server/request.h"
+#include "server/request_framing.h"
 #include "server/text_stream.h"
 #include "server/tool_calls.h"
 
@@ -62,6 +67,31 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (e.status != 400) std::abort();
       (void)error_json(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::strict);
     }
+  }
+  {
+    std::vector<std::pair<std::string, std::string>> headers;
+    std::string method;
+    size_t at = 0;
+    for (int line = 0; at <= body.size() && line < 64; ++line) {
+      size_t end = body.find('\n', at);
+      if (end == std::string::npos) end = body.size();
+      const std::string l = body.substr(at, end - at);
+      at = end + 1;
+      if (line == 0) {
+        method = l.substr(0, l.find(' '));
+        continue;
+      }
+      const size_t colon = l.find(':');
+      if (colon != std::string::npos) headers.emplace_back(l.substr(0, colon), l.substr(colon + 1));
+    }
+    try {
+      const Framing f = check_framing(method, headers, 4096);
+      if ((!f.chunked && f.length > 4096) || (f.has_body && method != "POST")) std::abort();
+    } catch (const ApiError& e) {
+      if (e.status != 400 && e.status != 405 && e.status != 413 && e.status != 501) std::abort();
+      (void)error_json(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::strict);
+    }
+    (void)json_too_deep(body, kMaxJsonDepth);
   }
   TextStream t({"\n\n", "\xC3\xA9", "END"});
   std::string out;

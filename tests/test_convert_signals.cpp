@@ -1,5 +1,5 @@
-// `nvfp4 convert` interrupted: SIGTERM / SIGINT while the output is being written leaves no
-// temporary file and exits 143 / 130; the next convert removes (and names) a killed one's leftovers;
+// `nvfp4 convert` interrupted: SIGTERM / SIGINT / SIGHUP while the output is being written leaves
+// no temporary file and exits 143 / 130 / 129; the next convert removes (and names) a killed one's leftovers;
 // --progress prints progress when stderr is not a terminal.
 #include <gtest/gtest.h>
 #include <fcntl.h>
@@ -38,6 +38,7 @@ int convert_and_signal(const std::string& model, const nvfp4::test::ScratchDir& 
     const int devnull = ::open("/dev/null", O_WRONLY);
     ::dup2(devnull, 1);
     ::dup2(devnull, 2);
+    ::signal(sig, SIG_DFL);  // not ignored, as a test runner under nohup would leave SIGHUP
     ::execl(NVFP4_BINARY, NVFP4_BINARY, "convert", model.c_str(), out.c_str(), "--threads", "1", (char*)nullptr);
     ::_exit(127);
   }
@@ -70,9 +71,9 @@ std::string run_capture(const std::string& args) {
 
 }  // namespace
 
-TEST(ConvertSignals, TermAndIntRemoveTheTemporaryFile) {
+TEST(ConvertSignals, TermIntAndHupRemoveTheTemporaryFile) {
   NVFP4_REQUIRE_SMOLLM2(model);
-  for (const int sig : {SIGTERM, SIGINT}) {
+  for (const int sig : {SIGTERM, SIGINT, SIGHUP}) {
     SCOPED_TRACE(sig);
     nvfp4::test::ScratchDir dir;
     bool started = false;

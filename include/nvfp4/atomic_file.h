@@ -1,7 +1,7 @@
 // Writing a file so that it either appears whole or not at all: data goes to a temporary file in
 // the target's directory, which commit() fsyncs and renames over the target (then fsyncs the
 // directory). Destroying an uncommitted AtomicFile removes the temporary file; while it lives, the
-// temporary file is flock()ed and registered for removal on SIGINT/SIGTERM (nvfp4/temp_cleanup.h).
+// temporary file is flock()ed and registered for removal on SIGINT/SIGTERM/SIGHUP (nvfp4/temp_cleanup.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -6,6 +6,14 @@
 
 namespace nvfp4 {
 
+// Opens PATH for reading only when it is a regular file: a FIFO, a device or a socket is refused
+// (naming the path and what it is) without blocking, as a plain open() of a FIFO would until a
+// writer comes. The descriptor is blocking again on return. Throws nvfp4::Error.
+int open_regular_file(const std::string& path);
+// The whole content of a regular file (config.json, tokenizer.json, a chat template, ...), read
+// through open_regular_file(). Throws nvfp4::Error.
+std::string read_regular_file(const std::string& path);
+
 class MappedFile {
  public:
   MappedFile() = default;

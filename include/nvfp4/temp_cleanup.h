@@ -1,5 +1,5 @@
 // Temporary outputs (AtomicFile's `.tmp-XXXXXX-<name>` files, convert's `.tmp-<name>-XXXXXX`
-// directories) that a SIGINT/SIGTERM, or a later run, removes.
+// directories) that a SIGINT/SIGTERM/SIGHUP, or a later run, removes.
 //
 // While a write is in progress its temporary path sits in one of a few fixed slots (a char buffer
 // and a lock-free atomic state each). These slots are the only process-wide mutable state, and
@@ -35,7 +35,7 @@ class TempRegistration {
   int fd_ = -1;  // directory: the held lock
 };
 
-// Installs the SIGINT/SIGTERM handler (idempotent). For programs (the CLI), not for the library.
+// Installs the SIGINT/SIGTERM/SIGHUP handler (idempotent). For programs (the CLI), not for the library.
 void remove_temporaries_on_signal();
 
 struct StaleTemporary {

@@ -12,13 +12,56 @@
 
 namespace nvfp4 {
 
-MappedFile::MappedFile(const std::string& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+namespace {
+
+const char* kind_of(mode_t m) {
+  return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO (named pipe)" : S_ISCHR(m) ? "a character device"
+         : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "something else";
+}
+
+}  // namespace
+
+int open_regular_file(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO without a writer (or some devices) does not wait; the type is
+  // checked on the descriptor itself, so nothing can swap the file between check and use.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) throw Error(path, "", "cannot open file", "a readable file", std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const char* what = st.st_mode ? kind_of(st.st_mode) : "something fstat cannot describe";
     ::close(fd);
-    throw Error(path, "", "not a regular file", "a regular file", "something else");
+    throw Error(path, "", "not a regular file", "a regular file", what);
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  return fd;
+}
+
+std::string read_regular_file(const std::string& path) {
+  const int fd = open_regular_file(path);
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      throw Error(path, "", "cannot read file", "a readable file", std::strerror(err));
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+MappedFile::MappedFile(const std::string& path) : path_(path) {
+  const int fd = open_regular_file(path);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    throw Error(path, "", "cannot open file", "a readable file", std::strerror(errno));
   }
   size_ = static_cast<size_t>(st.st_size);
   if (size_ > 0) {

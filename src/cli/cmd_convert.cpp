@@ -5,7 +5,7 @@
 //                          [--calibrate-model float|rtn] [--scale2 fused|per-tensor] [--search-radius R]
 //                          [--awq-rounding rtn|search]
 // Progress goes to stderr (a line at most every second) when stderr is a terminal or with
-// --progress. SIGINT/SIGTERM remove the temporary output and exit 130/143; leftovers of a killed
+// --progress. SIGINT/SIGTERM/SIGHUP remove the temporary output and exit 130/143/129; leftovers of a killed
 // convert into the same place are removed (and named) when the next one starts.
 #include <unistd.h>
 

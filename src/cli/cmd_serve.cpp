@@ -33,6 +33,8 @@ struct ServeArgs {
   std::string alias;
   std::string chat_template, chat_template_file;  // instead of the checkpoint's own
   double grace_s = 10;
+  double timeout_head_s = 10, timeout_body_s = 60;
+  int threads_http = -1;  // -1: parallel + queue + 64
   bool cache_prompt = true;
   std::string spec;
   server::SpecOptions so;
@@ -49,7 +51,9 @@ int serve(ServeArgs a) {
   ::signal(SIGPIPE, SIG_IGN);
 
   server::Metrics metrics;
-  a.http.http_threads = a.parallel + a.queue + 4;
+  a.http.http_threads = a.threads_http > 0 ? a.threads_http : a.parallel + a.queue + 64;
+  a.http.deadlines.head = std::chrono::milliseconds(static_cast<int64_t>(a.timeout_head_s * 1000));
+  a.http.deadlines.body = std::chrono::milliseconds(static_cast<int64_t>(a.timeout_body_s * 1000));
   server::HttpServer http(a.http, metrics);
   const int port = http.bind();
   std::cerr << "nvfp4: listening on http://" << a.http.host << ":" << port << std::endl;
@@ -151,11 +155,17 @@ int serve(ServeArgs a) {
     cv.wait(lk, [&] { return stop; });
   }
   std::cerr << "nvfp4: shutting down" << std::endl;
-  // New requests get 503; those in flight finish (or are cancelled after the grace) and their
-  // responses are sent before the listener closes (httplib ends open streams when it stops).
+  // Every route answers 503 from now on and connections still reading a request are ended; the
+  // requests in flight finish (or are cancelled at the end of the grace) and their responses are
+  // sent; then every connection left is shut, so the exit comes within the grace whatever clients
+  // do (one that does not read its stream, one that trickles a head).
+  const auto t0 = std::chrono::steady_clock::now();
   const auto grace = std::chrono::milliseconds(static_cast<int64_t>(a.grace_s * 1000));
+  http.drain();
   if (sched) sched->drain(grace);
-  http.wait_idle(grace + std::chrono::seconds(5));
+  const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  http.wait_idle(std::max(grace - spent, std::chrono::milliseconds(0)) + std::chrono::milliseconds(500));
+  http.close_all();
   http.stop();
   http_thread.join();
   sig_thread.join();
@@ -179,6 +189,15 @@ const Registrar reg("serve", "OpenAI-compatible HTTP server with continuous batc
       ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
   app.add_option("--shutdown-grace", a->grace_s, "seconds requests in flight may take at SIGTERM")
       ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--timeout-head", a->timeout_head_s,
+                 "seconds a client has to send a request's head, from its connection or previous response (default 10; more: 408)")
+      ->check(CLI::Range(0.05, 3600.0));
+  app.add_option("--timeout-body", a->timeout_body_s,
+                 "seconds a client has to send a request's body, from its head (default 60; more: 408)")
+      ->check(CLI::Range(0.05, 3600.0));
+  app.add_option("--threads-http", a->threads_http,
+                 "connections served at once (default: --parallel + --queue + 64); more wait for a thread")
+      ->check(CLI::Range(2, 4096));
   app.add_flag("--cache-prompt,!--no-cache-prompt", a->cache_prompt,
                "reuse a slot's KV for a prompt's common prefix (default: on; as llama-server's)");
   app.add_option("--spec,--spec-type", a->spec,

@@ -1,3 +1,4 @@
+#include "nvfp4/mapped_file.h"
 #include "cli/model_setup.h"
 
 #include <sys/resource.h>
@@ -38,11 +39,7 @@ ContextOptions context_options(const ModelArgs& a) {
 }
 
 std::string read_text_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(path, "", "cannot read file", "a readable file", "open failed");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  return read_regular_file(path);  // a FIFO or device is refused, not waited on
 }
 
 double peak_rss_mib() {
@@ -126,6 +123,10 @@ Loaded load_model(const ModelArgs& a, bool quiet) {
   Loaded L;
   L.ck = Checkpoint::open(a.model);
   L.tok = Tokenizer::from_checkpoint(*L.ck);
+  // Token ids index the embedding: a tokenizer longer than it contradicts the tensors.
+  if (const TensorEntry* emb = L.ck->find("token_embd.weight"); emb && !emb->shape.empty() && L.tok.n_vocab() > emb->shape[0])
+    throw Error(a.model, "token_embd.weight", "the tokenizer has more tokens than the embedding has rows",
+                "at most " + std::to_string(emb->shape[0]) + " tokens", std::to_string(L.tok.n_vocab()) + " tokens");
   forget_tokenizer_arrays(*L.ck);  // nothing after reads them: not beside the weights at the peak
   L.threads = a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool any_nvfp4 = a.quantize;

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "convert/convert_modelopt.h"
+#include "nvfp4/mapped_file.h"
 #include "text/hf_tokenizer_writer.h"
 #include "io/hf_names.h"
 #include "nvfp4/arch.h"
@@ -91,7 +92,9 @@ Json config_from_meta(const Checkpoint& ck) {
   put("max_position_embeddings", "llama.context_length");
   put("rms_norm_eps", "llama.attention.layer_norm_rms_epsilon");
   put("rope_theta", "llama.rope.freq_base");
-  if (const gguf::Value* t = ck.meta("tokenizer.ggml.tokens")) c["vocab_size"] = t->arr.size();
+  // HF's vocab_size is the embedding's rows (a tokenizer may hold fewer tokens, never more).
+  if (const TensorEntry* emb = ck.find("token_embd.weight"); emb && !emb->shape.empty()) c["vocab_size"] = emb->shape[0];
+  else if (const gguf::Value* t = ck.meta("tokenizer.ggml.tokens")) c["vocab_size"] = t->arr.size();
   else put("vocab_size", "llama.vocab_size");
   c["tie_word_embeddings"] = ck.find("output.weight") == nullptr;
   return c;
@@ -220,8 +223,7 @@ ConvertReport convert_to_modelopt_dir(const Checkpoint& ck, const std::string& o
   Json config;
   if (ck.info().container == "safetensors") {
     fs::path dir = fs::is_directory(file) ? fs::path(file) : fs::path(file).parent_path();
-    std::ifstream cf(dir / "config.json");
-    if (cf) config = Json::parse(cf, nullptr, false);
+    if (fs::exists(dir / "config.json")) config = Json::parse(read_regular_file((dir / "config.json").string()), nullptr, false);
     if (!config.is_object()) config = config_from_meta(ck);
   } else {
     config = config_from_meta(ck);
@@ -239,7 +241,7 @@ ConvertReport convert_to_modelopt_dir(const Checkpoint& ck, const std::string& o
   buf.push_back('\0');
   if (!::mkdtemp(buf.data())) throw Error(out, "", "cannot create the output's temporary directory", "a writable parent", std::strerror(errno));
   const std::string tmp = buf.data();
-  TempRegistration reg(tmp, true);  // locked while written, removed on SIGINT/SIGTERM
+  TempRegistration reg(tmp, true);  // locked while written, removed on SIGINT/SIGTERM/SIGHUP
   try {
     fs::permissions(tmp, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                              fs::perms::others_read | fs::perms::others_exec);

@@ -1,4 +1,5 @@
 #include "convert/weight_quantizer.h"
+#include "nvfp4/mapped_file.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,14 +17,7 @@ namespace nvfp4 {
 namespace {
 
 std::string read_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw Error(path, "", "cannot read the calibration text", "a readable file", "open failed");
-  std::string s;
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
-  std::fclose(f);
-  return s;
+  return read_regular_file(path);  // a FIFO or device is refused, not waited on
 }
 
 std::string layer_of(const std::string& name) {

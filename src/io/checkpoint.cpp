@@ -15,7 +15,14 @@ bool Checkpoint::raw_ggml(const std::string&, uint32_t&, const void*&) const { r
 
 std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) {
   namespace fs = std::filesystem;
-  if (!fs::exists(path)) throw Error(path, "", "no such file or directory", "an existing path", "nothing");
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (ec || !fs::exists(st)) throw Error(path, "", "no such file or directory", "an existing path", "nothing");
+  if (!fs::is_regular_file(st) && !fs::is_directory(st)) {  // refused before anything opens it
+    const char* what = fs::is_fifo(st) ? "a FIFO (named pipe)" : fs::is_character_file(st) ? "a character device"
+                       : fs::is_block_file(st) ? "a block device" : fs::is_socket(st) ? "a socket" : "something else";
+    throw Error(path, "", "not a regular file or directory", "a .gguf or .safetensors file or an HF-style directory", what);
+  }
   if (fs::is_regular_file(path) && path.size() >= 5 && path.substr(path.size() - 5) == ".gguf") {
     return open_gguf_checkpoint(path);
   }

@@ -1,4 +1,5 @@
 #include "io/checkpoint_gguf.h"
+#include "io/finite_check.h"
 
 #include <cmath>
 #include <cstring>
@@ -34,6 +35,8 @@ class GgufCheckpoint final : public Checkpoint {
     info_.container = "gguf";
     info_.producer = "llama.cpp";
     validate_and_index();
+    check_values();
+    check_declared_sizes();
   }
 
   const CheckpointInfo& info() const override { return info_; }
@@ -91,6 +94,40 @@ class GgufCheckpoint final : public Checkpoint {
     type = t.type;
     data = t.data;
     return true;
+  }
+
+  // Every float value and block scale finite (io/finite_check.h).
+  void check_values() const {
+    for (const TensorEntry& e : entries_) {  // the file's order: the first damaged tensor is named
+      const std::string& name = e.name;
+      const gguf::TensorInfo& t = *infos_.at(name);
+      if (t.type == ggml::F32 || t.type == ggml::F16 || t.type == ggml::BF16) {
+        const DType dt = t.type == ggml::F32 ? DType::f32 : t.type == ggml::F16 ? DType::f16 : DType::bf16;
+        check_finite_floats(dt, t.data, t.elements(), t.ne[0], info_.path, name);
+      } else {
+        check_finite_ggml_scales(t.type, t.data, t.elements(), t.ne[0], info_.path, name);
+      }
+    }
+  }
+
+  // A size the metadata declares agrees with the tensors: <arch>.vocab_size with the embedding's
+  // rows. (The tokenizer against the embedding is checked where a model meets its tokenizer.)
+  void check_declared_sizes() const {
+    const TensorEntry* emb = find("token_embd.weight");
+    if (!emb || emb->shape.size() != 2) return;  // the model load refuses a missing one
+    const int64_t rows = emb->shape[0];
+    const gguf::Value* arch = file_.find("general.architecture");
+    if (arch && arch->type == gguf::ValueType::string) {
+      const std::string key = arch->s + ".vocab_size";
+      if (const gguf::Value* v = file_.find(key)) {
+        if (!v->is_integer())
+          throw Error(info_.path, key, "metadata of the wrong type", "an integer (the vocabulary size)",
+                      "a value of GGUF type " + std::to_string(static_cast<int>(v->type)));
+        if (v->as_int(key) != rows)
+          throw Error(info_.path, key, "the declared vocabulary size contradicts the embedding token_embd.weight",
+                      std::to_string(rows) + " (the rows of token_embd.weight)", std::to_string(v->as_int(key)));
+      }
+    }
   }
 
   void release(const std::string& name) const override {

@@ -1,3 +1,4 @@
+#include "nvfp4/mapped_file.h"
 #include "io/checkpoint_safetensors.h"
 
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "io/finite_check.h"
 #include "io/hf_names.h"
 #include "io/quant_config.h"
 #include "io/hf_config.h"
@@ -31,9 +33,9 @@ bool ends_with(const std::string& s, const std::string& suf) {
 
 std::optional<Json> read_json(const fs::path& p) {
   if (!fs::exists(p)) return std::nullopt;
-  std::ifstream f(p);
+  const std::string text = read_regular_file(p.string());  // a FIFO or device is refused, not waited on
   try {
-    return Json::parse(f);
+    return Json::parse(text);
   } catch (const Json::exception& e) {
     throw Error(p.string(), "", "not valid JSON", "a JSON document", e.what());
   }
@@ -378,6 +380,11 @@ class StCheckpoint final : public Checkpoint {
         throw Error(ref.file, name, "tensor of a form this project does not read",
                     "an NVFP4 or FP8 layer's part, or F32/F16/BF16/F64", st::dtype_name(ref.t->dtype));
       }
+      if (ref.t->dtype == st::Dtype::F32 || ref.t->dtype == st::Dtype::F16 || ref.t->dtype == st::Dtype::BF16) {
+        const DType dt = ref.t->dtype == st::Dtype::F32 ? DType::f32 : ref.t->dtype == st::Dtype::F16 ? DType::f16 : DType::bf16;
+        check_finite_floats(dt, ref.t->data, ref.t->elements(), ref.t->shape.size() == 2 ? ref.t->shape[1] : 0, ref.file,
+                            name);  // the file's own tensor name
+      }
       Source s;
       s.w = ref;
       s.kind = Source::plain;
@@ -401,6 +408,7 @@ class StCheckpoint final : public Checkpoint {
       }
       add(std::move(e), std::move(s));
     }
+    if (config) check_declared_sizes(*config);
     info_.has_input_scales = nvfp4_layers > 0 && with_input == nvfp4_layers;
     if (qc.producer == "float") info_.algorithm = "float";
   }
@@ -433,6 +441,26 @@ class StCheckpoint final : public Checkpoint {
                   "I64/I32 [" + std::to_string(want[0]) + ", " + std::to_string(want[1]) + "]", found);
     }
     used.insert(n);
+  }
+
+  // config.json's vocab_size agrees with the embedding's and the output head's rows (both named as
+  // the checkpoint names them).
+  void check_declared_sizes(const nlohmann::json& config) const {
+    const auto it = config.find("vocab_size");
+    if (it == config.end() || it->is_null()) return;
+    const std::string cfg = (fs::path(dir_) / "config.json").string();
+    if (!it->is_number_integer())
+      throw Error(cfg, "vocab_size", "config.json field of the wrong type", "an integer", it->dump());
+    const int64_t declared = it->get<int64_t>();
+    for (const char* canonical : {"token_embd.weight", "output.weight"}) {
+      const auto s = src_.find(canonical);
+      if (s == src_.end() || !s->second.w.t || s->second.w.t->shape.empty()) continue;
+      const int64_t rows = s->second.kind == Source::plain ? s->second.w.t->shape[0] : s->second.n_out;
+      if (rows != declared)
+        throw Error(cfg, "vocab_size", "the declared vocabulary size contradicts the tensor " + s->second.w.t->name +
+                                           " (in " + s->second.w.file + ")",
+                    std::to_string(rows) + " (the rows of " + s->second.w.t->name + ")", std::to_string(declared));
+    }
   }
 
   void add(TensorEntry e, Source s) {

@@ -1,7 +1,6 @@
 #include "io/quant_config.h"
 
 #include <fnmatch.h>
-#include <regex.h>
 
 #include <fstream>
 
@@ -13,8 +12,11 @@ namespace {
 
 constexpr const char* kModeloptTaken = "NVFP4, W4A16_NVFP4, NVFP4_AWQ, FP8 or FP8_PER_CHANNEL_PER_TOKEN";
 
-// `layer`: the quantized_layers entry (empty for the checkpoint-wide quant_algo).
-LayerQuant modelopt_algo(const std::string& a, const std::string& file, const std::string& layer = "") {
+// `field`: where the algorithm is named ("quantization.quant_algo", or
+// "quantization.quantized_layers.<layer>.quant_algo"); `layer`: that entry (empty for the
+// checkpoint-wide quant_algo).
+LayerQuant modelopt_algo(const std::string& a, const std::string& file, const std::string& field,
+                         const std::string& layer = "") {
   if (a == "NVFP4") return LayerQuant::nvfp4_w4a4;
   if (a == "W4A16_NVFP4") return LayerQuant::nvfp4_w4a16;
   if (a == "NVFP4_AWQ") return LayerQuant::nvfp4_awq;
@@ -26,49 +28,78 @@ LayerQuant modelopt_algo(const std::string& a, const std::string& file, const st
   else if (a == "MXFP4" || a == "W4A8_MXFP4_FP8" || a == "W4A8_NVFP4_FP8" || a == "W4A8_AWQ" || a == "W4A16_AWQ" || a == "INT4_AWQ" ||
            a == "INT8_SQ" || a == "INT8_WO" || a == "NVFP4_SVDQUANT")
     detail = " (a ModelOpt format this project does not read)";
-  throw Error(file, layer, layer.empty() ? "unsupported ModelOpt quant_algo" : "unsupported ModelOpt quant_algo for layer " + layer,
+  throw Error(file, field, layer.empty() ? "unsupported ModelOpt quant_algo" : "unsupported ModelOpt quant_algo for layer " + layer,
               std::string(kModeloptTaken) + (layer.empty() ? " or MIXED_PRECISION" : ""), (a.empty() ? "none named" : a) + detail);
+}
+
+// Typed fields: absent or null gives the default; any other type is refused naming the file and
+// the field's path in it ("quantization.group_size").
+std::string str_field(const nlohmann::json& j, const char* key, const std::string& def, const std::string& file,
+                      const std::string& at) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return def;
+  if (!it->is_string()) throw Error(file, at + key, "field of the wrong type", "a string", it->dump());
+  return it->get<std::string>();
+}
+
+int64_t int_field(const nlohmann::json& j, const char* key, int64_t def, const std::string& file, const std::string& at) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return def;
+  if (!it->is_number_integer()) throw Error(file, at + key, "field of the wrong type", "an integer", it->dump());
+  return it->get<int64_t>();
+}
+
+// A "re:" pattern compiles as the matchers read it (Python's re syntax through PyRegex,
+// src/io/quant_match.h); refused naming file and field.
+void check_pattern(const std::string& pat, const std::string& file, const std::string& field) {
+  if (pat.rfind("re:", 0) != 0) return;
+  try {
+    PyRegex r(pat.substr(3), file);
+  } catch (const Error&) {
+    throw Error(file, field, "bad regular expression", "a regular expression (Python re syntax)", pat);
+  }
 }
 
 bool name_matches(const std::string& pat, const std::string& module) {
   if (pat.rfind("re:", 0) == 0) {
-    // compressed-tensors matches with Python's re.match (anchored at the start): POSIX ERE here.
-    regex_t re;
-    if (::regcomp(&re, ("^(" + pat.substr(3) + ")").c_str(), REG_EXTENDED | REG_NOSUB) != 0) {
-      throw Error("", "", "bad regular expression in the quantization config", "a valid regex", pat);
-    }
-    const bool m = ::regexec(&re, module.c_str(), 0, nullptr, 0) == 0;
-    ::regfree(&re);
-    return m;
+    // Python's re.match (anchored at the start), as the producers match; checked at parse.
+    return PyRegex(pat.substr(3), "").match(module);
   }
   if (pat == module) return true;
   return ::fnmatch(pat.c_str(), module.c_str(), 0) == 0;
 }
 
-std::vector<std::string> strings(const nlohmann::json& j, const char* key, const std::string& file) {
+std::vector<std::string> strings(const nlohmann::json& j, const char* key, const std::string& file,
+                                 const std::string& at) {
   std::vector<std::string> out;
   if (!j.contains(key) || j[key].is_null()) return out;
-  if (!j[key].is_array()) throw Error(file, "", std::string("'") + key + "' is not a list", "a list of strings", j[key].type_name());
+  if (!j[key].is_array()) throw Error(file, at + key, "field of the wrong type", "a list of strings", j[key].dump());
   for (const auto& e : j[key]) {
-    if (!e.is_string()) throw Error(file, "", std::string("'") + key + "' holds a non-string", "strings", e.dump());
+    if (!e.is_string()) throw Error(file, at + key, "list holds a non-string", "strings", e.dump());
+    check_pattern(e.get<std::string>(), file, at + key);
     out.push_back(e.get<std::string>());
   }
   return out;
 }
 
 LayerQuant ct_group(const nlohmann::json& g, const std::string& file, const std::string& gname) {
+  const std::string at = "quantization_config.config_groups." + gname + ".";
+  if (!g.is_object()) throw Error(file, at.substr(0, at.size() - 1), "field of the wrong type", "an object", g.dump());
   const auto& w = g.contains("weights") ? g["weights"] : nlohmann::json();
-  if (!w.is_object()) throw Error(file, "", "compressed-tensors group without weights", "config_groups." + gname + ".weights", "absent");
-  const int bits = w.value("num_bits", 0);
-  const std::string type = w.value("type", "");
+  if (!w.is_object()) throw Error(file, at + "weights", "compressed-tensors group without weights", "an object", "absent");
+  const int64_t bits = int_field(w, "num_bits", 0, file, at + "weights.");
+  const std::string type = str_field(w, "type", "", file, at + "weights.");
   if (bits == 4 && type == "float") {
-    if (w.value("group_size", 0) != 16) {
-      throw Error(file, "", "compressed-tensors FP4 group size", "16", std::to_string(w.value("group_size", 0)));
-    }
+    const int64_t gs = int_field(w, "group_size", 0, file, at + "weights.");
+    if (gs != 16) throw Error(file, at + "weights.group_size", "compressed-tensors FP4 group size", "16", std::to_string(gs));
     const auto ia = g.contains("input_activations") ? g["input_activations"] : nlohmann::json();
-    if (ia.is_object() && ia.value("num_bits", 0) == 4 && ia.value("type", "") == "float") return LayerQuant::nvfp4_w4a4;
-    if (!ia.is_null() && ia.is_object()) {
-      throw Error(file, "", "compressed-tensors group with unsupported input activations",
+    if (!ia.is_null() && !ia.is_object())
+      throw Error(file, at + "input_activations", "field of the wrong type", "an object or null", ia.dump());
+    if (ia.is_object() && int_field(ia, "num_bits", 0, file, at + "input_activations.") == 4 &&
+        str_field(ia, "type", "", file, at + "input_activations.") == "float")
+      return LayerQuant::nvfp4_w4a4;
+    if (ia.is_object()) {
+      throw Error(file, at + "input_activations", "compressed-tensors group with unsupported input activations",
                   "FP4 (W4A4) or none (W4A16)", ia.dump());
     }
     return LayerQuant::nvfp4_w4a16;
@@ -116,47 +147,49 @@ QuantConfig QuantConfig::parse(const nlohmann::json* config, const nlohmann::jso
     c.source = dir + "/config.json";
     q = &(*config)["quantization_config"];
     if (!q->is_object()) throw Error(c.source, "", "quantization_config is not an object", "an object", q->type_name());
-    method = q->value("quant_method", "");
+    method = str_field(*q, "quant_method", "", c.source, "quantization_config.");
   } else {
     return c;
   }
+  const std::string at = hfq ? "quantization." : "quantization_config.";
   if (method == "modelopt") {
     c.producer = "modelopt";
-    c.algorithm = q->value("quant_algo", "");
-    c.exclude = strings(*q, "exclude_modules", c.source);
-    for (const auto& s : strings(*q, "ignore", c.source)) c.exclude.push_back(s);
+    c.algorithm = str_field(*q, "quant_algo", "", c.source, at);
+    c.exclude = strings(*q, "exclude_modules", c.source, at);
+    for (const auto& s : strings(*q, "ignore", c.source, at)) c.exclude.push_back(s);
     if (c.algorithm == "MIXED_PRECISION") {
       c.mixed = true;
       if (!q->contains("quantized_layers") || !(*q)["quantized_layers"].is_object()) {
         throw Error(c.source, "", "MIXED_PRECISION without quantized_layers", "\"quantized_layers\": {...}", "absent");
       }
       for (auto it = (*q)["quantized_layers"].begin(); it != (*q)["quantized_layers"].end(); ++it) {
-        const std::string a = it.value().is_object() ? it.value().value("quant_algo", "") : "";
-        const LayerQuant lq = modelopt_algo(a, c.source, it.key());
+        const std::string lat = at + "quantized_layers." + it.key();
+        if (!it.value().is_object()) throw Error(c.source, lat, "field of the wrong type", "an object", it.value().dump());
+        const std::string a = str_field(it.value(), "quant_algo", "", c.source, lat + ".");
+        const LayerQuant lq = modelopt_algo(a, c.source, lat + ".quant_algo", it.key());
         if (it.value().contains("weight_scale_encoding") && !it.value()["weight_scale_encoding"].is_null()) {
-          throw Error(c.source, it.key(), "block scales stored compressed (weight_scale_encoding) are not read yet (layer " + it.key() + ")",
+          throw Error(c.source, lat + ".weight_scale_encoding",
+                      "block scales stored compressed (weight_scale_encoding) are not read yet (layer " + it.key() + ")",
                       "plain E4M3 weight_scale tensors", "weight_scale_encoding " + it.value()["weight_scale_encoding"].dump());
         }
-        if (lq != LayerQuant::fp8 && it.value().value("group_size", 16) != 16) {
-          throw Error(c.source, it.key(), "ModelOpt NVFP4 group size (layer " + it.key() + ")", "16",
-                      std::to_string(it.value().value("group_size", 16)));
-        }
+        const int64_t gs = int_field(it.value(), "group_size", 16, c.source, lat + ".");
+        if (lq != LayerQuant::fp8 && gs != 16)
+          throw Error(c.source, lat + ".group_size", "ModelOpt NVFP4 group size (layer " + it.key() + ")", "16", std::to_string(gs));
         c.per_layer.emplace_back(it.key(), lq);
         c.per_layer_names.push_back(it.key());
       }
     } else {
-      c.global = modelopt_algo(c.algorithm, c.source);
-      if (q->value("group_size", 16) != 16) {
-        throw Error(c.source, "", "ModelOpt NVFP4 group size", "16", std::to_string(q->value("group_size", 16)));
-      }
+      c.global = modelopt_algo(c.algorithm, c.source, at + "quant_algo");
+      const int64_t gs = int_field(*q, "group_size", 16, c.source, at);
+      if (gs != 16) throw Error(c.source, at + "group_size", "ModelOpt NVFP4 group size", "16", std::to_string(gs));
     }
     return c;
   }
   if (method == "compressed-tensors") {
     c.producer = "compressed-tensors";
-    const std::string fmt = q->value("format", "");
+    const std::string fmt = str_field(*q, "format", "", c.source, at);
     std::vector<std::pair<std::string, int>> ign;
-    for (const auto& t : strings(*q, "ignore", c.source)) ign.emplace_back(t, 0);
+    for (const auto& t : strings(*q, "ignore", c.source, at)) ign.emplace_back(t, 0);
     c.ct_ignore = ct_targets(ign, c.source);
     if (!q->contains("config_groups") || !(*q)["config_groups"].is_object()) {
       throw Error(c.source, "", "compressed-tensors config without config_groups", "\"config_groups\": {...}", "absent");
@@ -178,12 +211,13 @@ QuantConfig QuantConfig::parse(const nlohmann::json* config, const nlohmann::jso
     std::vector<std::pair<std::string, int>> targets;
     for (const auto& gname : order) {
       const auto& g = (*q)["config_groups"][gname];
-      const std::string gfmt = g.value("format", fmt);
+      const std::string gat = at + "config_groups." + gname + ".";
       const LayerQuant lq = ct_group(g, c.source, gname);
+      const std::string gfmt = str_field(g, "format", fmt, c.source, gat);
       if ((lq == LayerQuant::nvfp4_w4a4 || lq == LayerQuant::nvfp4_w4a16) && gfmt != "nvfp4-pack-quantized") {
         throw Error(c.source, "", "unsupported compressed-tensors format for FP4 weights", "nvfp4-pack-quantized", gfmt);
       }
-      for (const auto& t : strings(g, "targets", c.source)) targets.emplace_back(t, static_cast<int>(c.groups.size()));
+      for (const auto& t : strings(g, "targets", c.source, gat)) targets.emplace_back(t, static_cast<int>(c.groups.size()));
       c.groups.push_back({gname, lq});
     }
     c.ct_order = ct_targets(targets, c.source);

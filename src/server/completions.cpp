@@ -99,26 +99,28 @@ void append(ChatDelta& a, ChatDelta&& b) {
 
 }  // namespace
 
-void handle_generation(const Backend& b, const httplib::Request& req, httplib::Response& res, bool chat, uint64_t id,
-                       std::shared_ptr<void> guard) {
-  GenRequest r = parse_gen_request(req.body, chat);
+void handle_generation(const Backend& b, const httplib::Request& req, const std::string& body, httplib::Response& res,
+                       bool chat, uint64_t id, std::shared_ptr<void> guard) {
+  GenRequest r = parse_gen_request(body, chat);
   auto job = std::make_shared<Job>();
   std::string prompt_text;
   job->prompt = prompt_tokens(b, r, prompt_text);
   std::optional<ChatOutputParser> parser;
   if (chat) parser.emplace(parse_options(b, r, prompt_text), (uint64_t{std::random_device{}()} << 32) ^ id);
   const int64_t n_prompt = static_cast<int64_t>(job->prompt.size());
-  const char* mt = "max_tokens";
+  const std::string prompt_field = chat ? "messages" : "prompt";
+  if (n_prompt >= b.n_ctx) {  // the prompt alone leaves no room for one token, whatever max_tokens says
+    throw ApiError(400, "this model's context is " + std::to_string(b.n_ctx) + " tokens; the prompt ('" + prompt_field +
+                            "') alone has " + std::to_string(n_prompt) + ", leaving none to generate",
+                   prompt_field, "context_length_exceeded");
+  }
   if (r.max_tokens < 0) {
     r.max_tokens = b.n_ctx - n_prompt;
-    if (r.max_tokens < 1)
-      throw ApiError(400, "this model's context is " + std::to_string(b.n_ctx) + " tokens; the prompt alone has " +
-                              std::to_string(n_prompt), chat ? "messages" : "prompt", "context_length_exceeded");
   } else if (r.max_tokens > b.n_ctx - n_prompt) {  // (no overflow for any max_tokens)
     throw ApiError(400, "this model's context is " + std::to_string(b.n_ctx) + " tokens; the request asks for " +
-                            std::to_string(n_prompt) + " in the prompt + " + std::to_string(r.max_tokens) +
-                            " in max_tokens",
-                   mt, "context_length_exceeded");
+                            std::to_string(n_prompt) + " in the prompt + " + std::to_string(r.max_tokens) + " in " +
+                            r.max_tokens_field + " (at most " + std::to_string(b.n_ctx - n_prompt) + " fit)",
+                   r.max_tokens_field, "context_length_exceeded");
   }
   job->max_tokens = r.max_tokens;
   job->sampling = r.sampling;
@@ -138,7 +140,7 @@ void handle_generation(const Backend& b, const httplib::Request& req, httplib::R
 
   if (!r.stream) {
     // The client may leave while it waits: the job is cancelled (its slot freed at the next step).
-    const PeerWatch peer(req);
+    PeerWatch peer(req);
     std::string text;
     std::vector<int32_t> toks;
     std::vector<TokenLogprob> lps;
@@ -148,6 +150,14 @@ void handle_generation(const Backend& b, const httplib::Request& req, httplib::R
       toks.insert(toks.end(), u.tokens.begin(), u.tokens.end());
       for (auto& l : u.logprobs) lps.push_back(std::move(l));
       if (!u.done) {
+        // End of stream: the client half-closed (still reading) or closed. An interim response
+        // (HTTP/1.1 clients accept 1xx before the final one) tells which: a closed socket resets.
+        if (peer.eof() && !peer.probed()) {
+          if (req.version != "HTTP/1.1" || !peer.probe("HTTP/1.1 100 Continue\r\n\r\n")) {
+            job->cancelled = true;
+            throw ApiError(499, "the client closed the connection", "", "client_closed");
+          }
+        }
         if (peer.gone()) {
           job->cancelled = true;
           throw ApiError(499, "the client closed the connection", "", "client_closed");
@@ -220,6 +230,10 @@ void handle_generation(const Backend& b, const httplib::Request& req, httplib::R
           st->first = false;
         } else if (!u.done && st->peer.gone()) {
           return false;  // the client left while nothing was written: noticed now, not at the next write
+        } else if (!u.done && !st->peer.probed() && st->peer.eof()) {
+          // Half-closed or closed: an SSE comment (ignored by clients) tells which (a reset follows).
+          ok = write(sink, ": probe\n\n");
+          (void)st->peer.probe("");
         }
         if (ok && u.done) {
           if (u.error) {

@@ -2,13 +2,20 @@
 
 #include <httplib.h>
 
+#include <poll.h>
+#include <strings.h>
+#include <sys/socket.h>
+
 #include <thread>
 
 #include "nvfp4/error.h"
 #include "server/api_error.h"
 #include "server/completions.h"
+#include "server/half_close.h"
 #include "server/openai_json.h"
+#include "server/peer.h"
 #include "server/request.h"
+#include "server/request_framing.h"
 
 namespace nvfp4::server {
 namespace {
@@ -41,15 +48,90 @@ std::string printable(const std::string& s) {
   return out;
 }
 
+// After the response is written, what the client still sends is read and dropped for a moment
+// (at most 250 ms and 4 MiB) with our side shut for writing, so that closing the socket with unread
+// bytes (a reset) does not destroy the response before the client has read it.
+void linger(const Request& req) {
+  const PeerWatch p(req);
+  if (!p.found()) return;
+  ::shutdown(p.fd(), SHUT_WR);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(250);
+  size_t dropped = 0;
+  char buf[16384];
+  while (dropped < (size_t{4} << 20)) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd pf{p.fd(), POLLIN, 0};
+    if (::poll(&pf, 1, static_cast<int>(left.count())) <= 0) break;
+    const ssize_t n = ::recv(p.fd(), buf, sizeof buf, MSG_DONTWAIT);
+    if (n <= 0) break;
+    dropped += static_cast<size_t>(n);
+  }
+}
+
+// An error response after which the connection is closed: the request's body (or what is left of
+// it) is not read. cpp-httplib 0.11 ends a connection whose content provider fails, so the body is
+// written by a provider that then says it failed.
+void send_error_and_close(const Request& req, Response& res, const ApiError& e) {
+  res.status = e.status;
+  res.set_header("Connection", "close");
+  if (e.status == 405) res.set_header("Allow", "GET, HEAD, POST");
+  auto body = std::make_shared<std::string>(dump(error_json(e)));
+  const Request* rq = &req;  // alive while the response is written
+  res.set_content_provider(body->size(), "application/json", [body, rq](size_t off, size_t len, httplib::DataSink& sink) {
+    if (off < body->size()) sink.write(body->data() + off, std::min(len, body->size() - off));
+    linger(*rq);
+    return false;
+  });
+}
+
+std::vector<std::pair<std::string, std::string>> header_list(const Request& req) {
+  return {req.headers.begin(), req.headers.end()};
+}
+
+// `Authorization: Bearer KEY`, the scheme in any case (RFC 9110 11.1), then one or more spaces.
+bool key_ok(const std::string& h, const std::string& key) {
+  if (h.size() < 7 || strncasecmp(h.c_str(), "bearer ", 7) != 0) return false;
+  size_t i = 7;
+  while (i < h.size() && h[i] == ' ') ++i;
+  return i < h.size() && same_key(h.substr(i), key);
+}
+
+// Reads the body of a request whose head passed check_framing(): at most `max` bytes, whatever the
+// framing (the receiver refuses the byte past the limit, so no more is read). A request with
+// neither Content-Length nor Transfer-Encoding has no body. Throws ApiError 413, or 400 when the
+// framing is broken or the client stopped sending (408 when the guard's deadline ended it).
+std::string read_body(const Request& req, const httplib::ContentReader& reader, size_t max) {
+  std::string body;
+  if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) return body;
+  bool over = false;
+  const bool ok = reader([&](const char* d, size_t n) {
+    if (n > max - body.size()) {
+      over = true;
+      return false;
+    }
+    body.append(d, n);
+    return true;
+  });
+  if (over)
+    throw ApiError(413, "the request body exceeds " + std::to_string(max) + " bytes", "", "payload_too_large");
+  if (!ok)
+    throw ApiError(400, "the request body ended before its framing said (Content-Length or chunks)", "",
+                   "invalid_framing");
+  return body;
+}
+
 }  // namespace
 
 HttpServer::HttpServer(const ServerOptions& opt, Metrics& metrics)
-    : opt_(opt), metrics_(metrics), svr_(std::make_unique<httplib::Server>()) {
+    : opt_(opt), metrics_(metrics), svr_(std::make_unique<httplib::Server>()), guard_(opt.deadlines) {
   const int n = std::max(2, opt_.http_threads);
   svr_->new_task_queue = [n] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
   svr_->set_payload_max_length(opt_.max_body);
   svr_->set_keep_alive_timeout(2);
-  svr_->set_read_timeout(30);
+  // The guard ends a slow head or body at its deadline; a single read waits past both.
+  const auto longest = std::max(opt_.deadlines.head, opt_.deadlines.body) + std::chrono::seconds(1);
+  svr_->set_read_timeout(std::chrono::duration_cast<std::chrono::seconds>(longest).count() + 1);
   svr_->set_write_timeout(30);
   routes();
 }
@@ -62,6 +144,7 @@ int HttpServer::bind() {
   if (port < 0)
     throw Error(opt_.host + ":" + std::to_string(opt_.port), "", "cannot listen", "a free port on a local address",
                 "bind failed");
+  guard_.start(port);
   return port;
 }
 
@@ -76,7 +159,15 @@ void HttpServer::stop() {
     svr_->stop();
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  guard_.stop();
 }
+
+void HttpServer::drain() {
+  draining_ = true;
+  guard_.drain();
+}
+
+void HttpServer::close_all() { guard_.close_all(); }
 
 void HttpServer::wait_idle(std::chrono::milliseconds timeout) const {
   const auto end = std::chrono::steady_clock::now() + timeout;
@@ -92,25 +183,32 @@ void HttpServer::set_backend(std::unique_ptr<Backend> b) {
 void HttpServer::routes() {
   httplib::Server& s = *svr_;
   s.set_pre_routing_handler([this](const Request& req, Response& res) {
-    if (req.path == "/health") return HR::Unhandled;
-    if (!opt_.api_key.empty()) {
-      const std::string h = req.get_header_value("Authorization");
-      const std::string prefix = "Bearer ";
-      const bool ok = h.size() > prefix.size() && h.compare(0, prefix.size(), prefix) == 0 &&
-                      same_key(h.substr(prefix.size()), opt_.api_key);
-      if (!ok) {
-        send_error(res, ApiError(401, "invalid or missing API key (Authorization: Bearer KEY)", "", "invalid_api_key"));
-        return HR::Handled;
-      }
-    }
-    if (!ready_.load()) {
-      send_error(res, ApiError(503, "the model is loading", "", "loading"));
+    // The body's framing first: nothing of it is read before it is known to be acceptable.
+    Framing f;
+    try {
+      f = check_framing(req.method, header_list(req), opt_.max_body);
+      if (req.method != "GET" && req.method != "HEAD" && req.method != "POST")
+        throw ApiError(405, "method " + printable(req.method) + " is not served (GET, HEAD, POST)", "",
+                       "method_not_allowed");
+    } catch (const ApiError& e) {
+      send_error_and_close(req, res, e);
       return HR::Handled;
     }
+    guard_.head_done(req, f.has_body);
+    // A refusal of a request with a body closes the connection (the body is not read).
+    auto refuse = [&](const ApiError& e) {
+      if (f.has_body) send_error_and_close(req, res, e);
+      else send_error(res, e);
+      return HR::Handled;
+    };
+    if (draining_.load()) return refuse(ApiError(503, "the server is shutting down", "", "shutting_down"));
+    if (req.path != "/health" && !opt_.api_key.empty() && !key_ok(req.get_header_value("Authorization"), opt_.api_key))
+      return refuse(ApiError(401, "invalid or missing API key (Authorization: Bearer KEY)", "", "invalid_api_key"));
+    if (!ready_.load()) return refuse(ApiError(503, "the model is loading", "", "loading"));
     return HR::Unhandled;
   });
   s.set_error_handler(httplib::Server::HandlerWithResponse([this](const Request& req, Response& res) {
-    if (!res.body.empty() || res.is_chunked_content_provider_) return HR::Unhandled;
+    if (!res.body.empty() || res.content_provider_) return HR::Unhandled;
     if (res.status == 404)
       send_error(res, ApiError(404, "no route " + req.method + " " + printable(req.path), "", "not_found"));
     else if (res.status == 413)
@@ -131,7 +229,8 @@ void HttpServer::routes() {
       send_error(res, ApiError(500, "internal error"));
     }
   });
-  s.set_logger([this](const Request&, const Response& res) {
+  s.set_logger([this](const Request& req, const Response& res) {
+    guard_.response_done(req);
     metrics_.requests += 1;
     if (res.status >= 400) metrics_.requests_failed += 1;
   });
@@ -149,47 +248,60 @@ void HttpServer::routes() {
                         {"meta", {{"n_ctx", b.n_ctx}, {"n_vocab", b.tok->n_vocab()}}}};
     res.set_content(dump({{"object", "list"}, {"data", nlohmann::json::array({m})}}), "application/json");
   });
-  auto gen = [this](bool chat) {
-    return [this, chat](const Request& req, Response& res) {
+  // POST routes read their body themselves (read_body: the limit holds for every framing), then
+  // answer; a body refused part way closes the connection.
+  using BodyHandler = std::function<void(const Request&, const std::string&, Response&)>;
+  auto with_body = [this](BodyHandler fn) {
+    return [this, fn](const Request& req, Response& res, const httplib::ContentReader& reader) {
+      std::string body;
       try {
-        std::shared_ptr<std::atomic<int>> n = in_flight_;
-        ++*n;
-        std::shared_ptr<void> guard(nullptr, [n](void*) { --*n; });
-        handle_generation(*ready_.load(), req, res, chat, static_cast<uint64_t>(++next_id_), std::move(guard));
+        body = read_body(req, reader, opt_.max_body);
+      } catch (const ApiError& e) {
+        return send_error_and_close(req, res, e);
+      }
+      guard_.body_done(req);
+      try {
+        fn(req, body, res);
       } catch (const ApiError& e) {
         send_error(res, e);
       }
+      (void)answer_half_closed(req, res);
     };
+  };
+  auto gen = [this, with_body](bool chat) {
+    return with_body([this, chat](const Request& req, const std::string& body, Response& res) {
+      std::shared_ptr<std::atomic<int>> n = in_flight_;
+      ++*n;
+      std::shared_ptr<void> guard(nullptr, [n](void*) { --*n; });
+      handle_generation(*ready_.load(), req, body, res, chat, static_cast<uint64_t>(++next_id_), std::move(guard));
+    });
   };
   s.Post("/v1/chat/completions", gen(true));
   s.Post("/chat/completions", gen(true));
   s.Post("/v1/completions", gen(false));
   s.Post("/completions", gen(false));
-  s.Post("/tokenize", [this](const Request& req, Response& res) {
-    try {
-      const Backend& b = *ready_.load();
-      const TokenizeRequest r = parse_tokenize_request(req.body);
-      std::vector<int32_t> ids;
-      if (r.add_special && b.tok->add_bos() && b.tok->bos() >= 0) ids.push_back(b.tok->bos());
-      for (int32_t id : b.tok->encode(r.content, r.parse_special)) ids.push_back(id);
-      res.set_content(dump({{"tokens", ids}}), "application/json");
-    } catch (const ApiError& e) {
-      send_error(res, e);
-    }
-  });
-  s.Post("/detokenize", [this](const Request& req, Response& res) {
-    try {
-      const Backend& b = *ready_.load();
-      const std::vector<int32_t> ids = parse_detokenize_request(req.body);
-      for (int32_t id : ids)
-        if (id >= b.tok->n_vocab())
-          throw ApiError(400, "'tokens' holds " + std::to_string(id) + ", outside the vocabulary (" +
-                                  std::to_string(b.tok->n_vocab()) + " tokens)", "tokens", "invalid_value");
-      res.set_content(dump({{"content", b.tok->decode(ids)}}), "application/json");
-    } catch (const ApiError& e) {
-      send_error(res, e);
-    }
-  });
+  s.Post("/tokenize", with_body([this](const Request&, const std::string& body, Response& res) {
+    const Backend& b = *ready_.load();
+    const TokenizeRequest r = parse_tokenize_request(body);
+    std::vector<int32_t> ids;
+    if (r.add_special && b.tok->add_bos() && b.tok->bos() >= 0) ids.push_back(b.tok->bos());
+    for (int32_t id : b.tok->encode(r.content, r.parse_special)) ids.push_back(id);
+    res.set_content(dump({{"tokens", ids}}), "application/json");
+  }));
+  s.Post("/detokenize", with_body([this](const Request&, const std::string& body, Response& res) {
+    const Backend& b = *ready_.load();
+    const std::vector<int32_t> ids = parse_detokenize_request(body);
+    for (int32_t id : ids)
+      if (id >= b.tok->n_vocab())
+        throw ApiError(400, "'tokens' holds " + std::to_string(id) + ", outside the vocabulary (" +
+                                std::to_string(b.tok->n_vocab()) + " tokens)", "tokens", "invalid_value");
+    res.set_content(dump({{"content", b.tok->decode(ids)}}), "application/json");
+  }));
+  // Any other POST: its body is read under the same limit (httplib's own reading has none for a
+  // chunked body), then 404.
+  s.Post(".*", with_body([](const Request& req, const std::string&, Response&) {
+    throw ApiError(404, "no route POST " + printable(req.path), "", "not_found");
+  }));
 }
 
 }  // namespace nvfp4::server

@@ -1,5 +1,6 @@
-// The HTTP side of `nvfp4 serve` (cpp-httplib): routes, API key, body limit, errors in OpenAI's
-// shape. It listens before the model is loaded (GET /health answers 503 until set_backend()).
+// The HTTP side of `nvfp4 serve` (cpp-httplib): routes, API key, body limit, deadlines (ConnGuard),
+// errors in OpenAI's shape. It listens before the model is loaded (every route answers 503 until
+// set_backend()) and after drain().
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -9,6 +10,7 @@
 
 #include "nvfp4/chat.h"
 #include "nvfp4/tokenizer.h"
+#include "server/conn_guard.h"
 #include "server/metrics.h"
 #include "server/scheduler.h"
 
@@ -22,8 +24,9 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;               // 0: any free port (bind() says which)
   std::string api_key;           // empty: none
-  size_t max_body = size_t{8} << 20;
-  int http_threads = 8;
+  size_t max_body = size_t{8} << 20;  // every framing: Content-Length, chunked (more: 413)
+  int http_threads = 8;                 // connections served at once (more wait, under the head deadline)
+  Deadlines deadlines;                  // a request's head and body (more: 408)
 };
 
 // What the routes need once the model is loaded.
@@ -49,6 +52,11 @@ class HttpServer {
   void stop();    // returns once listen() has (call it from another thread than listen's)
   // Waits until no generation request is in flight (its response sent) or `timeout` has passed.
   void wait_idle(std::chrono::milliseconds timeout) const;
+  // SIGTERM: every route answers 503 from now on; connections still reading a request head are
+  // ended (503), new heads get ConnGuard::kDrainHead.
+  void drain();
+  // The end of the grace: every connection is shut down, so that stop() returns at once.
+  void close_all();
   void set_backend(std::unique_ptr<Backend> b);  // ready: the routes serve
 
  private:
@@ -60,6 +68,8 @@ class HttpServer {
   std::atomic<const Backend*> ready_{nullptr};
   std::atomic<uint64_t> next_id_{0};
   std::atomic<bool> listened_{false};
+  std::atomic<bool> draining_{false};
+  ConnGuard guard_;
   std::shared_ptr<std::atomic<int>> in_flight_ = std::make_shared<std::atomic<int>>(0);
 };
 

@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -24,30 +25,37 @@ bool host_port(const sockaddr_storage& a, socklen_t len, std::string& host, int&
   return true;
 }
 
-bool matches(int fd, const httplib::Request& req) {
+}  // namespace
+
+std::string socket_key(int fd, int port) {
   sockaddr_storage a{};
   socklen_t len = sizeof a;
-  std::string host;
-  int port = -1;
+  std::string local, remote;
+  int lport = -1, rport = -1;
   if (getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0 || (a.ss_family != AF_INET && a.ss_family != AF_INET6))
-    return false;
-  if (!host_port(a, len, host, port) || port != req.local_port || host != req.local_addr) return false;
+    return "";
+  if (!host_port(a, len, local, lport) || lport != port) return "";
   len = sizeof a;
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) return false;
-  return host_port(a, len, host, port) && port == req.remote_port && host == req.remote_addr;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0 || !host_port(a, len, remote, rport)) return "";
+  return remote + "|" + std::to_string(rport) + "|" + local;
 }
 
-}  // namespace
+std::string request_key(const httplib::Request& req) {
+  return req.remote_addr + "|" + std::to_string(req.remote_port) + "|" + req.local_addr;
+}
 
 PeerWatch::PeerWatch(const httplib::Request& req) {
   if (req.remote_port < 0 || req.local_port < 0) return;
+  const std::string want = request_key(req);
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
     const std::string name = e.path().filename().string();
     char* end = nullptr;
     const long fd = std::strtol(name.c_str(), &end, 10);
     if (end == name.c_str() || *end != '\0' || fd < 0) continue;
-    if (matches(static_cast<int>(fd), req)) {
+    struct stat st {};
+    if (::fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    if (socket_key(static_cast<int>(fd), req.local_port) == want) {
       fd_ = static_cast<int>(fd);
       return;
     }
@@ -59,12 +67,25 @@ bool PeerWatch::gone() const {
   pollfd p{fd_, POLLIN, 0};
   const int n = ::poll(&p, 1, 0);
   if (n <= 0) return false;  // nothing to read: connected (or poll failed: cannot tell)
-  if (p.revents & (POLLERR | POLLNVAL)) return true;
+  if (p.revents & (POLLERR | POLLHUP | POLLNVAL)) return true;  // reset (both ways closed)
   char c;
   const ssize_t r = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (r > 0) return false;  // the next request of a kept-alive connection
-  if (r == 0) return true;  // end of stream: the client closed
+  if (r >= 0) return false;  // data (the next request of a kept-alive connection) or end of stream
   return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+}
+
+bool PeerWatch::eof() const {
+  if (fd_ < 0) return false;
+  pollfd p{fd_, POLLIN, 0};
+  if (::poll(&p, 1, 0) <= 0) return false;
+  char c;
+  return ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+bool PeerWatch::probe(const std::string& bytes) {
+  if (fd_ < 0 || probed_) return false;
+  probed_ = true;
+  return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT) == static_cast<ssize_t>(bytes.size());
 }
 
 }  // namespace nvfp4::server

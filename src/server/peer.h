@@ -5,6 +5,7 @@
 // to read means the client closed. The socket stays open while its request is handled (httplib
 // closes it on the same thread afterwards), so the descriptor cannot be reused meanwhile.
 #pragma once
+#include <string>
 
 namespace httplib {
 struct Request;
@@ -12,15 +13,33 @@ struct Request;
 
 namespace nvfp4::server {
 
+// "remote-address|remote-port|local-address" of a connected TCP socket whose local port is
+// `port` (addresses as cpp-httplib writes them); empty for any other descriptor.
+std::string socket_key(int fd, int port);
+// The same key for the connection of a request.
+std::string request_key(const httplib::Request& req);
+
+// A client that half-closes its side after sending its request (`nc -N`, shutdown(SHUT_WR)) is
+// still there: end of stream alone is not "gone". It is told apart from one that closed its socket
+// by writing to it (probe()): a closed socket answers with a reset, which gone() then sees.
 class PeerWatch {
  public:
   explicit PeerWatch(const httplib::Request& req);
-  // The client has closed its end (or reset the connection). False when the socket was not found.
+  // The connection was reset or has failed (or the client closed and a probe was answered by a
+  // reset). False when the socket was not found.
   bool gone() const;
+  // The client has sent end of stream: half-closed, or closed (a write tells which).
+  bool eof() const;
+  // Writes `bytes` (an interim response or an SSE comment) once, to tell the two apart; false when
+  // already done or the write failed.
+  bool probe(const std::string& bytes);
+  bool probed() const { return probed_; }
   bool found() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
 
  private:
   int fd_ = -1;
+  bool probed_ = false;
 };
 
 }  // namespace nvfp4::server

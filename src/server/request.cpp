@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
+#include "server/request_framing.h"
 #include "server/request_tools.h"
 
 namespace nvfp4::server {
@@ -20,6 +21,9 @@ std::string utf8_safe(const std::string& s) {
 }
 
 json parse_object(const std::string& body) {
+  if (json_too_deep(body, kMaxJsonDepth))
+    throw ApiError(400, "the request body nests arrays and objects deeper than " + std::to_string(kMaxJsonDepth) +
+                            " levels", "", "invalid_json");
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) throw ApiError(400, "the request body is not valid JSON", "", "invalid_json");
   if (!j.is_object()) throw ApiError(400, "the request body must be a JSON object, found " + std::string(j.type_name()));
@@ -173,6 +177,7 @@ GenRequest parse_gen_request(const std::string& body, bool chat) {
   if (const auto mt = max_completion ? max_completion : max_tokens) {
     if (*mt < 1) range(mt_name, "at least 1", *field(j, mt_name));
     r.max_tokens = *mt;
+    r.max_tokens_field = mt_name;
   }
   if (const auto t = get_number(j, "temperature")) {
     if (!(*t >= 0 && *t <= 2)) range("temperature", "between 0 and 2", *field(j, "temperature"));

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "nvfp4/mapped_file.h"
 #include "nvfp4/error.h"
 #include "nvfp4/tokenizer.h"
 #include "text/json_fields.h"
@@ -16,11 +17,9 @@ using jsonf::Json;
 namespace {
 
 bool read_file(const std::string& path, std::string& out) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  out = ss.str();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return false;
+  out = read_regular_file(path);  // a FIFO or device is refused (nvfp4::Error), not waited on
   return true;
 }
 
