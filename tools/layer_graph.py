@@ -26,8 +26,8 @@ PUBLIC = {
     "dense.h": "kernels", "kernels.h": "kernels", "kernels_ref.h": "kernels", "linear.h": "kernels",
     "arch.h": "io", "checkpoint.h": "io", "gguf.h": "io", "gguf_writer.h": "io", "safetensors.h": "io",
     "chat.h": "text", "tokenizer.h": "text",
-    "model.h": "ops",
-    "draft.h": "runtime", "generate.h": "runtime", "sampler.h": "runtime",
+    "model.h": "ops", "sequence_state.h": "ops",
+    "draft.h": "runtime", "generate.h": "runtime", "sampler.h": "runtime", "speculate.h": "runtime",
     "calibrate.h": "convert", "convert.h": "convert", "verify.h": "convert",
 }
 

@@ -41,7 +41,8 @@ struct GenerateOptions {
   // resets it and evaluates the prompt into it.
   DraftModelProposer* draft = nullptr;
   // Speculation backs off to plain decoding when, over the last 16 verification steps, it made
-  // fewer tokens per second than the plain steps measured before it.
+  // fewer tokens per second than the plain steps measured before it (two plain steps first, only
+  // when on). The drafts, their length and the verify step are speculate.h's, shared with serve.
   bool backoff = true;
 };
 

@@ -1,9 +1,9 @@
 // The runtime, split as vLLM's and llama.cpp's are: a Model (the weights: immutable, shared by
-// every sequence and thread), Sequences (a KV cache and a position each), a Workspace (the
-// scratch of one forward pass, owned by whoever steps) and forward(): one step over a flat list
-// of tokens, each with its sequence and position, so that prompt chunks and decode tokens of many
-// sequences share one pass and every weight is decoded once for all of them. Context is the
-// one-sequence convenience over those parts.
+// every sequence and thread), Sequences (a state per layer, sequence_state.h, and a position
+// each), a Workspace (the scratch of one forward pass, owned by whoever steps) and forward():
+// one step over a flat list of tokens, each with its sequence and position, so that prompt
+// chunks and decode tokens of many sequences share one pass and every weight is decoded once for
+// all of them. Context is the one-sequence convenience over those parts.
 //
 // The architecture comes from the table (include/nvfp4/arch.h): Llama 2/3.x, Mistral, Qwen2 and
 // Qwen3, run by its family's block (src/models/<family>.cpp): RMSNorm, q/k/v projections (bias,
@@ -26,6 +26,7 @@
 #include "nvfp4/arch.h"
 #include "nvfp4/checkpoint.h"
 #include "nvfp4/kernels_ref.h"
+#include "nvfp4/sequence_state.h"
 #include "nvfp4/thread_pool.h"
 
 namespace nvfp4 {
@@ -102,23 +103,42 @@ class Model {
   std::unique_ptr<Impl> impl_;
 };
 
-// One sequence: its KV cache (n_ctx positions, allocated up front) and how many it holds.
+// One sequence: a state per layer (sequence_state.h; for today's families every layer is full
+// attention: its KV cache of n_ctx positions, allocated up front) and how many positions it holds.
 class Sequence {
  public:
-  // Throws nvfp4::Error when n_ctx < 1 or exceeds the model's sliding window.
+  // The states the model's layers ask for. Throws nvfp4::Error when n_ctx < 1 or exceeds the
+  // model's sliding window.
   Sequence(const Model& model, int64_t n_ctx, KvType kv = KvType::f32);
+  // A sequence of the states `layers` ask for, one per layer (a test's toy recurrent model; a
+  // family whose layers are not all attention). The full-attention layers share one KV cache of
+  // n_ctx positions of type kv (one KV shape for all of them today: other shapes are refused).
+  // `source` is named in errors.
+  Sequence(std::span<const StateSpec> layers, int64_t n_ctx, KvType kv = KvType::f32, std::string source = "");
   ~Sequence();
   Sequence(Sequence&&) noexcept;
   Sequence& operator=(Sequence&&) noexcept;
 
   int64_t pos() const;    // positions held: the next token goes there
   int64_t n_ctx() const;
-  // Keeps the first n positions (0 <= n <= pos()): a prompt cache's shared prefix, a rejected draft.
+  int64_t n_layer() const;
+  LayerState& layer(int64_t l);
+  const LayerState& layer(int64_t l) const;
+  // Whether every layer can go back to any prefix (no recurrent layer).
+  bool can_truncate() const;
+  // The longest prefix of at most n positions (0 <= n <= pos()) that every layer can go back to:
+  // n when all can truncate; else 0, pos() or a position whose snapshot every layer keeps.
+  int64_t keepable(int64_t n) const;
+  // Keeps the first n positions (a prompt cache's shared prefix, a rejected draft): n must be
+  // keepable(n), else nvfp4::Error naming the layer, its kind and what it can go back to.
   void truncate(int64_t n);
-  // Holds the first n positions of `from` (0 <= n <= from.pos()): a prompt cache's shared prefix
+  // Before a step that appends up to 1 + k tokens any prefix of which may be kept (a verify step
+  // of k drafts): a layer that cannot truncate keeps what going back needs (speculate.h).
+  void snapshot(int64_t k);
+  // Holds the first n positions of `from` (n = from.keepable(n)): a prompt cache's shared prefix
   // taken from another sequence of the same model, context and KV type (anything else throws
-  // nvfp4::Error). A position's keys and values depend on the tokens up to it alone, so this
-  // is the cache a forward() of those tokens would have written (bit for bit in the integer-exact modes).
+  // nvfp4::Error). A position's state depends on the tokens up to it alone, so this is the state
+  // a forward() of those tokens would have written (bit for bit in the integer-exact modes).
   void copy_prefix(const Sequence& from, int64_t n);
   size_t bytes() const;
 

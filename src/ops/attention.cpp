@@ -40,23 +40,28 @@ void KvCache::store(int64_t l, int64_t pos, const float* k, const float* v) {
     }
 }
 
-void KvCache::copy_prefix(const KvCache& src, int64_t n) {
-  const auto shape = [](const KvCache& c) {
-    return std::to_string(c.n_layer_) + " layers x " + std::to_string(c.n_kv_) + " KV heads of " + std::to_string(c.hd_) +
-           ", " + std::to_string(c.n_ctx_) + " positions, " + (c.type_ == KvType::f32 ? "F32" : "F16");
-  };
-  if (src.n_layer_ != n_layer_ || src.n_kv_ != n_kv_ || src.hd_ != hd_ || src.n_ctx_ != n_ctx_ || src.type_ != type_)
-    throw Error("", "", "copy a KV cache's prefix from a cache of the same shape", shape(*this), shape(src));
+std::string KvCache::layer_shape() const {
+  return std::to_string(n_kv_) + " KV heads of " + std::to_string(hd_) + ", " + std::to_string(n_ctx_) + " positions, " +
+         (type_ == KvType::f32 ? "F32" : "F16");
+}
+
+void KvCache::copy_prefix(int64_t l, const KvCache& src, int64_t src_l, int64_t n) {
+  if (src.n_kv_ != n_kv_ || src.hd_ != hd_ || src.n_ctx_ != n_ctx_ || src.type_ != type_)
+    throw Error("", "", "copy a KV cache layer's prefix from a layer of the same shape", layer_shape(), src.layer_shape());
+  if (l < 0 || l >= n_layer_ || src_l < 0 || src_l >= src.n_layer_)
+    throw Error("", "", "copy a KV cache layer's prefix: layers of the caches",
+                "0 .. " + std::to_string(n_layer_ - 1) + " and 0 .. " + std::to_string(src.n_layer_ - 1),
+                std::to_string(l) + " and " + std::to_string(src_l));
   if (n < 0 || n > n_ctx_) throw Error("", "", "copy a KV cache's prefix", "0 .. " + std::to_string(n_ctx_), std::to_string(n));
-  const auto copy = [&](int64_t off, int64_t count) {
-    if (type_ == KvType::f32) std::copy_n(src.f_.data() + off, count, f_.data() + off);
-    else std::copy_n(src.h_.data() + off, count, h_.data() + off);
+  const auto copy = [&](int64_t dst_off, int64_t src_off, int64_t count) {
+    if (type_ == KvType::f32) std::copy_n(src.f_.data() + src_off, count, f_.data() + dst_off);
+    else std::copy_n(src.h_.data() + src_off, count, h_.data() + dst_off);
   };
-  for (int64_t l = 0; l < n_layer_; ++l)
-    for (int64_t h = 0; h < n_kv_; ++h) {
-      copy(l * layer_size() + h * hd_ * k_ctx_, key_tiles(n) * kKeyTile * hd_);                   // whole key tiles
-      copy(l * layer_size() + n_kv_ * hd_ * k_ctx_ + h * n_ctx_ * hd_, n * hd_);                   // value rows
-    }
+  for (int64_t h = 0; h < n_kv_; ++h) {
+    const int64_t k_off = h * hd_ * k_ctx_, v_off = n_kv_ * hd_ * k_ctx_ + h * n_ctx_ * hd_;
+    copy(l * layer_size() + k_off, src_l * layer_size() + k_off, key_tiles(n) * kKeyTile * hd_);  // whole key tiles
+    copy(l * layer_size() + v_off, src_l * layer_size() + v_off, n * hd_);                         // value rows
+  }
 }
 
 const void* KvCache::keys(int64_t l, int64_t h) const {

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "nvfp4/huge_pages.h"
@@ -24,16 +25,21 @@ class KvCache {
   void init(int64_t n_layer, int64_t n_kv, int64_t head_dim, int64_t n_ctx, KvType type);
   // Stores the k and v vectors ([n_kv * head_dim] each) of layer l at position pos.
   void store(int64_t l, int64_t pos, const float* k, const float* v);
-  // Copies positions [0, n) of every layer from src (same shape and type, else nvfp4::Error).
-  void copy_prefix(const KvCache& src, int64_t n);
+  // Copies positions [0, n) of layer src_l of src into layer l (the same heads, head size,
+  // positions and type, else nvfp4::Error naming both shapes).
+  void copy_prefix(int64_t l, const KvCache& src, int64_t src_l, int64_t n);
   // Keys of KV head h of layer l, tiled as above (whole tiles: key_tiles(n_ctx) * kKeyTile * hd
   // elements), and its values as [j * head_dim + d], in place: float for an F32 cache, uint16_t
   // (F16) for an F16 one; attention widens F16 in registers as it reads.
   const void* keys(int64_t l, int64_t h) const;
   const void* values(int64_t l, int64_t h) const;
   size_t bytes() const { return f_.size() * 4 + h_.size() * 2; }
+  size_t layer_bytes() const { return static_cast<size_t>(layer_size()) * (type_ == KvType::f32 ? 4 : 2); }
+  std::string layer_shape() const;  // "3 KV heads of 64, 256 positions, F16"
   bool is_f16() const { return type_ == KvType::f16; }
   int64_t n_ctx() const { return n_ctx_; }
+  // Whether it holds n_layer layers of n_kv heads of head_dim (a sequence made for this model).
+  bool fits(int64_t n_layer, int64_t n_kv, int64_t head_dim) const { return n_layer_ == n_layer && n_kv_ == n_kv && hd_ == head_dim; }
 
  private:
   int64_t n_layer_ = 0, n_kv_ = 0, hd_ = 0, n_ctx_ = 0, k_ctx_ = 0;  // k_ctx_: n_ctx rounded up to a whole tile

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -19,8 +21,12 @@
 namespace nvfp4 {
 
 struct Sequence::Impl {
+  // The full-attention layers' keys and values, in one cache as before (model layer l is cache
+  // layer l); each layer's FullAttentionState is its view. Empty for a sequence of other states.
   KvCache kv;
+  std::vector<std::unique_ptr<LayerState>> layers;  // one per layer (sequence_state.h)
   int64_t pos = 0, n_ctx = 0;
+  std::string source;  // the model's file, for errors
 };
 
 // A view of part of the workspace's activation arena (as a vector's data() and size()).

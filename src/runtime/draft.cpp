@@ -6,6 +6,8 @@
 
 #include "nvfp4/error.h"
 #include "nvfp4/sampler.h"
+#include "nvfp4/speculate.h"
+#include "ops/model_impl.h"
 
 namespace nvfp4 {
 
@@ -83,15 +85,13 @@ void DraftModelProposer::feed(std::span<const int32_t> tokens) {
 }
 
 void DraftModelProposer::catch_up(std::span<const int32_t> h) {
-  if (h.empty()) throw Error("", "", "draft model: empty history", "at least one token", "0 tokens");
+  if (h.empty()) throw Error(model_.impl().source, "", "draft model: empty history", "at least one token", "0 tokens");
   if (static_cast<int64_t>(h.size()) > seq_.n_ctx())
-    throw Error("", "", "draft model: history longer than its cache", std::to_string(seq_.n_ctx()) + " positions",
+    throw Error(model_.impl().source, "", "draft model: history longer than its context (--ctx)", std::to_string(seq_.n_ctx()) + " positions",
                 std::to_string(h.size()));
-  size_t c = static_cast<size_t>(std::mismatch(held_.begin(), held_.end(), h.begin(), h.end()).first - held_.begin());
-  c = std::min(c, h.size() - 1);  // the last token is run again for its logits when already held
-  seq_.truncate(static_cast<int64_t>(c));
-  held_.resize(c);
-  feed(h.subspan(c));
+  // The last token is run again for its logits when already held.
+  const int64_t c = keep_reusable_prefix(seq_, held_, h);
+  feed(h.subspan(static_cast<size_t>(c)));
 }
 
 void DraftModelProposer::sync(std::span<const int32_t> history) { catch_up(history); }

@@ -5,6 +5,8 @@
 #include <deque>
 
 #include "nvfp4/error.h"
+#include "nvfp4/speculate.h"
+#include "ops/model_impl.h"
 
 namespace nvfp4 {
 
@@ -32,11 +34,11 @@ GenerateResult generate(const Model& model, Sequence& seq, Workspace& ws, Thread
                         const std::function<void(int32_t)>& on_token, bool allow_drift) {
   const Mode mode = model.mode();
   if (opt.speculative && !allow_drift && mode != Mode::a16q8 && mode != Mode::w4a4)
-    throw Error("", "", "speculative decoding in mode " + std::string(mode_name(mode)) +
+    throw Error(model.impl().source, "", "--spec: speculative decoding in mode " + std::string(mode_name(mode)) +
                     ": its logits may change with the step's composition, so output could drift from plain decoding",
                 "--precision a16q8 or w4a4 (bit-identical), or --spec-allow-drift", std::string(mode_name(mode)));
-  if (seq.pos() != 0) throw Error("", "", "generate: the sequence must start empty", "0 positions", std::to_string(seq.pos()));
-  if (prompt.empty()) throw Error("", "", "empty prompt", "at least one token", "0 tokens");
+  if (seq.pos() != 0) throw Error(model.impl().source, "", "generate: the sequence must start empty", "0 positions", std::to_string(seq.pos()));
+  if (prompt.empty()) throw Error(model.impl().source, "", "empty prompt", "at least one token", "0 tokens");
   GenerateResult r;
   const int64_t nv = model.config().n_vocab, nb = ws.n_batch();
   Sampler sampler(opt.sampling);
@@ -78,7 +80,8 @@ GenerateResult generate(const Model& model, Sequence& seq, Workspace& ws, Thread
   if (opt.n_predict <= 0 || !emit(logits.data())) return r;
   const auto tg = clk::now();
   bool spec = opt.speculative;
-  int k = std::max(1, opt.draft_max);
+  DraftLength k;
+  k.reset(std::max(1, opt.draft_max));
   double plain_s = 0;
   int64_t plain_steps = 0, plain_tokens = 0;
   std::deque<std::pair<double, int64_t>> window;  // recent verification steps: (seconds, tokens)
@@ -87,13 +90,10 @@ GenerateResult generate(const Model& model, Sequence& seq, Workspace& ws, Thread
     if (room < 1) break;
     std::vector<int32_t> draft;
     const auto ts = clk::now();
-    // Two plain steps first measure what speculation must beat.
+    // With the back-off on, two plain steps first measure what speculation must beat.
     bool tried = false;
-    if (spec && plain_steps >= 2) {
-      // The step's last row gives a token beyond the drafts, so drafts stop one short of n_predict
-      // (and an accepted draft token is always one the cache keeps, as plain decoding's is).
-      const int64_t limit =
-          std::min<int64_t>({k, room - 1, nb - 1, opt.n_predict - static_cast<int64_t>(r.tokens.size()) - 1});
+    if (spec && (plain_steps >= 2 || !opt.backoff)) {
+      const int64_t limit = draft_limit(k.k(), seq, opt.n_predict - static_cast<int64_t>(r.tokens.size()), nb - 1);
       tried = limit > 0;
       if (tried && draft_model) {
         draft = draft_model->propose(history, static_cast<int>(limit));
@@ -104,24 +104,27 @@ GenerateResult generate(const Model& model, Sequence& seq, Workspace& ws, Thread
     }
     step.clear();
     const int64_t p0 = seq.pos();
+    begin_verify(seq, draft.size());
     step.push_back({history.back(), &seq, p0, true});
     for (size_t i = 0; i < draft.size(); ++i) step.push_back({draft[i], &seq, p0 + 1 + static_cast<int64_t>(i), true});
     forward(model, step, ws, pool, logits.data());
     ++r.steps;
     r.drafted += static_cast<int64_t>(draft.size());
-    // Row i is the logits after step token i; accept drafts while they equal the pick.
-    size_t accepted = 0;
-    bool more = true;
-    for (size_t i = 0; i <= draft.size() && more; ++i) {
-      more = emit(logits.data() + i * static_cast<size_t>(nv));
-      if (!more || i == draft.size() || r.tokens.back() != draft[i]) break;
-      ++accepted;
-    }
-    r.accepted += static_cast<int64_t>(accepted);
-    // Keep the cache of what was accepted (the step's first token and the accepted drafts).
-    seq.truncate(p0 + 1 + static_cast<int64_t>(accepted));
+    // Row i is the logits after step token i; drafts are accepted while they equal the pick.
+    const Verdict v = verify_drafts(draft, [&](size_t i) {
+      const size_t before = r.tokens.size();
+      Pick p;
+      p.more = emit(logits.data() + i * static_cast<size_t>(nv));
+      p.emitted = r.tokens.size() > before;
+      p.token = p.emitted ? r.tokens.back() : -1;
+      return p;
+    });
+    r.accepted += static_cast<int64_t>(v.accepted);
+    // Keep the state of what was accepted (the step's first token and the kept drafts).
+    end_verify(seq, p0, v.kept);
+    const bool more = !v.ended;
     const double dt = since(ts);
-    const int64_t made = static_cast<int64_t>(accepted) + 1;
+    const int64_t made = static_cast<int64_t>(v.kept) + 1;
     // An empty prompt lookup costs nothing: the step is a plain one. A draft model's empty draft
     // cost its evaluation: the step counts against speculation.
     if (draft.empty() && !(tried && draft_model)) {
@@ -129,8 +132,7 @@ GenerateResult generate(const Model& model, Sequence& seq, Workspace& ws, Thread
       ++plain_steps;
       plain_tokens += 1;
     } else {
-      if (!draft.empty() && accepted == draft.size()) k = std::min(opt.draft_max, 2 * k);
-      else if (!draft.empty() && accepted == 0) k = std::max(1, k / 2);
+      k.verified(draft.size(), v.kept, opt.draft_max);
       window.emplace_back(dt, made);
       if (window.size() > 16) window.pop_front();
       if (opt.backoff && window.size() == 16 && plain_steps > 0) {

@@ -12,40 +12,10 @@
 
 namespace nvfp4 {
 
-// ---- Sequence ---------------------------------------------------------------------------------
-
-Sequence::Sequence(const Model& model, int64_t n_ctx, KvType kv) : impl_(std::make_unique<Impl>()) {
-  const ModelConfig& c = model.config();
-  if (n_ctx < 1) throw Error("Sequence n_ctx", "", "context size", ">= 1", std::to_string(n_ctx));
-  if (c.sliding_window > 0 && n_ctx > c.sliding_window)
-    throw Error(model.impl().source, "", "the model declares a sliding window (attention.sliding_window), which this runtime does not apply: the context may not exceed it",
-                "--ctx <= " + std::to_string(c.sliding_window), std::to_string(n_ctx));
-  impl_->n_ctx = n_ctx;
-  impl_->kv.init(c.n_layer, c.n_head_kv, c.head_dim, n_ctx, kv);
-}
-Sequence::~Sequence() = default;
-Sequence::Sequence(Sequence&&) noexcept = default;
-Sequence& Sequence::operator=(Sequence&&) noexcept = default;
-int64_t Sequence::pos() const { return impl_->pos; }
-int64_t Sequence::n_ctx() const { return impl_->n_ctx; }
-size_t Sequence::bytes() const { return impl_->kv.bytes(); }
-void Sequence::truncate(int64_t n) {
-  if (n < 0 || n > impl_->pos) throw Error("Sequence::truncate n", "", "truncate a sequence", "0 .. " + std::to_string(impl_->pos), std::to_string(n));
-  impl_->pos = n;
-}
-void Sequence::copy_prefix(const Sequence& from, int64_t n) {
-  if (n < 0 || n > from.impl_->pos)
-    throw Error("Sequence::copy_prefix n", "", "copy a sequence's prefix", "0 .. " + std::to_string(from.impl_->pos), std::to_string(n));
-  if (from.impl_->n_ctx != impl_->n_ctx)
-    throw Error("Sequence::copy_prefix from", "", "copy a sequence's prefix: the same context size", std::to_string(impl_->n_ctx), std::to_string(from.impl_->n_ctx));
-  if (&from != this) impl_->kv.copy_prefix(from.impl_->kv, n);
-  impl_->pos = n;
-}
-
 // ---- Workspace --------------------------------------------------------------------------------
 
 Workspace::Workspace(const Model& model, int64_t n_batch) {
-  if (n_batch < 1) throw Error("Workspace n_batch", "", "batch size", ">= 1", std::to_string(n_batch));
+  if (n_batch < 1) throw Error(model.impl().source, "Workspace n_batch", "batch size (--batch)", ">= 1", std::to_string(n_batch));
   impl_ = std::make_unique<Impl>(model.impl(), n_batch);
 }
 Workspace::~Workspace() = default;
@@ -71,8 +41,8 @@ void forward(const Model& model, std::span<const StepToken> tokens, Workspace& w
   Workspace::Impl& ws = workspace.impl();
   const ModelConfig& c = m.cfg;
   const int64_t n = static_cast<int64_t>(tokens.size());
-  if (&ws.m != &m) throw Error("forward workspace", "", "workspace of another model", "one made for this model", "another");
-  if (n > ws.n_batch) throw Error("forward tokens", "", "tokens in one step", "at most the workspace's " + std::to_string(ws.n_batch), std::to_string(n));
+  if (&ws.m != &m) throw Error(m.source, "forward workspace", "workspace of another model", "one made for this model", "another");
+  if (n > ws.n_batch) throw Error(m.source, "forward tokens", "tokens in one step", "at most the workspace's " + std::to_string(ws.n_batch), std::to_string(n));
   if (n == 0) return;
   // Validate everything before computing: positions continue each sequence, in step order.
   std::vector<AttnToken> at(static_cast<size_t>(n));
@@ -80,16 +50,21 @@ void forward(const Model& model, std::span<const StepToken> tokens, Workspace& w
   int64_t max_pos = 0;
   for (int64_t t = 0; t < n; ++t) {
     const StepToken& s = tokens[static_cast<size_t>(t)];
-    if (!s.seq) throw Error("StepToken.seq", "", "step token without a sequence", "a sequence", "null");
+    if (!s.seq) throw Error(m.source, "StepToken.seq", "step token without a sequence", "a sequence", "null");
     if (s.token < 0 || s.token >= c.n_vocab)
-      throw Error("StepToken.token", "", "token id out of range", "0 .. " + std::to_string(c.n_vocab - 1), std::to_string(s.token));
+      throw Error(m.source, "StepToken.token", "token id out of range", "0 .. " + std::to_string(c.n_vocab - 1), std::to_string(s.token));
     auto it = std::find_if(next.begin(), next.end(), [&](const auto& p) { return p.first == s.seq; });
-    if (it == next.end()) it = next.insert(next.end(), {s.seq, s.seq->pos()});
+    if (it == next.end()) {
+      if (!s.seq->impl().kv.fits(c.n_layer, c.n_head_kv, c.head_dim))
+        throw Error(m.source, "", "step token's sequence: one made for this model (a full-attention state per layer)",
+                    std::to_string(c.n_layer) + " layers", std::to_string(s.seq->n_layer()) + " layers of other states");
+      it = next.insert(next.end(), {s.seq, s.seq->pos()});
+    }
     if (s.pos != it->second)
-      throw Error("StepToken.pos", "", "step token position (a sequence's tokens continue it in step order)", std::to_string(it->second),
+      throw Error(m.source, "StepToken.pos", "step token position (a sequence's tokens continue it in step order)", std::to_string(it->second),
                   std::to_string(s.pos));
     if (s.pos >= s.seq->n_ctx())
-      throw Error("StepToken.pos", "", "context full", "at most " + std::to_string(s.seq->n_ctx()) + " positions", std::to_string(s.pos + 1));
+      throw Error(m.source, "StepToken.pos", "context full", "at most " + std::to_string(s.seq->n_ctx()) + " positions", std::to_string(s.pos + 1));
     ++it->second;
     at[static_cast<size_t>(t)] = AttnToken{&s.seq->impl().kv, s.pos};
     max_pos = std::max(max_pos, s.pos);
@@ -141,7 +116,7 @@ struct Context::Impl {
 
 Context::Context(const Model& model, const ContextOptions& opt, ThreadPool& pool) {
   if (opt.n_ctx < 1 || opt.n_batch < 1)
-    throw Error("ContextOptions n_ctx, n_batch", "", "context size and batch", ">= 1", std::to_string(opt.n_ctx) + ", " + std::to_string(opt.n_batch));
+    throw Error(model.impl().source, "ContextOptions n_ctx, n_batch", "context size and batch (--ctx, --batch)", ">= 1", std::to_string(opt.n_ctx) + ", " + std::to_string(opt.n_batch));
   impl_ = std::make_unique<Impl>(model, opt, pool);
 }
 Context::~Context() = default;
@@ -150,11 +125,11 @@ void Context::eval(const int32_t* tokens, int64_t n, float* logits, bool all) {
   Impl& c = *impl_;
   if (n < 1) return;
   if (c.seq.pos() + n > c.seq.n_ctx())
-    throw Error("Context::eval n", "", "context full", "at most " + std::to_string(c.seq.n_ctx()) + " positions", std::to_string(c.seq.pos() + n));
+    throw Error(c.model.impl().source, "Context::eval n", "context full", "at most " + std::to_string(c.seq.n_ctx()) + " positions", std::to_string(c.seq.pos() + n));
   const int64_t nv = c.model.config().n_vocab;
   for (int64_t i = 0; i < n; ++i)
     if (tokens[i] < 0 || tokens[i] >= nv)
-      throw Error("Context::eval tokens", "", "token id out of range", "0 .. " + std::to_string(nv - 1), std::to_string(tokens[i]));
+      throw Error(c.model.impl().source, "Context::eval tokens", "token id out of range", "0 .. " + std::to_string(nv - 1), std::to_string(tokens[i]));
   const int64_t nb = c.ws.n_batch();
   for (int64_t s = 0; s < n; s += nb) {
     const int64_t k = std::min(nb, n - s);

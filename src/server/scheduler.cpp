@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "nvfp4/error.h"
+#include "nvfp4/speculate.h"
 #include "server/text_stream.h"
 
 namespace nvfp4::server {
@@ -41,7 +42,7 @@ struct Scheduler::Slot {
 
 Scheduler::Scheduler(const Model& model, const Tokenizer& tok, const SchedulerOptions& opt, Metrics& metrics)
     : model_(model), tok_(tok), opt_(opt), metrics_(metrics), backoff_(opt.spec.window, opt.spec.min_speedup) {
-  if (opt_.parallel < 1) throw Error("", "", "--parallel", "at least 1", std::to_string(opt_.parallel));
+  if (opt_.parallel < 1) throw Error("", "", "slots (--parallel)", "at least 1", std::to_string(opt_.parallel));
   check_spec_mode(opt_.spec, model.mode());
   if (opt_.spec.draft)
     draft_ = std::make_unique<DraftBatch>(*opt_.spec.draft, opt_.parallel, opt_.n_ctx, opt_.n_batch, opt_.kv);
@@ -127,15 +128,6 @@ void Scheduler::finish(Slot& s, const std::string& reason, const std::optional<A
   s.text.reset();
 }
 
-namespace {
-size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-  const size_t n = std::min(a.size(), b.size());
-  size_t i = 0;
-  while (i < n && a[i] == b[i]) ++i;
-  return i;
-}
-}  // namespace
-
 bool Scheduler::admit() {
   const bool late = draining_ && std::chrono::steady_clock::now() >= deadline_;
   // Waiting requests whose client left end now, not when a slot frees.
@@ -170,11 +162,12 @@ bool Scheduler::admit() {
       continue;
     }
     // The free slot with the longest cached prefix of the prompt, at most all but its last token
-    // (whose logits start the generation); ties and no cache: the least recently used.
+    // (whose logits start the generation), that its sequence can go back to (speculate.h: a
+    // recurrent layer only to a snapshot); ties and no cache: the least recently used.
     const bool reuse = opt_.cache_prompt && j->cache_prompt;
     size_t best = 0, best_n = 0;
     for (size_t k = 0; k < free.size(); ++k) {
-      const size_t n = reuse ? std::min(common_prefix(free[k]->cached, j->prompt), j->prompt.size() - 1) : 0;
+      const size_t n = reuse ? static_cast<size_t>(reusable_prefix(free[k]->seq, free[k]->cached, j->prompt)) : 0;
       if (k == 0 || n > best_n || (n == best_n && free[k]->order < free[best]->order)) {
         best = k;
         best_n = n;
@@ -186,8 +179,7 @@ bool Scheduler::admit() {
     size_t donor_n = best_n;
     for (const auto& sp : slots_) {
       if (!reuse) break;
-      const size_t n = std::min({common_prefix(sp->cached, j->prompt), j->prompt.size() - 1,
-                                 static_cast<size_t>(sp->seq.pos())});
+      const size_t n = static_cast<size_t>(reusable_prefix(sp->seq, sp->cached, j->prompt));
       if (n > donor_n) {
         donor = sp.get();
         donor_n = n;
@@ -277,11 +269,8 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
     if (!s.job || s.next < 0) continue;
     gen.push_back(&s);
     s.cached.push_back(s.next);
-    // The last row gives a token beyond the drafts, so drafts stop one short of max_tokens (an
-    // accepted draft is always a token the cache keeps, as plain decoding's is).
-    const int64_t n = s.spec.want(opt_.spec,
-                                  std::min({draft_budget, s.seq.n_ctx() - s.seq.pos() - 1,
-                                            s.job->max_tokens - s.job->n_generated - 1}),
+    // At most draft_limit (speculate.h): one short of the tokens left, within the step's budget.
+    const int64_t n = s.spec.want(opt_.spec, s.seq, s.job->max_tokens - s.job->n_generated, draft_budget,
                                   backoff_.active());
     if (n <= 0) {
       s.spec.set(opt_.spec, {});
@@ -309,8 +298,9 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
   for (Slot* sp : gen) {
     Slot& s = *sp;
     const int64_t p0 = s.seq.pos();
-    toks.push_back({s.next, &s.seq, p0, true});
     const auto& d = s.spec.draft();
+    begin_verify(s.seq, d.size());
+    toks.push_back({s.next, &s.seq, p0, true});
     drafts = drafts || !d.empty();
     for (size_t i = 0; i < d.size(); ++i) {
       toks.push_back({d[i], &s.seq, p0 + 1 + static_cast<int64_t>(i), true});
@@ -375,16 +365,15 @@ int64_t Scheduler::verify(Slot& s, const float* rows, int64_t p0) {
   }
   metrics_.spec_drafted += static_cast<int64_t>(draft.size());
   // Row i holds the logits after the slot's i-th step token: the pick there is the token plain
-  // decoding makes; drafts are accepted while they equal it.
-  size_t kept = 0;  // drafts whose KV stays (accepted and followed by another row)
+  // decoding makes; drafts are accepted while they equal it (verify_drafts, as `run` does).
   int64_t picks = 0;
-  for (size_t i = 0; i <= draft.size(); ++i) {
+  const Verdict v = verify_drafts(draft, [&](size_t i) {
     const float* row = rows + i * static_cast<size_t>(nv);
     const int32_t tok = s.sampler->sample(row, nv);
     ++picks;
     if (tok_.is_eog(tok)) {
       finish(s, "stop", std::nullopt);
-      break;
+      return Pick{tok, false, false};
     }
     const bool match = i < draft.size() && tok == draft[i];
     const std::string piece = s.text->push(tok_.token_bytes(tok));
@@ -404,20 +393,16 @@ int64_t Scheduler::verify(Slot& s, const float* rows, int64_t p0) {
     if (match) metrics_.spec_accepted += 1;
     if (s.text->stopped() || n_gen >= j.max_tokens) {
       finish(s, s.text->stopped() ? "stop" : "length", std::nullopt);
-      break;
+      return Pick{tok, true, false};
     }
-    if (!match) {
-      s.next = tok;
-      break;
-    }
-    ++kept;
-  }
+    return Pick{tok, true, true};
+  });
+  if (!v.ended) s.next = v.next;
   if (p0 >= 0) {
-    // The cache keeps the slot's next token and the drafts accepted before the last row's pick.
-    const int64_t keep = p0 + 1 + static_cast<int64_t>(kept);
-    s.seq.truncate(keep);
-    s.cached.resize(static_cast<size_t>(keep));
-    s.spec.verified(opt_.spec, kept);
+    // The sequence keeps the slot's next token and the drafts accepted before the last row's pick.
+    end_verify(s.seq, p0, v.kept);
+    s.cached.resize(static_cast<size_t>(s.seq.pos()));
+    s.spec.verified(opt_.spec, v.kept);
   }
   return picks;
 }

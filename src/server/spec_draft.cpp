@@ -6,6 +6,8 @@
 #include "nvfp4/draft.h"
 #include "nvfp4/error.h"
 #include "nvfp4/sampler.h"
+#include "nvfp4/speculate.h"
+#include "ops/model_impl.h"
 
 namespace nvfp4::server {
 
@@ -56,13 +58,9 @@ void DraftBatch::draft(std::span<const Ask> asks, ThreadPool& pool) {
     Sequence& seq = *seqs_[static_cast<size_t>(q.slot)];
     std::vector<int32_t>& held = held_[static_cast<size_t>(q.slot)];
     if (static_cast<int64_t>(q.history.size()) + q.limit - 1 > seq.n_ctx())
-      throw Error("", "", "draft model: history and draft longer than its cache", std::to_string(seq.n_ctx()) + " positions",
+      throw Error(model_.impl().source, "", "draft model: history and draft longer than its context (--ctx)", std::to_string(seq.n_ctx()) + " positions",
                   std::to_string(q.history.size() + static_cast<size_t>(q.limit) - 1));
-    size_t c = static_cast<size_t>(std::mismatch(held.begin(), held.end(), q.history.begin(), q.history.end()).first -
-                                   held.begin());
-    c = std::min(c, q.history.size() - 1);
-    seq.truncate(static_cast<int64_t>(c));
-    held.resize(c);
+    const size_t c = static_cast<size_t>(keep_reusable_prefix(seq, held, q.history));
     for (size_t i = c; i < q.history.size(); ++i) {
       const bool last = i + 1 == q.history.size();
       step.push_back({q.history[i], &seq, static_cast<int64_t>(i), last});

@@ -44,9 +44,8 @@ void SpecSlot::set(const SpecOptions& o, std::vector<int32_t> draft) {
   if (static_cast<int>(draft_.size()) < o.draft_min) draft_.clear();
 }
 
-void SpecSlot::verified(const SpecOptions& o, size_t accepted) {
-  if (!draft_.empty() && accepted == draft_.size()) k_ = std::min(o.draft_max, 2 * k_);
-  else if (!draft_.empty() && accepted == 0) k_ = std::max(1, k_ / 2);
+void SpecSlot::verified(const SpecOptions& o, size_t kept) {
+  k_.verified(draft_.size(), kept, o.draft_max);
   draft_.clear();
 }
 

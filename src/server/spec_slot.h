@@ -13,6 +13,7 @@
 
 #include "nvfp4/generate.h"
 #include "nvfp4/model.h"
+#include "nvfp4/speculate.h"
 
 namespace nvfp4::server {
 
@@ -38,26 +39,27 @@ void check_spec_mode(const SpecOptions& o, Mode mode);
 class SpecSlot {
  public:
   void reset(const SpecOptions& o) {
-    k_ = o.draft_max;
+    k_.reset(o.draft_max);
     draft_.clear();
   }
-  // The draft length this step may have: min(k, limit), 0 when speculation is off (or backed off).
-  int64_t want(const SpecOptions& o, int64_t limit, bool active = true) const {
-    return o.on() && active ? std::min<int64_t>(k_, limit) : 0;
+  // The draft length this step may have: draft_limit (speculate.h) of k, the slot's sequence, the
+  // tokens it has left and the step's budget; 0 when speculation is off (or backed off).
+  int64_t want(const SpecOptions& o, const Sequence& seq, int64_t remaining, int64_t budget, bool active = true) const {
+    return o.on() && active ? draft_limit(k_.k(), seq, remaining, budget) : 0;
   }
   // Sets the draft of this step by prompt lookup: at most `n` tokens continuing `history` (what
   // the slot's sequence holds once its next token is fed, that token included).
   void lookup(const SpecOptions& o, std::span<const int32_t> history, int64_t n);
   // Sets the draft of this step (a draft model's); one shorter than --draft-min is dropped.
   void set(const SpecOptions& o, std::vector<int32_t> draft);
-  // After verification: `accepted` of the draft's tokens equal the picks. Adapts k (halved after
-  // a rejection at the first token, doubled back after a fully accepted draft) and drops the draft.
-  void verified(const SpecOptions& o, size_t accepted);
+  // After verification: `kept` of the draft's tokens were accepted and kept. Adapts k
+  // (DraftLength, as `run` does) and drops the draft.
+  void verified(const SpecOptions& o, size_t kept);
   const std::vector<int32_t>& draft() const { return draft_; }
-  int k() const { return k_; }
+  int k() const { return k_.k(); }
 
  private:
-  int k_ = 8;
+  DraftLength k_;
   std::vector<int32_t> draft_;
 };
 

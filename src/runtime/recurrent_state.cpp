@@ -1,0 +1,104 @@
+// The recurrent kind of sequence state (include/nvfp4/sequence_state.h).
+#include <algorithm>
+
+#include "nvfp4/error.h"
+#include "nvfp4/sequence_state.h"
+
+namespace nvfp4 {
+
+RecurrentState::RecurrentState(int64_t floats, int max_snapshots) {
+  if (floats < 1 || max_snapshots < 0)
+    throw Error("", "", "a recurrent state's size and snapshots", ">= 1 floats, >= 0 snapshots",
+                std::to_string(floats) + " floats, " + std::to_string(max_snapshots) + " snapshots");
+  state_.assign(static_cast<size_t>(floats), 0.0f);
+  snaps_.assign(static_cast<size_t>(floats) * static_cast<size_t>(max_snapshots), 0.0f);
+  snap_pos_.assign(static_cast<size_t>(max_snapshots), -1);
+}
+
+std::string RecurrentState::shape() const {
+  return std::to_string(state_.size()) + " floats, " + std::to_string(snap_pos_.size()) + " snapshots";
+}
+
+std::vector<int64_t> RecurrentState::snapshots() const {
+  std::vector<int64_t> p;
+  for (const int64_t s : snap_pos_)
+    if (s >= 0) p.push_back(s);
+  std::sort(p.begin(), p.end());
+  return p;
+}
+
+void RecurrentState::folded(int64_t n) {
+  if (n <= armed_from_ || n > armed_to_) return;
+  const size_t slot = static_cast<size_t>(n - armed_from_ - 1);
+  std::copy(state_.begin(), state_.end(), snaps_.begin() + static_cast<std::ptrdiff_t>(slot * state_.size()));
+  snap_pos_[slot] = n;
+}
+
+int64_t RecurrentState::keepable(int64_t n, int64_t held) const {
+  if (n >= held) return held;
+  int64_t best = 0;
+  for (const int64_t s : snap_pos_)
+    if (s >= 0 && s <= n && s <= held) best = std::max(best, s);
+  return best;
+}
+
+void RecurrentState::forget_after(int64_t n) {
+  for (int64_t& s : snap_pos_)
+    if (s > n) s = -1;
+  armed_from_ = 0;
+  armed_to_ = -1;
+}
+
+void RecurrentState::go_back(int64_t n, int64_t held) {
+  if (n < 0 || n > held || keepable(n, held) != n) {
+    std::string held_at = "0, " + std::to_string(held);
+    for (const int64_t s : snapshots()) held_at += ", " + std::to_string(s);
+    throw Error("", "", "a recurrent layer goes back only to 0 positions, all it holds, or a snapshot", held_at,
+                std::to_string(n));
+  }
+  if (n == held) {
+    forget_after(n);
+    return;
+  }
+  if (n == 0) {
+    std::fill(state_.begin(), state_.end(), 0.0f);
+  } else {
+    const size_t slot = static_cast<size_t>(std::find(snap_pos_.begin(), snap_pos_.end(), n) - snap_pos_.begin());
+    std::copy_n(snap(slot), state_.size(), state_.begin());
+  }
+  forget_after(n);
+}
+
+void RecurrentState::snapshot(int64_t held, int64_t k) {
+  if (k < 0 || k > max_snapshots())
+    throw Error("", "", "snapshots a recurrent layer keeps for one verify step (its drafts)",
+                "at most " + std::to_string(max_snapshots()), std::to_string(k));
+  // The slots are reused: one of a position the step is about to pass is taken again.
+  for (int64_t& s : snap_pos_)
+    if (s > held) s = -1;
+  // The slots the step fills are slot j <- position held + 1 + j: older snapshots there go.
+  for (int64_t j = 0; j < k; ++j) snap_pos_[static_cast<size_t>(j)] = -1;
+  armed_from_ = held;
+  armed_to_ = held + k;
+}
+
+void RecurrentState::copy_prefix(const LayerState& from, int64_t n, int64_t from_held) {
+  const auto* f = dynamic_cast<const RecurrentState*>(&from);
+  if (!f || f->state_.size() != state_.size())
+    throw Error("", "", "copy a recurrent layer's state from a recurrent layer of the same size", shape(),
+                std::string(state_kind_name(from.kind())) + ", " + from.shape());
+  if (n < 0 || n > from_held || f->keepable(n, from_held) != n)
+    throw Error("", "", "copy a recurrent layer's prefix: 0 positions, all it holds, or a snapshot",
+                "one of those of " + std::to_string(from_held), std::to_string(n));
+  if (n == 0) std::fill(state_.begin(), state_.end(), 0.0f);
+  else if (n == from_held) state_ = f->state_;
+  else {
+    const size_t slot = static_cast<size_t>(std::find(f->snap_pos_.begin(), f->snap_pos_.end(), n) - f->snap_pos_.begin());
+    std::copy_n(f->snap(slot), state_.size(), state_.begin());
+  }
+  std::fill(snap_pos_.begin(), snap_pos_.end(), -1);
+  armed_from_ = 0;
+  armed_to_ = -1;
+}
+
+}  // namespace nvfp4
