@@ -128,18 +128,8 @@ def make_float(arch, tok, out, plain_rope=False):
                 p.copy_(1 + 0.2 * torch.randn_like(p))
             elif name.endswith(".bias"):
                 p.copy_(0.1 * torch.randn_like(p))
-    m = m.to(torch.bfloat16)
-    m.generation_config.do_sample = False
-    m.save_pretrained(str(out))
-    tok.save_pretrained(str(out), save_jinja_files=False)
+    P.save_bf16(m, tok, out)
 
-
-@torch.no_grad()
-def greedy(model, ids, n=16):
-    seq = list(ids)
-    for _ in range(n):
-        seq.append(int(P.logits_of(model, seq)[-1].argmax()))
-    return seq[len(ids):]
 
 
 def st_tensors(d):
@@ -204,7 +194,7 @@ def make_arch(arch, out_root, plain_rope=False):
     logits = {k: [] for k in SETS}
     offset = 0
     for ids in prompts:
-        rec["prompts"].append({"ids": ids, "offset": offset, "greedy": greedy(model, ids)})
+        rec["prompts"].append({"ids": ids, "offset": offset, "greedy": P.greedy(model, ids)})
         offset += len(SETS) * len(ids) * len(tok)
         logits["float"].append(P.logits_of(model, ids))
     distinct = len(set(logits["float"][2].argmax(-1).tolist()))

@@ -107,18 +107,8 @@ def make_float(arch, tok, out):
                 p.add_(0.2 * torch.randn_like(p))
             elif name.endswith(".bias"):
                 p.copy_(0.1 * torch.randn_like(p))
-    m = m.to(torch.bfloat16)
-    m.generation_config.do_sample = False
-    m.save_pretrained(str(out))
-    tok.save_pretrained(str(out), save_jinja_files=False)
+    P.save_bf16(m, tok, out)
 
-
-@torch.no_grad()
-def greedy(model, ids, n=16):
-    seq = list(ids)
-    for _ in range(n):
-        seq.append(int(P.logits_of(model, seq)[-1].argmax()))
-    return seq[len(ids):]
 
 
 def top2_margin(lg):
@@ -154,6 +144,7 @@ def make_float_vlm(arch, float_dir, out, prompts):
     text = P.load_float(float_dir)
     tc = text.config.to_dict()
     tc["mtp_num_hidden_layers"] = 1
+    tc.pop("_name_or_path", None)  # the generating machine's path: not part of the fixture
     torch.manual_seed(SEED + 100 + ARCHS.index(arch))
     cfg = Cfg(text_config=tc, vision_config=VISION, tie_word_embeddings=False,
               architectures=[VLM.__name__])
@@ -213,7 +204,7 @@ def make_arch(arch, out_root):
     offset = 0
     for ids in prompts:
         lg = P.logits_of(model, ids)
-        rec["prompts"].append({"ids": ids, "offset": offset, "greedy": greedy(model, ids), "top2_margin": top2_margin(lg)})
+        rec["prompts"].append({"ids": ids, "offset": offset, "greedy": P.greedy(model, ids), "top2_margin": top2_margin(lg)})
         offset += len(SETS) * len(ids) * len(tok)
         logits["float"].append(lg)
     distinct = len(set(logits["float"][2].argmax(-1).tolist()))

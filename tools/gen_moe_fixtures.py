@@ -105,10 +105,7 @@ def make_float(arch, tok, out):
                 p.copy_(1 + 0.2 * torch.randn_like(p))
             elif name.endswith(".bias"):
                 p.copy_(0.1 * torch.randn_like(p))
-    m = m.to(torch.bfloat16)
-    m.generation_config.do_sample = False
-    m.save_pretrained(str(out))
-    tok.save_pretrained(str(out), save_jinja_files=False)
+    P.save_bf16(m, tok, out)
 
 
 def routers(model):
@@ -137,13 +134,6 @@ class RouteRecorder:
         for h in self.hooks:
             h.remove()
 
-
-@torch.no_grad()
-def greedy(model, ids, n=16):
-    seq = list(ids)
-    for _ in range(n):
-        seq.append(int(P.logits_of(model, seq)[-1].argmax()))
-    return seq[len(ids):]
 
 
 def make_arch(arch, out_root, llamacpp):
@@ -175,7 +165,7 @@ def make_arch(arch, out_root, llamacpp):
         lg = P.logits_of(model, ids)
         rr.close()
         routing = {n: {"experts": c[0][0], "weights": c[0][1]} for n, c in rr.calls.items()}
-        rec["prompts"].append({"ids": ids, "offset": offset, "greedy": greedy(model, ids), "routing": routing})
+        rec["prompts"].append({"ids": ids, "offset": offset, "greedy": P.greedy(model, ids), "routing": routing})
         offset += len(SETS) * len(ids) * len(tok)
         logits["float"].append(lg)
     distinct = len(set(logits["float"][2].argmax(-1).tolist()))

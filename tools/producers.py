@@ -185,6 +185,24 @@ def logits_of(model, ids):
     return model(torch.tensor([ids], dtype=torch.long)).logits[0].float()
 
 
+@torch.no_grad()
+def greedy(model, ids, n=16):
+    """n greedy tokens of `model` after `ids`, each from a full forward of the sequence so far."""
+    seq = list(ids)
+    for _ in range(n):
+        seq.append(int(logits_of(model, seq)[-1].argmax()))
+    return seq[len(ids):]
+
+
+def save_bf16(model, tokenizer, out):
+    """A float fixture as the tools write it: rounded to bfloat16, greedy generation config,
+    save_pretrained with its tokenizer (no separate jinja file)."""
+    model = model.to(torch.bfloat16)
+    model.generation_config.do_sample = False
+    model.save_pretrained(str(out))
+    tokenizer.save_pretrained(str(out), save_jinja_files=False)
+
+
 def versions():
     import importlib.metadata as md
     out = {}
