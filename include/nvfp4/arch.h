@@ -63,6 +63,13 @@ struct ArchInfo {
   MoeGating gating = MoeGating::softmax_all;
   bool norm_topk_default = false;  // renormalise the k weights when the checkpoint does not say
   Need shared_expert = Need::none;  // qwen2_moe: ffn_{gate,up,down}_shexp + sigmoid ffn_gate_inp_shexp
+  // Gated DeltaNet hybrids (Qwen3.5 / Qwen3.6 / Qwen3-Next): every <arch>.full_attention_interval-th
+  // layer is full attention, the others linear attention with a recurrent state (llama.cpp's
+  // convention); q_proj makes the attention's output gate beside the queries; RoPE over the first
+  // rope.dimension_count dimensions of a head; RMSNorm weights zero-centred in HF files ((1 + w),
+  // stored with the 1 added in GGUF as llama.cpp writes them).
+  bool gated_delta = false;
+  bool fused_qkvz = false;  // qwen3_next: in_proj_qkvz and in_proj_ba, grouped per key head
   std::string_view block;  // the family file whose block runs it (src/models/<block>.cpp)
 };
 

@@ -21,6 +21,9 @@ struct CheckpointInfo {
   std::string producer;    // "llama.cpp", "modelopt", "compressed-tensors", "float"
   std::string algorithm;   // "NVFP4", "W4A16_NVFP4", "MIXED_PRECISION", or the float/ggml type
   bool has_input_scales = false;  // every NVFP4 layer carries an activation scale (W4A4 servable)
+  // Parts of the file the text model does not run (a release's vision tower, its MTP layers),
+  // left out of tensors(): one line each, "vision tower: 28 tensors under model.visual.*".
+  std::vector<std::string> set_aside;
 };
 
 enum class Storage { nvfp4, fp8, f32, f16, bf16, ggml_quant, other };

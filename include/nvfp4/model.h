@@ -39,6 +39,20 @@ struct RopeConfig {
                                     // freq_factors[i]; empty: none
 };
 
+// What a layer mixes tokens with (its sequence state's kind follows): attention (a KV cache),
+// linear attention (Gated DeltaNet: a recurrent state), Mamba (room for Nemotron-H).
+enum class MixerKind { attention, linear_attention, mamba };
+
+// A Gated DeltaNet layer's sizes (Qwen3.5 / Qwen3.6 / Qwen3-Next; kernels/gated_delta.h).
+struct LinearAttnConfig {
+  int64_t n_k_heads = 0, n_v_heads = 0, d_k = 0, d_v = 0, conv_kernel = 0;
+  int64_t key_dim() const { return n_k_heads * d_k; }
+  int64_t value_dim() const { return n_v_heads * d_v; }
+  int64_t conv_dim() const { return 2 * key_dim() + value_dim(); }
+  // A sequence's state for one layer: the conv window and the heads' matrices.
+  int64_t state_floats() const { return conv_dim() * (conv_kernel - 1) + n_v_heads * d_k * d_v; }
+};
+
 struct ModelConfig {
   std::string arch;                 // the table entry's name: "qwen3"
   const ArchInfo* info = nullptr;
@@ -55,6 +69,14 @@ struct ModelConfig {
   int64_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0, n_ff_shexp = 0;
   MoeGating gating = MoeGating::softmax_all;
   bool norm_topk = false;  // renormalise the selected weights (softmax_all)
+  // Hybrids: each layer's mixer (empty: every layer attention), the Gated DeltaNet sizes, RoPE over
+  // the first n_rot dimensions of a head (0: all), and q_proj's output gate (its rows hold each
+  // head's queries, then that head's gate: 2 * q_dim rows).
+  std::vector<MixerKind> mixers;
+  LinearAttnConfig linear;
+  int64_t n_rot = 0;
+  bool attn_out_gate = false;
+  MixerKind mixer(int64_t l) const { return mixers.empty() ? MixerKind::attention : mixers[static_cast<size_t>(l)]; }
   int64_t q_dim() const { return n_head * head_dim; }
   int64_t kv_dim() const { return n_head_kv * head_dim; }
 };
@@ -103,8 +125,13 @@ class Model {
   std::unique_ptr<Impl> impl_;
 };
 
-// One sequence: a state per layer (sequence_state.h; for today's families every layer is full
-// attention: its KV cache of n_ctx positions, allocated up front) and how many positions it holds.
+// The snapshots a model's recurrent layers keep per sequence: the longest draft a verify step of
+// `run` or `serve` may carry there (their memory is taken on the first verify step).
+inline constexpr int kSequenceSnapshots = 16;
+
+// One sequence: a state per layer (sequence_state.h: a full-attention layer's KV cache of n_ctx
+// positions, allocated up front; a linear-attention layer's recurrent state) and how many
+// positions it holds.
 class Sequence {
  public:
   // The states the model's layers ask for. Throws nvfp4::Error when n_ctx < 1 or exceeds the
@@ -126,6 +153,9 @@ class Sequence {
   const LayerState& layer(int64_t l) const;
   // Whether every layer can go back to any prefix (no recurrent layer).
   bool can_truncate() const;
+  // The most drafts one verify step may carry: the snapshots each recurrent layer keeps
+  // (kSequenceSnapshots for a model's sequence); unbounded (INT64_MAX) without recurrent layers.
+  int64_t max_draft() const;
   // The longest prefix of at most n positions (0 <= n <= pos()) that every layer can go back to:
   // n when all can truncate; else 0, pos() or a position whose snapshot every layer keeps.
   int64_t keepable(int64_t n) const;
@@ -168,7 +198,8 @@ using Observer = std::function<void(const std::string& layer, const float* x, in
 // around the calls that make them (the results do not change); `total` is the whole step, so
 // total minus the parts is everything else (norms, residuals, the embedding, routing's plumbing).
 struct StepProfile {
-  enum Part { attn_proj, attention, router, experts, mlp, head, n_parts };
+  // recurrent: the Gated DeltaNet layers' conv and delta rule (bytes: the states read and written).
+  enum Part { attn_proj, attention, recurrent, router, experts, mlp, head, n_parts };
   static const char* name(int part);
   double seconds[n_parts] = {};
   double bytes[n_parts] = {};

@@ -100,7 +100,7 @@ class RecurrentState final : public LayerState {
   void forget_after(int64_t n);  // drops snapshots of positions past n, and any not yet taken
 
   std::vector<float> state_;
-  std::vector<float> snaps_;      // [max_snapshots][floats]
+  std::vector<float> snaps_;      // [max_snapshots][floats], allocated by the first snapshot()
   std::vector<int64_t> snap_pos_; // each slot's position; -1: empty
   int64_t armed_from_ = 0, armed_to_ = -1;  // snapshot() asked for positions (armed_from_, armed_to_]
 };

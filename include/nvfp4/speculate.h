@@ -29,7 +29,7 @@ class DraftLength {
 };
 
 // The drafts a verify step may carry: min(k, budget, the sequence's room after the fed token,
-// remaining - 1). The step's last row gives a token beyond the drafts, so drafts stop one short
+// remaining - 1, the snapshots its recurrent layers keep). The step's last row gives a token beyond the drafts, so drafts stop one short
 // of the tokens left to generate (an accepted draft is always one the sequence keeps, as plain
 // decoding's is). 0 or less: no drafts.
 int64_t draft_limit(int64_t k, const Sequence& seq, int64_t remaining, int64_t budget);

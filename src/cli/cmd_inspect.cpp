@@ -82,6 +82,7 @@ Registrar reg("inspect", "Show what a checkpoint is (producer, algorithm, modes 
                     j["modes"] = m;
                     j["file_bytes"] = file_bytes(*path);
                     j["head"] = head_line(*ck);
+                    j["set_aside"] = in.set_aside;  // a release's vision tower and MTP layers: not run
                     j["tensors"] = nlohmann::json::array();
                     for (const auto& t : ck->tensors()) {
                       nlohmann::json e = {{"name", t.name}, {"shape", t.shape}, {"storage", t.storage_name},
@@ -101,7 +102,9 @@ Registrar reg("inspect", "Show what a checkpoint is (producer, algorithm, modes 
                     std::cout << "f32 (float weights; NVFP4 modes after `nvfp4 convert`, or with `run --quantize`)";
                   for (size_t k = 0; k < m.size(); ++k) std::cout << (k ? ", " : "") << m[k];
                   std::cout << "\nhead:      " << head_line(*ck);
-                  std::cout << "\ntensors:   " << ck->tensors().size() << "\nfile:      " << file_bytes(*path) << " bytes\n\n";
+                  std::cout << "\ntensors:   " << ck->tensors().size() << "\nfile:      " << file_bytes(*path) << " bytes\n";
+                  for (const auto& line : in.set_aside) std::cout << "set aside: " << line << "\n";
+                  std::cout << "\n";
                   std::printf("%-40s %-16s %-8s %6s  %s\n", "name", "shape", "storage", "bits", "scale2 / input_scale");
                   double bits = 0, values = 0;
                   // Experts (blk.N.ffn_*_exps.E.*) on one line per stacked tensor unless --experts.

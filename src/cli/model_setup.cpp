@@ -146,6 +146,7 @@ Loaded load_model(const ModelArgs& a, bool quiet) {
   if (!quiet) {
     std::cerr << "nvfp4: " << a.model << " (" << L.ck->info().container << ", " << L.ck->info().producer
               << ", " << L.ck->info().algorithm << ")" << (a.quantize ? ", quantized to NVFP4 at load" : "") << "\n";
+    for (const auto& line : L.ck->info().set_aside) std::cerr << "nvfp4: left out: " << line << "\n";
     for (const auto& line : L.model->describe()) std::cerr << "nvfp4: " << line << "\n";
     if (const std::string n = kv_cache_note(*L.ck, a.kv); !n.empty()) std::cerr << "nvfp4: " << n << "\n";
     std::cerr << "nvfp4: precision " << mode_name(L.mode) << ", " << L.threads << " threads, loaded in "

@@ -45,6 +45,22 @@ const ArchInfo kArchs[] = {
     {.name = "olmoe", .gguf_name = "olmoe", .hf_model_types = {"olmoe"},
      .hf_architectures = {"OlmoeForCausalLM"}, .rope = RopeStyle::neox, .qk_norm = Need::required,
      .qk_norm_span = QkNormSpan::full, .moe = Need::required, .norm_topk_default = false, .block = "olmoe"},
+    // Qwen3.5 / Qwen3.6 dense (the text model, or the text of the VLM release under
+    // model.language_model): Gated DeltaNet layers between full-attention ones with an output gate,
+    // q/k RMSNorm and partial NeoX RoPE; zero-centred RMSNorms.
+    {.name = "qwen3_5", .gguf_name = "qwen35", .hf_model_types = {"qwen3_5_text", "qwen3_5"},
+     .hf_architectures = {"Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration"}, .rope = RopeStyle::neox,
+     .qk_norm = Need::required, .gated_delta = true, .block = "qwen3_5"},
+    // Qwen3.5 / Qwen3.6 MoE: the same layers; routed experts (renormalised) and a sigmoid-gated shared expert.
+    {.name = "qwen3_5_moe", .gguf_name = "qwen35moe", .hf_model_types = {"qwen3_5_moe_text", "qwen3_5_moe"},
+     .hf_architectures = {"Qwen3_5MoeForCausalLM", "Qwen3_5MoeForConditionalGeneration"}, .rope = RopeStyle::neox,
+     .qk_norm = Need::required, .moe = Need::required, .norm_topk_default = true, .shared_expert = Need::required,
+     .gated_delta = true, .block = "qwen3_5"},
+    // Qwen3-Next: as qwen3_5_moe with the linear-attention inputs fused per key head.
+    {.name = "qwen3_next", .gguf_name = "qwen3next", .hf_model_types = {"qwen3_next"},
+     .hf_architectures = {"Qwen3NextForCausalLM"}, .rope = RopeStyle::neox, .qk_norm = Need::required,
+     .moe = Need::required, .norm_topk_default = true, .shared_expert = Need::required, .gated_delta = true,
+     .fused_qkvz = true, .block = "qwen3_5"},
 };
 
 const ArchTensor kLayer[] = {
@@ -58,6 +74,13 @@ const ArchTensor kLayer[] = {
     {"ffn_gate_inp", "mlp.gate"},        {"ffn_gate_inp", "block_sparse_moe.gate", "mixtral"},
     {"ffn_gate_shexp", "mlp.shared_expert.gate_proj"}, {"ffn_up_shexp", "mlp.shared_expert.up_proj"},
     {"ffn_down_shexp", "mlp.shared_expert.down_proj"}, {"ffn_gate_inp_shexp", "mlp.shared_expert_gate"},
+    // Gated DeltaNet (gguf-py's names for qwen35 / qwen3next). A_log keeps its HF values under a
+    // name of ours (GGUF's ssm_a holds -exp(A_log)); dt_bias is GGUF's ssm_dt.bias.
+    {"attn_qkv", "linear_attn.in_proj_qkv"},  {"attn_gate", "linear_attn.in_proj_z"},
+    {"ssm_beta", "linear_attn.in_proj_b"},    {"ssm_alpha", "linear_attn.in_proj_a"},
+    {"ssm_in", "linear_attn.in_proj_qkvz"},   {"ssm_ba", "linear_attn.in_proj_ba"},
+    {"ssm_conv1d", "linear_attn.conv1d"},     {"ssm_norm", "linear_attn.norm"},
+    {"ssm_out", "linear_attn.out_proj"},
 };
 
 // The routed experts, one 2-D tensor per expert on the HF side (transformers' own checkpoints and

@@ -248,9 +248,11 @@ class StCheckpoint final : public Checkpoint {
     }
 
     std::set<std::string> used;
+    if (config) set_aside_parts(*config, used);
     int nvfp4_layers = 0, with_input = 0;
     // NVFP4 and FP8 layers first: they own their companion tensors.
     for (const auto& [name, ref] : refs_) {
+      if (used.count(name)) continue;  // set aside
       std::string module;
       bool ct = false;
       if (ends_with(name, ".weight_packed")) {
@@ -411,6 +413,26 @@ class StCheckpoint final : public Checkpoint {
     if (config) check_declared_sizes(*config);
     info_.has_input_scales = nvfp4_layers > 0 && with_input == nvfp4_layers;
     if (qc.producer == "float") info_.algorithm = "float";
+  }
+
+  // A vision-language release of a family we run as text (Qwen3.5 / Qwen3.6) also holds a vision
+  // tower and multi-token-prediction layers: they are listed (info().set_aside) and left out.
+  void set_aside_parts(const nlohmann::json& config, std::set<std::string>& used) {
+    const ArchInfo* a = hf_config_arch(config);
+    if (!a || !a->gated_delta) return;
+    static constexpr std::pair<std::string_view, std::string_view> kParts[] = {
+        {"model.visual.", "vision tower"}, {"mtp.", "multi-token-prediction (MTP) layers"}};
+    for (const auto& [prefix, what] : kParts) {
+      int64_t n = 0;
+      for (const auto& [name, ref] : refs_)
+        if (name.rfind(prefix, 0) == 0) {
+          used.insert(name);
+          ++n;
+        }
+      if (n > 0)
+        info_.set_aside.push_back(std::string(what) + ": " + std::to_string(n) + " tensors under " + std::string(prefix) +
+                                  "* (not run)");
+    }
   }
 
   // compressed-tensors' optional X.weight_shape: the unpacked [n_out, n_in], as I64 or I32.

@@ -82,6 +82,70 @@ void moe_meta(const Json& c, Reader& r, const Refuse& refuse) {
   if (c.contains("clip_qkv") && !c["clip_qkv"].is_null()) refuse("clip_qkv", "null", c["clip_qkv"]);
 }
 
+// Gated DeltaNet hybrids (Qwen3.5 / Qwen3.6 / Qwen3-Next), under llama.cpp's qwen35 / qwen3next
+// keys: linear_conv_kernel_dim -> ssm.conv_kernel, linear_key_head_dim -> ssm.state_size,
+// linear_num_key_heads -> ssm.group_count, linear_num_value_heads -> ssm.time_step_rank, their
+// value width -> ssm.inner_size; layer_types (or full_attention_interval) -> full_attention_interval;
+// head_dim x partial_rotary_factor -> rope.dimension_count.
+template <class Refuse>
+void hybrid_meta(const Json& c, Reader& r, const Refuse& refuse, const Json* rope) {
+  const auto need_int = [&](const char* key) -> int64_t {
+    if (!c.contains(key) || !c[key].is_number_integer() || c[key].get<int64_t>() < 1 || c[key].get<int64_t>() > (int64_t{1} << 31))
+      refuse(key, "an integer in 1 .. 2^31", c.value(key, Json()));
+    return c[key].get<int64_t>();
+  };
+  r.count("linear_conv_kernel_dim", "ssm.conv_kernel");
+  r.count("linear_key_head_dim", "ssm.state_size");
+  r.count("linear_num_key_heads", "ssm.group_count");
+  r.count("linear_num_value_heads", "ssm.time_step_rank");
+  const int64_t kernel = need_int("linear_conv_kernel_dim"), nk = need_int("linear_num_key_heads");
+  const int64_t nv = need_int("linear_num_value_heads"), dv = need_int("linear_value_head_dim");
+  need_int("linear_key_head_dim");
+  if (kernel < 2 || kernel > 8) refuse("linear_conv_kernel_dim", "2 to 8", c["linear_conv_kernel_dim"]);
+  if (nv % nk != 0) refuse("linear_num_value_heads", "a multiple of linear_num_key_heads (" + std::to_string(nk) + ")", c["linear_num_value_heads"]);
+  r.out.emplace_back(r.a + "ssm.inner_size", u32(static_cast<uint64_t>(nv * dv)));
+  // The recurrent state's dtype: this runtime keeps it in float32.
+  for (const char* k : {"mamba_ssm_dtype", "linear_state_dtype"})
+    if (c.contains(k) && !c[k].is_null() && c[k] != "float32") refuse(k, "\"float32\"", c[k]);
+  if (c.contains("attn_output_gate") && !(c["attn_output_gate"].is_boolean() && c["attn_output_gate"].get<bool>()))
+    refuse("attn_output_gate", "true", c["attn_output_gate"]);
+  const int64_t n_layer = need_int("num_hidden_layers");
+  int64_t interval = 0;
+  if (c.contains("layer_types") && !c["layer_types"].is_null()) {
+    const Json& lt = c["layer_types"];
+    if (!lt.is_array() || static_cast<int64_t>(lt.size()) != n_layer)
+      refuse("layer_types", "an array of num_hidden_layers (" + std::to_string(n_layer) + ") layer types", lt);
+    for (size_t i = 0; i < lt.size(); ++i) {
+      if (lt[i] != "linear_attention" && lt[i] != "full_attention")
+        refuse("layer_types[" + std::to_string(i) + "]", "\"linear_attention\" or \"full_attention\"", lt[i]);
+      if (lt[i] == "full_attention" && interval == 0) interval = static_cast<int64_t>(i) + 1;
+    }
+    if (interval == 0) refuse("layer_types", "at least one full_attention layer", lt);
+    for (size_t i = 0; i < lt.size(); ++i)
+      if ((lt[i] == "full_attention") != ((static_cast<int64_t>(i) + 1) % interval == 0))
+        refuse("layer_types[" + std::to_string(i) + "]",
+               "every " + std::to_string(interval) + "th layer full attention, the others linear (full_attention_interval " +
+                   std::to_string(interval) + ")",
+               lt[i]);
+  } else {
+    interval = c.contains("full_attention_interval") ? need_int("full_attention_interval") : 4;
+  }
+  r.out.emplace_back(r.a + "full_attention_interval", u32(static_cast<uint64_t>(interval)));
+  // Partial RoPE: rope_parameters.partial_rotary_factor (transformers 5) or the top-level key.
+  double factor = 1.0;
+  for (const Json* j : {&c, rope})
+    if (j && j->contains("partial_rotary_factor") && !(*j)["partial_rotary_factor"].is_null()) {
+      if (!(*j)["partial_rotary_factor"].is_number() || !((*j)["partial_rotary_factor"].get<double>() > 0) ||
+          (*j)["partial_rotary_factor"].get<double>() > 1)
+        refuse("partial_rotary_factor", "a number in (0, 1]", (*j)["partial_rotary_factor"]);
+      factor = (*j)["partial_rotary_factor"].get<double>();
+    }
+  const int64_t head_dim = c.contains("head_dim") ? need_int("head_dim") : need_int("hidden_size") / need_int("num_attention_heads");
+  const auto n_rot = static_cast<int64_t>(static_cast<double>(head_dim) * factor);  // transformers: int(head_dim * factor)
+  if (n_rot < 2 || n_rot % 2 != 0) refuse("partial_rotary_factor", "an even number of rotated dimensions of head_dim " + std::to_string(head_dim), Json(factor));
+  r.out.emplace_back(r.a + "rope.dimension_count", u32(static_cast<uint64_t>(n_rot)));
+}
+
 }  // namespace
 
 const ArchInfo* hf_config_arch(const Json& config) {
@@ -92,10 +156,17 @@ const ArchInfo* hf_config_arch(const Json& config) {
   return find_arch_hf(text(config, "model_type"), hf_arch);
 }
 
-MetaList hf_config_meta(const Json& c, const std::string& file) {
+MetaList hf_config_meta(const Json& top, const std::string& file) {
   MetaList out;
-  if (!c.is_object()) throw Error(file, "", "config.json is not an object", "{...}", c.dump().substr(0, 40));
-  const ArchInfo* arch = hf_config_arch(c);
+  if (!top.is_object()) throw Error(file, "", "config.json is not an object", "{...}", top.dump().substr(0, 40));
+  const ArchInfo* arch = hf_config_arch(top);
+  // A vision-language release (Qwen3.5 / Qwen3.6) nests the text model's config in text_config.
+  Json nested;
+  if (arch && arch->gated_delta && top.contains("text_config") && top["text_config"].is_object()) {
+    nested = top["text_config"];
+    if (!nested.contains("tie_word_embeddings") && top.contains("tie_word_embeddings")) nested["tie_word_embeddings"] = top["tie_word_embeddings"];
+  }
+  const Json& c = nested.is_object() ? nested : top;
   const std::string name = arch ? std::string(arch->gguf_name) : text(c, "model_type");
   out.emplace_back("general.architecture", str(name));
   Reader r{c, file, out, name + "."};
@@ -124,7 +195,9 @@ MetaList hf_config_meta(const Json& c, const std::string& file) {
   for (const char* act : {"hidden_act", "hidden_activation"})
     if (c.contains(act) && !c[act].is_null() && c[act] != "silu") refuse(act, "\"silu\"", c[act]);
   if (c.contains("mlp_bias") && c["mlp_bias"].is_boolean() && c["mlp_bias"].get<bool>()) refuse("mlp_bias", "false", c["mlp_bias"]);
-  if (c.contains("partial_rotary_factor") && c["partial_rotary_factor"].is_number() &&
+  if (arch->gated_delta) {
+    hybrid_meta(c, r, refuse, rope);
+  } else if (c.contains("partial_rotary_factor") && c["partial_rotary_factor"].is_number() &&
       c["partial_rotary_factor"].get<double>() != 1.0)
     refuse("partial_rotary_factor", "1.0", c["partial_rotary_factor"]);
   if (rope) {

@@ -66,8 +66,26 @@ std::string expert_to_hf(const std::string& rest, std::string_view arch) {
   return std::string(best->hf.substr(0, star)) + std::string(idx) + std::string(best->hf.substr(star + 1));
 }
 
-// Maps `name` (module + "." + suffix) from one side of the table to the other.
-std::string map_name(const std::string& name, bool to_gguf, std::string_view arch) {
+// Per-layer parameters that are not a module's weight or bias (Gated DeltaNet's A_log and
+// dt_bias): the whole name after the layer number on each side.
+struct WholeName {
+  std::string_view gguf, hf;
+};
+constexpr WholeName kWhole[] = {{"ssm_a_log", "linear_attn.A_log"}, {"ssm_dt.bias", "linear_attn.dt_bias"}};
+
+// Maps `name` (module + "." + suffix) from one side of the table to the other. The text model of
+// a vision-language release (model.language_model.*) is read as the text model's names.
+std::string map_name(const std::string& name_in, bool to_gguf, std::string_view arch) {
+  static constexpr std::string_view kVlmText = "model.language_model.";
+  const std::string name =
+      to_gguf && name_in.rfind(kVlmText, 0) == 0 ? "model." + name_in.substr(kVlmText.size()) : name_in;
+  {
+    std::string n, rest;
+    if (split_layer(name, to_gguf ? "model.layers." : "blk.", n, rest))
+      for (const WholeName& w : kWhole)
+        if (rest == (to_gguf ? w.hf : w.gguf))
+          return (to_gguf ? "blk." : "model.layers.") + n + "." + std::string(to_gguf ? w.gguf : w.hf);
+  }
   const auto dot = name.find_last_of('.');
   if (dot == std::string::npos) return name;
   const std::string module = name.substr(0, dot), suffix = name.substr(dot);

@@ -37,36 +37,42 @@ void GatedDeltaShape::check(const char* where) const {
   if (conv_kernel < 2 || conv_kernel > 8) bad("linear_conv_kernel_dim", "2 to 8", conv_kernel);
 }
 
-void gated_delta_token(const GatedDeltaShape& s, const GatedDeltaWeights& w, const float* qkv, const float* z,
-                       const float* a, const float* b, float* conv_state, float* ssm_state, float* y, float* scratch) {
-  const int64_t C = s.conv_dim(), K = s.conv_kernel, dk = s.d_k, dv = s.d_v;
-  float* x = scratch;      // [conv_dim]: the conv's output after SiLU, then q and k normalised in place
-  float* mem = x + C;      // [d_v]
-  // Causal depthwise conv over (window, this input), oldest tap first; then the window slides.
-  for (int64_t c = 0; c < C; ++c) {
+namespace {
+// The causal depthwise conv of channels [c0, c0 + n) over (window, this input), oldest tap first,
+// then SiLU into x[0 .. n); each channel's window slides.
+void conv_channels(const GatedDeltaShape& s, const GatedDeltaWeights& w, int64_t c0, int64_t n, const float* qkv,
+                   float* conv_state, float* x) {
+  const int64_t K = s.conv_kernel;
+  for (int64_t c = c0; c < c0 + n; ++c) {
     float* win = conv_state + c * (K - 1);
     const float* wc = w.conv_w + c * K;
     float acc = 0.0f;
     for (int64_t t = 0; t < K - 1; ++t) acc += wc[t] * win[t];
     acc += wc[K - 1] * qkv[c];
-    x[c] = pinned::silu(acc);
+    x[c - c0] = pinned::silu(acc);
     std::memmove(win, win + 1, static_cast<size_t>(K - 2) * sizeof(float));
     win[K - 2] = qkv[c];
   }
-  // l2-normalise each key head's q (with 1/sqrt(d_k)) and k.
+}
+}  // namespace
+
+void gated_delta_group(const GatedDeltaShape& s, const GatedDeltaWeights& w, int64_t kh, const float* qkv, const float* z,
+                       const float* a, const float* b, float* conv_state, float* ssm_state, float* y, float* scratch) {
+  const int64_t dk = s.d_k, dv = s.d_v, rep = s.n_v_heads / s.n_k_heads;
+  float* q = scratch;            // [d_k]
+  float* k = q + dk;             // [d_k]
+  float* vs = k + dk;            // [rep * d_v]
+  float* mem = vs + rep * dv;    // [d_v]
+  conv_channels(s, w, kh * dk, dk, qkv, conv_state, q);
+  conv_channels(s, w, s.key_dim() + kh * dk, dk, qkv, conv_state, k);
+  conv_channels(s, w, 2 * s.key_dim() + kh * rep * dv, rep * dv, qkv, conv_state, vs);
+  // l2-normalise q (with 1/sqrt(d_k)) and k.
   const double q_scale = 1.0 / std::sqrt(static_cast<double>(dk));
-  for (int64_t h = 0; h < s.n_k_heads; ++h) {
-    float* q = x + h * dk;
-    float* k = x + s.key_dim() + h * dk;
-    const double iq = inv_norm(q, dk, 1e-6) * q_scale, ik = inv_norm(k, dk, 1e-6);
-    for (int64_t i = 0; i < dk; ++i) q[i] = static_cast<float>(q[i] * iq);
-    for (int64_t i = 0; i < dk; ++i) k[i] = static_cast<float>(k[i] * ik);
-  }
-  const int64_t rep = s.n_v_heads / s.n_k_heads;
-  for (int64_t h = 0; h < s.n_v_heads; ++h) {
-    const float* q = x + (h / rep) * dk;
-    const float* k = x + s.key_dim() + (h / rep) * dk;
-    const float* v = x + 2 * s.key_dim() + h * dv;
+  const double iq = inv_norm(q, dk, 1e-6) * q_scale, ik = inv_norm(k, dk, 1e-6);
+  for (int64_t i = 0; i < dk; ++i) q[i] = static_cast<float>(q[i] * iq);
+  for (int64_t i = 0; i < dk; ++i) k[i] = static_cast<float>(k[i] * ik);
+  for (int64_t h = kh * rep; h < (kh + 1) * rep; ++h) {
+    const float* v = vs + (h - kh * rep) * dv;
     float* S = ssm_state + h * dk * dv;
     const double g = -pinned::exp(static_cast<double>(w.A_log[h])) *
                      softplus(static_cast<double>(a[h]) + static_cast<double>(w.dt_bias[h]));
@@ -97,6 +103,11 @@ void gated_delta_token(const GatedDeltaShape& s, const GatedDeltaWeights& w, con
     const float* zh = z + h * dv;
     for (int64_t j = 0; j < dv; ++j) o[j] = static_cast<float>(o[j] * inv) * w.norm_w[j] * pinned::silu(zh[j]);
   }
+}
+
+void gated_delta_token(const GatedDeltaShape& s, const GatedDeltaWeights& w, const float* qkv, const float* z,
+                       const float* a, const float* b, float* conv_state, float* ssm_state, float* y, float* scratch) {
+  for (int64_t kh = 0; kh < s.n_k_heads; ++kh) gated_delta_group(s, w, kh, qkv, z, a, b, conv_state, ssm_state, y, scratch);
 }
 
 }  // namespace nvfp4

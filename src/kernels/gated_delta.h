@@ -51,10 +51,21 @@ struct GatedDeltaWeights {
   float eps = 1e-6f;               // the gated RMSNorm's epsilon (the config's rms_norm_eps)
 };
 
+// The part of one token that key head kh owns: the conv of its q, k and v channels, their
+// normalisation, and its n_v_heads / n_k_heads value heads (kh * rep ..), their states and
+// outputs. Groups share nothing, so every group of a token, in any order and on any threads, is
+// gated_delta_token, bit for bit. Arguments as gated_delta_token's; scratch holds
+// group_scratch_floats(s) floats.
+void gated_delta_group(const GatedDeltaShape& s, const GatedDeltaWeights& w, int64_t kh, const float* qkv, const float* z,
+                       const float* a, const float* b, float* conv_state, float* ssm_state, float* y, float* scratch);
+inline int64_t group_scratch_floats(const GatedDeltaShape& s) {
+  return 2 * s.d_k + (s.n_v_heads / s.n_k_heads + 1) * s.d_v;
+}
+
 // One token of one sequence. qkv [conv_dim] is in_proj_qkv's output (transformers' q|k|v channel
 // order), z [value_dim], a and b [n_v_heads]; conv_state and ssm_state are the sequence's state
 // for this layer, updated in place; y [value_dim] receives the output that goes into out_proj.
-// scratch holds conv_dim + d_v floats.
+// scratch holds group_scratch_floats(s) floats.
 void gated_delta_token(const GatedDeltaShape& s, const GatedDeltaWeights& w, const float* qkv, const float* z,
                        const float* a, const float* b, float* conv_state, float* ssm_state, float* y, float* scratch);
 

@@ -7,6 +7,7 @@
 // order is docs/DETERMINISM.md's.
 #include "models/builders.h"
 
+#include "kernels/pinned_math.h"
 #include "ops/attention.h"
 
 namespace nvfp4 {
@@ -34,16 +35,17 @@ void build_qk_norm_full(StepRun& s, const LayerWeights& L) {
   s.rmsnorm(w.k.data(), L.k_norm, w.k.data(), s.n, c.kv_dim());
 }
 
-void build_attn(StepRun& s, const LayerWeights& L, int64_t l) {
+void build_attn(StepRun& s, const LayerWeights& L, int64_t l, const float* gate) {
   const ModelConfig& c = s.m.cfg;
   Workspace::Impl& w = s.ws;
   const int64_t n = s.n, qd = c.q_dim(), kvd = c.kv_dim();
+  const int64_t kl = s.m.kv_layer[static_cast<size_t>(l)];  // the layer's place in the KV cache
   const auto rope_store = [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const AttnToken& tk = w.step.tok[static_cast<size_t>(t)];
       w.rope.apply(w.q.data() + t * qd, c.n_head, tk.pos);
       w.rope.apply(w.k.data() + t * kvd, c.n_head_kv, tk.pos);
-      tk.kv->store(l, tk.pos, w.k.data() + t * kvd, w.v.data() + t * kvd);
+      tk.kv->store(kl, tk.pos, w.k.data() + t * kvd, w.v.data() + t * kvd);
     }
   };
   {
@@ -56,6 +58,13 @@ void build_attn(StepRun& s, const LayerWeights& L, int64_t l) {
     if (n < 16) rope_store(0, n);
     else s.parallel(n, rope_store);  // tokens are independent (each its own cache position)
     s.attention(l, w.q.data(), w.att.data());
+  }
+  if (gate) {  // Qwen3.5's output gate: att * sigmoid(gate), elementwise in float
+    float* att = w.att.data();
+    s.parallel(n * qd, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i)
+        att[i] = att[i] * static_cast<float>(1.0 / (1.0 + pinned::exp(-static_cast<double>(gate[i]))));
+    }, 64);
   }
   {
     PartTimer timer(w.prof, StepProfile::attn_proj, static_cast<double>(L.o.bytes));

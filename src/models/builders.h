@@ -22,8 +22,16 @@ void build_qk_norm_heads(StepRun& s, const LayerWeights& L);
 // OLMoE: RMSNorm over each token's whole q and k (weights [q_dim] and [kv_dim]).
 void build_qk_norm_full(StepRun& s, const LayerWeights& L);
 // RoPE of q and k, k and v into each token's cache at layer l, attention over the cache, the
-// output projection, and x += o.
-void build_attn(StepRun& s, const LayerWeights& L, int64_t layer);
+// output gate when there is one (att *= sigmoid(gate[n][q_dim]), Qwen3.5), the output
+// projection, and x += o.
+void build_attn(StepRun& s, const LayerWeights& L, int64_t layer, const float* gate = nullptr);
+// Qwen3.5's q_proj: xn = RMSNorm(x) * attn_norm; q_proj's rows hold each head's queries, then
+// that head's gate: q and ws.gate_att [n][q_dim] apart, k and v as build_qkv.
+void build_qkv_gated(StepRun& s, const LayerWeights& L);
+// A Gated DeltaNet layer (Qwen3.5 / Qwen3.6 / Qwen3-Next; src/models/gated_delta_layer.cpp):
+// xn = RMSNorm(x) * attn_norm, the input projections, the recurrence of each sequence's tokens in
+// step order over its recurrent state (kernels/gated_delta.h), out_proj, and x += out.
+void build_gated_delta(StepRun& s, const LayerWeights& L, int64_t layer);
 // xn = RMSNorm(x) * ffn_norm, the layer's FFN by its kind (dense SwiGLU or mixture of experts),
 // and x += its output.
 void build_ffn(StepRun& s, const LayerWeights& L);

@@ -7,6 +7,7 @@ constexpr Family kFamilies[] = {
     {"llama", llama_block},         {"mistral", mistral_block},     {"qwen2", qwen2_block},
     {"qwen3", qwen3_block},         {"mixtral", mixtral_block},     {"qwen2_moe", qwen2_moe_block},
     {"qwen3_moe", qwen3_moe_block}, {"olmoe", olmoe_block},
+    {"qwen3_5", qwen3_5_block, qwen3_5_configure, qwen3_5_load_layer},
 };
 }  // namespace
 

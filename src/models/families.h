@@ -5,15 +5,22 @@
 // its block differs, a file here plus its line in families.cpp (docs/DESIGN.md, "Adding a family").
 #pragma once
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "models/builders.h"
 
 namespace nvfp4 {
 
+struct Loader;
+
 struct Family {
   std::string_view block;  // ArchInfo::block: "qwen3"
   BlockFn run;
+  // The family's own hyperparameters, read after the common ones (metadata prefix a = "qwen35."),
+  // and its own layer loading; nullptr: the Llama-like defaults of model_load.cpp.
+  void (*configure)(Loader& L, const std::string& a, ModelConfig& c) = nullptr;
+  void (*load_layer)(const Loader& L, const std::string& b, const ModelConfig& c, LayerWeights& w) = nullptr;
 };
 
 // Every family, and the one whose block is `block` (nullptr when none is).
@@ -28,5 +35,9 @@ void mixtral_block(StepRun& s, int64_t layer);
 void qwen2_moe_block(StepRun& s, int64_t layer);
 void qwen3_moe_block(StepRun& s, int64_t layer);
 void olmoe_block(StepRun& s, int64_t layer);
+// Qwen3.5 / Qwen3.6 / Qwen3-Next (src/models/qwen3_5.cpp).
+void qwen3_5_block(StepRun& s, int64_t layer);
+void qwen3_5_configure(Loader& L, const std::string& a, ModelConfig& c);
+void qwen3_5_load_layer(const Loader& L, const std::string& b, const ModelConfig& c, LayerWeights& w);
 
 }  // namespace nvfp4

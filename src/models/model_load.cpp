@@ -1,190 +1,15 @@
 // Model::load: configuration from GGUF-style metadata, every tensor checked for presence and
-// shape, linear layers prepared for their kernels, refusals before any inference.
-#include <cmath>
+// shape, linear layers prepared for their kernels, refusals before any inference. The family's
+// file (src/models/<family>.cpp) may read its own hyperparameters and layers (families.h).
+#include <cstdlib>  // defines __GLIBC__ where there is one
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
-#include <set>
 
-#include "nvfp4/arch.h"
-#include "nvfp4/codec.h"
-#include "nvfp4/error.h"
-#include "nvfp4/ggml_types.h"
-#include "nvfp4/huge_pages.h"
-#include "nvfp4/quantize.h"
 #include "models/families.h"
-#include "ops/model_impl.h"
+#include "models/loader.h"
 
 namespace nvfp4 {
-
-namespace {
-
-struct Loader {
-  const Checkpoint& ck;
-  const LoadOptions& opt;
-  const std::string& path;
-  mutable std::set<std::string> used;  // every tensor the model reads: the rest is refused
-  // The packed weight streams, on huge pages shared by the small layers (nvfp4/huge_pages.h).
-  std::shared_ptr<HugeArena> arena = std::make_shared<HugeArena>();
-
-  const gguf::Value& meta(const std::string& key) const {
-    const gguf::Value* v = ck.meta(key);
-    if (!v) throw Error(path, "", "missing metadata '" + key + "'", "present", "absent");
-    return *v;
-  }
-  int64_t meta_int(const std::string& key) const {
-    const int64_t v = meta(key).as_int(key);
-    if (v <= 0 || v > (int64_t{1} << 31)) throw Error(path, "", "metadata '" + key + "'", "1 .. 2^31", std::to_string(v));
-    return v;
-  }
-  double meta_float(const std::string& key, double def) const {
-    const gguf::Value* v = ck.meta(key);
-    if (!v) return def;
-    const double d = v->as_float(key);
-    if (!std::isfinite(d) || d <= 0) throw Error(path, "", "metadata '" + key + "'", "finite and > 0", std::to_string(d));
-    return d;
-  }
-
-  // Whether an optional tensor (decided on layer 0, then required of every layer) is there;
-  // a required one must be.
-  bool wanted(const std::string& name, Need need) const {
-    const bool present = ck.find(name) != nullptr;
-    if (need == Need::required && !present) throw Error(path, name, "missing tensor", "present", "absent");
-    if (need == Need::none && present)
-      throw Error(path, name, "tensor the architecture does not use", "absent", "present");
-    return present;
-  }
-
-  RopeConfig rope(const std::string& a, int64_t head_dim) const {
-    RopeConfig r;
-    r.theta = meta_float(a + "rope.freq_base", 10000.0);
-    std::string type = "none";
-    if (const gguf::Value* s = ck.meta(a + "rope.scaling.type")) type = s->as_string(a + "rope.scaling.type");
-    if (type == "linear") {
-      r.linear_factor = meta_float(a + "rope.scaling.factor", 1.0);
-    } else if (type == "llama3") {  // from an HF config.json (GGUF files carry rope_freqs.weight)
-      const auto need = [&](const std::string& k) {
-        if (!ck.meta(a + k)) throw Error(path, "", "missing metadata '" + a + k + "' (llama3 rope scaling)", "present", "absent");
-        return meta_float(a + k, 1.0);
-      };
-      r.freq_factors = rope_freq_factors_llama3(head_dim, r.theta, need("rope.scaling.factor"), need("rope.scaling.low_freq_factor"),
-                                                need("rope.scaling.high_freq_factor"),
-                                                need("rope.scaling.original_context_length"));
-    } else if (type != "none") {
-      throw Error(path, "", "RoPE scaling type (" + a + "rope.scaling.type)", "none, linear or llama3", type);
-    }
-    if (const TensorEntry* f = ck.find("rope_freqs.weight")) {
-      if (!r.freq_factors.empty())
-        throw Error(path, "rope_freqs.weight", "two rope scalings (metadata llama3 and a rope_freqs tensor)", "one", "both");
-      r.freq_factors = vec("rope_freqs.weight", head_dim / 2);
-      for (float v : r.freq_factors)
-        if (!std::isfinite(v) || v <= 0) throw Error(path, f->name, "rope frequency factor", "finite and > 0", std::to_string(v));
-    }
-    return r;
-  }
-
-  const TensorEntry& shaped(const std::string& name, std::vector<int64_t> shape) const {
-    const TensorEntry* e = ck.find(name);
-    if (!e) throw Error(path, name, "missing tensor", "present", "absent");
-    used.insert(name);
-    if (e->shape != shape) {
-      auto str = [](const std::vector<int64_t>& s) {
-        std::string o = "[";
-        for (size_t i = 0; i < s.size(); ++i) o += (i ? ", " : "") + std::to_string(s[i]);
-        return o + "]";
-      };
-      throw Error(path, name, "tensor shape", str(shape), str(e->shape));
-    }
-    return *e;
-  }
-
-  std::vector<float> vec(const std::string& name, int64_t n) const {
-    shaped(name, {n});
-    std::vector<float> v = ck.to_f32(name);
-    ck.release(name);
-    return v;
-  }
-
-  MatMul linear(const std::string& base, int64_t n_out, int64_t n_in) const {
-    MatMul m = linear_copy(base, n_out, n_in);
-    ck.release(base + ".weight");  // copied into the kernels' layout: the mapped bytes can go
-    return m;
-  }
-
-  MatMul linear_copy(const std::string& base, int64_t n_out, int64_t n_in) const {
-    const std::string name = base + ".weight";
-    const TensorEntry& e = shaped(name, {n_out, n_in});
-    MatMul m;
-    m.name = base;
-    m.n_out = n_out;
-    m.n_in = n_in;
-    if (e.storage == Storage::nvfp4) {
-      const RowMatrix w = ck.nvfp4(name);
-      m.pre_scale = ck.pre_quant_scale(name);  // NVFP4_AWQ (the reader checked its length)
-      m.nvfp4 = true;
-      m.lin = Linear::prepare(w.view(), e.input_scale, base, arena);
-      m.bytes = w.codes.size() + w.scales.size() + 4;
-      return m;
-    }
-    std::vector<float> w = ck.to_f32(name);
-    if (opt.quantize) {
-      const RowMatrix q = quantize(w.data(), n_out, n_in, name);
-      auto it = opt.input_scales.find(base);
-      m.nvfp4 = true;
-      m.lin = Linear::prepare(q.view(), it == opt.input_scales.end() ? 0.0f : it->second, base, arena);
-      m.bytes = q.codes.size() + q.scales.size() + 4;
-      return m;
-    }
-    m.bytes = w.size() * 4;
-    if (opt.pinned_float) {
-      m.use_pinned = true;
-      m.pinned = PinnedDense::from_f32(std::move(w), n_out, n_in);
-      return m;
-    }
-    m.dense = DenseLinear::prepare(DType::f32, w.data(), n_out, n_in);
-    return m;
-  }
-
-  // The embedding or the head: Q8_0 (convert --head q8) and NVFP4 (--head nvfp4) as stored when the
-  // checkpoint is served as it is; otherwise the float path of dense().
-  Head head_tensor(const std::string& name, int64_t n_out, int64_t n_in, bool forward, bool rows) const {
-    const TensorEntry& e = shaped(name, {n_out, n_in});
-    uint32_t type = 0;
-    const void* data = nullptr;
-    if (!opt.quantize && ck.raw_ggml(name, type, data) && type == ggml::Q8_0) {
-      const bool integer = opt.mode == Mode::a16q8 || opt.mode == Mode::w4a4;
-      Head h = Head::q8_0(static_cast<const uint8_t*>(data), n_out, n_in, integer);
-      ck.release(name);
-      return h;
-    }
-    if (e.storage == Storage::nvfp4) {
-      Head h = Head::nvfp4(ck.nvfp4(name), e.input_scale, name.substr(0, name.size() - 7), forward, rows);
-      ck.release(name);
-      return h;
-    }
-    return Head::dense(dense(name, n_out, n_in));
-  }
-
-  PinnedDense dense(const std::string& name, int64_t n_out, int64_t n_in) const {
-    PinnedDense d = dense_copy(name, n_out, n_in);
-    ck.release(name);
-    return d;
-  }
-
-  PinnedDense dense_copy(const std::string& name, int64_t n_out, int64_t n_in) const {
-    shaped(name, {n_out, n_in});
-    DType dt;
-    const void* data = nullptr;
-    if (ck.raw_float(name, dt, data)) return PinnedDense::prepare(dt, data, n_out, n_in);
-    std::vector<float> w = ck.to_f32(name);
-    if (opt.quantize) {  // as `nvfp4 convert` keeps ggml-quantized embeddings: F16
-      std::vector<uint16_t> h(w.size());
-      for (size_t i = 0; i < w.size(); ++i) h[i] = float_to_half(w[i]);
-      return PinnedDense::prepare(DType::f16, h.data(), n_out, n_in);
-    }
-    return PinnedDense::from_f32(std::move(w), n_out, n_in);
-  }
-};
 
 // Expert counts and sizes under llama.cpp's keys (hf_config.cpp writes the same for HF).
 void load_moe_config(const Loader& L, const std::string& a, ModelConfig& c) {
@@ -209,6 +34,7 @@ void load_moe_config(const Loader& L, const std::string& a, ModelConfig& c) {
   if (c.gating == MoeGating::softmax_topk) c.norm_topk = false;  // the k weights already sum to 1
 }
 
+namespace {
 void load_moe_layer(const Loader& L, const std::string& b, const ModelConfig& c, LayerWeights& w) {
   w.router = L.dense(b + "ffn_gate_inp.weight", c.n_expert, c.n_embd);
   for (int64_t x = 0; x < c.n_expert; ++x) {
@@ -243,6 +69,48 @@ void load_moe_layer(const Loader& L, const std::string& b, const ModelConfig& c,
   }
 }
 
+
+}  // namespace
+
+void load_attention(const Loader& L, const std::string& b, const ModelConfig& c, LayerWeights& w) {
+  const int64_t qd = c.q_dim(), kv = c.kv_dim();
+  const bool full_qk = c.qk_norm_span == QkNormSpan::full;
+  w.q = L.linear(b + "attn_q", c.attn_out_gate ? 2 * qd : qd, c.n_embd);
+  w.k = L.linear(b + "attn_k", kv, c.n_embd);
+  w.v = L.linear(b + "attn_v", kv, c.n_embd);
+  w.o = L.linear(b + "attn_output", c.n_embd, qd);
+  if (c.qkv_bias) {
+    w.q.bias = L.vec(b + "attn_q.bias", qd);
+    w.k.bias = L.vec(b + "attn_k.bias", kv);
+    w.v.bias = L.vec(b + "attn_v.bias", kv);
+  }
+  if (c.o_bias) w.o.bias = L.vec(b + "attn_output.bias", c.n_embd);
+  if (c.qk_norm) {
+    w.q_norm = L.norm(b + "attn_q_norm.weight", full_qk ? qd : c.head_dim);
+    w.k_norm = L.norm(b + "attn_k_norm.weight", full_qk ? kv : c.head_dim);
+  }
+}
+
+void load_ffn(const Loader& L, const std::string& b, const ModelConfig& c, LayerWeights& w) {
+  if (c.n_expert > 0) {
+    load_moe_layer(L, b, c, w);
+    return;
+  }
+  w.gate = L.linear(b + "ffn_gate", c.n_ff, c.n_embd);
+  w.up = L.linear(b + "ffn_up", c.n_ff, c.n_embd);
+  w.down = L.linear(b + "ffn_down", c.n_embd, c.n_ff);
+}
+
+namespace {
+// A layer of the Llama-like families: norms, (experts), attention, (dense FFN), in the order
+// they have always been read.
+void load_default_layer(const Loader& L, const std::string& b, const ModelConfig& c, LayerWeights& w) {
+  w.attn_norm = L.norm(b + "attn_norm.weight", c.n_embd);
+  w.ffn_norm = L.norm(b + "ffn_norm.weight", c.n_embd);
+  if (c.n_expert > 0) load_moe_layer(L, b, c, w);
+  load_attention(L, b, c, w);
+  if (c.n_expert == 0) load_ffn(L, b, c, w);
+}
 }  // namespace
 
 Model::Model() : impl_(std::make_unique<Impl>()) {}
@@ -296,12 +164,15 @@ std::unique_ptr<Model> Model::load(const Checkpoint& ck, const LoadOptions& opt)
     c.head_dim = c.n_embd / c.n_head;
   }
   const int64_t rope_dim = ck.meta(a + "rope.dimension_count") ? L.meta_int(a + "rope.dimension_count") : c.head_dim;
-  if (rope_dim != c.head_dim || c.head_dim % 2 != 0)
-    throw Error(path, "", "RoPE dimension (partial rotary is not supported)",
-                "equal to the (even) head dimension " + std::to_string(c.head_dim), std::to_string(rope_dim));
-  c.rope = L.rope(a, c.head_dim);
+  if (c.head_dim % 2 != 0 || rope_dim % 2 != 0 || rope_dim > c.head_dim || (rope_dim != c.head_dim && !c.info->gated_delta))
+    throw Error(path, "", "RoPE dimension (rope.dimension_count; partial rotary only for the Gated DeltaNet hybrids)",
+                (c.info->gated_delta ? "even and at most" : "equal to") + std::string(" the (even) head dimension ") + std::to_string(c.head_dim),
+                std::to_string(rope_dim));
+  c.n_rot = rope_dim == c.head_dim ? 0 : rope_dim;
+  c.rope = L.rope(a, rope_dim);
   c.rope.style = c.info->rope;
   if (ck.meta(a + "attention.sliding_window")) c.sliding_window = L.meta_int(a + "attention.sliding_window");
+  if (family->configure) family->configure(L, a, c);  // the family's own hyperparameters
   const TensorEntry* emb = ck.find("token_embd.weight");
   if (!emb || emb->shape.size() != 2 || emb->shape[1] != c.n_embd)
     throw Error(path, "token_embd.weight", "missing or misshapen embedding", "[n_vocab, " + std::to_string(c.n_embd) + "]",
@@ -313,42 +184,22 @@ std::unique_ptr<Model> Model::load(const Checkpoint& ck, const LoadOptions& opt)
   if (const gguf::Value* t = ck.meta("nvfp4.hf.tie_word_embeddings"); t && !t->as_bool() && c.tied_head)
     throw Error(path, "output.weight", "missing tensor (config.json tie_word_embeddings is false)", "lm_head.weight", "absent");
   if (!c.tied_head) m.head_own = L.head_tensor("output.weight", c.n_vocab, c.n_embd, true, false);
-  m.output_norm = L.vec("output_norm.weight", c.n_embd);
+  m.output_norm = L.norm("output_norm.weight", c.n_embd);
   const ArchInfo& info = *c.info;
-  const std::string b0 = "blk.0.";
+  int64_t first_attn = 0;  // the layer whose attention tensors say what every attention layer has
+  while (first_attn + 1 < c.n_layer && c.mixer(first_attn) != MixerKind::attention) ++first_attn;
+  const std::string b0 = "blk." + std::to_string(first_attn) + ".";
   c.qkv_bias = L.wanted(b0 + "attn_q.bias", info.qkv_bias);
   c.o_bias = L.wanted(b0 + "attn_output.bias", info.o_bias);
   c.qk_norm = L.wanted(b0 + "attn_q_norm.weight", info.qk_norm);
   c.qk_norm_span = info.qk_norm_span;
-  const int64_t qd = c.q_dim(), kv = c.kv_dim();
-  const bool full_qk = c.qk_norm_span == QkNormSpan::full;
   for (int64_t i = 0; i < c.n_layer; ++i) {
     const std::string b = "blk." + std::to_string(i) + ".";
     LayerWeights w;
-    w.mixer = MixerKind::attention;
+    w.mixer = c.mixer(i);
     w.ffn = c.n_expert > 0 ? FfnKind::moe : FfnKind::dense;
-    w.attn_norm = L.vec(b + "attn_norm.weight", c.n_embd);
-    w.ffn_norm = L.vec(b + "ffn_norm.weight", c.n_embd);
-    if (c.n_expert > 0) load_moe_layer(L, b, c, w);
-    w.q = L.linear(b + "attn_q", qd, c.n_embd);
-    w.k = L.linear(b + "attn_k", kv, c.n_embd);
-    w.v = L.linear(b + "attn_v", kv, c.n_embd);
-    w.o = L.linear(b + "attn_output", c.n_embd, qd);
-    if (c.n_expert == 0) {
-      w.gate = L.linear(b + "ffn_gate", c.n_ff, c.n_embd);
-      w.up = L.linear(b + "ffn_up", c.n_ff, c.n_embd);
-      w.down = L.linear(b + "ffn_down", c.n_embd, c.n_ff);
-    }
-    if (c.qkv_bias) {
-      w.q.bias = L.vec(b + "attn_q.bias", qd);
-      w.k.bias = L.vec(b + "attn_k.bias", kv);
-      w.v.bias = L.vec(b + "attn_v.bias", kv);
-    }
-    if (c.o_bias) w.o.bias = L.vec(b + "attn_output.bias", c.n_embd);
-    if (c.qk_norm) {
-      w.q_norm = L.vec(b + "attn_q_norm.weight", full_qk ? qd : c.head_dim);
-      w.k_norm = L.vec(b + "attn_k_norm.weight", full_qk ? kv : c.head_dim);
-    }
+    if (family->load_layer) family->load_layer(L, b, c, w);
+    else load_default_layer(L, b, c, w);
     if (opt.mode == Mode::w4a4)
       for (const MatMul* mm : w.matmuls())
         if (mm->nvfp4 && !mm->lin.has_input_scale())
@@ -356,6 +207,9 @@ std::unique_ptr<Model> Model::load(const Checkpoint& ck, const LoadOptions& opt)
                       "an input scale (a W4A4 checkpoint, or calibrated scales)", "none");
     m.layers.push_back(std::move(w));
   }
+  m.kv_layer.assign(static_cast<size_t>(c.n_layer), -1);
+  for (int64_t i = 0; i < c.n_layer; ++i)
+    if (c.mixer(i) == MixerKind::attention) m.kv_layer[static_cast<size_t>(i)] = m.n_kv_layer++;
   // A tensor the model does not read is an error, not silently ignored: a misnamed expert or a
   // layer this runtime does not know would otherwise change nothing but the results.
   for (const TensorEntry& e : ck.tensors())
@@ -380,6 +234,7 @@ size_t Model::weight_bytes() const {
   size_t b = m.embd.bytes() + (m.cfg.tied_head ? 0 : m.head_own.bytes()) + m.output_norm.size() * 4;
   for (const auto& l : m.layers) {
     b += (l.attn_norm.size() + l.ffn_norm.size() + l.q_norm.size() + l.k_norm.size()) * 4;
+    b += (l.lin.conv_w.size() + l.lin.A_log.size() + l.lin.dt_bias.size() + l.lin.norm.size()) * 4;
     b += l.router.bytes() + l.sh_gate_inp.bytes();
     for (const MatMul* mm : l.matmuls()) b += mm->bytes + mm->bias.size() * 4;
   }
@@ -418,7 +273,14 @@ std::vector<std::string> Model::describe() const {
                                                                            : c.norm_topk ? ", renormalised" : "") +
                                       (c.n_ff_shexp > 0 ? ", shared expert of " + std::to_string(c.n_ff_shexp) : "") + ")"
                                 : "") +
+                (c.mixers.empty() ? ""
+                                  : ", " + std::to_string(c.n_layer - m.n_kv_layer) + " Gated DeltaNet layers (" +
+                                        std::to_string(c.linear.n_k_heads) + " key / " + std::to_string(c.linear.n_v_heads) +
+                                        " value heads of " + std::to_string(c.linear.d_k) + "/" + std::to_string(c.linear.d_v) +
+                                        ", conv " + std::to_string(c.linear.conv_kernel) + ") and " + std::to_string(m.n_kv_layer) +
+                                        " attention layers with output gate") +
                 ", RoPE " + (c.rope.style == RopeStyle::neox ? "NeoX" : "adjacent pairs") +
+                (c.n_rot > 0 ? " over " + std::to_string(c.n_rot) + " of " + std::to_string(c.head_dim) + " dimensions" : "") +
                 (c.rope.freq_factors.empty() ? "" : " with frequency factors") +
                 (c.rope.linear_factor != 1.0 ? " linear x" + std::to_string(c.rope.linear_factor) : ""));
   int nv = 0, nf = 0;

@@ -42,11 +42,19 @@ struct Expert {
   MatMul gate, up, down;
 };
 
-// What a layer mixes tokens with, and what its FFN is: the kinds a family's block dispatches on
-// (src/models/builders.h). Only attention runs today; linear attention (Qwen3.5's Gated DeltaNet)
-// and Mamba (Nemotron-H) are the kinds their families will add, with their per-sequence state.
-enum class MixerKind { attention, linear_attention, mamba };
+// What a layer's FFN is (its mixer: MixerKind, nvfp4/model.h): the kinds a family's block
+// dispatches on (src/models/builders.h).
 enum class FfnKind { dense, moe };
+
+// A Gated DeltaNet layer's weights (Qwen3.5 / Qwen3.6: in_proj_qkv, in_proj_z, in_proj_b,
+// in_proj_a; Qwen3-Next: the fused in_proj_qkvz and in_proj_ba, grouped per key head), conv1d
+// [conv_dim][kernel], A_log and dt_bias [n_v_heads], the gated norm's weight [d_v], out_proj.
+struct LinearAttnWeights {
+  // b, a, ba: a few rows each, left float by the producers; a float one runs through
+  // PinnedDense (the same bits on every ISA, as the routers).
+  MatMul qkv, z, qkvz, out, b, a, ba;
+  std::vector<float> conv_w, A_log, dt_bias, norm;
+};
 
 struct LayerWeights {
   MixerKind mixer = MixerKind::attention;
@@ -60,9 +68,16 @@ struct LayerWeights {
   std::vector<Expert> experts;
   MatMul sh_gate, sh_up, sh_down;
   PinnedDense sh_gate_inp;
+  LinearAttnWeights lin;  // mixer linear_attention (q, k, v, o then unused)
   // Every linear layer of the layer, for counting and checks.
   std::vector<const MatMul*> matmuls() const {
-    std::vector<const MatMul*> out = {&q, &k, &v, &o};
+    std::vector<const MatMul*> out;
+    if (mixer == MixerKind::linear_attention) {
+      for (const MatMul* m : {&lin.qkv, &lin.z, &lin.qkvz, &lin.out, &lin.b, &lin.a, &lin.ba})
+        if (m->n_out > 0) out.push_back(m);
+    } else {
+      out = {&q, &k, &v, &o};
+    }
     if (experts.empty()) {
       out.insert(out.end(), {&gate, &up, &down});
     } else {
@@ -81,6 +96,10 @@ struct Model::Impl {
   void (*block)(StepRun& s, int64_t layer) = nullptr;
   Mode mode = Mode::a16q8;
   std::vector<LayerWeights> layers;
+  // Model layer l's layer in a sequence's KV cache (the full-attention layers, in order); -1 for
+  // a layer of another mixer.
+  std::vector<int64_t> kv_layer;
+  int64_t n_kv_layer = 0;
   std::vector<float> output_norm;
   Head embd;      // F16/F32, Q8_0 or NVFP4 (ops/head.h)
   Head head_own;  // used when the head is not tied

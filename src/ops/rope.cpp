@@ -6,17 +6,18 @@
 
 namespace nvfp4 {
 
-void RopeTable::init(const RopeConfig& cfg, int64_t head_dim) {
+void RopeTable::init(const RopeConfig& cfg, int64_t head_dim, int64_t n_rot) {
   cfg_ = cfg;
   head_dim_ = head_dim;
-  half_ = head_dim / 2;
+  rot_ = n_rot > 0 ? n_rot : head_dim;
+  half_ = rot_ / 2;
   n_pos_ = 0;
   cos_.clear();
   sin_.clear();
   freq_.assign(static_cast<size_t>(half_), 0.0);
   const double lt = pinned::log(cfg.theta);
   for (int64_t i = 0; i < half_; ++i) {
-    double f = pinned::exp(-(2.0 * static_cast<double>(i) / static_cast<double>(head_dim)) * lt);
+    double f = pinned::exp(-(2.0 * static_cast<double>(i) / static_cast<double>(rot_)) * lt);
     if (!cfg.freq_factors.empty()) f = f / static_cast<double>(cfg.freq_factors[static_cast<size_t>(i)]);
     if (cfg.linear_factor != 1.0) f = f / cfg.linear_factor;
     freq_[static_cast<size_t>(i)] = f;

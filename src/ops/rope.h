@@ -12,7 +12,9 @@ namespace nvfp4 {
 
 class RopeTable {
  public:
-  void init(const RopeConfig& cfg, int64_t head_dim);
+  // n_rot: the dimensions rotated at the start of each head (partial RoPE: Qwen3.5's 64 of 256,
+  // frequencies theta^(-2i/n_rot), the rest passed through); 0 or head_dim: all of them.
+  void init(const RopeConfig& cfg, int64_t head_dim, int64_t n_rot = 0);
   // Covers positions [0, n_pos) (grows by doubling, recomputing: the same values).
   void reserve(int64_t n_pos);
   // Rotates each of n_heads heads of x (head h at x + h * head_dim) at position pos: adjacent
@@ -23,7 +25,7 @@ class RopeTable {
 
  private:
   RopeConfig cfg_;
-  int64_t head_dim_ = 0, half_ = 0, n_pos_ = 0;
+  int64_t head_dim_ = 0, rot_ = 0, half_ = 0, n_pos_ = 0;
   std::vector<double> freq_;
   std::vector<float> cos_, sin_;  // [n_pos][half]
 };

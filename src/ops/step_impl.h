@@ -53,6 +53,18 @@ struct Workspace::Impl {
   std::vector<int32_t> moe_sel;
   std::vector<int64_t> moe_count, moe_pairs, moe_tok;
   std::vector<float> attn_scratch;
+  // Hybrids: the attention's q_proj output with its gate [n][2 * q_dim] and the gate [n][q_dim];
+  // a Gated DeltaNet layer's input projections [n][conv_dim], [n][value_dim], [n][n_v_heads] x 2
+  // (Qwen3-Next's fused ones [n][conv_dim + value_dim], [n][2 n_v_heads]) and its output
+  // [n][value_dim]. Grown on first use.
+  std::vector<float> qgate, gate_att, lin_qkv, lin_z, lin_b, lin_a, lin_fused, lin_fused_ba, lin_y;
+  // The step's sequences in order of first appearance, each with its tokens' indices in step
+  // order: a recurrent layer folds a sequence's tokens in that order (forward() fills it).
+  struct SeqTokens {
+    Sequence* seq = nullptr;
+    std::vector<int64_t> tok;
+  };
+  std::vector<SeqTokens> seqs;
   std::vector<float> pre;  // the input times a layer's pre_quant_scale (grown on first use)
   RopeTable rope;
   LinearScratch lin;

@@ -43,11 +43,11 @@ Workspace::Impl::Impl(const Model::Impl& model, int64_t nb) : m(model), n_batch(
   u = take(ff);
   k = {g.p, static_cast<size_t>(nb * c.kv_dim())};
   v = {u.p, static_cast<size_t>(nb * c.kv_dim())};
-  rope.init(c.rope, c.head_dim);
+  rope.init(c.rope, c.head_dim, c.n_rot);
 }
 
 const char* StepProfile::name(int part) {
-  static constexpr const char* kNames[n_parts] = {"attention projections", "attention", "router", "experts", "mlp", "head"};
+  static constexpr const char* kNames[n_parts] = {"attention projections", "attention", "recurrent (Gated DeltaNet)", "router", "experts", "mlp", "head"};
   return part >= 0 && part < n_parts ? kNames[part] : "?";
 }
 // ---- the shared pieces of a block -------------------------------------------------------------
@@ -146,7 +146,7 @@ void StepRun::parallel(int64_t count, const std::function<void(int64_t, int64_t)
 }
 
 void StepRun::attention(int64_t layer, const float* q, float* out) const {
-  nvfp4::attention(m.cfg, ws.step, layer, q, out, ws.attn_scratch, pool);
+  nvfp4::attention(m.cfg, ws.step, m.kv_layer[static_cast<size_t>(layer)], q, out, ws.attn_scratch, pool);
 }
 
 void StepRun::dense(const PinnedDense& d, const float* x, int64_t rows, float* y) const { d.forward(x, rows, y, pool); }

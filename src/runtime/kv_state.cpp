@@ -4,14 +4,6 @@
 
 namespace nvfp4 {
 
-const char* state_kind_name(StateKind k) {
-  switch (k) {
-    case StateKind::full_attention: return "full attention (KV cache)";
-    case StateKind::recurrent: return "recurrent";
-  }
-  return "?";
-}
-
 void FullAttentionState::go_back(int64_t n, int64_t held) {
   if (n < 0 || n > held)
     throw Error("", "", "a full-attention layer goes back to a prefix of what it holds", "0 .. " + std::to_string(held),

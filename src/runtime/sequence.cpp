@@ -1,6 +1,8 @@
 // Sequence: a state per layer (include/nvfp4/sequence_state.h) and the positions it holds. Every
 // question about going back (truncate, snapshot, copy_prefix) is asked of each layer's kind.
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 
 #include "nvfp4/error.h"
 #include "runtime/kv_state.h"
@@ -25,10 +27,16 @@ void each_layer(Sequence::Impl& q, F&& f) {
 }  // namespace
 
 namespace {
-// The state layer l of a model asks for. Every layer of today's families is full attention; a
-// family with linear-attention or Mamba layers answers recurrent for those.
-StateSpec layer_state_spec(const ModelConfig& c, int64_t) {
+// The state layer l of a model asks for: a full-attention layer its keys and values, a
+// linear-attention (Gated DeltaNet) layer its conv window and head matrices.
+StateSpec layer_state_spec(const ModelConfig& c, int64_t l) {
   StateSpec s;
+  if (c.mixer(l) == MixerKind::linear_attention) {
+    s.kind = StateKind::recurrent;
+    s.floats = c.linear.state_floats();
+    s.max_snapshots = kSequenceSnapshots;
+    return s;
+  }
   s.kind = StateKind::full_attention;
   s.n_kv = c.n_head_kv;
   s.head_dim = c.head_dim;
@@ -102,6 +110,13 @@ size_t Sequence::bytes() const {
   size_t b = 0;
   for (const auto& s : impl_->layers) b += s->bytes();
   return b;
+}
+
+int64_t Sequence::max_draft() const {
+  int64_t k = INT64_MAX;
+  for (const auto& s : impl_->layers)
+    if (const auto* r = dynamic_cast<const RecurrentState*>(s.get())) k = std::min<int64_t>(k, r->max_snapshots());
+  return k;
 }
 
 bool Sequence::can_truncate() const {

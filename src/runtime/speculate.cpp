@@ -11,7 +11,7 @@ void DraftLength::verified(size_t drafted, size_t kept, int max) {
 }
 
 int64_t draft_limit(int64_t k, const Sequence& seq, int64_t remaining, int64_t budget) {
-  return std::min<int64_t>({k, budget, seq.n_ctx() - seq.pos() - 1, remaining - 1});
+  return std::min<int64_t>({k, budget, seq.n_ctx() - seq.pos() - 1, remaining - 1, seq.max_draft()});
 }
 
 void begin_verify(Sequence& seq, size_t n_draft) { seq.snapshot(static_cast<int64_t>(n_draft)); }

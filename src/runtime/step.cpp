@@ -28,6 +28,8 @@ void Workspace::set_profile(StepProfile* p) { impl_->prof = p; }
 size_t Workspace::bytes() const {
   const Impl& w = *impl_;
   size_t b = w.rope.bytes() + (w.arena.size() + w.attn_scratch.size() + w.pre.size()) * 4;
+  for (const auto* v : {&w.qgate, &w.gate_att, &w.lin_qkv, &w.lin_z, &w.lin_b, &w.lin_a, &w.lin_fused, &w.lin_fused_ba, &w.lin_y})
+    b += v->size() * 4;
   for (const auto* v : {&w.moe_logits, &w.moe_w, &w.moe_x, &w.moe_y, &w.moe_g, &w.moe_u, &w.moe_slots})
     b += v->size() * 4;
   b += w.moe_sel.size() * 4 + (w.moe_count.size() + w.moe_pairs.size()) * 8;
@@ -35,6 +37,30 @@ size_t Workspace::bytes() const {
 }
 
 // ---- the step ---------------------------------------------------------------------------------
+
+namespace {
+// A sequence made for this model: a state per layer of the kind the layer asks for, the
+// full-attention layers' KV cache of the model's shape.
+void check_sequence(const Model::Impl& m, const Sequence& seq) {
+  const ModelConfig& c = m.cfg;
+  const auto refuse = [&](const std::string& found) {
+    throw Error(m.source, "StepToken.seq", "step token's sequence: one made for this model (its states per layer)",
+                std::to_string(c.n_layer) + " layers (" + std::to_string(m.n_kv_layer) + " full attention)", found);
+  };
+  if (seq.n_layer() != c.n_layer) refuse(std::to_string(seq.n_layer()) + " layers");
+  if (m.n_kv_layer > 0 && !seq.impl().kv.fits(m.n_kv_layer, c.n_head_kv, c.head_dim)) refuse("another KV cache shape");
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const LayerState& st = seq.layer(l);
+    if (c.mixer(l) == MixerKind::attention) {
+      if (st.kind() != StateKind::full_attention) refuse("layer " + std::to_string(l) + ": " + state_kind_name(st.kind()));
+    } else {
+      const auto* r = dynamic_cast<const RecurrentState*>(&st);
+      if (!r || r->size() != c.linear.state_floats())
+        refuse("layer " + std::to_string(l) + ": " + state_kind_name(st.kind()) + ", " + st.shape());
+    }
+  }
+}
+}  // namespace
 
 void forward(const Model& model, std::span<const StepToken> tokens, Workspace& workspace, ThreadPool& pool, float* logits) {
   const Model::Impl& m = model.impl();
@@ -48,6 +74,7 @@ void forward(const Model& model, std::span<const StepToken> tokens, Workspace& w
   std::vector<AttnToken> at(static_cast<size_t>(n));
   std::vector<std::pair<Sequence*, int64_t>> next;  // sequence -> its next expected position
   int64_t max_pos = 0;
+  ws.seqs.clear();
   for (int64_t t = 0; t < n; ++t) {
     const StepToken& s = tokens[static_cast<size_t>(t)];
     if (!s.seq) throw Error(m.source, "StepToken.seq", "step token without a sequence", "a sequence", "null");
@@ -55,10 +82,9 @@ void forward(const Model& model, std::span<const StepToken> tokens, Workspace& w
       throw Error(m.source, "StepToken.token", "token id out of range", "0 .. " + std::to_string(c.n_vocab - 1), std::to_string(s.token));
     auto it = std::find_if(next.begin(), next.end(), [&](const auto& p) { return p.first == s.seq; });
     if (it == next.end()) {
-      if (!s.seq->impl().kv.fits(c.n_layer, c.n_head_kv, c.head_dim))
-        throw Error(m.source, "", "step token's sequence: one made for this model (a full-attention state per layer)",
-                    std::to_string(c.n_layer) + " layers", std::to_string(s.seq->n_layer()) + " layers of other states");
+      check_sequence(m, *s.seq);
       it = next.insert(next.end(), {s.seq, s.seq->pos()});
+      ws.seqs.push_back({s.seq, {}});
     }
     if (s.pos != it->second)
       throw Error(m.source, "StepToken.pos", "step token position (a sequence's tokens continue it in step order)", std::to_string(it->second),
@@ -66,6 +92,7 @@ void forward(const Model& model, std::span<const StepToken> tokens, Workspace& w
     if (s.pos >= s.seq->n_ctx())
       throw Error(m.source, "StepToken.pos", "context full", "at most " + std::to_string(s.seq->n_ctx()) + " positions", std::to_string(s.pos + 1));
     ++it->second;
+    ws.seqs[static_cast<size_t>(it - next.begin())].tok.push_back(t);
     at[static_cast<size_t>(t)] = AttnToken{&s.seq->impl().kv, s.pos};
     max_pos = std::max(max_pos, s.pos);
   }

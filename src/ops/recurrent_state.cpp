@@ -1,4 +1,5 @@
-// The recurrent kind of sequence state (include/nvfp4/sequence_state.h).
+// The recurrent kind of sequence state (include/nvfp4/sequence_state.h), and the kinds' names.
+// In ops, below runtime: the blocks (src/models) fold tokens into it.
 #include <algorithm>
 
 #include "nvfp4/error.h"
@@ -6,12 +7,19 @@
 
 namespace nvfp4 {
 
+const char* state_kind_name(StateKind k) {
+  switch (k) {
+    case StateKind::full_attention: return "full attention (KV cache)";
+    case StateKind::recurrent: return "recurrent";
+  }
+  return "?";
+}
+
 RecurrentState::RecurrentState(int64_t floats, int max_snapshots) {
   if (floats < 1 || max_snapshots < 0)
     throw Error("", "", "a recurrent state's size and snapshots", ">= 1 floats, >= 0 snapshots",
                 std::to_string(floats) + " floats, " + std::to_string(max_snapshots) + " snapshots");
   state_.assign(static_cast<size_t>(floats), 0.0f);
-  snaps_.assign(static_cast<size_t>(floats) * static_cast<size_t>(max_snapshots), 0.0f);
   snap_pos_.assign(static_cast<size_t>(max_snapshots), -1);
 }
 
@@ -73,6 +81,9 @@ void RecurrentState::snapshot(int64_t held, int64_t k) {
   if (k < 0 || k > max_snapshots())
     throw Error("", "", "snapshots a recurrent layer keeps for one verify step (its drafts)",
                 "at most " + std::to_string(max_snapshots()), std::to_string(k));
+  // The slots' memory is taken on the first verify step (a sequence that never speculates
+  // holds only its state).
+  if (k > 0 && snaps_.empty()) snaps_.assign(state_.size() * snap_pos_.size(), 0.0f);
   // The slots are reused: one of a position the step is about to pass is taken again.
   for (int64_t& s : snap_pos_)
     if (s > held) s = -1;

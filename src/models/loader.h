@@ -1,0 +1,207 @@
+// The loader a family's file reads its tensors with (src/models/<family>.cpp): metadata under
+// GGUF keys, every tensor checked for presence and shape, linear layers prepared for their
+// kernels (NVFP4 as Linear, float as DenseLinear or PinnedDense), the shared pieces of loading a
+// layer. Everything it reads is marked used: Model::load refuses a tensor nobody read.
+#pragma once
+#include <cmath>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "nvfp4/arch.h"
+#include "nvfp4/codec.h"
+#include "nvfp4/error.h"
+#include "nvfp4/ggml_types.h"
+#include "nvfp4/huge_pages.h"
+#include "nvfp4/quantize.h"
+#include "ops/model_impl.h"
+
+namespace nvfp4 {
+
+struct Loader {
+  const Checkpoint& ck;
+  const LoadOptions& opt;
+  const std::string& path;
+  mutable std::set<std::string> used;  // every tensor the model reads: the rest is refused
+  // The packed weight streams, on huge pages shared by the small layers (nvfp4/huge_pages.h).
+  std::shared_ptr<HugeArena> arena = std::make_shared<HugeArena>();
+
+  const gguf::Value& meta(const std::string& key) const {
+    const gguf::Value* v = ck.meta(key);
+    if (!v) throw Error(path, "", "missing metadata '" + key + "'", "present", "absent");
+    return *v;
+  }
+  int64_t meta_int(const std::string& key) const {
+    const int64_t v = meta(key).as_int(key);
+    if (v <= 0 || v > (int64_t{1} << 31)) throw Error(path, "", "metadata '" + key + "'", "1 .. 2^31", std::to_string(v));
+    return v;
+  }
+  double meta_float(const std::string& key, double def) const {
+    const gguf::Value* v = ck.meta(key);
+    if (!v) return def;
+    const double d = v->as_float(key);
+    if (!std::isfinite(d) || d <= 0) throw Error(path, "", "metadata '" + key + "'", "finite and > 0", std::to_string(d));
+    return d;
+  }
+
+  // Whether an optional tensor (decided on layer 0, then required of every layer) is there;
+  // a required one must be.
+  bool wanted(const std::string& name, Need need) const {
+    const bool present = ck.find(name) != nullptr;
+    if (need == Need::required && !present) throw Error(path, name, "missing tensor", "present", "absent");
+    if (need == Need::none && present)
+      throw Error(path, name, "tensor the architecture does not use", "absent", "present");
+    return present;
+  }
+
+  RopeConfig rope(const std::string& a, int64_t head_dim) const {
+    RopeConfig r;
+    r.theta = meta_float(a + "rope.freq_base", 10000.0);
+    std::string type = "none";
+    if (const gguf::Value* s = ck.meta(a + "rope.scaling.type")) type = s->as_string(a + "rope.scaling.type");
+    if (type == "linear") {
+      r.linear_factor = meta_float(a + "rope.scaling.factor", 1.0);
+    } else if (type == "llama3") {  // from an HF config.json (GGUF files carry rope_freqs.weight)
+      const auto need = [&](const std::string& k) {
+        if (!ck.meta(a + k)) throw Error(path, "", "missing metadata '" + a + k + "' (llama3 rope scaling)", "present", "absent");
+        return meta_float(a + k, 1.0);
+      };
+      r.freq_factors = rope_freq_factors_llama3(head_dim, r.theta, need("rope.scaling.factor"), need("rope.scaling.low_freq_factor"),
+                                                need("rope.scaling.high_freq_factor"),
+                                                need("rope.scaling.original_context_length"));
+    } else if (type != "none") {
+      throw Error(path, "", "RoPE scaling type (" + a + "rope.scaling.type)", "none, linear or llama3", type);
+    }
+    if (const TensorEntry* f = ck.find("rope_freqs.weight")) {
+      if (!r.freq_factors.empty())
+        throw Error(path, "rope_freqs.weight", "two rope scalings (metadata llama3 and a rope_freqs tensor)", "one", "both");
+      r.freq_factors = vec("rope_freqs.weight", head_dim / 2);
+      for (float v : r.freq_factors)
+        if (!std::isfinite(v) || v <= 0) throw Error(path, f->name, "rope frequency factor", "finite and > 0", std::to_string(v));
+    }
+    return r;
+  }
+
+  const TensorEntry& shaped(const std::string& name, std::vector<int64_t> shape) const {
+    const TensorEntry* e = ck.find(name);
+    if (!e) throw Error(path, name, "missing tensor", "present", "absent");
+    used.insert(name);
+    if (e->shape != shape) {
+      auto str = [](const std::vector<int64_t>& s) {
+        std::string o = "[";
+        for (size_t i = 0; i < s.size(); ++i) o += (i ? ", " : "") + std::to_string(s[i]);
+        return o + "]";
+      };
+      throw Error(path, name, "tensor shape", str(shape), str(e->shape));
+    }
+    return *e;
+  }
+
+  // Added to every RMSNorm weight read through norm(): 1 for a zero-centred family's HF file
+  // ((1 + w), transformers' Qwen3_5RMSNorm), whose GGUF holds the weights with the 1 added.
+  float norm_offset = 0.0f;
+  std::vector<float> norm(const std::string& name, int64_t n) const {
+    std::vector<float> v = vec(name, n);
+    if (norm_offset != 0.0f)
+      for (float& x : v) x += norm_offset;  // in float, as transformers' (1.0 + w.float())
+    return v;
+  }
+
+  std::vector<float> vec(const std::string& name, int64_t n) const {
+    shaped(name, {n});
+    std::vector<float> v = ck.to_f32(name);
+    ck.release(name);
+    return v;
+  }
+
+  MatMul linear(const std::string& base, int64_t n_out, int64_t n_in) const {
+    MatMul m = linear_copy(base, n_out, n_in);
+    ck.release(base + ".weight");  // copied into the kernels' layout: the mapped bytes can go
+    return m;
+  }
+
+  MatMul linear_copy(const std::string& base, int64_t n_out, int64_t n_in) const {
+    const std::string name = base + ".weight";
+    const TensorEntry& e = shaped(name, {n_out, n_in});
+    MatMul m;
+    m.name = base;
+    m.n_out = n_out;
+    m.n_in = n_in;
+    if (e.storage == Storage::nvfp4) {
+      const RowMatrix w = ck.nvfp4(name);
+      m.pre_scale = ck.pre_quant_scale(name);  // NVFP4_AWQ (the reader checked its length)
+      m.nvfp4 = true;
+      m.lin = Linear::prepare(w.view(), e.input_scale, base, arena);
+      m.bytes = w.codes.size() + w.scales.size() + 4;
+      return m;
+    }
+    std::vector<float> w = ck.to_f32(name);
+    if (opt.quantize) {
+      const RowMatrix q = quantize(w.data(), n_out, n_in, name);
+      auto it = opt.input_scales.find(base);
+      m.nvfp4 = true;
+      m.lin = Linear::prepare(q.view(), it == opt.input_scales.end() ? 0.0f : it->second, base, arena);
+      m.bytes = q.codes.size() + q.scales.size() + 4;
+      return m;
+    }
+    m.bytes = w.size() * 4;
+    if (opt.pinned_float) {
+      m.use_pinned = true;
+      m.pinned = PinnedDense::from_f32(std::move(w), n_out, n_in);
+      return m;
+    }
+    m.dense = DenseLinear::prepare(DType::f32, w.data(), n_out, n_in);
+    return m;
+  }
+
+  // The embedding or the head: Q8_0 (convert --head q8) and NVFP4 (--head nvfp4) as stored when the
+  // checkpoint is served as it is; otherwise the float path of dense().
+  Head head_tensor(const std::string& name, int64_t n_out, int64_t n_in, bool forward, bool rows) const {
+    const TensorEntry& e = shaped(name, {n_out, n_in});
+    uint32_t type = 0;
+    const void* data = nullptr;
+    if (!opt.quantize && ck.raw_ggml(name, type, data) && type == ggml::Q8_0) {
+      const bool integer = opt.mode == Mode::a16q8 || opt.mode == Mode::w4a4;
+      Head h = Head::q8_0(static_cast<const uint8_t*>(data), n_out, n_in, integer);
+      ck.release(name);
+      return h;
+    }
+    if (e.storage == Storage::nvfp4) {
+      Head h = Head::nvfp4(ck.nvfp4(name), e.input_scale, name.substr(0, name.size() - 7), forward, rows);
+      ck.release(name);
+      return h;
+    }
+    return Head::dense(dense(name, n_out, n_in));
+  }
+
+  PinnedDense dense(const std::string& name, int64_t n_out, int64_t n_in) const {
+    PinnedDense d = dense_copy(name, n_out, n_in);
+    ck.release(name);
+    return d;
+  }
+
+  PinnedDense dense_copy(const std::string& name, int64_t n_out, int64_t n_in) const {
+    shaped(name, {n_out, n_in});
+    DType dt;
+    const void* data = nullptr;
+    if (ck.raw_float(name, dt, data)) return PinnedDense::prepare(dt, data, n_out, n_in);
+    std::vector<float> w = ck.to_f32(name);
+    if (opt.quantize) {  // as `nvfp4 convert` keeps ggml-quantized embeddings: F16
+      std::vector<uint16_t> h(w.size());
+      for (size_t i = 0; i < w.size(); ++i) h[i] = float_to_half(w[i]);
+      return PinnedDense::prepare(DType::f16, h.data(), n_out, n_in);
+    }
+    return PinnedDense::from_f32(std::move(w), n_out, n_in);
+  }
+};
+
+// Expert counts and sizes under llama.cpp's keys (hf_config.cpp writes the same for HF).
+void load_moe_config(const Loader& L, const std::string& a, ModelConfig& c);
+// Layer b's FFN ("blk.3."): the dense SwiGLU's gate/up/down, or the router, the experts and a
+// shared expert with its gate.
+void load_ffn(const Loader& L, const std::string& b, const ModelConfig& c, LayerWeights& w);
+// Layer b's attention: q (2 * q_dim rows with an output gate), k, v, o, their biases and q/k norms.
+void load_attention(const Loader& L, const std::string& b, const ModelConfig& c, LayerWeights& w);
+
+}  // namespace nvfp4
