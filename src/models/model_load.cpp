@@ -283,9 +283,9 @@ std::vector<std::string> Model::describe() const {
                 (c.n_rot > 0 ? " over " + std::to_string(c.n_rot) + " of " + std::to_string(c.head_dim) + " dimensions" : "") +
                 (c.rope.freq_factors.empty() ? "" : " with frequency factors") +
                 (c.rope.linear_factor != 1.0 ? " linear x" + std::to_string(c.rope.linear_factor) : ""));
-  int nv = 0, nf = 0;
+  int nv = 0, nf = 0, np = 0;
   for (const auto& l : m.layers)
-    for (const MatMul* mm : l.matmuls()) (mm->nvfp4 ? nv : nf)++;
+    for (const MatMul* mm : l.matmuls()) (mm->nvfp4 ? nv : mm->use_pinned ? np : nf)++;
   // The first layer of each storage, wherever it is: a mixed checkpoint may hold NVFP4 only in its
   // MLPs or experts (FP8 attention beside NVFP4 MLPs, as NVIDIA ships them).
   const MatMul* any_nvfp4 = nullptr;
@@ -293,9 +293,10 @@ std::vector<std::string> Model::describe() const {
   for (const auto& l : m.layers)
     for (const MatMul* mm : l.matmuls()) {
       if (mm->nvfp4 && !any_nvfp4) any_nvfp4 = mm;
-      if (!mm->nvfp4 && !any_float) any_float = mm;
+      if (!mm->nvfp4 && !mm->use_pinned && !any_float) any_float = mm;
     }
-  std::string lin = "linear layers: " + std::to_string(nv) + " NVFP4, " + std::to_string(nf) + " float (f32)";
+  std::string lin = "linear layers: " + std::to_string(nv) + " NVFP4, " + std::to_string(nf) + " float (f32)" +
+                    (np > 0 ? ", " + std::to_string(np) + " float in the pinned order (the same bits on every ISA)" : "");
   if (any_nvfp4)
     lin += "; NVFP4 mode " + std::string(mode_name(m.mode)) + ", kernels " + any_nvfp4->kernel(m.mode, 1) +
            " (1 token), " + any_nvfp4->kernel(m.mode, 64) + " (64 tokens)";
