@@ -11,9 +11,13 @@
 #include <fstream>
 #include <string>
 #include <vector>
+#include <cstring>
+#include <random>
 
 #include "nvfp4/error.h"
 #include "kernels/gated_delta.h"
+#include "kernels/packed.h"
+#include "nvfp4/kernels.h"
 #include "test_util.h"
 
 using namespace nvfp4;
@@ -130,4 +134,26 @@ TEST(GatedDelta, ShapesItCannotRunAreRefusedByField) {
   EXPECT_NE(msg({2, 4, 16, 0, 4}).find("linear_value_head_dim"), std::string::npos);
   EXPECT_NE(msg({2, 4, 16, 16, 1}).find("linear_conv_kernel_dim"), std::string::npos);
   EXPECT_NE(msg({2, 4, 16, 16, 1}).find("blk.0 (config.json)"), std::string::npos);
+}
+
+// The delta rule's vector forms (gated_delta_avx2.cpp, gated_delta_avx512.cpp) against the scalar
+// one, with ==, on every ISA this machine runs, at Qwen3.6's head size and at odd ones.
+TEST(GatedDelta, EveryIsaGivesTheScalarBits) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 0.7f);
+  for (const auto& [dk, dv] : std::vector<std::pair<int64_t, int64_t>>{{128, 128}, {16, 16}, {20, 37}, {3, 5}}) {
+    std::vector<float> S0(static_cast<size_t>(dk * dv)), k(static_cast<size_t>(dk)), q(k.size()), v(static_cast<size_t>(dv));
+    for (auto* vec : {&S0, &k, &q, &v})
+      for (float& x : *vec) x = nd(rng);
+    std::vector<float> S_ref = S0, mem(v.size()), o_ref(v.size());
+    kern::table(Isa::scalar).delta_head(S_ref.data(), k.data(), q.data(), v.data(), 0.93f, 0.61f, mem.data(), o_ref.data(), dk, dv);
+    for (Isa isa : compiled_isas()) {
+      if (!isa_supported(isa)) continue;
+      SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::to_string(dk) + "x" + std::to_string(dv));
+      std::vector<float> S = S0, o(v.size());
+      kern::table(isa).delta_head(S.data(), k.data(), q.data(), v.data(), 0.93f, 0.61f, mem.data(), o.data(), dk, dv);
+      EXPECT_EQ(std::memcmp(S.data(), S_ref.data(), S.size() * 4), 0);
+      EXPECT_EQ(std::memcmp(o.data(), o_ref.data(), o.size() * 4), 0);
+    }
+  }
 }

@@ -8,6 +8,9 @@
 
 #include "nvfp4/error.h"
 #include "pinned_math.h"
+#include "kernels/gated_delta_head.h"
+#include "kernels/packed.h"
+#include "nvfp4/kernels.h"
 
 namespace nvfp4 {
 
@@ -59,6 +62,7 @@ void conv_channels(const GatedDeltaShape& s, const GatedDeltaWeights& w, int64_t
 void gated_delta_group(const GatedDeltaShape& s, const GatedDeltaWeights& w, int64_t kh, const float* qkv, const float* z,
                        const float* a, const float* b, float* conv_state, float* ssm_state, float* y, float* scratch) {
   const int64_t dk = s.d_k, dv = s.d_v, rep = s.n_v_heads / s.n_k_heads;
+  const kern::DeltaHeadFn delta = kern::table(active_isa()).delta_head;
   float* q = scratch;            // [d_k]
   float* k = q + dk;             // [d_k]
   float* vs = k + dk;            // [rep * d_v]
@@ -78,24 +82,8 @@ void gated_delta_group(const GatedDeltaShape& s, const GatedDeltaWeights& w, int
                      softplus(static_cast<double>(a[h]) + static_cast<double>(w.dt_bias[h]));
     const float decay = static_cast<float>(pinned::exp(g));
     const float beta = static_cast<float>(1.0 / (1.0 + pinned::exp(-static_cast<double>(b[h]))));
-    for (int64_t j = 0; j < dv; ++j) mem[j] = 0.0f;
-    for (int64_t i = 0; i < dk; ++i) {
-      float* row = S + i * dv;
-      for (int64_t j = 0; j < dv; ++j) {
-        row[j] = row[j] * decay;
-        mem[j] += row[j] * k[i];
-      }
-    }
-    for (int64_t j = 0; j < dv; ++j) mem[j] = (v[j] - mem[j]) * beta;  // the delta
     float* o = y + h * dv;
-    for (int64_t j = 0; j < dv; ++j) o[j] = 0.0f;
-    for (int64_t i = 0; i < dk; ++i) {
-      float* row = S + i * dv;
-      for (int64_t j = 0; j < dv; ++j) {
-        row[j] += k[i] * mem[j];
-        o[j] += row[j] * q[i];
-      }
-    }
+    delta(S, k, q, v, decay, beta, mem, o, dk, dv);  // gated_delta_head.h, the ISA's form
     // Gated RMSNorm over the head: (o * rsqrt(mean o^2 + eps)) * norm_w * SiLU(z).
     double ss = 0.0;
     for (int64_t j = 0; j < dv; ++j) ss += static_cast<double>(o[j]) * static_cast<double>(o[j]);
@@ -103,6 +91,11 @@ void gated_delta_group(const GatedDeltaShape& s, const GatedDeltaWeights& w, int
     const float* zh = z + h * dv;
     for (int64_t j = 0; j < dv; ++j) o[j] = static_cast<float>(o[j] * inv) * w.norm_w[j] * pinned::silu(zh[j]);
   }
+}
+
+void kern::delta_head_scalar(float* S, const float* k, const float* q, const float* v, float decay, float beta, float* mem,
+                             float* o, int64_t dk, int64_t dv) {
+  delta_head_body(S, k, q, v, decay, beta, mem, o, dk, dv);
 }
 
 void gated_delta_token(const GatedDeltaShape& s, const GatedDeltaWeights& w, const float* qkv, const float* z,

@@ -170,6 +170,12 @@ using PinnedRowsFn = void (*)(const void* w, int elem, int64_t n_in, int64_t n_o
 struct HeadQ8;
 using HeadQ8Fn = void (*)(const HeadQ8& w, const ActQ8& a, int64_t r_b, int64_t r_e, float* y);
 
+// gated_delta_head.h: S, k, q, v, decay, beta, mem, o, d_k, d_v (the same bits on every ISA).
+using DeltaHeadFn = void (*)(float*, const float*, const float*, const float*, float, float, float*, float*, int64_t, int64_t);
+void delta_head_scalar(float*, const float*, const float*, const float*, float, float, float*, float*, int64_t, int64_t);
+void delta_head_avx2(float*, const float*, const float*, const float*, float, float, float*, float*, int64_t, int64_t);
+void delta_head_avx512(float*, const float*, const float*, const float*, float, float, float*, float*, int64_t, int64_t);
+
 struct KernelTable {
   Isa isa;
   PrepQ8Fn prep_q8;  // the a16q8 activation quantizer (same bits on every ISA)
@@ -185,6 +191,7 @@ struct KernelTable {
   SwigluFn swiglu;
   PinnedRowsFn pinned_rows; const char* pinned_name;  // "gemv_pinned16_<isa>"
   HeadQ8Fn head_q8; const char* head_q8_name;          // the integer-exact Q8_0 head
+  DeltaHeadFn delta_head; const char* delta_head_name; // Gated DeltaNet: one value head's delta rule
 };
 inline constexpr int64_t kPrefillN = 32;
 
