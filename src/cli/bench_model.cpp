@@ -131,11 +131,11 @@ nlohmann::json profile_json(const StepProfile& p, double dram_gbps) {
 void print_profile(const nlohmann::json& pj) {
   std::printf("profile of %lld generated tokens (%.2f ms each; DRAM read %.1f GB/s):\n", pj["tokens"].get<long long>(),
               pj["ms_per_token"].get<double>(), pj["dram_gbps"].get<double>());
-  std::printf("  %-22s %10s %8s %10s %9s %8s\n", "part", "ms/token", "% step", "MB/token", "GB/s", "% DRAM");
+  std::printf("  %-26s %10s %8s %10s %9s %8s\n", "part", "ms/token", "% step", "MB/token", "GB/s", "% DRAM");
   for (const auto& r : pj["parts"])
-    std::printf("  %-22s %10.3f %8.1f %10.1f %9.1f %8.0f\n", r["part"].get<std::string>().c_str(), r["ms_per_token"].get<double>(),
+    std::printf("  %-26s %10.3f %8.1f %10.1f %9.1f %8.0f\n", r["part"].get<std::string>().c_str(), r["ms_per_token"].get<double>(),
                 r["pct_of_step"].get<double>(), r["mb_per_token"].get<double>(), r["gbps"].get<double>(), r["pct_of_dram"].get<double>());
-  std::printf("  %-22s %10.3f %8.1f %10.1f %9.1f %8.0f\n", "whole step", pj["ms_per_token"].get<double>(), 100.0,
+  std::printf("  %-26s %10.3f %8.1f %10.1f %9.1f %8.0f\n", "whole step", pj["ms_per_token"].get<double>(), 100.0,
               pj["mb_per_token"].get<double>(), pj["gbps"].get<double>(), pj["pct_of_dram"].get<double>());
 }
 
@@ -240,7 +240,12 @@ int run(const Opt& o) {
   j["roofline_pct"] = 100.0 * tg / (gbps * 1e9 / bpt);
   // Against what the issue allows (1.1x the weights and the KV cache of prompt + gen positions).
   const ModelConfig& mc = L.model->config();
-  const double kv_per_pos = static_cast<double>(2 * mc.n_layer * mc.kv_dim()) * (o.m.kv == "f16" ? 2.0 : 4.0);  // bytes
+  // The attention layers' KV (all layers but a hybrid's linear-attention ones), and the recurrent
+  // states a token reads and writes in those (float32).
+  int64_t n_attn = 0;
+  for (int64_t l = 0; l < mc.n_layer; ++l) n_attn += mc.mixer(l) == MixerKind::attention;
+  const double kv_per_pos = static_cast<double>(2 * n_attn * mc.kv_dim()) * (o.m.kv == "f16" ? 2.0 : 4.0);  // bytes
+  const double state_bpt = 2.0 * static_cast<double>(mc.n_layer - n_attn) * static_cast<double>(mc.linear.state_floats()) * 4.0;
   const double kv_mib = kv_per_pos * static_cast<double>(o.prompt + o.gen) / (1024.0 * 1024.0);
   const double w_mib = static_cast<double>(L.model->weight_bytes()) / (1024.0 * 1024.0);
   // The keys and values a generated token reads from its cache, on average over the timed
@@ -248,7 +253,8 @@ int run(const Opt& o) {
   // the roofline above leaves out, and the attention part of --profile reads.
   const double kv_bpt = kv_per_pos * (static_cast<double>(o.prompt) + (static_cast<double>(o.gen) + 1.0) / 2.0);
   j["kv_bytes_per_token"] = kv_bpt;
-  j["roofline_with_kv_pct"] = 100.0 * tg / (gbps * 1e9 / (bpt + kv_bpt));
+  j["state_bytes_per_token"] = state_bpt;  // recurrent layers: each state read and written per token
+  j["roofline_with_kv_pct"] = 100.0 * tg / (gbps * 1e9 / (bpt + kv_bpt + state_bpt));
   j["peak_rss_mb"] = rss;
   j["huge_pages_mib"] = huge_mib;
   j["thp_mode"] = thp_mode();
@@ -305,8 +311,12 @@ int run(const Opt& o) {
   std::printf("pool hand-offs per generated token: %.1f\n", ms.dispatches_per_token);
   std::printf("roofline: %.1f MB/token at %.1f GB/s = %.1f t/s; generation at %.1f %% of it\n", bpt / 1e6, gbps,
               gbps * 1e9 / bpt, j["roofline_pct"].get<double>());
-  std::printf("with the %.1f MB of keys and values a generated token reads on average: %.1f %%\n", kv_bpt / 1e6,
-              j["roofline_with_kv_pct"].get<double>());
+  if (state_bpt > 0)
+    std::printf("with the %.1f MB of keys and values a generated token reads on average and the %.1f MB of recurrent states "
+                "it reads and writes: %.1f %%\n", kv_bpt / 1e6, state_bpt / 1e6, j["roofline_with_kv_pct"].get<double>());
+  else
+    std::printf("with the %.1f MB of keys and values a generated token reads on average: %.1f %%\n", kv_bpt / 1e6,
+                j["roofline_with_kv_pct"].get<double>());
   std::printf("peak RSS %.0f MiB = %.2fx (weights %.0f MiB + KV cache %.0f MiB)\n", rss, j["peak_rss_vs_weights_kv"].get<double>(),
               w_mib, kv_mib);
   std::printf("on 2 MiB pages: %.0f MiB (transparent huge pages: %s)\n", huge_mib, thp_mode().empty() ? "absent" : thp_mode().c_str());
