@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (ASan + UBSan) and runs each for a bounded time.
-#   bash scripts/fuzz.sh [SECONDS_PER_TARGET=60] [TARGET...]   (targets: gguf safetensors chat_template tokenizer_json server_request)
+#   bash scripts/fuzz.sh [SECONDS_PER_TARGET=60] [TARGET...]   (targets: gguf safetensors chat_template tokenizer_json server_request hf_config)
 # Seeds: fuzz/corpus/<target>/ (committed; never written to). New inputs go to
 # <build>/corpus/<target>/, crashes to <build>/artifacts/. Exit 1 when a target crashed:
 # turn the artifact into a regression test (tests/test_fuzz_regressions.cpp).
@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 secs="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(gguf safetensors chat_template tokenizer_json server_request)
+[ ${#targets[@]} -eq 0 ] && targets=(gguf safetensors chat_template tokenizer_json server_request hf_config)
 jobs=$(nproc)
 # NVFP4_FUZZ_BUILD_DIR: a tree already configured with clang, NVFP4_FUZZ=ON and NVFP4_SANITIZE=ON
 # (scripts/test.sh shares its sanitizer tree); otherwise build-fuzz/ is configured here.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds a Release tree (g++) and a sanitizer tree
 # (clang, ASan + UBSan, with the libFuzzer targets), fuzzes the checkpoint parsers for a bounded
-# time (NVFP4_FUZZ_SECONDS per target, default 30), then runs every test in both trees with CTest,
+# time (NVFP4_FUZZ_SECONDS per target, default 20), then runs every test in both trees with CTest,
 # and `nvfp4 serve` against PyPI's openai client (tools/test_serve_openai.py, tools/test_serve_tools.py, tools/test_serve_load.py,
 # tools/test_serve_nginx.py).
 set -euo pipefail
@@ -20,7 +20,7 @@ CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWit
   -DNVFP4_SANITIZE=ON -DNVFP4_FUZZ=ON >/dev/null
 cmake --build build-asan -j "$jobs"
 echo "== Fuzzing the checkpoint parsers (libFuzzer, bounded)"
-NVFP4_FUZZ_BUILD_DIR=build-asan bash scripts/fuzz.sh "${NVFP4_FUZZ_SECONDS:-30}"
+NVFP4_FUZZ_BUILD_DIR=build-asan bash scripts/fuzz.sh "${NVFP4_FUZZ_SECONDS:-20}"
 echo "== Release tests"
 ctest --test-dir build --output-on-failure -j "$jobs"
 echo "== Layers: include and link graphs (tools/layer_graph.py)"
