@@ -98,6 +98,10 @@ TEST(HybridConfig, MissingALogOrDtBiasIsRefusedByName) {
   refused([](nlohmann::json&) {}, {"model.layers.2.linear_attn.dt_bias", "missing"}, {"model.layers.2.linear_attn.dt_bias"});
 }
 
+TEST(HybridConfig, AnOutputGateOtherThanSigmoidIsRefused) {
+  refused([](nlohmann::json& c) { c["output_gate_type"] = "swish"; }, {"output_gate_type", "swish"});
+}
+
 TEST(HybridConfig, PartialRotaryOutOfRangeIsRefused) {
   refused([](nlohmann::json& c) { c["rope_parameters"]["partial_rotary_factor"] = 1.5; }, {"partial_rotary_factor", "1.5"});
 }

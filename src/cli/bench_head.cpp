@@ -48,7 +48,7 @@ Head make_head(const std::string& type, const std::vector<float>& w, int64_t n_o
     return Head::q8_0(b.data(), n_out, n_in, mode == Mode::a16q8 || mode == Mode::w4a4);
   }
   if (type == "nvfp4") return Head::nvfp4(quantize(w.data(), n_out, n_in, "output.weight"), 0.0f, "output", true, false);
-  throw Error("", "", "bad --types entry", "f16, q8 or nvfp4", type);
+  throw Error("", "--types", "bad --types entry", "f16, q8 or nvfp4", type);
 }
 
 int run(const Options& o) {

@@ -55,7 +55,7 @@ int64_t to_int(const std::string& s, const std::string& what) {
     if (k != s.size() || v <= 0) throw std::invalid_argument(s);
     return v;
   } catch (const std::exception&) {
-    throw Error("", "", "bad " + what, "a positive integer", s);
+    throw Error("", what, "bad " + what, "a positive integer", s);
   }
 }
 
@@ -105,7 +105,7 @@ int run(const Options& o) {
   const std::string wfile = "/tmp/nvfp4-bench-peer-" + std::to_string(getpid()) + ".bin";
   for (const auto& shape : split(o.shapes)) {
     const size_t xpos = shape.find('x');
-    if (xpos == std::string::npos) throw Error("", "", "bad --shapes entry", "n_outxn_in, e.g. 14336x4096", shape);
+    if (xpos == std::string::npos) throw Error("", "--shapes", "bad --shapes entry", "n_outxn_in, e.g. 14336x4096", shape);
     const int64_t n_out = to_int(shape.substr(0, xpos), "n_out"), n_in = to_int(shape.substr(xpos + 1), "n_in");
     RowMatrix w = random_weights(n_out, n_in, static_cast<uint64_t>(n_out * 131 + n_in));
     Linear base = Linear::prepare(w.view(), 0.01f, shape);
@@ -137,7 +137,7 @@ int run(const Options& o) {
         for (Mode mode : modes) {
           for (const auto& res : split(o.residency)) {
             const bool dram = res == "dram" || res == "dram4k";
-            if (!dram && res != "cache") throw Error("", "", "bad --residency entry", "dram, dram4k or cache", res);
+            if (!dram && res != "cache") throw Error("", "--residency", "bad --residency entry", "dram, dram4k or cache", res);
             const std::vector<Linear>& from = res == "dram" ? copies : copies4k;
             const double bw = bench::dram_read_gbps(pool, bw_bytes);
             std::vector<double> ms;

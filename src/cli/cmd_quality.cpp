@@ -46,7 +46,7 @@ int run(const QualityArgs& a) {
   if (R.tok.encode(read_text_file(a.file), false) != toks)
     throw Error(a.ref, "", "the reference tokenizes the text differently", "the same vocabulary", "other token ids");
   const int64_t ctx = a.m.n_ctx;
-  if (ctx < 16) throw Error("", "", "--ctx", ">= 16", std::to_string(ctx));
+  if (ctx < 16) throw Error("", "--ctx", "--ctx", ">= 16", std::to_string(ctx));
   if (static_cast<int64_t>(toks.size()) < ctx)
     throw Error(a.file, "", "text too short for one window", std::to_string(ctx) + " tokens", std::to_string(toks.size()));
   const int64_t nv = M.model->config().n_vocab;

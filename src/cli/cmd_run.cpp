@@ -34,10 +34,10 @@ struct RunArgs {
 
 int run(RunArgs& a) {
   if (a.prompt.empty() == a.file.empty())
-    throw Error("", "", "give the prompt with exactly one of -p or -f", "-p TEXT or -f FILE", "");
+    throw Error("", "-p / -f", "give the prompt with exactly one of -p or -f", "-p TEXT or -f FILE", "");
   if (!a.draft_model.empty() && a.spec.empty()) a.spec = "draft";  // -md alone drafts, as in llama.cpp
   if (a.spec == "draft" && a.draft_model.empty())
-    throw Error("", "", "--spec draft needs the draft model", "--model-draft FILE", "no --model-draft");
+    throw Error("", "--model-draft", "--spec draft needs the draft model", "--model-draft FILE", "no --model-draft");
   if (a.spec != "draft" && !a.draft_model.empty())
     throw Error(a.draft_model, "", "--model-draft is the draft model of --spec draft", "--spec draft", "--spec " + a.spec);
   Loaded L = load_model(a.m, a.json);
@@ -67,7 +67,7 @@ int run(RunArgs& a) {
   std::vector<int32_t> ids;
   if (!chat && L.tok.add_bos() && L.tok.bos() >= 0) ids.push_back(L.tok.bos());
   for (int32_t id : L.tok.encode(text)) ids.push_back(id);
-  if (ids.empty()) throw Error("", "", "empty prompt", "at least one token", "0 tokens");
+  if (ids.empty()) throw Error("", "prompt", "empty prompt", "at least one token", "0 tokens");
   ContextOptions co = context_options(a.m);
   co.n_ctx = std::min<int64_t>(co.n_ctx, static_cast<int64_t>(ids.size()) + a.n_predict);
   ThreadPool pool(L.threads);

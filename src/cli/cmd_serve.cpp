@@ -76,7 +76,7 @@ int serve(ServeArgs a) {
   try {
     if (!a.draft_model.empty() && a.spec.empty()) a.spec = "draft";  // -md alone drafts, as in llama-server
     if (a.spec == "draft" && a.draft_model.empty())
-      throw Error("", "", "--spec draft needs the draft model", "--model-draft FILE (-md)", "no --model-draft");
+      throw Error("", "--model-draft", "--spec draft needs the draft model", "--model-draft FILE (-md)", "no --model-draft");
     if (a.spec != "draft" && !a.draft_model.empty())
       throw Error(a.draft_model, "", "--model-draft is the draft model of --spec draft", "--spec draft", "--spec " + a.spec);
     L = load_model(a.m, false);
@@ -102,7 +102,7 @@ int serve(ServeArgs a) {
     so.spec = a.so;
     so.spec.ngram = a.spec == "ngram" || a.spec == "ngram-simple";
     if (so.spec.lookup.n_min > so.spec.lookup.n_max)
-      throw Error("", "", "--spec-ngram-min: the shortest n-gram looked up is at most the longest (--spec-ngram-max)",
+      throw Error("", "--spec-ngram-min", "--spec-ngram-min: the shortest n-gram looked up is at most the longest (--spec-ngram-max)",
                   "at most " + std::to_string(so.spec.lookup.n_max), std::to_string(so.spec.lookup.n_min));
     sched = std::make_unique<server::Scheduler>(*L.model, L.tok, so, metrics);
     auto b = std::make_unique<server::Backend>();

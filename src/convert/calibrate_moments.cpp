@@ -21,7 +21,7 @@ ChannelMoments calibrate_second_moments(const Checkpoint& ck, const std::vector<
                                         int threads, CalibrationModel on,
                                         const std::function<void(size_t, size_t)>& progress) {
   if (tokens.empty()) throw Error(ck.info().path, "", "calibration text gives no tokens", "at least one token", "0");
-  if (n_ctx < 1) throw Error("", "", "calibration window (--ctx)", ">= 1", std::to_string(n_ctx));
+  if (n_ctx < 1) throw Error("", "--ctx", "calibration window (--ctx)", ">= 1", std::to_string(n_ctx));
   LoadOptions lo;
   lo.mode = on == CalibrationModel::float_model ? Mode::f32 : Mode::a16q8;
   lo.quantize = on == CalibrationModel::rtn_a16q8;

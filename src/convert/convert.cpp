@@ -104,7 +104,7 @@ uint32_t keep_ggml_type(const std::string& t) {
   if (t == "f16") return ggml::F16;
   if (t == "f32") return ggml::F32;
   if (t == "bf16") return ggml::BF16;
-  throw Error("", "", "unknown --keep-type", "f16, f32 or bf16", t);
+  throw Error("", "--keep-type", "unknown --keep-type", "f16, f32 or bf16", t);
 }
 
 void from_f32(const std::vector<float>& v, uint32_t type, uint8_t* dst) {
@@ -333,7 +333,7 @@ ConvertReport convert(const std::string& in, const std::string& out, const Conve
   ConvertReport rep;
   const auto ck = Checkpoint::open(in);  // validated in full before anything is written
   if (opt.head != "auto" && opt.head != "f16" && opt.head != "q8" && opt.head != "nvfp4")
-    throw Error("", "", "unknown --head", "auto, f16, q8 or nvfp4", opt.head);
+    throw Error("", "--head", "unknown --head", "auto, f16, q8 or nvfp4", opt.head);
   if (!ends_with(out, ".gguf") && opt.head != "f16" && opt.head != "auto") {
     throw Error(out, "", "--head q8 / nvfp4 needs a GGUF output", "OUT ending in .gguf", "a directory (ModelOpt layout)");
   }

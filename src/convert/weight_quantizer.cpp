@@ -47,17 +47,17 @@ WeightQuantizer::WeightQuantizer(const Checkpoint& ck, const ConvertOptions& opt
                                  const std::function<bool(const std::string&)>& eligible)
     : ck_(ck), opt_(opt), threads_(opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {
   if (opt.method != "rtn" && opt.method != "search" && opt.method != "awq") {
-    throw Error("", "", "unknown --quantize-method", "rtn, search or awq", opt.method);
+    throw Error("", "--quantize-method", "unknown --quantize-method", "rtn, search or awq", opt.method);
   }
   if (opt.method == "awq" && opt.calibrate.empty()) {
-    throw Error("", "", "--quantize-method awq searches its scales on calibration activations", "--calibrate FILE", "none");
+    throw Error("", "--calibrate", "--quantize-method awq searches its scales on calibration activations", "--calibrate FILE", "none");
   }
-  if (opt.scale2 != "fused" && opt.scale2 != "per-tensor") throw Error("", "", "unknown --scale2", "fused or per-tensor", opt.scale2);
+  if (opt.scale2 != "fused" && opt.scale2 != "per-tensor") throw Error("", "--scale2", "unknown --scale2", "fused or per-tensor", opt.scale2);
   if (opt.awq_rounding != "rtn" && opt.awq_rounding != "search") {
-    throw Error("", "", "unknown --awq-rounding", "rtn or search", opt.awq_rounding);
+    throw Error("", "--awq-rounding", "unknown --awq-rounding", "rtn or search", opt.awq_rounding);
   }
   if (opt.search_radius < 0 || opt.search_radius > 32) {
-    throw Error("", "", "--search-radius", "0..32", std::to_string(opt.search_radius));
+    throw Error("", "--search-radius", "--search-radius", "0..32", std::to_string(opt.search_radius));
   }
   if (!opt.calibrate.empty()) {
     if (opt.method == "rtn") throw Error(opt.calibrate, "", "--calibrate weights the search", "--quantize-method search or awq", opt.method);
@@ -65,7 +65,7 @@ WeightQuantizer::WeightQuantizer(const Checkpoint& ck, const ConvertOptions& opt
     const std::vector<int32_t> toks = tok.encode(read_file(opt.calibrate), false);
     if (opt.log) opt.log("calibrate: " + std::to_string(toks.size()) + " tokens of " + opt.calibrate + ", windows of " + std::to_string(opt.calib_ctx));
     if (opt.calib_model != "float" && opt.calib_model != "rtn") {
-      throw Error("", "", "unknown --calibrate-model", "float or rtn", opt.calib_model);
+      throw Error("", "--calibrate-model", "unknown --calibrate-model", "float or rtn", opt.calib_model);
     }
     const auto log = opt.log;
     const CalibrationModel on = opt.calib_model == "rtn" ? CalibrationModel::rtn_a16q8 : CalibrationModel::float_model;

@@ -38,9 +38,9 @@ std::string ggml_type_name(uint32_t type) {
 
 int64_t ggml_row_bytes(uint32_t type, int64_t n) {
   const GgmlTypeInfo* t = ggml_type_info(type);
-  if (!t) throw Error("", "", "unknown ggml type", "a known ggml type id", std::to_string(type));
+  if (!t) throw Error("", "ggml type", "unknown ggml type", "a known ggml type id", std::to_string(type));
   if (n % t->block_values != 0) {
-    throw Error("", "", std::string("row length must be a multiple of the ") + t->name + " block",
+    throw Error("", "row length", std::string("row length must be a multiple of the ") + t->name + " block",
                 "n % " + std::to_string(t->block_values) + " == 0", "n = " + std::to_string(n));
   }
   return n / t->block_values * t->block_bytes;
@@ -72,7 +72,7 @@ void ggml_dequantize_row(uint32_t type, const void* src, float* dst, int64_t n) 
     default: break;
   }
   if (dequantize_row_quant(type, p, dst, n)) return;
-  throw Error("", "", "cannot dequantize this ggml tensor type",
+  throw Error("", "ggml type", "cannot dequantize this ggml tensor type",
               "F32, F16, BF16, Q4_0, Q4_1, Q8_0, Q4_K, Q6_K or NVFP4", ggml_type_name(type));
 }
 

@@ -11,7 +11,7 @@ namespace nvfp4::gguf {
 namespace {
 
 Error wrong_type(const std::string& key, const char* expected, ValueType found) {
-  return Error("", "", "metadata '" + key + "' has the wrong type", expected, value_type_name(found));
+  return Error("", key, "metadata '" + key + "' has the wrong type", expected, value_type_name(found));
 }
 
 template <typename T>
@@ -61,7 +61,7 @@ int64_t Value::as_int(const std::string& key) const {
   switch (type) {
     case ValueType::u8: case ValueType::u16: case ValueType::u32: case ValueType::u64:
       if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        throw Error("", "", "metadata '" + key + "' is out of range", "< 2^63", std::to_string(u));
+        throw Error("", key, "metadata '" + key + "' is out of range", "< 2^63", std::to_string(u));
       }
       return static_cast<int64_t>(u);
     default: return i;
@@ -93,7 +93,7 @@ Array& Array::operator=(Array&&) noexcept = default;
 
 Value Array::at(size_t i, const std::string& key) const {
   if (i >= n_) {
-    throw Error("", "", "metadata '" + key + "': array index out of range", "< " + std::to_string(n_), std::to_string(i));
+    throw Error("", key, "metadata '" + key + "': array index out of range", "< " + std::to_string(n_), std::to_string(i));
   }
   Value v;
   v.type = elem_;
@@ -119,7 +119,7 @@ Value Array::at(size_t i, const std::string& key) const {
 std::string_view Array::str(size_t i, const std::string& key) const {
   if (elem_ != ValueType::string) throw wrong_type(key, "a string", elem_);
   if (i >= n_) {
-    throw Error("", "", "metadata '" + key + "': array index out of range", "< " + std::to_string(n_), std::to_string(i));
+    throw Error("", key, "metadata '" + key + "': array index out of range", "< " + std::to_string(n_), std::to_string(i));
   }
   const uint64_t begin = i == 0 ? 0 : ends_[i - 1];
   return {reinterpret_cast<const char*>(raw_.data()) + begin, static_cast<size_t>(ends_[i] - begin)};
@@ -137,7 +137,7 @@ double Array::as_float(size_t i, const std::string& key) const {
 
 void Array::push_back(const Value& e, const std::string& key) {
   if (e.type != elem_) {
-    throw Error("", "", "metadata '" + key + "': array element of the wrong type", value_type_name(elem_),
+    throw Error("", key, "metadata '" + key + "': array element of the wrong type", value_type_name(elem_),
                 value_type_name(e.type));
   }
   switch (elem_) {
@@ -160,7 +160,7 @@ void Array::push_back(const Value& e, const std::string& key) {
 
 void Array::push_string(std::string_view s) {
   if (elem_ != ValueType::string) {
-    throw Error("", "", "metadata array: element of the wrong type", value_type_name(elem_), "string");
+    throw Error("", "metadata array", "metadata array: element of the wrong type", value_type_name(elem_), "string");
   }
   raw_.insert(raw_.end(), s.begin(), s.end());
   ends_.push_back(raw_.size());
@@ -170,12 +170,12 @@ void Array::push_string(std::string_view s) {
 void Array::append_raw(const uint8_t* p, size_t n, const std::string& key) {
   const size_t w = fixed_size(elem_);
   if (w == 0) {
-    throw Error("", "", "metadata '" + key + "': raw bytes for an array of variable-size elements",
+    throw Error("", key, "metadata '" + key + "': raw bytes for an array of variable-size elements",
                 "a fixed-size element type", value_type_name(elem_));
   }
   if (elem_ == ValueType::boolean) {
     for (size_t k = 0; k < n; ++k) {
-      if (p[k] > 1) throw Error("", "", "metadata '" + key + "': bool must be 0 or 1", "0 or 1", std::to_string(p[k]));
+      if (p[k] > 1) throw Error("", key, "metadata '" + key + "': bool must be 0 or 1", "0 or 1", std::to_string(p[k]));
     }
   }
   raw_.insert(raw_.end(), p, p + n * w);

@@ -60,7 +60,7 @@ void put_value(Out& o, const Value& v, const std::string& key) {
       break;
     }
     default:
-      throw Error("", "", "metadata '" + key + "' has an unknown value type", "0..12",
+      throw Error("", key, "metadata '" + key + "' has an unknown value type", "0..12",
                   std::to_string(static_cast<uint32_t>(v.type)));
   }
 }
@@ -125,7 +125,7 @@ uint64_t Writer::alignment() const {
   const Value* a = find("general.alignment");
   if (!a) return 32;
   if (a->type != ValueType::u32 || a->u == 0 || (a->u & (a->u - 1)) != 0) {
-    throw Error("", "", "general.alignment must be a u32 power of two", "a power of two",
+    throw Error("", "general.alignment", "general.alignment must be a u32 power of two", "a power of two",
                 a->type == ValueType::u32 ? std::to_string(a->u) : value_type_name(a->type));
   }
   return a->u;

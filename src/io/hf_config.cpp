@@ -109,6 +109,9 @@ void hybrid_meta(const Json& c, Reader& r, const Refuse& refuse, const Json* rop
     if (c.contains(k) && !c[k].is_null() && c[k] != "float32") refuse(k, "\"float32\"", c[k]);
   if (c.contains("attn_output_gate") && !(c["attn_output_gate"].is_boolean() && c["attn_output_gate"].get<bool>()))
     refuse("attn_output_gate", "true", c["attn_output_gate"]);
+  // The gate's function: sigmoid (transformers 5.17's only one); a later release's other kinds are refused.
+  if (c.contains("output_gate_type") && !c["output_gate_type"].is_null() && c["output_gate_type"] != "sigmoid")
+    refuse("output_gate_type", "\"sigmoid\"", c["output_gate_type"]);
   const int64_t n_layer = need_int("num_hidden_layers");
   int64_t interval = 0;
   if (c.contains("layer_types") && !c["layer_types"].is_null()) {

@@ -28,7 +28,7 @@ Isa parse_isa(std::string_view s) {
   for (Isa i : {Isa::scalar, Isa::avx2, Isa::avxvnni, Isa::avx512}) {
     if (s == isa_name(i)) return i;
   }
-  throw Error("", "", "unknown instruction set (NVFP4_ISA or --isa)", "scalar, avx2, avxvnni or avx512",
+  throw Error("", "NVFP4_ISA / --isa", "unknown instruction set (NVFP4_ISA or --isa)", "scalar, avx2, avxvnni or avx512",
               std::string(s));
 }
 
@@ -94,7 +94,7 @@ Isa isa_from_env_value(const char* e) {
   if (e == nullptr || *e == '\0') return detect_isa();
   const Isa i = parse_isa(e);
   if (!isa_supported(i)) {
-    throw Error("", "", "NVFP4_ISA names an instruction set this CPU lacks",
+    throw Error("", "NVFP4_ISA", "NVFP4_ISA names an instruction set this CPU lacks",
                 "one of the supported ISAs (best: " + std::string(isa_name(detect_isa())) + ")", e);
   }
   return i;
@@ -125,7 +125,7 @@ Isa active_isa() {
 
 void force_isa(Isa isa) {
   if (!isa_supported(isa)) {
-    throw Error("", "", "forced instruction set is not supported by this CPU",
+    throw Error("", "--isa", "forced instruction set is not supported by this CPU",
                 "one of the supported ISAs", std::string(isa_name(isa)));
   }
   g_forced.store(static_cast<int>(isa), std::memory_order_relaxed);

@@ -134,7 +134,7 @@ void Linear::forward(Mode mode, const float* x, int64_t n, float* y, ThreadPool&
 
 void Linear::forward_group(Mode mode, std::span<const Linear* const> layers, const float* x, int64_t n,
                            std::span<float* const> y, ThreadPool& pool, LinearScratch* scratch) {
-  if (layers.size() != y.size()) throw Error("", "", "forward_group: one output per layer", std::to_string(layers.size()), std::to_string(y.size()));
+  if (layers.size() != y.size()) throw Error("", "Linear::forward_group y", "forward_group: one output per layer", std::to_string(layers.size()), std::to_string(y.size()));
   if (n <= 0 || layers.empty()) return;
   const int64_t n_in = layers[0]->n_in();
   for (const Linear* l : layers) {
@@ -180,7 +180,7 @@ void Linear::forward_group(Mode mode, std::span<const Linear* const> layers, con
 void Linear::forward_rows(Mode mode, std::span<const Linear* const> layers, const float* x, int64_t n,
                           std::span<float* const> y, ThreadPool& pool, LinearScratch* scratch,
                           const std::function<void(int64_t, int64_t)>& rows) {
-  if (layers.size() != y.size()) throw Error("", "", "forward_rows: one output per layer", std::to_string(layers.size()), std::to_string(y.size()));
+  if (layers.size() != y.size()) throw Error("", "Linear::forward_rows y", "forward_rows: one output per layer", std::to_string(layers.size()), std::to_string(y.size()));
   if (n <= 0 || layers.empty()) return;
   const int64_t n_in = layers[0]->n_in(), n_out = layers[0]->n_out(), tiles = layers[0]->impl_->w.tiles;
   for (const Linear* l : layers) {
@@ -249,7 +249,7 @@ void Linear::forward_many(Mode mode, std::span<const Linear* const> layers, std:
                           std::span<const int64_t> ns, std::span<float* const> ys, ThreadPool& pool, LinearScratch* scratch) {
   const size_t m = layers.size();
   if (xs.size() != m || ns.size() != m || ys.size() != m)
-    throw Error("", "", "forward_many: one input, count and output per layer", std::to_string(m),
+    throw Error("", "Linear::forward_many", "forward_many: one input, count and output per layer", std::to_string(m),
                 std::to_string(xs.size()) + "/" + std::to_string(ns.size()) + "/" + std::to_string(ys.size()));
   if (m == 0) return;
   for (const Linear* l : layers)
@@ -294,7 +294,7 @@ void Linear::forward_routed(Mode mode, std::span<const Linear* const> layers, co
                             std::span<float* const> ys, ThreadPool& pool, LinearScratch* scratch) {
   const size_t m = layers.size();
   if (rows.size() != m || ns.size() != m || ys.size() != m)
-    throw Error("", "", "forward_routed: one row list, count and output per layer", std::to_string(m),
+    throw Error("", "Linear::forward_routed", "forward_routed: one row list, count and output per layer", std::to_string(m),
                 std::to_string(rows.size()) + "/" + std::to_string(ns.size()) + "/" + std::to_string(ys.size()));
   if (m == 0 || n <= 0) return;
   const int64_t n_in = layers[0]->n_in();

@@ -40,7 +40,7 @@ Mode parse_mode(std::string_view s) {
   for (Mode m : {Mode::a16, Mode::a16q8, Mode::w4a4, Mode::f32, Mode::f64}) {
     if (s == mode_name(m)) return m;
   }
-  throw Error("", "", "unknown precision mode", "one of a16q8, a16, w4a4, f32, f64",
+  throw Error("", "--precision", "unknown precision mode", "one of a16q8, a16, w4a4, f32, f64",
               std::string(s));
 }
 

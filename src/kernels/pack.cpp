@@ -37,7 +37,7 @@ void summarize_blocks(Packed& p) {
 
 Packed pack_weights(const RowView& w, const HugePageAllocator<uint8_t>& alloc) {
   if (w.n_in <= 0 || w.n_in % kGroup != 0 || w.n_out <= 0) {
-    throw Error("", "", "NVFP4 weight shape: n_in must be a positive multiple of 16, n_out positive",
+    throw Error("", "NVFP4 weight shape", "NVFP4 weight shape: n_in must be a positive multiple of 16, n_out positive",
                 "n_in % 16 == 0", std::to_string(w.n_out) + "x" + std::to_string(w.n_in));
   }
   Packed p;

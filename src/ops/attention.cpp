@@ -47,12 +47,12 @@ std::string KvCache::layer_shape() const {
 
 void KvCache::copy_prefix(int64_t l, const KvCache& src, int64_t src_l, int64_t n) {
   if (src.n_kv_ != n_kv_ || src.hd_ != hd_ || src.n_ctx_ != n_ctx_ || src.type_ != type_)
-    throw Error("", "", "copy a KV cache layer's prefix from a layer of the same shape", layer_shape(), src.layer_shape());
+    throw Error("", "KV cache", "copy a KV cache layer's prefix from a layer of the same shape", layer_shape(), src.layer_shape());
   if (l < 0 || l >= n_layer_ || src_l < 0 || src_l >= src.n_layer_)
-    throw Error("", "", "copy a KV cache layer's prefix: layers of the caches",
+    throw Error("", "KV cache", "copy a KV cache layer's prefix: layers of the caches",
                 "0 .. " + std::to_string(n_layer_ - 1) + " and 0 .. " + std::to_string(src.n_layer_ - 1),
                 std::to_string(l) + " and " + std::to_string(src_l));
-  if (n < 0 || n > n_ctx_) throw Error("", "", "copy a KV cache's prefix", "0 .. " + std::to_string(n_ctx_), std::to_string(n));
+  if (n < 0 || n > n_ctx_) throw Error("", "KV cache", "copy a KV cache's prefix", "0 .. " + std::to_string(n_ctx_), std::to_string(n));
   const auto copy = [&](int64_t dst_off, int64_t src_off, int64_t count) {
     if (type_ == KvType::f32) std::copy_n(src.f_.data() + src_off, count, f_.data() + dst_off);
     else std::copy_n(src.h_.data() + src_off, count, h_.data() + dst_off);

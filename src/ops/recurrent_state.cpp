@@ -17,7 +17,7 @@ const char* state_kind_name(StateKind k) {
 
 RecurrentState::RecurrentState(int64_t floats, int max_snapshots) {
   if (floats < 1 || max_snapshots < 0)
-    throw Error("", "", "a recurrent state's size and snapshots", ">= 1 floats, >= 0 snapshots",
+    throw Error("", "recurrent state", "a recurrent state's size and snapshots", ">= 1 floats, >= 0 snapshots",
                 std::to_string(floats) + " floats, " + std::to_string(max_snapshots) + " snapshots");
   state_.assign(static_cast<size_t>(floats), 0.0f);
   snap_pos_.assign(static_cast<size_t>(max_snapshots), -1);
@@ -61,7 +61,7 @@ void RecurrentState::go_back(int64_t n, int64_t held) {
   if (n < 0 || n > held || keepable(n, held) != n) {
     std::string held_at = "0, " + std::to_string(held);
     for (const int64_t s : snapshots()) held_at += ", " + std::to_string(s);
-    throw Error("", "", "a recurrent layer goes back only to 0 positions, all it holds, or a snapshot", held_at,
+    throw Error("", "recurrent state", "a recurrent layer goes back only to 0 positions, all it holds, or a snapshot", held_at,
                 std::to_string(n));
   }
   if (n == held) {
@@ -79,7 +79,7 @@ void RecurrentState::go_back(int64_t n, int64_t held) {
 
 void RecurrentState::snapshot(int64_t held, int64_t k) {
   if (k < 0 || k > max_snapshots())
-    throw Error("", "", "snapshots a recurrent layer keeps for one verify step (its drafts)",
+    throw Error("", "recurrent state", "snapshots a recurrent layer keeps for one verify step (its drafts)",
                 "at most " + std::to_string(max_snapshots()), std::to_string(k));
   // The slots' memory is taken on the first verify step (a sequence that never speculates
   // holds only its state).
@@ -96,10 +96,10 @@ void RecurrentState::snapshot(int64_t held, int64_t k) {
 void RecurrentState::copy_prefix(const LayerState& from, int64_t n, int64_t from_held) {
   const auto* f = dynamic_cast<const RecurrentState*>(&from);
   if (!f || f->state_.size() != state_.size())
-    throw Error("", "", "copy a recurrent layer's state from a recurrent layer of the same size", shape(),
+    throw Error("", "recurrent state", "copy a recurrent layer's state from a recurrent layer of the same size", shape(),
                 std::string(state_kind_name(from.kind())) + ", " + from.shape());
   if (n < 0 || n > from_held || f->keepable(n, from_held) != n)
-    throw Error("", "", "copy a recurrent layer's prefix: 0 positions, all it holds, or a snapshot",
+    throw Error("", "recurrent state", "copy a recurrent layer's prefix: 0 positions, all it holds, or a snapshot",
                 "one of those of " + std::to_string(from_held), std::to_string(n));
   if (n == 0) std::fill(state_.begin(), state_.end(), 0.0f);
   else if (n == from_held) state_ = f->state_;

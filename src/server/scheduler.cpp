@@ -42,7 +42,7 @@ struct Scheduler::Slot {
 
 Scheduler::Scheduler(const Model& model, const Tokenizer& tok, const SchedulerOptions& opt, Metrics& metrics)
     : model_(model), tok_(tok), opt_(opt), metrics_(metrics), backoff_(opt.spec.window, opt.spec.min_speedup) {
-  if (opt_.parallel < 1) throw Error("", "", "slots (--parallel)", "at least 1", std::to_string(opt_.parallel));
+  if (opt_.parallel < 1) throw Error("", "--parallel", "slots (--parallel)", "at least 1", std::to_string(opt_.parallel));
   check_spec_mode(opt_.spec, model.mode());
   if (opt_.spec.draft)
     draft_ = std::make_unique<DraftBatch>(*opt_.spec.draft, opt_.parallel, opt_.n_ctx, opt_.n_batch, opt_.kv);

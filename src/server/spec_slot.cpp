@@ -29,7 +29,7 @@ std::string SpecOptions::describe() const {
 
 void check_spec_mode(const SpecOptions& o, Mode mode) {
   if (!o.on() || o.allow_drift || mode == Mode::a16q8 || mode == Mode::w4a4) return;
-  throw Error("", "",
+  throw Error("", "--spec",
               "--spec: speculative decoding in precision " + std::string(mode_name(mode)) +
                   ": its logits may change with the step's composition, so output could drift from plain decoding",
               "--precision a16q8 or w4a4 (bit-identical), or --spec-allow-drift", std::string(mode_name(mode)));

@@ -174,7 +174,7 @@ ChatTemplate ChatTemplate::builtin(const std::string& name) {
     if (b.name == name) return parse(b.text, "built-in chat template '" + name + "'");
   std::string known;
   for (const auto& n : builtin_names()) known += (known.empty() ? "" : ", ") + n;
-  throw Error("", "", "unknown chat template '" + name + "'", "one of: " + known, name);
+  throw Error("", "--chat-template", "unknown chat template '" + name + "'", "one of: " + known, name);
 }
 
 }  // namespace nvfp4
