@@ -144,3 +144,23 @@ TEST(ChatTools, BadJsonIsRefusedNamingIt) {
   o.json_vars["messages"] = "1";  // a kwarg may not replace what the renderer sets
   EXPECT_THROW(t.render({{"user", "hi"}}, o), Error);
 }
+
+TEST(ChatTools, TemplateKwargsFromTheCommandLine) {
+  const auto kw = chat_template_kwargs(R"({"enable_thinking": false, "preserve_thinking": true, "x": [1, "a"]})", "--flag");
+  EXPECT_EQ(kw.at("enable_thinking"), "false");
+  EXPECT_EQ(kw.at("preserve_thinking"), "true");
+  EXPECT_EQ(kw.at("x"), R"([1,"a"])");
+  const auto t = ChatTemplate::builtin("qwen3.5");
+  ChatRenderOptions o;
+  o.json_vars = kw;
+  const std::string p = t.render({{"user", "hi"}}, o);
+  EXPECT_EQ(p, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  for (const char* bad : {"[1]", "{", "{\"a-b\": 1}", "{\"1a\": 1}", "\"x\"", ""}) {
+    try {
+      chat_template_kwargs(bad, "--flag");
+      ADD_FAILURE() << "accepted: " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--flag"), std::string::npos) << e.what();
+    }
+  }
+}
