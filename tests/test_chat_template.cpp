@@ -44,7 +44,14 @@ TEST(ChatTemplate, ByteEqualToTransformers) {
     const std::string name = c["template"];
     const auto& t = j["templates"][name];
     std::vector<ChatMessage> msgs;
-    for (const auto& m : c["messages"]) msgs.push_back({m["role"], m["content"]});
+    for (const auto& m : c["messages"]) {
+      // Content parts are joined, as the server joins a request's text parts.
+      std::string content;
+      if (m["content"].is_string()) content = m["content"];
+      else
+        for (const auto& p : m["content"]) content += p["text"].get<std::string>();
+      msgs.push_back({m["role"], content});
+    }
     ChatRenderOptions o;
     o.add_generation_prompt = c["add_generation_prompt"];
     o.bos_token = t["bos_token"];
