@@ -164,3 +164,18 @@ TEST(ChatTools, TemplateKwargsFromTheCommandLine) {
     }
   }
 }
+
+// Qwen3.5/3.6 iterate a call's arguments with |items: arguments that are not a JSON object (kept
+// as text) make the template fail as jinja2 fails there, an Error (the server's 400), not a crash.
+TEST(ChatTools, QwenTemplatesRefuseArgumentsThatAreNotAnObject) {
+  for (const char* name : {"qwen3.5", "qwen3.6"}) {
+    const auto t = ChatTemplate::builtin(name);
+    ChatMessage u{"user", "hi"};
+    ChatMessage a{"assistant", ""};
+    a.tool_calls.push_back({"1", "f", "[1, 2]"});
+    EXPECT_THROW(t.render({u, a}, {}), Error) << name;
+    a.tool_calls[0].arguments = "{\"k\": [1, {\"x\": null}]}";
+    const std::string ok = t.render({u, a}, {});
+    EXPECT_NE(ok.find("<parameter=k>\n[1, {\"x\": null}]\n</parameter>"), std::string::npos) << ok;
+  }
+}
