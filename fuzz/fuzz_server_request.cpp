@@ -36,10 +36,13 @@ nvfp4::server::ChatDelta run_parser(const nvfp4::server::ChatParseOptions& o, co
 
 void check_tool_parsers(const std::string& text) {
   using namespace nvfp4::server;
-  for (ToolFormat f : {ToolFormat::None, ToolFormat::Hermes, ToolFormat::Llama3, ToolFormat::Mistral}) {
+  for (ToolFormat f : {ToolFormat::None, ToolFormat::Hermes, ToolFormat::QwenXml, ToolFormat::Llama3, ToolFormat::Mistral}) {
     for (int r = 0; r < 3; ++r) {
       ChatParseOptions o;
       o.tools = f;
+      if (f == ToolFormat::QwenXml)
+        o.tools_json = R"([{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{)"
+                       R"("s":{"type":"string"},"i":{"type":"integer"},"n":{"type":"number"},"b":{"type":"boolean"},"o":{"type":"object"}}}}}])";
       o.reasoning = r > 0;
       o.in_reasoning = r == 2;
       const ChatDelta a = run_parser(o, text, text.size() + 1), b = run_parser(o, text, 3);

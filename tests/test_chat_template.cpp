@@ -44,7 +44,14 @@ TEST(ChatTemplate, ByteEqualToTransformers) {
     const std::string name = c["template"];
     const auto& t = j["templates"][name];
     std::vector<ChatMessage> msgs;
-    for (const auto& m : c["messages"]) msgs.push_back({m["role"], m["content"]});
+    for (const auto& m : c["messages"]) {
+      // Content parts are joined, as the server joins a request's text parts.
+      std::string content;
+      if (m["content"].is_string()) content = m["content"];
+      else
+        for (const auto& p : m["content"]) content += p["text"].get<std::string>();
+      msgs.push_back({m["role"], content});
+    }
     ChatRenderOptions o;
     o.add_generation_prompt = c["add_generation_prompt"];
     o.bos_token = t["bos_token"];
@@ -109,12 +116,13 @@ TEST(ChatTemplate, SnippetsByteEqualToTransformers) {
 
 TEST(ChatTemplate, BuiltinsAreTheFixtureTexts) {
   const auto names = ChatTemplate::builtin_names();
-  for (const char* need : {"chatml", "llama3", "mistral", "qwen3", "gemma2", "deepseek-r1", "phi3", "smollm2"})
+  for (const char* need : {"chatml", "llama3", "mistral", "qwen3", "qwen3.5", "qwen3.6", "gemma2", "deepseek-r1", "phi3", "smollm2"})
     EXPECT_NE(std::find(names.begin(), names.end(), need), names.end()) << need;
   const auto j = expected();
   for (const auto& [name, file] : std::map<std::string, std::string>{
            {"llama3", "llama3.2.jinja"}, {"mistral", "mistral-nemo.jinja"}, {"qwen3", "qwen3.jinja"},
-           {"smollm2", "smollm2.jinja"}, {"chatml", "chatml.jinja"}})
+           {"smollm2", "smollm2.jinja"}, {"chatml", "chatml.jinja"},
+           {"qwen3.5", "qwen3.5.jinja"}, {"qwen3.6", "qwen3.6.jinja"}})
     EXPECT_EQ(ChatTemplate::builtin(name).text(), read_file(test::fixture_path("chat_templates/" + file))) << name;
   try {
     ChatTemplate::builtin("no-such-template");

@@ -144,3 +144,38 @@ TEST(ChatTools, BadJsonIsRefusedNamingIt) {
   o.json_vars["messages"] = "1";  // a kwarg may not replace what the renderer sets
   EXPECT_THROW(t.render({{"user", "hi"}}, o), Error);
 }
+
+TEST(ChatTools, TemplateKwargsFromTheCommandLine) {
+  const auto kw = chat_template_kwargs(R"({"enable_thinking": false, "preserve_thinking": true, "x": [1, "a"]})", "--flag");
+  EXPECT_EQ(kw.at("enable_thinking"), "false");
+  EXPECT_EQ(kw.at("preserve_thinking"), "true");
+  EXPECT_EQ(kw.at("x"), R"([1,"a"])");
+  const auto t = ChatTemplate::builtin("qwen3.5");
+  ChatRenderOptions o;
+  o.json_vars = kw;
+  const std::string p = t.render({{"user", "hi"}}, o);
+  EXPECT_EQ(p, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  for (const char* bad : {"[1]", "{", "{\"a-b\": 1}", "{\"1a\": 1}", "\"x\"", ""}) {
+    try {
+      chat_template_kwargs(bad, "--flag");
+      ADD_FAILURE() << "accepted: " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--flag"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// Qwen3.5/3.6 iterate a call's arguments with |items: arguments that are not a JSON object (kept
+// as text) make the template fail as jinja2 fails there, an Error (the server's 400), not a crash.
+TEST(ChatTools, QwenTemplatesRefuseArgumentsThatAreNotAnObject) {
+  for (const char* name : {"qwen3.5", "qwen3.6"}) {
+    const auto t = ChatTemplate::builtin(name);
+    ChatMessage u{"user", "hi"};
+    ChatMessage a{"assistant", ""};
+    a.tool_calls.push_back({"1", "f", "[1, 2]"});
+    EXPECT_THROW(t.render({u, a}, {}), Error) << name;
+    a.tool_calls[0].arguments = "{\"k\": [1, {\"x\": null}]}";
+    const std::string ok = t.render({u, a}, {});
+    EXPECT_NE(ok.find("<parameter=k>\n[1, {\"x\": null}]\n</parameter>"), std::string::npos) << ok;
+  }
+}

@@ -65,6 +65,29 @@ TEST(CliModel, RefusalsAndUsage) {
   EXPECT_NE(unknown.out.find("llama3"), std::string::npos) << unknown.out;  // lists the known templates
 }
 
+// --chat-template-kwargs reaches the template: Qwen3.5's generation prompt closes the thinking
+// block when enable_thinking is false (more prompt tokens), and a malformed value is refused
+// naming the flag before the model loads.
+TEST(CliModel, ChatTemplateKwargsReachTheTemplate) {
+  NVFP4_REQUIRE_SMOLLM2(path);
+  const std::string base = "run -m " + path + " -p 'What is 2+2?' --chat-template qwen3.5 -n 0 -t 1 --ctx 128 --json";
+  const Result on = cli(base);
+  const Result off = cli(base + " --chat-template-kwargs '{\"enable_thinking\": false}'");
+  ASSERT_EQ(on.rc, 0) << on.out;
+  ASSERT_EQ(off.rc, 0) << off.out;
+  const auto jon = nlohmann::json::parse(on.out), joff = nlohmann::json::parse(off.out);
+  EXPECT_GT(joff["prompt_tokens"].get<int>(), jon["prompt_tokens"].get<int>());
+  // The same prompt up to the thinking block.
+  const auto& a = jon["prompt_ids"];
+  const auto& b = joff["prompt_ids"];
+  ASSERT_GT(a.size(), 4u);
+  for (size_t i = 0; i + 1 < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << i;
+  const Result bad = cli("run -m /nonexistent.gguf -p hi --chat-template-kwargs '[1]'", true);
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.out.find("--chat-template-kwargs"), std::string::npos) << bad.out;
+  EXPECT_EQ(bad.out.find("nonexistent"), std::string::npos) << bad.out;  // refused before loading
+}
+
 TEST(CliModel, QualityAgainstItselfAndFloat) {
   NVFP4_REQUIRE_SMOLLM2(path);
   const auto dir = std::filesystem::temp_directory_path() / "nvfp4_cli_model";

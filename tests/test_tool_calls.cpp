@@ -11,6 +11,7 @@
 #include "server/chat_output.h"
 #include "server/request.h"
 #include "server/tool_calls.h"
+#include "nvfp4/chat.h"
 #include "test_util.h"
 
 namespace nvfp4::server {
@@ -70,6 +71,16 @@ ChatParseOptions opts(ToolFormat f, bool reasoning = false, bool in_reasoning = 
   return o;
 }
 
+// Qwen3.5/3.6's XML-like calls, with the request's tools (the parameters' types).
+constexpr const char* kXmlTools = R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
+  "properties":{"city":{"type":"string"},"days":{"type":"integer"},"scale":{"type":"number"},"exact":{"type":"boolean"},
+  "where":{"type":"object"},"tags":{"type":"array"},"maybe":{"type":["integer","null"]},"note":{"description":"no type"}}}}}])";
+ChatParseOptions xml(bool reasoning = false, bool in_reasoning = false) {
+  ChatParseOptions o = opts(ToolFormat::QwenXml, reasoning, in_reasoning);
+  o.tools_json = kXmlTools;
+  return o;
+}
+
 }  // namespace
 
 TEST(ToolCalls, ParsesEachFamilyWholeAndInPieces) {
@@ -103,6 +114,28 @@ TEST(ToolCalls, ParsesEachFamilyWholeAndInPieces) {
       {opts(ToolFormat::Mistral), "Ok.[TOOL_CALLS]f[ARGS]{\"a\": \"[ARGS]\"}[TOOL_CALLS]g[CALL_ID]123456789[ARGS]{}", "", "Ok.",
        {{"f", R"({"a":"[ARGS]"})"}, {"g", "{}"}}},
       {opts(ToolFormat::Mistral), "[TOOL_CALLS] nonsense", "", "[TOOL_CALLS] nonsense", {}},
+      // Qwen3.5/3.6: thinking opened by the prompt, text, then calls in <function=...><parameter=...> form.
+      {xml(true, true),
+       "The user wants weather.\n</think>\n\nLet me check.\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\n"
+       "Paris <b>\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>",
+       "The user wants weather.\n", "Let me check.\n\n", {{"get_weather", R"({"city":"Paris <b>","days":3})"}}},
+      {xml(), "<tool_call>\n<function=get_weather>\n<parameter=scale>\n2.0\n</parameter>\n<parameter=exact>\nTrue\n</parameter>\n"
+       "<parameter=where>\n{\"lat\": 1.5, \"tags\": [\"a\"]}\n</parameter>\n<parameter=tags>\n[1, 2]\n</parameter>\n"
+       "<parameter=maybe>\nnull\n</parameter>\n<parameter=note>\n42\n</parameter>\n<parameter=city>\nmulti\nline\n\n</parameter>\n"
+       "</function>\n</tool_call>\n<tool_call>\n<function=other>\n</function>\n</tool_call>",
+       "", "", {{"get_weather", R"({"scale":2,"exact":true,"where":{"lat":1.5,"tags":["a"]},"tags":[1,2],"maybe":null,"note":"42","city":"multi\nline\n"})"},
+                {"other", "{}"}}},
+      // A type the text does not fit stays text; an unknown parameter is text; a left-out close is tolerated.
+      {xml(), "<tool_call><function=get_weather><parameter=days>three</parameter><parameter=where>{bad</parameter>"
+              "<parameter=scale>1.25<parameter=extra>x</function></tool_call>",
+       "", "", {{"get_weather", R"({"days":"three","where":"{bad","scale":1.25,"extra":"x"})"}}},
+      {xml(), "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n", "", "",
+       {{"get_weather", R"({"city":"Paris"})"}}},
+      {xml(), "x <tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call> y", "",
+       "x <tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call> y", {}},
+      {xml(), "<tool_call><function=a b\nc></function></tool_call>", "", "<tool_call><function=a b\nc></function></tool_call>", {}},
+      {xml(), "<tool_call><function=f>stray<parameter=k>v</parameter></function></tool_call>", "",
+       "<tool_call><function=f>stray<parameter=k>v</parameter></function></tool_call>", {}},
   };
   std::mt19937 rng(7);
   for (const Case& c : cases) {
@@ -138,6 +171,7 @@ TEST(ToolCalls, ContentIsSentAsSoonAsItCannotBeAMarker) {
 TEST(ToolCalls, FamilyFromTheTemplate) {
   const std::map<std::string, ToolFormat> want = {
       {"qwen3", ToolFormat::Hermes},         {"qwen2.5", ToolFormat::Hermes},     {"qwq-32b", ToolFormat::Hermes},
+      {"qwen3.5", ToolFormat::QwenXml},      {"qwen3.5-small", ToolFormat::QwenXml}, {"qwen3.6", ToolFormat::QwenXml},
       {"hermes3-tool-use", ToolFormat::Hermes}, {"llama3.1", ToolFormat::Llama3}, {"llama3.2", ToolFormat::Llama3},
       {"mistral-nemo", ToolFormat::Mistral}, {"mistral-small-3.2", ToolFormat::Mistral},
       {"smollm2", ToolFormat::None},         {"chatml", ToolFormat::None},        {"gemma2", ToolFormat::None},
@@ -149,6 +183,76 @@ TEST(ToolCalls, FamilyFromTheTemplate) {
     ASSERT_FALSE(ss.str().empty()) << name;
     EXPECT_EQ(tool_format_of(ss.str()), f) << name << ": " << tool_format_name(tool_format_of(ss.str()));
   }
+}
+
+// What the Qwen3.5/3.6 templates write for a call in history parses back to the same call (the
+// model is trained on that form), and enable_thinking from chat_template_kwargs reaches the template.
+TEST(ToolCalls, QwenXmlRoundTripsThroughTheTemplates) {
+  const std::string args = R"({"city":"Paris","days":3,"scale":0.5,"exact":true,"where":{"lat":1.5,"tags":["a","b"]},"tags":[]})";
+  for (const char* name : {"qwen3.5", "qwen3.6"}) {
+    const GenRequest r = parse_gen_request(std::string(R"({"messages":[{"role":"user","content":"weather?"},
+        {"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather",
+        "arguments":)") + nlohmann::json(args).dump() + R"(}}]}],"tools":)" + kXmlTools +
+                                               R"(,"chat_template_kwargs":{"enable_thinking":false}})",
+                                           true);
+    const ChatTemplate t = ChatTemplate::builtin(name);
+    ChatRenderOptions o;
+    o.tools_json = r.tools_json;
+    for (const auto& [k, v] : r.template_vars) o.json_vars[k] = v;
+    const std::string text = t.render(r.messages, o);
+    const size_t b = text.rfind("<tool_call>"), e = text.rfind("<|im_end|>");
+    ASSERT_NE(b, std::string::npos) << text;
+    ASSERT_EQ(tool_format_of(t.text()), ToolFormat::QwenXml);
+    const ChatDelta d = whole(xml(), text.substr(b, e - b));
+    ASSERT_EQ(d.calls.size(), 1u) << name << ": " << text;
+    EXPECT_EQ(d.calls[0].name, "get_weather");
+    EXPECT_EQ(d.calls[0].arguments, args) << name << ": " << text;
+    EXPECT_EQ(d.content, "");
+    // The generation prompt: thinking closed when chat_template_kwargs says so, open by default.
+    std::vector<ChatMessage> user = {r.messages[0]};
+    o.add_generation_prompt = true;
+    const std::string off = t.render(user, o);
+    EXPECT_TRUE(off.ends_with("<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n")) << name << ": " << off;
+    o.json_vars.erase("enable_thinking");
+    const std::string on = t.render(user, o);
+    EXPECT_TRUE(on.ends_with("<|im_end|>\n<|im_start|>assistant\n<think>\n")) << name << ": " << on;
+  }
+}
+
+// A request as an agent sends it to a Qwen3.5/3.6 model, the prompt the template makes, and the
+// reply as the model writes it: reasoning, content and an OpenAI tool call come apart.
+TEST(ToolCalls, QwenReplyIntoReasoningContentAndCalls) {
+  for (const char* name : {"qwen3.5", "qwen3.6"}) {
+    for (const bool thinking : {true, false}) {
+      const GenRequest r = parse_gen_request(std::string(R"({"messages":[{"role":"user","content":"weather in Paris?"}],"tools":)") +
+                                                 kXmlTools + R"(,"chat_template_kwargs":{"enable_thinking":)" +
+                                                 (thinking ? "true" : "false") + "}}",
+                                             true);
+      const ChatTemplate t = ChatTemplate::builtin(name);
+      ChatRenderOptions o;
+      o.tools_json = r.tools_json;
+      for (const auto& [k, v] : r.template_vars) o.json_vars[k] = v;
+      const std::string prompt = t.render(r.messages, o);
+      const ChatParseOptions po = chat_parse_options(t.text(), r.tools_json, prompt);
+      EXPECT_EQ(po.tools, ToolFormat::QwenXml);
+      EXPECT_TRUE(po.reasoning);
+      EXPECT_EQ(po.in_reasoning, thinking) << name;
+      const std::string reply = std::string(thinking ? "Paris, so call the tool.\n</think>\n\n" : "") +
+                                "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+                                "<parameter=days>\n2\n</parameter>\n</function>\n</tool_call>";
+      std::mt19937 rng(3);
+      for (size_t cut : {0, 1, 4, 0}) {
+        const ChatDelta d = pieces(po, reply, cut, rng);
+        EXPECT_EQ(d.reasoning, thinking ? "Paris, so call the tool.\n" : "") << name;
+        EXPECT_EQ(d.content, "") << name;
+        ASSERT_EQ(d.calls.size(), 1u) << name;
+        EXPECT_EQ(d.calls[0].arguments, R"({"city":"Paris","days":2})");
+      }
+    }
+  }
+  // tool_choice "none" (no tools given to the parser): the text stays content.
+  const ChatParseOptions none = chat_parse_options(ChatTemplate::builtin("qwen3.5").text(), "", "x");
+  EXPECT_EQ(none.tools, ToolFormat::None);
 }
 
 TEST(ToolCalls, ResponseShapes) {

@@ -15,6 +15,8 @@ BUILTINS = [
     ("llama3", "llama3.2.jinja", "ggml-org/llama.cpp models/templates/meta-llama-Llama-3.2-3B-Instruct.jinja"),
     ("mistral", "mistral-nemo.jinja", "ggml-org/llama.cpp models/templates/mistralai-Mistral-Nemo-Instruct-2407.jinja"),
     ("qwen3", "qwen3.jinja", "ggml-org/llama.cpp models/templates/Qwen-Qwen3-0.6B.jinja"),
+    ("qwen3.5", "qwen3.5.jinja", "huggingface/trl trl/chat_templates/qwen3_5_think.jinja (Qwen3.5 4B and larger)"),
+    ("qwen3.6", "qwen3.6.jinja", "huggingface/trl trl/chat_templates/qwen3_6.jinja"),
     ("qwq", "qwq-32b.jinja", "ggml-org/llama.cpp models/templates/Qwen-QwQ-32B.jinja"),
     ("gemma2", "gemma2.jinja", "ggml-org/llama.cpp models/templates/google-gemma-2-2b-it.jinja"),
     ("deepseek-r1", "deepseek-r1-distill-qwen.jinja",
@@ -37,7 +39,7 @@ def main():
         out.append(f"      // {origin}")
         out.append(f"      {{\"{name}\", \"{fn}\", R\"tmpl({text})tmpl\"}},")
     out += ["  };", "}", "", "}  // namespace nvfp4", ""]
-    with open(os.path.join(ROOT, "src", "runtime", "chat_builtin.cpp"), "w", encoding="utf-8") as f:
+    with open(os.path.join(ROOT, "src", "text", "chat_builtin.cpp"), "w", encoding="utf-8") as f:
         f.write("\n".join(out))
 
 

@@ -29,6 +29,9 @@ TEMPLATES = {
     "llama3.2": ("<|begin_of_text|>", "<|eot_id|>"),
     "qwq-32b": ("", "<|im_end|>"),
     "qwen3": ("", "<|im_end|>"),
+    "qwen3.5": ("", "<|im_end|>"),
+    "qwen3.5-small": ("", "<|im_end|>"),
+    "qwen3.6": ("", "<|im_end|>"),
     "mistral-nemo": ("<s>", "</s>"),
     "gemma2": ("<bos>", "<eos>"),
     "deepseek-r1-distill-qwen": ("<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
@@ -58,10 +61,23 @@ CONVERSATIONS = {
     "two_users": [U1, U2],
     "assistant_first": [A1, U1],
     "long_multi_turn": [S] + [U1, A1] * 4 + [U2],
+    "no_user": [S, A1],
+    "system_late": [U1, A1, S, U2],
+    "think_two_turns": [S, U1, A_THINK, U2, {"role": "assistant", "content": "<think>\nSix.\n</think>\nIt is 6."}],
 }
+# Conversations only some templates take as transformers gives them: content as a list of text
+# parts (Qwen3.5/3.6 render each part's text; nvfp4 joins the parts, as its server does).
+ONLY = {"content_parts": ("qwen3.5", "qwen3.5-small", "qwen3.6")}
+CONVERSATIONS["content_parts"] = [
+    {"role": "system", "content": [{"type": "text", "text": "Be brief. "}, {"type": "text", "text": "Be exact."}]},
+    {"role": "user", "content": [{"type": "text", "text": "What is "}, {"type": "text", "text": "2+2?"}]},
+    {"role": "assistant", "content": [{"type": "text", "text": "<think>\nsum\n</think>\n\n4."}]},
+    {"role": "user", "content": [{"type": "text", "text": "Sure?"}]}]
 SNIPPET_MESSAGES = [{"role": "user", "content": "u1"}, {"role": "assistant", "content": "a1"},
                     {"role": "user", "content": "u2"}]
-EXTRAS = {"qwen3": [{}, {"enable_thinking": False}, {"enable_thinking": True}],
+THINKING = [{}, {"enable_thinking": False}, {"enable_thinking": True}]
+EXTRAS = {"qwen3": THINKING, "qwen3.5": THINKING, "qwen3.5-small": THINKING,
+          "qwen3.6": THINKING + [{"preserve_thinking": True}],
           "features": [{}, {"enable_thinking": False}]}
 
 
@@ -96,6 +112,8 @@ def main():
             text = f.read()
         templates[name] = {"file": name + ".jinja", "bos_token": bos, "eos_token": eos}
         for conv_name, msgs in CONVERSATIONS.items():
+            if name not in ONLY.get(conv_name, (name,)):
+                continue
             for agp in (False, True):
                 for extra in EXTRAS.get(name, [{}]):
                     case = {"template": name, "conversation": conv_name, "messages": msgs,

@@ -26,6 +26,9 @@ DATE = datetime.date(2025, 3, 9)
 
 TEMPLATES = {
     "qwen3": ("", "<|im_end|>"),
+    "qwen3.5": ("", "<|im_end|>"),
+    "qwen3.5-small": ("", "<|im_end|>"),
+    "qwen3.6": ("", "<|im_end|>"),
     "qwq-32b": ("", "<|im_end|>"),
     "qwen2.5": ("", "<|im_end|>"),
     "hermes3-tool-use": ("<|begin_of_text|>", "<|im_end|>"),
@@ -72,6 +75,9 @@ C2 = call(2, "search_web", {"query": "Paris événements", "limit": 3})
 A_CALL = {"role": "assistant", "content": None, "tool_calls": [C1]}
 A_CALL_TEXT = {"role": "assistant", "content": "Let me check.", "tool_calls": [C1]}
 A_TWO = {"role": "assistant", "content": None, "tool_calls": [C1, C2]}
+C3 = call(3, "search_web", {"query": "musées", "limit": 2.5, "safe": True, "filters": {"lang": "fr", "sites": ["a.fr", "b.fr"]},
+                            "note": None})
+A_NESTED = {"role": "assistant", "content": "Searching.", "reasoning_content": "Need museums.", "tool_calls": [C3]}
 T1 = {"role": "tool", "content": "{\"temperature\": 18, \"sky\": \"clear\"}", "tool_call_id": "call00001",
       "name": "get_weather"}
 T2 = {"role": "tool", "content": "Fête de la musique", "tool_call_id": "call00002", "name": "search_web"}
@@ -88,8 +94,12 @@ CONVERSATIONS = {
     "history_without_tools": ([U, A_CALL, T1, A_ANSWER, U2], None),
     "reasoning_in_history": ([U, A_REASON, U2], None),
     "reasoning_after_tools": ([U, A_CALL, T1, A_REASON, U2], TOOLS),
+    "nested_arguments": ([U, A_NESTED, T2], TOOLS),
 }
 EXTRAS = {"qwen3": [{}, {"enable_thinking": False}],
+          "qwen3.5": [{}, {"enable_thinking": False}],
+          "qwen3.5-small": [{}, {"enable_thinking": True}],
+          "qwen3.6": [{}, {"enable_thinking": False}, {"preserve_thinking": True}],
           "nemotron-nano-v2": [{}, {"enable_thinking": False}]}
 
 

@@ -62,6 +62,11 @@ struct ChatRenderOptions {
   int max_depth = 64;
 };
 
+// A JSON object of template variables (the command line's --chat-template-kwargs, as a request's
+// chat_template_kwargs: '{"enable_thinking": false}') -> ChatRenderOptions::json_vars entries.
+// Throws nvfp4::Error naming `source` when it is not a JSON object of variable names.
+std::map<std::string, std::string> chat_template_kwargs(const std::string& json_text, const std::string& source);
+
 class ChatTemplate {
  public:
   // Parses `text`; throws nvfp4::Error naming `source` for an empty or unsupported template.

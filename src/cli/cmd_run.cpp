@@ -18,7 +18,7 @@ namespace {
 
 struct RunArgs {
   ModelArgs m;
-  std::string prompt, file, chat_template;
+  std::string prompt, file, chat_template, chat_kwargs;
   int64_t n_predict = 128;
   bool chat = false, json = false;
   SamplerOptions s;
@@ -40,6 +40,9 @@ int run(RunArgs& a) {
     throw Error("", "--model-draft", "--spec draft needs the draft model", "--model-draft FILE", "no --model-draft");
   if (a.spec != "draft" && !a.draft_model.empty())
     throw Error(a.draft_model, "", "--model-draft is the draft model of --spec draft", "--spec draft", "--spec " + a.spec);
+  // Template variables checked before the model loads.
+  const auto kwargs = a.chat_kwargs.empty() ? std::map<std::string, std::string>{}
+                                            : chat_template_kwargs(a.chat_kwargs, "--chat-template-kwargs");
   Loaded L = load_model(a.m, a.json);
   // The draft model: its own weights (its default precision unless --draft-precision), checked to
   // share the target's vocabulary before anything runs.
@@ -55,13 +58,14 @@ int run(RunArgs& a) {
     check_draft_vocab(L.tok, L.model->config().n_vocab, a.m.model, D.tok, D.model->config().n_vocab, a.draft_model);
   }
   std::string text = a.file.empty() ? a.prompt : read_text_file(a.file);
-  const bool chat = a.chat || !a.chat_template.empty();
+  const bool chat = a.chat || !a.chat_template.empty() || !a.chat_kwargs.empty();
   if (chat) {
     const ChatTemplate t = a.chat_template.empty() ? ChatTemplate::parse(L.tok.chat_template(), a.m.model)
                                                    : ChatTemplate::builtin(a.chat_template);
     ChatRenderOptions o;  // bos/eos as text; the template places them (as apply_chat_template)
     if (L.tok.bos() >= 0) o.bos_token = L.tok.token_bytes(L.tok.bos());
     if (L.tok.eos() >= 0) o.eos_token = L.tok.token_bytes(L.tok.eos());
+    o.json_vars = kwargs;
     text = t.render({{"user", text}}, o);
   }
   std::vector<int32_t> ids;
@@ -169,6 +173,8 @@ const Registrar reg("run", "generate text from a prompt", [](CLI::App& app) {
   app.add_option("-n,--n-predict", a->n_predict, "tokens to generate")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   app.add_flag("--chat", a->chat, "wrap the prompt in the model's chat template (user turn)");
   app.add_option("--chat-template", a->chat_template, "use this built-in chat template instead (implies --chat)");
+  app.add_option("--chat-template-kwargs", a->chat_kwargs,
+                 "template variables as a JSON object, e.g. '{\"enable_thinking\": false}' (implies --chat)");
   auto* temp = app.add_option("--temp", a->s.temperature, "temperature (0: greedy; default: generation_config.json's when it samples, else 0)")
                    ->check(CLI::Range(0.0f, 100.0f));
   auto* top_k = app.add_option("--top-k", a->s.top_k, "top-k (0: off)")->check(CLI::Range(0, 1 << 30));

@@ -32,6 +32,7 @@ struct ServeArgs {
   int queue = 64;
   std::string alias;
   std::string chat_template, chat_template_file;  // instead of the checkpoint's own
+  std::string chat_kwargs;  // every request's template variables unless it gives its own
   double grace_s = 10;
   double timeout_head_s = 10, timeout_body_s = 60;
   int threads_http = -1;  // -1: parallel + queue + 64
@@ -42,6 +43,9 @@ struct ServeArgs {
 };
 
 int serve(ServeArgs a) {
+  // Template variables checked before the model loads.
+  const auto kwargs = a.chat_kwargs.empty() ? std::map<std::string, std::string>{}
+                                            : chat_template_kwargs(a.chat_kwargs, "--chat-template-kwargs");
   // Signals go to the thread that waits for them, none elsewhere; a client gone is a failed write.
   sigset_t set;
   sigemptyset(&set);
@@ -134,6 +138,7 @@ int serve(ServeArgs a) {
                 << std::endl;
     if (L.tok.bos() >= 0) b->chat_opts.bos_token = L.tok.token_bytes(L.tok.bos());
     if (L.tok.eos() >= 0) b->chat_opts.eos_token = L.tok.token_bytes(L.tok.eos());
+    b->chat_opts.json_vars = kwargs;
     b->sched = sched.get();
     b->speculative = so.spec.on();
     b->n_ctx = a.m.n_ctx;
@@ -185,6 +190,9 @@ const Registrar reg("serve", "OpenAI-compatible HTTP server with continuous batc
   app.add_option("--chat-template", a->chat_template, "use this built-in chat template instead of the model's");
   app.add_option("--chat-template-file", a->chat_template_file, "use the Jinja chat template in this file instead")
       ->excludes("--chat-template");
+  app.add_option("--chat-template-kwargs", a->chat_kwargs,
+                 "default template variables as a JSON object, e.g. '{\"enable_thinking\": false}' (a request's "
+                 "chat_template_kwargs or enable_thinking override them)");
   app.add_option("--max-body", a->http.max_body, "request body limit in bytes (more: 413)")
       ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
   app.add_option("--shutdown-grace", a->grace_s, "seconds requests in flight may take at SIGTERM")

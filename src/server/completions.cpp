@@ -77,18 +77,8 @@ void add_timings(nlohmann::json& j, bool speculative, const JobUpdate& u) {
   if (speculative) j["timings"] = {{"draft_n", u.n_drafted}, {"draft_n_accepted", u.n_accepted}};
 }
 
-// What the chat reply is parsed for: the template's tool call format when the request offers
-// tools, <think> reasoning when the template knows it (the reply starts inside it when the prompt
-// ends with <think>, as DeepSeek R1's and QwQ's generation prompts do).
 ChatParseOptions parse_options(const Backend& b, const GenRequest& r, const std::string& prompt) {
-  ChatParseOptions o;
-  const std::string& t = b.chat->text();
-  if (!r.tools_json.empty() && r.tool_choice != "none") o.tools = tool_format_of(t);
-  o.reasoning = t.find("</think>") != std::string::npos;
-  size_t e = prompt.size();
-  while (e > 0 && (prompt[e - 1] == '\n' || prompt[e - 1] == ' ')) --e;
-  o.in_reasoning = o.reasoning && e >= 7 && prompt.compare(e - 7, 7, "<think>") == 0;
-  return o;
+  return chat_parse_options(b.chat->text(), r.tool_choice == "none" ? std::string() : r.tools_json, prompt);
 }
 
 void append(ChatDelta& a, ChatDelta&& b) {

@@ -159,6 +159,10 @@ bool valid_id(const std::string& id) {
 }  // namespace
 
 ToolFormat tool_format_of(const std::string& t) {
+  // Qwen3.5/3.6 write <tool_call> too, with XML-like <function=...><parameter=...> inside.
+  if (t.find(kHermesOpen) != std::string::npos && t.find("<function=") != std::string::npos &&
+      t.find("<parameter=") != std::string::npos)
+    return ToolFormat::QwenXml;
   if (t.find(kHermesOpen) != std::string::npos) return ToolFormat::Hermes;
   if (t.find(kMistralOpen) != std::string::npos) return ToolFormat::Mistral;
   if (t.find("<|start_header_id|>") != std::string::npos && t.find("tools") != std::string::npos &&
@@ -170,14 +174,16 @@ ToolFormat tool_format_of(const std::string& t) {
 const char* tool_format_name(ToolFormat f) {
   switch (f) {
     case ToolFormat::Hermes: return "hermes (<tool_call>)";
+    case ToolFormat::QwenXml: return "qwen xml (<tool_call><function=...>)";
     case ToolFormat::Llama3: return "llama3 (JSON)";
     case ToolFormat::Mistral: return "mistral ([TOOL_CALLS])";
     default: return "none";
   }
 }
 
-std::vector<ParsedToolCall> parse_tool_calls(ToolFormat f, std::string_view body) {
+std::vector<ParsedToolCall> parse_tool_calls(ToolFormat f, std::string_view body, const ParamTypes& types) {
   switch (f) {
+    case ToolFormat::QwenXml: return qwen_xml_calls(body, types);
     case ToolFormat::Hermes: {
       const auto b = trim(body);
       const auto j = parse_json(b);
@@ -192,8 +198,22 @@ std::vector<ParsedToolCall> parse_tool_calls(ToolFormat f, std::string_view body
   }
 }
 
-ChatOutputParser::ChatOutputParser(ChatParseOptions o, uint64_t id_seed) : o_(o), rng_(id_seed) {
+ChatParseOptions chat_parse_options(const std::string& t, const std::string& tools_json, const std::string& prompt) {
+  ChatParseOptions o;
+  if (!tools_json.empty()) {
+    o.tools = tool_format_of(t);
+    o.tools_json = tools_json;
+  }
+  o.reasoning = t.find("</think>") != std::string::npos;
+  size_t e = prompt.size();
+  while (e > 0 && (prompt[e - 1] == '\n' || prompt[e - 1] == ' ')) --e;
+  o.in_reasoning = o.reasoning && e >= 7 && prompt.compare(e - 7, 7, "<think>") == 0;
+  return o;
+}
+
+ChatOutputParser::ChatOutputParser(ChatParseOptions o, uint64_t id_seed) : o_(std::move(o)), rng_(id_seed) {
   if (o_.reasoning && o_.in_reasoning) mode_ = Mode::Reasoning;
+  if (o_.tools == ToolFormat::QwenXml) types_ = param_types_of(o_.tools_json);
 }
 
 std::string ChatOutputParser::new_id() {
@@ -215,7 +235,7 @@ void ChatOutputParser::emit_content(ChatDelta& d, std::string_view s) {
 }
 
 void ChatOutputParser::close_block(ChatDelta& d, const std::string& body, bool closed) {
-  auto calls = parse_tool_calls(o_.tools, body);
+  auto calls = parse_tool_calls(o_.tools, body, types_);
   if (calls.empty()) {
     emit_content(d, opener_ + body + (closed ? std::string(kHermesClose) : std::string()));
     return;
@@ -229,7 +249,7 @@ void ChatOutputParser::close_block(ChatDelta& d, const std::string& body, bool c
 }
 
 void ChatOutputParser::close_tail(ChatDelta& d) {
-  auto calls = parse_tool_calls(o_.tools, buf_);
+  auto calls = parse_tool_calls(o_.tools, buf_, types_);
   if (calls.empty()) {
     emit_content(d, opener_ + buf_);
   } else {
@@ -287,7 +307,7 @@ void ChatOutputParser::run(ChatDelta& d, bool at_end) {
     // Content: the earliest marker that switches mode, or all but what could begin one.
     std::vector<std::string_view> markers;
     if (o_.reasoning) markers.push_back(kThinkOpen);
-    if (o_.tools == ToolFormat::Hermes) markers.push_back(kHermesOpen);
+    if (o_.tools == ToolFormat::Hermes || o_.tools == ToolFormat::QwenXml) markers.push_back(kHermesOpen);
     if (o_.tools == ToolFormat::Mistral) markers.push_back(kMistralOpen);
     if (o_.tools == ToolFormat::Llama3) {
       markers.push_back(kPythonTag);

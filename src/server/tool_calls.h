@@ -5,6 +5,7 @@
 // A call whose text does not parse stays in the content as the model wrote it: nothing is lost.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <random>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@ namespace nvfp4::server {
 enum class ToolFormat {
   None,     // no tool calls parsed
   Hermes,   // Qwen2.5/Qwen3/QwQ, Hermes 2 Pro/3: <tool_call>{"name": ..., "arguments": {...}}</tool_call>
+  QwenXml,  // Qwen3.5/3.6, Qwen3-Coder: <tool_call><function=NAME><parameter=KEY>VALUE</parameter></function></tool_call>
   Llama3,   // Llama 3.1-3.3: the whole reply is {"name": ..., "parameters": {...}} (or <|python_tag|>...)
   Mistral,  // [TOOL_CALLS][{"name": ..., "arguments": {...}}] (Nemo) or [TOOL_CALLS]name[ARGS]{...} (Small 3.2)
 };
@@ -36,11 +38,24 @@ struct ChatDelta {
   bool empty() const { return reasoning.empty() && content.empty() && calls.empty(); }
 };
 
+// Function name -> parameter name -> the JSON schema "type" of that parameter, from a request's
+// tools: how a QwenXml call's parameter text becomes a JSON value (vLLM's qwen3_coder parser's rule).
+using ParamTypes = std::map<std::string, std::map<std::string, std::string>>;
+ParamTypes param_types_of(const std::string& tools_json);
+
 struct ChatParseOptions {
   ToolFormat tools = ToolFormat::None;
+  std::string tools_json;     // the request's tools as JSON text (QwenXml: the parameters' types)
   bool reasoning = false;     // split <think>...</think> off as reasoning
   bool in_reasoning = false;  // the prompt ends with <think>: the output starts inside it
 };
+
+// What a chat reply is parsed for: the template's tool call format when the request offers tools
+// (`tools_json` not empty), <think> reasoning when the template knows it (the reply starts inside
+// it when the prompt ends with <think>, as Qwen3.5/3.6's, DeepSeek R1's and QwQ's generation
+// prompts do unless enable_thinking is false).
+ChatParseOptions chat_parse_options(const std::string& template_text, const std::string& tools_json,
+                                    const std::string& prompt);
 
 class ChatOutputParser {
  public:
@@ -58,6 +73,7 @@ class ChatOutputParser {
   std::string new_id();
 
   ChatParseOptions o_;
+  ParamTypes types_;  // QwenXml: from o_.tools_json
   std::mt19937_64 rng_;
   std::string buf_;      // text not yet given back
   std::string opener_;   // the marker that began a Block/Tail (given back with it when it does not parse)
@@ -68,7 +84,13 @@ class ChatOutputParser {
 };
 
 // Tool calls in a text of `f`'s format with no other text around them (a Block's or Tail's body):
-// the calls, or empty when the text is not that (then it is content).
-std::vector<ParsedToolCall> parse_tool_calls(ToolFormat f, std::string_view body);
+// the calls, or empty when the text is not that (then it is content). `types` serves QwenXml.
+std::vector<ParsedToolCall> parse_tool_calls(ToolFormat f, std::string_view body, const ParamTypes& types = {});
+
+// QwenXml's body of one <tool_call>: <function=NAME> then <parameter=KEY>\nVALUE\n</parameter> each,
+// then </function>. A value becomes JSON by its parameter's schema type: string (and a parameter
+// the schema does not name) as text, integer/number/boolean as such, others parsed as JSON (left
+// as text when they are not); "null" is null whatever the type.
+std::vector<ParsedToolCall> qwen_xml_calls(std::string_view body, const ParamTypes& types);
 
 }  // namespace nvfp4::server

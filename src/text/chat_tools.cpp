@@ -4,6 +4,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "nvfp4/chat.h"
 #include "nvfp4/error.h"
 
 namespace nvfp4::chat_json {
@@ -132,3 +133,24 @@ bool template_wants_text_arguments(const std::string& t) {
 }
 
 }  // namespace nvfp4::chat_json
+
+namespace nvfp4 {
+
+std::map<std::string, std::string> chat_template_kwargs(const std::string& json_text, const std::string& source) {
+  const auto j = nlohmann::ordered_json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    throw Error(source, "chat_template_kwargs", "not a JSON object of template variables", "{\"enable_thinking\": false}",
+                json_text.substr(0, 80));
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : j.items()) {
+    bool ident = !k.empty() && k.size() <= 64 && !(k[0] >= '0' && k[0] <= '9');
+    for (char c : k) ident = ident && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_');
+    if (!ident)
+      throw Error(source, "chat_template_kwargs." + k.substr(0, 64), "not a template variable name",
+                  "letters, digits and '_', at most 64", k.substr(0, 64));
+    out[k] = v.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  }
+  return out;
+}
+
+}  // namespace nvfp4
