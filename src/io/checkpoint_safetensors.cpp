@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <cstdio>
 #include <set>
 #include <unordered_map>
 
@@ -423,15 +424,22 @@ class StCheckpoint final : public Checkpoint {
     static constexpr std::pair<std::string_view, std::string_view> kParts[] = {
         {"model.visual.", "vision tower"}, {"mtp.", "multi-token-prediction (MTP) layers"}};
     for (const auto& [prefix, what] : kParts) {
-      int64_t n = 0;
+      int64_t n = 0, bytes = 0;
+      std::set<std::string> dtypes;
       for (const auto& [name, ref] : refs_)
         if (name.rfind(prefix, 0) == 0) {
           used.insert(name);
           ++n;
+          bytes += ref.t->nbytes();
+          dtypes.insert(st::dtype_name(ref.t->dtype));
         }
-      if (n > 0)
-        info_.set_aside.push_back(std::string(what) + ": " + std::to_string(n) + " tensors under " + std::string(prefix) +
-                                  "* (not run)");
+      if (n == 0) continue;
+      std::string kinds;
+      for (const auto& d : dtypes) kinds += (kinds.empty() ? "" : "/") + d;
+      char mib[32];
+      std::snprintf(mib, sizeof mib, "%.1f", static_cast<double>(bytes) / (1024.0 * 1024.0));
+      info_.set_aside.push_back(std::string(what) + ": " + std::to_string(n) + " tensors under " + std::string(prefix) + "* (" +
+                                kinds + ", " + mib + " MiB; not run)");
     }
   }
 
