@@ -323,6 +323,10 @@ bool default_quantizes(const std::string& name, size_t n_dims) {
   if (name.rfind("token_embd", 0) == 0 || name == "output.weight") return false;
   if (name.find("norm") != std::string::npos) return false;
   if (name.find("ffn_gate_inp") != std::string::npos) return false;  // MoE router
+  // Gated DeltaNet's b and a projections (a few rows each, kept float by ModelOpt and
+  // llm-compressor, as the routers) and its conv weights.
+  for (const char* keep : {"ssm_alpha", "ssm_beta", "ssm_ba", "ssm_conv1d"})
+    if (name.find(keep) != std::string::npos) return false;
   return true;
 }
 
