@@ -260,7 +260,10 @@ int run(const Opt& o) {
   j["thp_mode"] = thp_mode();
   j["weights_mib"] = w_mib;
   j["kv_mib"] = kv_mib;
-  j["peak_rss_vs_weights_kv"] = rss / (w_mib + kv_mib);
+  // A hybrid's recurrent states (one sequence, no snapshots: the timed runs do not speculate).
+  const double state_mib = static_cast<double>(mc.n_layer - n_attn) * static_cast<double>(mc.linear.state_floats()) * 4.0 / (1024.0 * 1024.0);
+  j["state_mib"] = state_mib;
+  j["peak_rss_vs_weights_kv"] = rss / (w_mib + kv_mib + state_mib);
   j["dispatches_per_token"] = ms.dispatches_per_token;
   if (o.profile) j["profile"] = profile_json(ms.prof, gbps);
   const std::string common = peer_args(o, L.threads);
@@ -317,8 +320,8 @@ int run(const Opt& o) {
   else
     std::printf("with the %.1f MB of keys and values a generated token reads on average: %.1f %%\n", kv_bpt / 1e6,
                 j["roofline_with_kv_pct"].get<double>());
-  std::printf("peak RSS %.0f MiB = %.2fx (weights %.0f MiB + KV cache %.0f MiB)\n", rss, j["peak_rss_vs_weights_kv"].get<double>(),
-              w_mib, kv_mib);
+  std::printf("peak RSS %.0f MiB = %.2fx (weights %.0f MiB + KV cache %.0f MiB%s)\n", rss, j["peak_rss_vs_weights_kv"].get<double>(),
+              w_mib, kv_mib, state_mib > 0 ? (" + recurrent states " + std::to_string(static_cast<int>(state_mib + 0.5)) + " MiB").c_str() : "");
   std::printf("on 2 MiB pages: %.0f MiB (transparent huge pages: %s)\n", huge_mib, thp_mode().empty() ? "absent" : thp_mode().c_str());
   if (o.profile) print_profile(j["profile"]);
   return 0;
