@@ -2,6 +2,7 @@
 // shape, linear layers prepared for their kernels, refusals before any inference. The family's
 // file (src/models/<family>.cpp) may read its own hyperparameters and layers (families.h).
 #include <cstdlib>  // defines __GLIBC__ where there is one
+#include <filesystem>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -128,8 +129,17 @@ std::unique_ptr<Model> Model::load(const Checkpoint& ck, const LoadOptions& opt)
   const std::string a = gguf_arch + ".";
   const bool experts = ck.meta(a + "expert_count") != nullptr;
   c.info = find_arch(gguf_arch, experts);
-  if (!c.info)
-    throw Error(path, "", "unsupported architecture (general.architecture)", arch_names(), gguf_arch);
+  if (!c.info) {
+    if (ck.info().container == "safetensors") {  // named as the user's config.json names it
+      std::string types;
+      for (const ArchInfo& a : architectures())
+        for (const auto t : a.hf_model_types) types += (types.empty() ? "" : ", ") + std::string(t);
+      const std::filesystem::path p(path);
+      const std::string cfg = ((std::filesystem::is_directory(p) ? p : p.parent_path()) / "config.json").string();
+      throw Error(cfg, "model_type", "unsupported architecture", types, gguf_arch);
+    }
+    throw Error(path, "general.architecture", "unsupported architecture", arch_names(), gguf_arch);
+  }
   c.arch = std::string(c.info->name);
   const Family* family = find_family(c.info->block);
   if (!family)
