@@ -215,17 +215,46 @@ TEST_P(ForcedIsa, FloatModesWithinDerivedBoundOfFp64) {
   }
 }
 
+// An FP8 layer's bytes are widened exactly: every finite E4M3 byte, in every lane position of a
+// vector step, comes out as e4m3_to_float gives it (a one-hot input picks it out).
+TEST_P(ForcedIsa, DenseWidensEveryE4m3ByteExactly) {
+  const int64_t n_in = 37;  // two AVX-512 steps and a masked tail; four AVX2 steps and a scalar tail
+  std::vector<uint8_t> bytes;
+  std::vector<float> want;
+  for (int b = 0; b < 256; ++b)
+    if ((b & 0x7F) != 0x7F) want.push_back(e4m3_to_float(static_cast<uint8_t>(b)));
+  const int64_t n_out = static_cast<int64_t>(want.size());
+  ThreadPool pool(2);
+  for (int64_t col = 0; col < n_in; col += 5) {
+    bytes.assign(static_cast<size_t>(n_out * n_in), 0);
+    for (int64_t r = 0, b = 0; b < 256; ++b)
+      if ((b & 0x7F) != 0x7F) bytes[static_cast<size_t>(r++ * n_in + col)] = static_cast<uint8_t>(b);
+    std::vector<float> x(static_cast<size_t>(n_in), 0.0f), y(static_cast<size_t>(n_out));
+    x[static_cast<size_t>(col)] = 1.0f;
+    const DenseLinear d = DenseLinear::prepare(DType::e4m3, bytes.data(), n_out, n_in);
+    d.forward(x.data(), 1, y.data(), pool);
+    for (int64_t r = 0; r < n_out; ++r)
+      ASSERT_EQ(std::bit_cast<uint32_t>(y[static_cast<size_t>(r)]), std::bit_cast<uint32_t>(want[static_cast<size_t>(r)] + 0.0f))
+          << "row " << r << " column " << col;
+  }
+}
+
 TEST_P(ForcedIsa, DenseWithinDerivedBoundOfFp64) {
-  for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
+  for (DType dt : {DType::f32, DType::f16, DType::bf16, DType::e4m3}) {
     for (const Shape& s : {Shape{1, 7}, Shape{9, 100}, Shape{13, 576}}) {
       test::Rng rng(s.n_in + static_cast<int>(dt));
       const int64_t n = 5;
       std::vector<float> wf(s.n_out * s.n_in), x(n * s.n_in);
       for (auto& v : x) v = rng.gauss();
-      std::vector<uint8_t> bytes(s.n_out * s.n_in * (dt == DType::f32 ? 4 : 2));
+      std::vector<uint8_t> bytes(s.n_out * s.n_in * (dt == DType::f32 ? 4 : dt == DType::e4m3 ? 1 : 2));
       for (int64_t k = 0; k < s.n_out * s.n_in; ++k) {
         const float v = rng.gauss();
-        if (dt == DType::f32) {
+        if (dt == DType::e4m3) {  // every byte but the NaNs, subnormals and the largest included
+          uint8_t b = static_cast<uint8_t>(static_cast<uint32_t>(std::fabs(v) * 97.0f + k) & 0xFF);
+          if ((b & 0x7F) == 0x7F) b ^= 1;
+          wf[k] = e4m3_to_float(b);
+          bytes[k] = b;
+        } else if (dt == DType::f32) {
           wf[k] = v;
           std::memcpy(bytes.data() + 4 * k, &v, 4);
         } else {

@@ -72,6 +72,9 @@ class Checkpoint {
   // For ggml block storage (GGUF): the ggml type and a pointer to the stored blocks (zero copy);
   // false otherwise (the default).
   virtual bool raw_ggml(const std::string& name, uint32_t& type, const void*& data) const;
+  // For an FP8 E4M3 layer in its stored row order: its bytes [n_out][n_in] (zero copy) and its
+  // scale, one value or one per output row (weight = e4m3 * scale); false otherwise (the default).
+  virtual bool raw_fp8(const std::string& name, const uint8_t*& codes, std::vector<float>& scale) const;
   // A hint that the caller has copied what it needs of tensor `name` (Model::load, into the
   // kernels' layout): its mapped pages leave the resident set (read again if touched), so a
   // loaded model does not hold its weights twice. Pointers from raw_float stay valid.

@@ -1,5 +1,5 @@
-// A float linear layer (heads, embeddings and layers kept in float): weights stored as F32, F16 or
-// BF16, y = W x in float32 over a window of n columns (x[t*n_in + i], y[t*n_out + r]).
+// A float linear layer (heads, embeddings and layers kept in float): weights stored as F32, F16,
+// BF16 or FP8 E4M3 (1 byte a weight: read as stored, widened exactly in registers), y = W x in float32 over a window of n columns (x[t*n_in + i], y[t*n_out + r]).
 // Not bit-pinned across ISAs; checked against FP64 with a derived bound.
 #pragma once
 #include <cstdint>
@@ -10,7 +10,9 @@
 
 namespace nvfp4 {
 
-enum class DType { f32, f16, bf16 };
+// e4m3: FP8 E4M3 values without their scale (a checkpoint's FP8 layer: the scale, per tensor or per
+// output row, multiplies the output; MatMul::out_scale). NaN bytes are refused at load.
+enum class DType { f32, f16, bf16, e4m3 };
 
 class DenseLinear {
  public:

@@ -159,6 +159,15 @@ class StCheckpoint final : public Checkpoint {
     for (const auto& f : files_) f->drop_all();
   }
 
+  bool raw_fp8(const std::string& name, const uint8_t*& codes, std::vector<float>& scale) const override {
+    const Source& s = src_.at(tensor(name).name);
+    if (s.kind != Source::fp8 || s.heads) return false;  // permuted rows: to_f32 reorders them
+    codes = s.w.t->data;
+    scale.resize(static_cast<size_t>(s.scale.t->elements()));
+    st::to_float(*s.scale.t, scale.data(), s.scale.file);
+    return true;
+  }
+
   bool raw_float(const std::string& name, DType& dtype, const void*& data) const override {
     const Source& s = src_.at(tensor(name).name);
     if (s.kind != Source::plain || s.heads) return false;

@@ -25,6 +25,7 @@ float dense_at(DType dtype, const uint8_t* bytes, int64_t k) {
     case DType::f32: { float v; std::memcpy(&v, bytes + 4 * k, 4); return v; }
     case DType::f16: { uint16_t h; std::memcpy(&h, bytes + 2 * k, 2); return half_to_float(h); }
     case DType::bf16: { uint16_t h; std::memcpy(&h, bytes + 2 * k, 2); return bf16_to_float(h); }
+    case DType::e4m3: return e4m3_to_float(bytes[k]);
   }
   return 0.0f;
 }
@@ -53,7 +54,7 @@ DenseLinear DenseLinear::prepare(DType dtype, const void* w, int64_t n_out, int6
   d.impl_->dtype = dtype;
   d.impl_->n_out = n_out;
   d.impl_->n_in = n_in;
-  const size_t esize = dtype == DType::f32 ? 4 : 2;
+  const size_t esize = dtype == DType::f32 ? 4 : dtype == DType::e4m3 ? 1 : 2;
   const auto* p = static_cast<const uint8_t*>(w);
   d.impl_->bytes.assign(p, p + esize * n_out * n_in);
   return d;
@@ -61,7 +62,7 @@ DenseLinear DenseLinear::prepare(DType dtype, const void* w, int64_t n_out, int6
 
 int64_t DenseLinear::n_out() const { return impl_->n_out; }
 int64_t DenseLinear::n_in() const { return impl_->n_in; }
-DType DenseLinear::dtype() const { return impl_->dtype; }
+DType DenseLinear::dtype() const { return impl_ ? impl_->dtype : DType::f32; }
 std::string DenseLinear::kernel_name(int64_t) const {
   return kern::table(active_isa()).dense_name;
 }

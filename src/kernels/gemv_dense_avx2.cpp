@@ -1,4 +1,4 @@
-// Dense (F32/F16/BF16 weights) on AVX2: 4 rows x up to 2 columns per pass, 8 inputs per step,
+// Dense (F32/F16/BF16/E4M3 weights) on AVX2: 4 rows x up to 2 columns per pass, 8 inputs per step,
 // the tail (n_in % 8) in scalar code, float32 FMA. Within the derived bound of FP64.
 #include <immintrin.h>
 
@@ -16,6 +16,13 @@ inline __m256 load_w(const uint8_t* w, int64_t k) {
     return _mm256_loadu_ps(reinterpret_cast<const float*>(w) + k);
   } else if constexpr (D == DType::f16) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const uint16_t*>(w) + k)));
+  } else if constexpr (D == DType::e4m3) {
+    // E4M3 s.eeee.mmm as F16 bits s.0eeee.mmm0000000 (exponent bias 15 instead of 7, E4M3's
+    // subnormals landing on F16 subnormals), widened, times 2^8: every E4M3 value exactly.
+    const __m128i b = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + k)));
+    const __m128i h = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(b, _mm_set1_epi16(0x7F)), 7),
+                                   _mm_slli_epi16(_mm_and_si128(b, _mm_set1_epi16(0x80)), 8));
+    return _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(256.0f));
   } else {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const uint16_t*>(w) + k));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
@@ -76,6 +83,7 @@ void gemv_dense_avx2(DType dtype, const uint8_t* w, int64_t n_out, int64_t n_in,
     case DType::f32: rows<DType::f32>(w, n_out, n_in, x, n, rb, re, y); break;
     case DType::f16: rows<DType::f16>(w, n_out, n_in, x, n, rb, re, y); break;
     case DType::bf16: rows<DType::bf16>(w, n_out, n_in, x, n, rb, re, y); break;
+    case DType::e4m3: rows<DType::e4m3>(w, n_out, n_in, x, n, rb, re, y); break;
   }
 }
 

@@ -1,4 +1,4 @@
-// Dense (F32/F16/BF16 weights) on AVX-512: 4 rows x up to 4 columns per pass, 16 inputs per step
+// Dense (F32/F16/BF16/E4M3 weights) on AVX-512: 4 rows x up to 4 columns per pass, 16 inputs per step
 // (masked tail), float32 FMA, horizontal sums at the end. Within the derived bound of FP64.
 #include <immintrin.h>
 
@@ -16,6 +16,12 @@ inline __m512 load_w(const uint8_t* w, int64_t k, __mmask16 m) {
     return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(w) + k);
   } else if constexpr (D == DType::f16) {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(w) + k));
+  } else if constexpr (D == DType::e4m3) {
+    // E4M3 as F16 bits (exponent bias 15 for 7), widened, times 2^8: exact (gemv_dense_avx2.cpp).
+    const __m256i b = _mm256_cvtepu8_epi16(_mm_maskz_loadu_epi8(m, w + k));
+    const __m256i h = _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x7F)), 7),
+                                      _mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x80)), 8));
+    return _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(256.0f));
   } else {
     const __m256i h = _mm256_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(w) + k);
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
@@ -70,6 +76,7 @@ void gemv_dense_avx512(DType dtype, const uint8_t* w, int64_t n_out, int64_t n_i
     case DType::f32: rows<DType::f32>(w, n_out, n_in, x, n, rb, re, y); break;
     case DType::f16: rows<DType::f16>(w, n_out, n_in, x, n, rb, re, y); break;
     case DType::bf16: rows<DType::bf16>(w, n_out, n_in, x, n, rb, re, y); break;
+    case DType::e4m3: rows<DType::e4m3>(w, n_out, n_in, x, n, rb, re, y); break;
   }
 }
 

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "nvfp4/error.h"
+
 #include "nvfp4/codec.h"
 #include "kernels/packed.h"
 #include "nvfp4/kernels.h"
@@ -37,6 +39,8 @@ PinnedDense PinnedDense::prepare(DType dtype, const void* w, int64_t n_out, int6
   d.n_out_ = n_out;
   d.n_in_ = n_in;
   const size_t count = static_cast<size_t>(n_out * n_in);
+  if (dtype == DType::e4m3)
+    throw Error("", "PinnedDense dtype", "a pinned float layer's weights", "F32, F16 or BF16", "E4M3 (FP8 layers run through DenseLinear)");
   if (dtype == DType::f16 || dtype == DType::bf16) {
     d.elem_ = dtype == DType::f16 ? pinned_dense_detail::kF16 : pinned_dense_detail::kBF16;
     d.h_.resize(count);

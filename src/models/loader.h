@@ -136,6 +136,20 @@ struct Loader {
       m.bytes = w.codes.size() + w.scales.size() + 4;
       return m;
     }
+    // An FP8 layer served as it is: its E4M3 bytes (a quarter of the widened F32), the scale on the
+    // output. NaN bytes (0x7F, 0xFF) are refused: the kernels widen every other byte exactly.
+    const uint8_t* codes = nullptr;
+    std::vector<float> scale;
+    if (e.storage == Storage::fp8 && !opt.quantize && !opt.pinned_float && ck.raw_fp8(name, codes, scale)) {
+      for (int64_t k = 0; k < n_out * n_in; ++k)
+        if ((codes[k] & 0x7F) == 0x7F)
+          throw Error(path, name, "FP8 E4M3 weight: finite values", "no NaN byte (0x7F, 0xFF)",
+                      "a NaN at row " + std::to_string(k / n_in) + ", column " + std::to_string(k % n_in));
+      m.dense = DenseLinear::prepare(DType::e4m3, codes, n_out, n_in);
+      m.out_scale = std::move(scale);
+      m.bytes = static_cast<size_t>(n_out * n_in) + m.out_scale.size() * 4;
+      return m;
+    }
     std::vector<float> w = ck.to_f32(name);
     if (opt.quantize) {
       const RowMatrix q = quantize(w.data(), n_out, n_in, name);

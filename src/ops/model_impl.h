@@ -26,10 +26,16 @@ struct MatMul {
   // NVFP4_AWQ's per-input-channel pre_quant_scale [n_in], empty: none. StepRun::run/run_group
   // multiply the input by it (x[i] * s[i], one float product) before the layer reads it.
   std::vector<float> pre_scale;
+  // An FP8 layer kept as its E4M3 bytes (dense of DType::e4m3): its scale, one value or one per
+  // output row, multiplies each output in float (y = scale * (e4m3 . x)); empty: none.
+  std::vector<float> out_scale;
   void forward(Mode mode, const float* x, int64_t n, float* y, ThreadPool& pool, LinearScratch* scratch) const {
     if (nvfp4) lin.forward(mode, x, n, y, pool, scratch);
     else if (use_pinned) pinned.forward(x, n, y, pool);
     else dense.forward(x, n, y, pool);
+    if (!out_scale.empty())
+      for (int64_t t = 0; t < n; ++t)
+        for (int64_t r = 0; r < n_out; ++r) y[t * n_out + r] *= out_scale[out_scale.size() == 1 ? 0 : static_cast<size_t>(r)];
   }
   std::string kernel(Mode mode, int64_t n) const {
     return nvfp4 ? lin.kernel_name(mode, n) : use_pinned ? pinned.kernel_name() : dense.kernel_name(n);
