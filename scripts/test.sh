@@ -10,14 +10,17 @@ bash scripts/setup.sh
 jobs=$(nproc)
 NVFP4_SMOLLM2_GGUF="$(bash scripts/model-path.sh)"
 export NVFP4_SMOLLM2_GGUF
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+# ccache where the machine has it (its cache outlives a clean clone): the same sources build once.
+launch=()
+if command -v ccache >/dev/null; then launch=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache); fi
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${launch[@]}" >/dev/null
 cmake --build build -j "$jobs"
 # A build-asan/ left by an older g++ configuration cannot switch compilers: start it afresh.
 if [ -f build-asan/CMakeCache.txt ] && ! grep -qE '^CMAKE_CXX_COMPILER:[A-Z]+=.*clang\+\+' build-asan/CMakeCache.txt; then
   rm -rf build-asan
 fi
 CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DNVFP4_SANITIZE=ON -DNVFP4_FUZZ=ON >/dev/null
+  -DNVFP4_SANITIZE=ON -DNVFP4_FUZZ=ON "${launch[@]}" >/dev/null
 cmake --build build-asan -j "$jobs"
 echo "== Fuzzing the checkpoint parsers (libFuzzer, bounded)"
 NVFP4_FUZZ_BUILD_DIR=build-asan bash scripts/fuzz.sh "${NVFP4_FUZZ_SECONDS:-20}"
