@@ -113,6 +113,34 @@ TEST_P(HybridGguf, LlamaCppFloatGgufRunsAsTransformers) {
   if (arch != "qwen3_5_moe") EXPECT_EQ(bf16_checked, 3);
 }
 
+// A release converted by llama.cpp as it converts one (MTP layer kept): the MTP block it appends
+// (blk.4, block_count 5, nextn_predict_layers 1) is set aside, the 4 blocks run as transformers.
+TEST(HybridGgufRelease, LlamaCppVlmReleaseGgufSetsItsMtpLayerAside) {
+  const std::string path = at("qwen3_5", "llamacpp-float-vlm.gguf");
+  {
+    const auto f = gguf::File::open(path);
+    ASSERT_NE(f.find("qwen35.nextn_predict_layers"), nullptr);
+    EXPECT_EQ(f.find("qwen35.block_count")->as_int(), 5);
+    EXPECT_NE(f.find_tensor("blk.4.nextn.eh_proj.weight"), nullptr);
+  }
+  auto ck = Checkpoint::open(path);
+  ASSERT_EQ(ck->info().set_aside.size(), 1u);
+  EXPECT_NE(ck->info().set_aside[0].find("MTP"), std::string::npos) << ck->info().set_aside[0];
+  for (const TensorEntry& e : ck->tensors()) EXPECT_EQ(e.name.rfind("blk.4.", 0), std::string::npos) << e.name;
+  auto m = load(*ck, Mode::f32);
+  EXPECT_EQ(m->config().n_layer, 4);
+  ThreadPool pool(2);
+  const ArchOracle o("qwen3_5", root());
+  Diff d;
+  for (size_t p = 0; p < o.prompts(); ++p) {
+    const auto ids = o.ids(p);
+    d.add(eval_all(*m, ids, pool).data(), o.logits(p, "float"), ids.size(), o.nv);
+  }
+  std::printf("qwen3_5 llama.cpp's release GGUF, f32 vs transformers: max |diff| %.3g\n", d.max_abs);
+  EXPECT_LE(d.max_abs, kF32Bound);
+  EXPECT_EQ(d.argmax_differ, 0);
+}
+
 // The metadata llama.cpp's loader reads for these archs, equal in both files.
 void expect_same_keys(const gguf::File& theirs, const gguf::File& ours, const std::string& a) {
   for (const char* k : {"block_count", "embedding_length", "attention.head_count", "attention.head_count_kv", "attention.key_length",

@@ -12,6 +12,10 @@ tools/moe_llamacpp.py does it for fixtures/moe (its describe() and greedy worker
    "qwen2", the family whose Split pattern it uses); and for qwen3_5 / qwen3_5_moe the
    mrope_section the config lacks (mrope_answer() says why: llama.cpp's default crashes ggml on a
    model rotating 4 dimensions). Nothing else of the converter is touched.
+   qwen3_5's float-vlm/ (the release layout: VLM wrapper, vision tower, one MTP layer) is
+   converted as a release is, MTP layer included (llama.cpp appends it as blk.4, block_count 5,
+   nextn_predict_layers 1; the vision tower goes to mmproj, not converted here):
+   llamacpp-float-vlm.gguf.
 2. Our `nvfp4 convert` (build/nvfp4) writes GGUFs of the same directories in llama.cpp's layout:
    float/ with --keep '*' --head f16 (bf16 kept as it is) and modelopt-nvfp4/ with --head f16
    (NVFP4 repacked, the bf16 head and embedding kept, as llama.cpp's conversion does),
@@ -39,7 +43,7 @@ import moe_llamacpp as M  # noqa: E402
 ROOT = M.ROOT
 NVFP4 = ROOT / "build" / "nvfp4"
 PRE = "qwen2"
-COMMITTED = ["float", "modelopt-nvfp4"]
+COMMITTED = ["float", "modelopt-nvfp4", "float-vlm"]
 
 
 def mrope_answer(config):
@@ -61,7 +65,9 @@ def mrope_answer(config):
 def convert_llamacpp(arch_dir, form, out, outtype):
     if out.exists():
         out.unlink()
-    extra = ["--outtype", outtype] if form == "float" else []
+    extra = ["--outtype", outtype] if form.startswith("float") else []
+    if form != "float-vlm":  # the release layout keeps its MTP layer (llama.cpp's default)
+        extra.append("--no-mtp")
     src = arch_dir / form
     config = json.loads((src / "config.json").read_text())
     answer = mrope_answer(config)
@@ -72,11 +78,11 @@ def convert_llamacpp(arch_dir, form, out, outtype):
         for f in src.iterdir():
             (cp / f.name).symlink_to(f)
         (cp / "config.json").unlink()
-        config.setdefault("rope_parameters", {})["mrope_section"] = answer
+        config.get("text_config", config).setdefault("rope_parameters", {})["mrope_section"] = answer
         (cp / "config.json").write_text(json.dumps(config, indent=2))
         src = cp
-    r = subprocess.run([sys.executable, "-c", M.CONVERT, str(M.LLAMA), PRE, str(src), "--outfile", str(out), "--no-mtp"]
-                       + extra, capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-c", M.CONVERT, str(M.LLAMA), PRE, str(src), "--outfile", str(out)] + extra,
+                       capture_output=True, text=True)
     td.cleanup()
     if r.returncode != 0 or not out.exists():
         lines = [l for l in (r.stderr + r.stdout).splitlines() if l.strip()]
@@ -113,13 +119,14 @@ def main():
         rec = json.loads((arch_dir / "logits.json").read_text())
         ref = np.fromfile(arch_dir / rec["logits_file"], dtype="<f4")
         prompts = [p["ids"] for p in rec["prompts"]]
-        desc = {"pre_tokenizer_answered": PRE, "converter_flags": ["--no-mtp"]}
+        desc = {"pre_tokenizer_answered": PRE, "converter_flags": "--no-mtp (float-vlm: without)"}
         greedy = {"n": M.N_GREEDY, "n_threads": 1, "prompts": prompts,
                   "transformers_float": [p["greedy"][:M.N_GREEDY] for p in rec["prompts"]]}
         td = tempfile.TemporaryDirectory()
         tmp = pathlib.Path(td.name)
         runs = []
-        for form in ["float", "modelopt-nvfp4"]:
+        forms = ["float", "modelopt-nvfp4"] + (["float-vlm"] if arch_dir.name == "qwen3_5" else [])
+        for form in forms:
             out = arch_dir / f"llamacpp-{form}.gguf" if form in COMMITTED else tmp / f"llamacpp-{form}.gguf"
             c = convert_llamacpp(arch_dir, form, out, "bf16")
             desc[form] = {"convert": c}

@@ -132,9 +132,9 @@ float neg_exp(float a) { return static_cast<float>(-std::exp(static_cast<double>
 
 class View final : public Checkpoint {
  public:
-  View(const Checkpoint& base, std::unique_ptr<Checkpoint> owned) : base_(base), owned_(std::move(owned)) {}
+  View(const Checkpoint& base, std::unique_ptr<Checkpoint> owned) : base_(base), owned_(std::move(owned)), info_(base.info()) {}
 
-  const CheckpointInfo& info() const override { return base_.info(); }
+  const CheckpointInfo& info() const override { return info_; }
   const gguf::Value* meta(const std::string& key) const override {
     const auto it = extra_.find(key);
     return it != extra_.end() ? &it->second : base_.meta(key);
@@ -270,6 +270,10 @@ class View final : public Checkpoint {
 
   const Checkpoint& base_;
   std::unique_ptr<Checkpoint> owned_;
+ public:
+  CheckpointInfo info_;  // the base's, with the MTP layers set aside
+
+ private:
   std::vector<TensorEntry> entries_;
   std::map<std::string, Source> src_;
 };
@@ -301,12 +305,41 @@ std::unique_ptr<Checkpoint> hybrid_from_llamacpp(std::unique_ptr<Checkpoint> ck)
   const gguf::Value* exact = base.meta(exact_key(d.arch));
   if (exact && exact->type != gguf::ValueType::array)
     throw Error(base.info().path, exact_key(d.arch), "exact A_log values", "an array of F32", "another type");
+  // llama.cpp appends a release's MTP layers to the blocks (block_count + nextn_predict_layers,
+  // blk.N.nextn.*): set aside, as the HF reader sets mtp.* aside; the model is the first
+  // block_count - nextn_predict_layers blocks.
+  int64_t n_main = -1, n_mtp_tensors = 0;
+  const std::string a = d.arch + ".";
+  if (const gguf::Value* nn = base.meta(a + "nextn_predict_layers"); nn && nn->as_int(a + "nextn_predict_layers") > 0) {
+    const gguf::Value* bc = base.meta(a + "block_count");
+    if (!bc) throw Error(base.info().path, a + "block_count", "missing metadata", "present", "absent");
+    const int64_t blocks = bc->as_int(a + "block_count"), mtp = nn->as_int(a + "nextn_predict_layers");
+    if (mtp >= blocks)
+      throw Error(base.info().path, a + "nextn_predict_layers", "MTP layers after the model's blocks", "less than block_count " + std::to_string(blocks),
+                  std::to_string(mtp));
+    n_main = blocks - mtp;
+    gguf::Value b;
+    b.type = gguf::ValueType::u32;
+    b.u = static_cast<uint64_t>(n_main);
+    v->extra_[a + "block_count"] = b;
+    if (const gguf::Value* r = base.meta(a + "attention.recurrent_layers"); r && r->type == gguf::ValueType::array && static_cast<int64_t>(r->arr.size()) == blocks) {
+      gguf::Value t;
+      t.type = gguf::ValueType::array;
+      t.arr = gguf::Array(r->arr.elem_type());
+      for (int64_t l = 0; l < n_main; ++l) t.arr.push_back(r->arr.at(static_cast<size_t>(l)));
+      v->extra_[a + "attention.recurrent_layers"] = std::move(t);
+    }
+  }
   size_t exact_at = 0;
   for (const TensorEntry& e : base.tensors()) {
     int64_t n = 0;
     std::string rest;
     if (!split_layer(e.name, n, rest)) {
       v->add(e.name, plain(e.name));
+      continue;
+    }
+    if (n_main >= 0 && n >= n_main) {
+      ++n_mtp_tensors;
       continue;
     }
     const std::string b = "blk." + std::to_string(n) + ".";
@@ -359,6 +392,9 @@ std::unique_ptr<Checkpoint> hybrid_from_llamacpp(std::unique_ptr<Checkpoint> ck)
       v->add(e.name, plain(e.name));
     }
   }
+  if (n_mtp_tensors > 0)
+    v->info_.set_aside.push_back("multi-token-prediction (MTP) layers: " + std::to_string(n_mtp_tensors) + " tensors under blk." +
+                                 std::to_string(n_main) + ".* and after (nextn_predict_layers; not run)");
   if (exact && exact_at != exact->arr.size())
     throw Error(base.info().path, exact_key(d.arch), "exact A_log values: one per value head of every linear layer",
                 std::to_string(exact_at), std::to_string(exact->arr.size()));
