@@ -328,6 +328,20 @@ TEST(HybridGgufBadInput, RefusedNamingTheKeyOrTensor) {
     const Error e = refused([&] { load(*Checkpoint::open(path), Mode::f32); });
     EXPECT_EQ(e.tensor(), "qwen35.attention.recurrent_layers[2]") << e.what();
   }
+  {  // more value heads than the tensors hold: refused before any row is read
+    gguf::Value n;
+    n.type = gguf::ValueType::u32;
+    n.u = 8;
+    const std::string path = edited(tmp, "qwen35.ssm.time_step_rank", &n);
+    const Error e = refused([&] { Checkpoint::open(path); });
+    EXPECT_EQ(e.tensor().rfind("blk.0.", 0), 0u) << e.what();
+    EXPECT_EQ(e.expected(), "at least 8 rows") << e.what();
+  }
+  {  // a hybrid's GGUF as an HF directory (the norms' 1 is not taken back out)
+    const Error e = refused([&] { convert(at("qwen3_5", "llamacpp-float.gguf"), tmp.path + "/hf-out", ConvertOptions{}); });
+    EXPECT_EQ(e.tensor(), "general.architecture") << e.what();
+    EXPECT_EQ(e.found(), "qwen35") << e.what();
+  }
   {  // value heads that do not divide among the key heads
     gguf::Value n;
     n.type = gguf::ValueType::u32;

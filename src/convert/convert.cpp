@@ -342,7 +342,15 @@ ConvertReport convert(const std::string& in, const std::string& out, const Conve
   if (!ends_with(out, ".gguf") && opt.head != "f16" && opt.head != "auto") {
     throw Error(out, "", "--head q8 / nvfp4 needs a GGUF output", "OUT ending in .gguf", "a directory (ModelOpt layout)");
   }
-  if (!ends_with(out, ".gguf")) return convert_to_modelopt_dir(*ck, out, opt);
+  if (!ends_with(out, ".gguf")) {
+    const gguf::Value* a = ck->meta("general.architecture");
+    if (ck->info().container == "gguf" && a && a->type == gguf::ValueType::string && is_hybrid_gguf_arch(a->s))
+      throw Error(in, "general.architecture",
+                  "a Gated DeltaNet hybrid's GGUF written as an HF directory: its norms hold the 1 of (1 + w) that HF's "
+                  "zero-centred weights leave out (not converted back)",
+                  "an HF directory as input, or a .gguf output", a->s);
+    return convert_to_modelopt_dir(*ck, out, opt);
+  }
   // The Gated DeltaNet hybrids in llama.cpp's layout (names, value-head order, -exp(A_log), norms
   // with their 1): io/hybrid_layout.h. Everything below reads `src`.
   const std::unique_ptr<Checkpoint> llamacpp = hybrid_to_llamacpp(*ck);

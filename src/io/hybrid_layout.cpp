@@ -5,6 +5,7 @@
 // a tensor whose values are mapped is F32.
 #include "io/hybrid_layout.h"
 
+#include <algorithm>
 #include <bit>
 #include <cctype>
 #include <cmath>
@@ -246,6 +247,22 @@ class View final : public Checkpoint {
   // Adds tensor `name` of shape `shape` made from base tensor `s.base`.
   void add(const std::string& name, Source s, std::vector<int64_t> shape = {}) {
     TensorEntry e = base_.tensor(s.base);
+    // The rows and column blocks the layout moves must be there (the loader checks the shapes it
+    // sees, which are this view's: a short base tensor is refused here, before any read).
+    const auto dims = [](const std::vector<int64_t>& v) {
+      std::string o = "[";
+      for (size_t i = 0; i < v.size(); ++i) o += (i ? ", " : "") + std::to_string(v[i]);
+      return o + "]";
+    };
+    const int64_t base_rows = e.shape.empty() ? 1 : e.shape[0];
+    const int64_t need = s.rows.empty() ? 0 : *std::max_element(s.rows.begin(), s.rows.end()) + 1;
+    if (need > base_rows)
+      throw Error(path(), s.base, "rows of a Gated DeltaNet tensor that this layout reorders or splits (ssm.* metadata)",
+                  "at least " + std::to_string(need) + " rows", dims(e.shape));
+    if (!s.col_perm.empty() &&
+        (e.shape.size() != 2 || e.shape[1] != s.col_block * static_cast<int64_t>(s.col_perm.size())))
+      throw Error(path(), s.base, "columns of out_proj: one block per value head (ssm.* metadata)",
+                  "[n, " + std::to_string(s.col_block * static_cast<int64_t>(s.col_perm.size())) + "]", dims(e.shape));
     e.name = name;
     if (!shape.empty()) e.shape = std::move(shape);
     if (!s.rows.empty()) e.shape[0] = static_cast<int64_t>(s.rows.size());
