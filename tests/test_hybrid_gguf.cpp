@@ -165,15 +165,17 @@ void expect_same_keys(const gguf::File& theirs, const gguf::File& ours, const st
   }
 }
 
-TEST_P(HybridGguf, OurConvertWritesLlamaCppsLayoutAndRunsAsTheHfDirectory) {
-  const std::string arch = GetParam();
+// `form`: the float directory, or the release layout (float-vlm: the text model under
+// model.language_model, its vision tower and MTP layer left out), whose text weights are float's.
+void our_convert_is_llamacpps(const std::string& arch, const std::string& form, ThreadPool& pool_) {
+  SCOPED_TRACE(form);
   ScratchDir tmp;
   const std::string ours = tmp.path + "/ours.gguf";
   ConvertOptions opt;
   opt.verify = true;
   opt.keep = {"*"};
   opt.head = "f16";  // bf16 kept as it is, as llama.cpp's --outtype bf16
-  convert(at(arch, "float"), ours, opt);
+  convert(at(arch, form), ours, opt);
   const auto theirs = gguf::File::open(at(arch, "llamacpp-float.gguf")), mine = gguf::File::open(ours);
   const gguf::Value* ga = theirs.find("general.architecture");
   ASSERT_NE(ga, nullptr);
@@ -205,10 +207,15 @@ TEST_P(HybridGguf, OurConvertWritesLlamaCppsLayoutAndRunsAsTheHfDirectory) {
   EXPECT_EQ(ssm_a, 3);  // the three linear layers
   // Our GGUF runs as the HF directory, bit for bit in f32 (the same float values, the same order).
   const ArchOracle o(arch, root());
-  auto ck_hf = Checkpoint::open(at(arch, "float")), ck_gguf = Checkpoint::open(ours);
+  auto ck_hf = Checkpoint::open(at(arch, form)), ck_gguf = Checkpoint::open(ours);
   auto mh = load(*ck_hf, Mode::f32), mg = load(*ck_gguf, Mode::f32);
   for (size_t p = 0; p < o.prompts(); ++p)
     EXPECT_TRUE(eval_all(*mh, o.ids(p), pool_) == eval_all(*mg, o.ids(p), pool_)) << "f32 prompt " << p;
+}
+
+TEST_P(HybridGguf, OurConvertWritesLlamaCppsLayoutAndRunsAsTheHfDirectory) {
+  our_convert_is_llamacpps(GetParam(), "float", pool_);
+  if (GetParam() != "qwen3_next") our_convert_is_llamacpps(GetParam(), "float-vlm", pool_);
 }
 
 INSTANTIATE_TEST_SUITE_P(Hybrid, HybridGguf, ::testing::Values("qwen3_5", "qwen3_5_moe", "qwen3_next"),
