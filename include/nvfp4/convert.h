@@ -65,7 +65,8 @@ struct ConvertReport {
 };
 
 // The default rule: a 2-D tensor named `*.weight` that is not an embedding (token_embd), a norm,
-// a router (ffn_gate_inp) or the output head.
+// a router (ffn_gate_inp), Gated DeltaNet's b / a projections (ssm_beta, ssm_alpha, ssm_ba) or
+// the output head.
 bool default_quantizes(const std::string& name, size_t n_dims);
 
 // Converts IN (any checkpoint Checkpoint::open accepts) to OUT (.gguf, or a new or empty directory;

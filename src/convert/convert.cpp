@@ -5,6 +5,7 @@
 
 #include "convert/convert_modelopt.h"
 #include "io/hf_names.h"
+#include "io/hybrid_layout.h"
 #include "convert/gguf_meta_from_checkpoint.h"
 #include "convert/weight_quantizer.h"
 
@@ -341,26 +342,41 @@ ConvertReport convert(const std::string& in, const std::string& out, const Conve
   if (!ends_with(out, ".gguf") && opt.head != "f16" && opt.head != "auto") {
     throw Error(out, "", "--head q8 / nvfp4 needs a GGUF output", "OUT ending in .gguf", "a directory (ModelOpt layout)");
   }
-  if (!ends_with(out, ".gguf")) return convert_to_modelopt_dir(*ck, out, opt);
+  if (!ends_with(out, ".gguf")) {
+    const gguf::Value* a = ck->meta("general.architecture");
+    if (ck->info().container == "gguf" && a && a->type == gguf::ValueType::string && is_hybrid_gguf_arch(a->s))
+      throw Error(in, "general.architecture",
+                  "a Gated DeltaNet hybrid's GGUF written as an HF directory: its norms hold the 1 of (1 + w) that HF's "
+                  "zero-centred weights leave out (not converted back)",
+                  "an HF directory as input, or a .gguf output", a->s);
+    return convert_to_modelopt_dir(*ck, out, opt);
+  }
+  // The Gated DeltaNet hybrids in llama.cpp's layout (names, value-head order, -exp(A_log), norms
+  // with their 1): io/hybrid_layout.h. Everything below reads `src`.
+  const std::unique_ptr<Checkpoint> llamacpp = hybrid_to_llamacpp(*ck);
+  const Checkpoint& src = llamacpp ? *llamacpp : *ck;
 
   // The tensors plan() quantizes from float (awq's groups must all be among them).
-  const auto eligible = [&ck, &opt](const std::string& name) {
-    const TensorEntry* e = ck->find(name);
+  const auto eligible = [&src, &opt](const std::string& name) {
+    const TensorEntry* e = src.find(name);
     if (!e || e->storage == Storage::nvfp4 || e->shape.size() != 2) return false;
     const bool head = is_head(name) && opt.head == "nvfp4";
     const bool q = (default_quantizes(name, 2) || head || matches_any(opt.quantize, name)) && !matches_any(opt.keep, name);
     return q && e->shape.back() % kGgmlBlock == 0;
   };
-  const auto wq = std::make_shared<const WeightQuantizer>(*ck, opt, false, eligible);
+  const auto wq = std::make_shared<const WeightQuantizer>(src, opt, false, eligible);
   for (const auto& n : wq->notes()) rep.notes.push_back(n);
-  std::vector<Recipe> recipes = stack_experts(plan(*ck, opt, wq, rep), ck->info().path);
+  std::vector<Recipe> recipes = stack_experts(plan(src, opt, wq, rep), src.info().path);
 
   gguf::Writer w;
   if (ck->info().container == "gguf") {
-    const auto src = gguf::File::open(in);
-    for (const auto& [k, v] : src.metadata()) w.set(k, v);
+    const auto file = gguf::File::open(in);
+    for (const auto& [k, v] : file.metadata()) w.set(k, v);
+    if (llamacpp)  // the keys the hybrid layout adds (rope.dimension_sections, the exact A_log)
+      for (const std::string& k : llamacpp->meta_keys())
+        if (!w.find(k)) w.set(k, *llamacpp->meta(k));
   } else {
-    GgufFromHf extra = gguf_meta_from_checkpoint(*ck, w, opt.tokenizer);
+    GgufFromHf extra = gguf_meta_from_checkpoint(src, w, opt.tokenizer);
     for (auto& n : extra.notes) rep.notes.push_back(std::move(n));
     // Generated tensors first, as llama.cpp's converter writes them.
     std::vector<Recipe> gen;

@@ -3,6 +3,7 @@
 
 #include "io/checkpoint_gguf.h"
 #include "io/checkpoint_safetensors.h"
+#include "io/hybrid_layout.h"
 #include "nvfp4/checkpoint.h"
 #include "nvfp4/error.h"
 
@@ -25,7 +26,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) {
     throw Error(path, "", "not a regular file or directory", "a .gguf or .safetensors file or an HF-style directory", what);
   }
   if (fs::is_regular_file(path) && path.size() >= 5 && path.substr(path.size() - 5) == ".gguf") {
-    return open_gguf_checkpoint(path);
+    return hybrid_from_llamacpp(open_gguf_checkpoint(path));  // llama.cpp's hybrid layout read as ours
   }
   const bool st_file = fs::is_regular_file(path) && path.size() >= 12 && path.substr(path.size() - 12) == ".safetensors";
   if (st_file || fs::is_directory(path)) return open_safetensors_checkpoint(path);

@@ -7,7 +7,7 @@
 //     of those: partial_rotary_factor 0.25), attention, att * sigmoid(gate), o_proj;
 //   FFN: SwiGLU (qwen3_5), or routed experts renormalised beside a sigmoid-gated shared expert;
 //   every RMSNorm but the linear layers' gated one is zero-centred, (1 + w): added at load for an
-//   HF file (llama.cpp's GGUF holds them with the 1 added).
+//   HF file (llama.cpp's GGUF holds them with the 1 added; io/hybrid_layout.h reads its layout).
 #include "io/hf_names.h"
 #include "kernels/gated_delta.h"
 #include "models/families.h"
@@ -16,12 +16,10 @@
 namespace nvfp4 {
 
 void qwen3_5_configure(Loader& L, const std::string& a, ModelConfig& c) {
-  if (L.ck.info().container == "gguf")
-    throw Error(L.path, "general.architecture",
-                "a " + c.arch + " GGUF: llama.cpp's layout of these layers (value heads reordered, A stored as -exp(A_log)) is not read yet",
-                "an HF directory (config.json + safetensors)", "GGUF");
   c.attn_out_gate = true;
-  L.norm_offset = 1.0f;
+  // HF's zero-centred norms get their 1 here; a GGUF holds them with it (io/hybrid_layout.h reads
+  // llama.cpp's layout of these layers as ours).
+  if (L.ck.info().container != "gguf") L.norm_offset = 1.0f;
   LinearAttnConfig& g = c.linear;
   g.conv_kernel = L.meta_int(a + "ssm.conv_kernel");
   g.d_k = L.meta_int(a + "ssm.state_size");
@@ -38,6 +36,16 @@ void qwen3_5_configure(Loader& L, const std::string& a, ModelConfig& c) {
   c.mixers.clear();
   for (int64_t l = 0; l < c.n_layer; ++l)
     c.mixers.push_back((l + 1) % interval == 0 ? MixerKind::attention : MixerKind::linear_attention);
+  // llama.cpp's GGUF says it twice: the recurrent layers one by one as well.
+  if (const gguf::Value* r = L.ck.meta(a + "attention.recurrent_layers")) {
+    const std::string key = a + "attention.recurrent_layers";
+    if (r->type != gguf::ValueType::array || static_cast<int64_t>(r->arr.size()) != c.n_layer)
+      throw Error(L.path, key, "one flag per layer", std::to_string(c.n_layer) + " booleans", std::to_string(r->arr.size()) + " values");
+    for (int64_t l = 0; l < c.n_layer; ++l)
+      if (r->arr.at(static_cast<size_t>(l), key).as_bool(key) != (c.mixers[static_cast<size_t>(l)] == MixerKind::linear_attention))
+        throw Error(L.path, key + "[" + std::to_string(l) + "]", "the recurrent layers agree with full_attention_interval " + std::to_string(interval),
+                    (l + 1) % interval == 0 ? "false" : "true", (l + 1) % interval == 0 ? "true" : "false");
+  }
   if (interval > c.n_layer)
     throw Error(L.path, a + "full_attention_interval", "at least one full-attention layer", "at most block_count " + std::to_string(c.n_layer),
                 std::to_string(interval));
@@ -67,7 +75,7 @@ MatMul small_linear(const Loader& L, const std::string& base, int64_t n_out, int
 
 void load_linear_attn(const Loader& L, const std::string& b, const ModelConfig& c, LinearAttnWeights& w) {
   const LinearAttnConfig& g = c.linear;
-  if (c.info->fused_qkvz) {
+  if (c.info->fused_qkvz && L.ck.find(b + "ssm_in.weight")) {  // HF's Qwen3-Next (GGUF: split, as llama.cpp writes it)
     need(L, b + "ssm_in.weight");
     w.qkvz = L.linear(b + "ssm_in", g.conv_dim() + g.value_dim(), c.n_embd);
     w.ba = small_linear(L, b + "ssm_ba", 2 * g.n_v_heads, c.n_embd);
