@@ -5,7 +5,8 @@
   python tools/gen_random_gguf.py --list
 
 SHAPE is one of SHAPES below: the dense Llama 3.x shapes (llama arch; tied or untied head as the
-originals) and two MoE shapes (olmoe, qwen3moe) with stacked experts. The tokenizer (and so the
+originals), two MoE shapes (olmoe, qwen3moe) with stacked experts, and the Gated DeltaNet hybrids
+Qwen3.6-27B and Qwen3.6-35B-A3B (qwen35, qwen35moe: llama.cpp's layout of src/io/hybrid_layout.h). The tokenizer (and so the
 vocabulary) is SmolLM2's, copied from the given GGUF: the weights are random, only the bytes a
 token reads matter. Rope scaling (Llama 3's rope_freqs) is left out; rope base is the original's.
 
@@ -56,6 +57,17 @@ SHAPES = {
     "qwen3-30b-a3b": dict(arch="qwen3moe", layers=48, hidden=2048, heads=32, kv=4, head_dim=128, ff=6144,
                           experts=128, used=8, expert_ff=768, qk_norm="head",
                           tied=False, rope=1000000.0, eps=1e-6, ctx=40960),
+    # Gated DeltaNet hybrids (llama.cpp's qwen35 / qwen35moe layout: src/io/hybrid_layout.h): every
+    # 4th layer full attention (q_proj with its output gate: 2 x q rows; q/k norms; RoPE over 64 of
+    # 256 dimensions), the others linear attention (linear: key heads, value heads, head size).
+    # Qwen3.6-27B: dense SwiGLU 17408. Qwen3.6-35B-A3B: 256 experts of 512, 8 used, shared 512.
+    "qwen3.6-27b": dict(arch="qwen35", layers=64, hidden=5120, heads=24, kv=4, head_dim=256, ff=17408,
+                        qk_norm="head", tied=False, rope=10000000.0, eps=1e-6, ctx=262144,
+                        hybrid=dict(interval=4, k_heads=16, v_heads=48, d=128, conv=4, n_rot=64)),
+    "qwen3.6-35b-a3b": dict(arch="qwen35moe", layers=40, hidden=2048, heads=16, kv=2, head_dim=256, ff=512,
+                            experts=256, used=8, expert_ff=512, shared_ff=512, qk_norm="head",
+                            tied=False, rope=10000000.0, eps=1e-6, ctx=262144,
+                            hybrid=dict(interval=4, k_heads=16, v_heads=32, d=128, conv=4, n_rot=64)),
 }
 
 
@@ -80,29 +92,53 @@ def plan(shape, vocab):
         t.append((name + ".weight", (*lead, n_out), "nvfp4", n_in))
         t.append((name + ".scale", lead if lead else (1,), "scale", n_in))
 
-    for i in range(L):
-        b = f"blk.{i}."
-        t.append((b + "attn_norm.weight", (h,), "f32", 0))
-        lin(b + "attn_q", qd, h)
-        lin(b + "attn_k", kvd, h)
-        lin(b + "attn_v", kvd, h)
-        lin(b + "attn_output", h, qd)
-        if moe:
-            w = qd if s["qk_norm"] == "full" else hd
-            wk = kvd if s["qk_norm"] == "full" else hd
-            t.append((b + "attn_q_norm.weight", (w,), "f32", 0))
-            t.append((b + "attn_k_norm.weight", (wk,), "f32", 0))
-        t.append((b + "ffn_norm.weight", (h,), "f32", 0))
+    def ffn(b):
         if moe:
             e, ff = s["experts"], s["expert_ff"] or s["ff"]
             t.append((b + "ffn_gate_inp.weight", (e, h), "router", h))
             lin(b + "ffn_gate_exps", ff, h, (e,))
             lin(b + "ffn_up_exps", ff, h, (e,))
             lin(b + "ffn_down_exps", h, ff, (e,))
+            if s.get("shared_ff"):
+                sf = s["shared_ff"]
+                t.append((b + "ffn_gate_inp_shexp.weight", (h,), "router", h))
+                lin(b + "ffn_gate_shexp", sf, h)
+                lin(b + "ffn_up_shexp", sf, h)
+                lin(b + "ffn_down_shexp", h, sf)
         else:
             lin(b + "ffn_gate", s["ff"], h)
             lin(b + "ffn_up", s["ff"], h)
             lin(b + "ffn_down", h, s["ff"])
+
+    hy = s.get("hybrid")
+    for i in range(L):
+        b = f"blk.{i}."
+        t.append((b + "attn_norm.weight", (h,), "f32", 0))
+        if hy and (i + 1) % hy["interval"] != 0:  # a Gated DeltaNet layer
+            kd, vd, nv = hy["k_heads"] * hy["d"], hy["v_heads"] * hy["d"], hy["v_heads"]
+            lin(b + "attn_qkv", 2 * kd + vd, h)
+            lin(b + "attn_gate", vd, h)
+            t.append((b + "ssm_beta.weight", (nv, h), "router", h))
+            t.append((b + "ssm_alpha.weight", (nv, h), "router", h))
+            t.append((b + "ssm_conv1d.weight", (2 * kd + vd, hy["conv"]), "conv", hy["conv"]))
+            t.append((b + "ssm_a", (nv,), "ssm_a", 0))
+            t.append((b + "ssm_dt.bias", (nv,), "router", 1))
+            t.append((b + "ssm_norm.weight", (hy["d"],), "f32", 0))
+            lin(b + "ssm_out", h, vd)
+            t.append((b + "post_attention_norm.weight", (h,), "f32", 0))
+            ffn(b)
+            continue
+        lin(b + "attn_q", 2 * qd if hy else qd, h)
+        lin(b + "attn_k", kvd, h)
+        lin(b + "attn_v", kvd, h)
+        lin(b + "attn_output", h, qd)
+        if moe or hy:
+            w = qd if s["qk_norm"] == "full" else hd
+            wk = kvd if s["qk_norm"] == "full" else hd
+            t.append((b + "attn_q_norm.weight", (w,), "f32", 0))
+            t.append((b + "attn_k_norm.weight", (wk,), "f32", 0))
+        t.append((b + ("post_attention_norm.weight" if hy else "ffn_norm.weight"), (h,), "f32", 0))
+        ffn(b)
     t.append(("output_norm.weight", (h,), "f32", 0))
     if not s["tied"]:
         t.append(("output.weight", (vocab, h), "f16", h))
@@ -118,6 +154,10 @@ def tensor_data(rng, kind, shp, n_in):
         return (1.0 + 0.1 * rng.standard_normal(shp)).astype(np.float32)
     if kind == "router":
         return (rng.standard_normal(shp) / math.sqrt(n_in)).astype(np.float32)
+    if kind == "conv":  # a causal conv's taps, of order 1 / sqrt(kernel)
+        return (rng.standard_normal(shp) / math.sqrt(n_in)).astype(np.float32)
+    if kind == "ssm_a":  # llama.cpp stores -exp(A_log): negative decay rates
+        return (-np.exp(rng.uniform(-1.0, 1.0, shp))).astype(np.float32)
     if kind == "f16":  # embedding rows of unit RMS
         out = np.empty(shp, dtype=np.float16)
         step = max(1, (1 << 24) // shp[-1])
@@ -170,6 +210,18 @@ def write(shape, out, tok_src, seed):
         w.add_expert_used_count(s["used"])
         if s["expert_ff"]:
             w.add_expert_feed_forward_length(s["expert_ff"])
+        if s.get("shared_ff"):
+            w.add_expert_shared_feed_forward_length(s["shared_ff"])
+    if s.get("hybrid"):
+        hy = s["hybrid"]
+        w.add_ssm_conv_kernel(hy["conv"])
+        w.add_ssm_state_size(hy["d"])
+        w.add_ssm_group_count(hy["k_heads"])
+        w.add_ssm_time_step_rank(hy["v_heads"])
+        w.add_ssm_inner_size(hy["v_heads"] * hy["d"])
+        w.add_full_attention_interval(hy["interval"])
+        w.add_rope_dimension_count(hy["n_rot"])
+        w.add_rope_dimension_sections([11, 11, 10, 0])
     vocab = copy_tokenizer(w, tok_src)
     w.add_vocab_size(vocab)
     tensors = plan(shape, vocab)
@@ -205,6 +257,8 @@ def main():
     ap.add_argument("out", nargs="?")
     ap.add_argument("--tokenizer-from", help="GGUF whose tokenizer.* metadata is copied (SmolLM2's)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--layers", type=int, default=0,
+                    help="fewer layers than the shape has (a quick check of the layout; 0: all)")
     ap.add_argument("--list", action="store_true", help="print the shapes and exit")
     a = ap.parse_args()
     if a.list:
@@ -213,6 +267,8 @@ def main():
         return 0
     if not (a.shape and a.out and a.tokenizer_from):
         ap.error("SHAPE, OUT and --tokenizer-from are required")
+    if a.layers:
+        SHAPES[a.shape] = dict(SHAPES[a.shape], layers=a.layers)
     write(a.shape, a.out, a.tokenizer_from, a.seed)
     return 0
 
