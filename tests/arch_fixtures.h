@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -164,6 +165,45 @@ inline std::unique_ptr<Model> load_or_unsupported(const Checkpoint& ck, Mode mod
     why = w;
     return nullptr;
   }
+}
+
+// `ck` loaded in `mode` (no other options).
+inline std::unique_ptr<Model> load_in(const Checkpoint& ck, Mode mode) {
+  LoadOptions lo;
+  lo.mode = mode;
+  return Model::load(ck, lo);
+}
+
+// Every prompt of `o` through `m` (eval_all) against the oracle's logit set `set`, into d.
+inline double against(const ArchOracle& o, const Model& m, const std::string& set, ThreadPool& pool, Diff& d) {
+  for (size_t p = 0; p < o.prompts(); ++p) {
+    const auto ids = o.ids(p);
+    const auto got = eval_all(m, ids, pool);
+    d.add(got.data(), o.logits(p, set), ids.size(), o.nv);
+  }
+  return d.max_abs;
+}
+
+// Greedy tokens after the prompt compared with `want` while both are clear: the comparison ends at
+// a step whose top two logits are within 1e-3 (a near tie either side may break the other way);
+// returns how far it got.
+inline size_t greedy_agrees(const Model& m, const std::vector<int32_t>& ids, const std::vector<int32_t>& want, ThreadPool& pool) {
+  ContextOptions co;
+  co.n_ctx = static_cast<int64_t>(ids.size() + want.size());
+  Context ctx(m, co, pool);
+  const int64_t nv = m.config().n_vocab;
+  std::vector<float> row(static_cast<size_t>(nv));
+  ctx.eval(ids.data(), static_cast<int64_t>(ids.size()), row.data());
+  for (size_t i = 0; i < want.size(); ++i) {
+    std::vector<float> s = row;
+    std::partial_sort(s.begin(), s.begin() + 2, s.end(), std::greater<>());
+    if (s[0] - s[1] < 1e-3f) return i;
+    const int32_t t = argmax(row.data(), nv);
+    EXPECT_EQ(t, want[i]) << "greedy token " << i;
+    if (t != want[i]) return i;
+    ctx.eval(&t, 1, row.data());
+  }
+  return want.size();
 }
 
 }  // namespace nvfp4::test

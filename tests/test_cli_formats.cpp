@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 
+#include "cli_util.h"
 #include "io_test_util.h"
 #include "model_path.h"
 #include "serve_util.h"
@@ -47,29 +48,9 @@ const Form kForms[] = {
     {"mixed/qwen3_moe_i64/ct-mixed", "moe/qwen3_moe_i64/float", "F8_E4M3", "NVFP4", false},
 };
 
-struct Result {
-  int rc;
-  std::string out;
-};
-
-Result sh(const std::string& cmd) {
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int st = ::pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0), out};
-}
-// stdout only (JSON), or stdout and stderr together.
-Result cli(const std::string& args, bool keep_stderr = false) {
-  return sh(std::string(NVFP4_BINARY) + " " + args + (keep_stderr ? " 2>&1" : " 2>/dev/null"));
-}
-
-Json json_of(const Result& r) {
-  Json j = Json::parse(r.out, nullptr, false);
-  return j.is_discarded() ? Json() : j;
-}
+using nvfp4::test::cli;
+using nvfp4::test::json_of;
+using nvfp4::test::Result;
 
 const char* kPrompt = "The capital of France is";
 

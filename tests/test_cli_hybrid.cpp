@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "cli_util.h"
 #include "io_test_util.h"
 #include "model_path.h"
 #include "serve_util.h"
@@ -36,27 +37,9 @@ const Form kForms[] = {
     {"qwen3_next/ct-nvfp4", "qwen3_next/float", false, true},
 };
 
-struct Result {
-  int rc;
-  std::string out;
-};
-
-Result sh(const std::string& cmd) {
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int st = ::pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0), out};
-}
-Result cli(const std::string& args, bool keep_stderr = false) {
-  return sh(std::string(NVFP4_BINARY) + " " + args + (keep_stderr ? " 2>&1" : " 2>/dev/null"));
-}
-Json json_of(const Result& r) {
-  Json j = Json::parse(r.out, nullptr, false);
-  return j.is_discarded() ? Json() : j;
-}
+using nvfp4::test::cli;
+using nvfp4::test::json_of;
+using nvfp4::test::Result;
 std::vector<int32_t> ids_of(const Result& r) {
   const Json j = json_of(r);
   return j.contains("ids") ? j["ids"].get<std::vector<int32_t>>() : std::vector<int32_t>{};

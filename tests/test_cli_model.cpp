@@ -9,24 +9,13 @@
 #include <fstream>
 #include <sys/wait.h>
 
+#include "cli_util.h"
 #include "model_path.h"
 #include "test_util.h"
 
 namespace {
-struct Result {
-  int rc;
-  std::string out;
-};
-Result cli(const std::string& args, bool keep_stderr = false) {
-  const std::string cmd = std::string(NVFP4_BINARY) + " " + args + (keep_stderr ? " 2>&1" : " 2>/dev/null");
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int st = ::pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
+using nvfp4::test::cli;
+using nvfp4::test::Result;
 }  // namespace
 
 TEST(CliModel, RunJsonGreedy) {

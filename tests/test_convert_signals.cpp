@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "io_test_util.h"
+#include "cli_util.h"
 #include "model_path.h"
 #include "test_util.h"
 
@@ -105,13 +106,7 @@ TEST(ConvertLlamaCpp, TinyHfGgufRunsTheSameInLlamaCpp) {
   const std::string py = root + "/build-peer/venv/bin/python";
   if (!nvfp4::test::exists(py)) GTEST_SKIP() << "no llama.cpp peer (bash scripts/setup-bench-peer.sh)";
   if (kUnderSanitizer) GTEST_SKIP() << "the peer's library is not sanitized";
-  const std::string cmd = py + " " + root + "/tools/check_llamacpp_interop.py --nvfp4 " + NVFP4_BINARY + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int st = ::pclose(p);
-  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << out;
-  EXPECT_NE(out.find("tiny-ct"), std::string::npos) << out;
+  const auto r = nvfp4::test::sh(py + " " + root + "/tools/check_llamacpp_interop.py --nvfp4 " + NVFP4_BINARY + " 2>&1");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("tiny-ct"), std::string::npos) << r.out;
 }

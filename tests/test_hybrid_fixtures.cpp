@@ -21,43 +21,6 @@ constexpr double kF32Bound = 5e-5;
 std::string hybrid_root() { return fixture_path("hybrid"); }
 std::string dir_of(const std::string& arch, const std::string& form) { return hybrid_root() + "/" + arch + "/" + form; }
 
-std::unique_ptr<Model> load(const Checkpoint& ck, Mode mode) {
-  LoadOptions lo;
-  lo.mode = mode;
-  return Model::load(ck, lo);
-}
-
-double against(const ArchOracle& o, const Model& m, const std::string& set, ThreadPool& pool, Diff& d) {
-  for (size_t p = 0; p < o.prompts(); ++p) {
-    const auto ids = o.ids(p);
-    const auto got = eval_all(m, ids, pool);
-    d.add(got.data(), o.logits(p, set), ids.size(), o.nv);
-  }
-  return d.max_abs;
-}
-
-// Greedy tokens after the prompt compared with transformers' while both are clear: the
-// comparison ends at a step whose top two logits are within 1e-3 (a near tie either side may
-// break the other way) and says how far it got.
-size_t greedy_agrees(const Model& m, const std::vector<int32_t>& ids, const std::vector<int32_t>& want, ThreadPool& pool) {
-  ContextOptions co;
-  co.n_ctx = static_cast<int64_t>(ids.size() + want.size());
-  Context ctx(m, co, pool);
-  const int64_t nv = m.config().n_vocab;
-  std::vector<float> row(static_cast<size_t>(nv));
-  ctx.eval(ids.data(), static_cast<int64_t>(ids.size()), row.data());
-  for (size_t i = 0; i < want.size(); ++i) {
-    std::vector<float> s = row;
-    std::partial_sort(s.begin(), s.begin() + 2, s.end(), std::greater<>());
-    if (s[0] - s[1] < 1e-3f) return i;
-    const int32_t t = argmax(row.data(), nv);
-    EXPECT_EQ(t, want[i]) << "greedy token " << i;
-    if (t != want[i]) return i;
-    ctx.eval(&t, 1, row.data());
-  }
-  return want.size();
-}
-
 class HybridFixture : public ::testing::TestWithParam<std::string> {
  protected:
   ThreadPool pool_{2};
@@ -72,7 +35,7 @@ TEST_P(HybridFixture, EveryFormOpensAsItsProducerWroteIt) {
     EXPECT_EQ(ck->info().algorithm, f.algorithm);
     EXPECT_EQ(ck->info().has_input_scales, f.w4a4);
     EXPECT_TRUE(ck->info().set_aside.empty());
-    auto m = load(*ck, Mode::f32);
+    auto m = load_in(*ck, Mode::f32);
     const ModelConfig& c = m->config();
     EXPECT_EQ(c.arch, arch);
     ASSERT_EQ(c.mixers.size(), 4u);
@@ -94,7 +57,7 @@ TEST_P(HybridFixture, F32MatchesTransformers) {
   for (const std::string& form : forms) {
     SCOPED_TRACE(form);
     auto ck = Checkpoint::open(dir_of(GetParam(), form));
-    auto m = load(*ck, Mode::f32);
+    auto m = load_in(*ck, Mode::f32);
     Diff d;
     against(o, *m, "float", pool_, d);
     std::printf("%s %s f32 vs transformers: max |diff| %.3g (|logit| <= %.3g), argmax differs %d/%d\n", GetParam().c_str(),
@@ -128,7 +91,7 @@ TEST_P(HybridFixture, A16MatchesModelOptFakeQuantW4A16) {
     SCOPED_TRACE(form);
     auto ck = Checkpoint::open(dir_of(GetParam(), form));
     for (Mode mode : {Mode::a16, Mode::f32}) {
-      auto m = load(*ck, mode);
+      auto m = load_in(*ck, mode);
       Diff d;
       against(o, *m, "modelopt_w4a16", pool_, d);
       std::printf("%s %s %s vs modelopt_w4a16: max |diff| %.3g, argmax differs %d/%d\n", GetParam().c_str(), form,
@@ -144,7 +107,7 @@ TEST_P(HybridFixture, A16MatchesModelOptFakeQuantW4A16) {
 TEST_P(HybridFixture, W4A4RunsNearModelOptFakeQuantNvfp4) {
   const ArchOracle o(GetParam(), hybrid_root());
   auto ck = Checkpoint::open(dir_of(GetParam(), "modelopt-nvfp4"));
-  auto m = load(*ck, Mode::w4a4);
+  auto m = load_in(*ck, Mode::w4a4);
   Diff d, a16ref;
   against(o, *m, "modelopt_nvfp4", pool_, d);
   against(o, *m, "modelopt_w4a16", pool_, a16ref);
@@ -161,7 +124,7 @@ TEST_P(HybridFixture, CompressedTensorsFormsRunInEveryModeTheyServe) {
     std::vector<Mode> modes = {Mode::a16, Mode::a16q8, Mode::f32};
     if (ck->info().has_input_scales) modes.push_back(Mode::w4a4);
     for (Mode mode : modes) {
-      auto m = load(*ck, mode);
+      auto m = load_in(*ck, mode);
       Diff d, f;
       against(o, *m, "modelopt_w4a16", pool_, d);
       against(o, *m, "float", pool_, f);
@@ -201,7 +164,7 @@ TEST_P(HybridFixture, IntegerModesGiveTheSameBitsHoweverAPromptIsStepped) {
   for (Mode mode : {Mode::a16q8, Mode::w4a4}) {
     SCOPED_TRACE(mode_name(mode));
     auto ck = Checkpoint::open(dir_of(GetParam(), "modelopt-nvfp4"));
-    auto m = load(*ck, mode);
+    auto m = load_in(*ck, mode);
     ThreadPool one(1);
     const auto ref = stepped(*m, ids, {40}, one);
     EXPECT_TRUE(same_bits(stepped(*m, ids, {40}, pool_), ref)) << "2 threads";
@@ -253,7 +216,7 @@ TEST_P(HybridFixture, SpeculativeRollbackLeavesThePlainState) {
   const ArchOracle o(GetParam(), hybrid_root());
   const auto ids = o.ids(2);
   auto ck = Checkpoint::open(dir_of(GetParam(), "modelopt-nvfp4"));
-  auto m = load(*ck, Mode::a16q8);
+  auto m = load_in(*ck, Mode::a16q8);
   const int64_t nv = m->config().n_vocab, n = static_cast<int64_t>(ids.size());
   const auto ref = stepped(*m, ids, {1}, pool_);
   for (size_t kept : {0u, 2u, 5u}) {

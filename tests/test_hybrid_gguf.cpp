@@ -32,35 +32,9 @@ constexpr double kF32Bound = 5e-5;
 std::string root() { return fixture_path("hybrid"); }
 std::string at(const std::string& arch, const std::string& what) { return root() + "/" + arch + "/" + what; }
 
-std::unique_ptr<Model> load(const Checkpoint& ck, Mode mode) {
-  LoadOptions lo;
-  lo.mode = mode;
-  return Model::load(ck, lo);
-}
-
 nlohmann::json greedy_record(const std::string& arch) {
   std::ifstream f(at(arch, "llamacpp_greedy.json"));
   return nlohmann::json::parse(f);
-}
-
-// Greedy tokens compared while both sides are clear (a near tie, top two within 1e-3, ends it).
-size_t greedy_agrees(const Model& m, const std::vector<int32_t>& ids, const std::vector<int32_t>& want, ThreadPool& pool) {
-  ContextOptions co;
-  co.n_ctx = static_cast<int64_t>(ids.size() + want.size());
-  Context ctx(m, co, pool);
-  const int64_t nv = m.config().n_vocab;
-  std::vector<float> row(static_cast<size_t>(nv));
-  ctx.eval(ids.data(), static_cast<int64_t>(ids.size()), row.data());
-  for (size_t i = 0; i < want.size(); ++i) {
-    std::vector<float> s = row;
-    std::partial_sort(s.begin(), s.begin() + 2, s.end(), std::greater<>());
-    if (s[0] - s[1] < 1e-3f) return i;
-    const int32_t t = argmax(row.data(), nv);
-    EXPECT_EQ(t, want[i]) << "greedy token " << i;
-    if (t != want[i]) return i;
-    ctx.eval(&t, 1, row.data());
-  }
-  return want.size();
 }
 
 class HybridGguf : public ::testing::TestWithParam<std::string> {
@@ -81,7 +55,7 @@ TEST_P(HybridGguf, LlamaCppFloatGgufRunsAsTransformers) {
   }
   const ArchOracle o(arch, root());
   auto ck = Checkpoint::open(path);
-  auto m = load(*ck, Mode::f32);
+  auto m = load_in(*ck, Mode::f32);
   EXPECT_EQ(m->config().arch, arch);
   Diff d;
   for (size_t p = 0; p < o.prompts(); ++p) {
@@ -127,7 +101,7 @@ TEST(HybridGgufRelease, LlamaCppVlmReleaseGgufSetsItsMtpLayerAside) {
   ASSERT_EQ(ck->info().set_aside.size(), 1u);
   EXPECT_NE(ck->info().set_aside[0].find("MTP"), std::string::npos) << ck->info().set_aside[0];
   for (const TensorEntry& e : ck->tensors()) EXPECT_EQ(e.name.rfind("blk.4.", 0), std::string::npos) << e.name;
-  auto m = load(*ck, Mode::f32);
+  auto m = load_in(*ck, Mode::f32);
   EXPECT_EQ(m->config().n_layer, 4);
   ThreadPool pool(2);
   const ArchOracle o("qwen3_5", root());
@@ -208,7 +182,7 @@ void our_convert_is_llamacpps(const std::string& arch, const std::string& form, 
   // Our GGUF runs as the HF directory, bit for bit in f32 (the same float values, the same order).
   const ArchOracle o(arch, root());
   auto ck_hf = Checkpoint::open(at(arch, form)), ck_gguf = Checkpoint::open(ours);
-  auto mh = load(*ck_hf, Mode::f32), mg = load(*ck_gguf, Mode::f32);
+  auto mh = load_in(*ck_hf, Mode::f32), mg = load_in(*ck_gguf, Mode::f32);
   for (size_t p = 0; p < o.prompts(); ++p)
     EXPECT_TRUE(eval_all(*mh, o.ids(p), pool_) == eval_all(*mg, o.ids(p), pool_)) << "f32 prompt " << p;
 }
@@ -255,7 +229,7 @@ TEST(HybridGgufNvfp4, OurConvertKeepsModelOptsBytesInLlamaCppsLayout) {
   const ArchOracle o(arch, root());
   auto ck_hf = Checkpoint::open(at(arch, "modelopt-nvfp4")), ck_gguf = Checkpoint::open(ours);
   for (Mode mode : {Mode::a16q8, Mode::w4a4, Mode::f32}) {
-    auto mh = load(*ck_hf, mode), mg = load(*ck_gguf, mode);
+    auto mh = load_in(*ck_hf, mode), mg = load_in(*ck_gguf, mode);
     for (size_t p = 0; p < o.prompts(); ++p)
       EXPECT_TRUE(eval_all(*mh, o.ids(p), pool) == eval_all(*mg, o.ids(p), pool)) << mode_name(mode) << " prompt " << p;
   }
@@ -302,7 +276,7 @@ TEST(HybridGgufBadInput, RefusedNamingTheKeyOrTensor) {
   {  // A = -exp(A_log) must be negative
     const float pos = 0.5f;
     const std::string path = edited(tmp, "", nullptr, &pos);
-    const Error e = refused([&] { load(*Checkpoint::open(path), Mode::f32); });
+    const Error e = refused([&] { load_in(*Checkpoint::open(path), Mode::f32); });
     EXPECT_EQ(e.tensor(), "blk.0.ssm_a") << e.what();
     EXPECT_EQ(e.found(), std::to_string(pos)) << e.what();
   }
@@ -332,7 +306,7 @@ TEST(HybridGgufBadInput, RefusedNamingTheKeyOrTensor) {
       r.arr.push_back(e);
     }
     const std::string path = edited(tmp, "qwen35.attention.recurrent_layers", &r);
-    const Error e = refused([&] { load(*Checkpoint::open(path), Mode::f32); });
+    const Error e = refused([&] { load_in(*Checkpoint::open(path), Mode::f32); });
     EXPECT_EQ(e.tensor(), "qwen35.attention.recurrent_layers[2]") << e.what();
   }
   {  // more value heads than the tensors hold: refused before any row is read

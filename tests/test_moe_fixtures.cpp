@@ -50,15 +50,6 @@ class MoeFixture : public ::testing::TestWithParam<std::string> {
   }
 };
 
-double against(const ArchOracle& o, const Model& m, const std::string& set, ThreadPool& pool, Diff& d) {
-  for (size_t p = 0; p < o.prompts(); ++p) {
-    const auto ids = o.ids(p);
-    const auto got = eval_all(m, ids, pool);
-    d.add(got.data(), o.logits(p, set), ids.size(), o.nv);
-  }
-  return d.max_abs;
-}
-
 TEST_P(MoeFixture, EveryFormOpensAsItsProducerWroteIt) {
   const std::string arch = GetParam();
   for (const FormInfo& f : kForms) {
