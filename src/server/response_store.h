@@ -1,0 +1,41 @@
+// The conversations of past /v1/responses answers, for previous_response_id: a response's
+// messages (the conversation it continued, its input and its output as an assistant turn; not its
+// instructions, which OpenAI does not carry over), in memory, at most `max_count` of them (the
+// oldest go first) and each for at most `ttl` after it was stored. Thread-safe.
+#pragma once
+#include <chrono>
+#include <cstddef>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nvfp4/chat.h"
+
+namespace nvfp4::server {
+
+class ResponseStore {
+ public:
+  using Clock = std::chrono::steady_clock;
+  ResponseStore(size_t max_count, std::chrono::seconds ttl) : max_(max_count), ttl_(ttl) {}
+  void put(const std::string& id, std::vector<ChatMessage> messages, Clock::time_point now = Clock::now());
+  // The messages, or none when the id is unknown, evicted or expired.
+  std::optional<std::vector<ChatMessage>> get(const std::string& id, Clock::time_point now = Clock::now());
+  size_t size() const;
+
+ private:
+  void expire(Clock::time_point now);  // under mu_
+  struct Entry {
+    std::vector<ChatMessage> messages;
+    Clock::time_point stored;
+  };
+  size_t max_;
+  std::chrono::seconds ttl_;
+  mutable std::mutex mu_;
+  std::map<std::string, Entry> map_;
+  std::deque<std::string> order_;  // ids, oldest first
+};
+
+}  // namespace nvfp4::server
