@@ -211,6 +211,10 @@ TEST(ServerResponses, EventsAndOutputItems) {
   const auto last = cut.end(end_of("length", 0));
   EXPECT_EQ(last.back()["type"], "response.incomplete");
   EXPECT_EQ(cut.response()["incomplete_details"]["reason"], "max_output_tokens");
+  const json err = cut.error_event(ApiError(503, "the server is shutting down", "", "shutting_down"));
+  EXPECT_EQ(err["type"], "error");
+  EXPECT_EQ(err["sequence_number"], last.back()["sequence_number"].get<int64_t>() + 1);
+  EXPECT_EQ(err["code"], "shutting_down");
 }
 
 TEST(ServerResponses, StoreHasABoundAndAnExpiry) {
@@ -230,6 +234,21 @@ TEST(ServerResponses, StoreHasABoundAndAnExpiry) {
   EXPECT_TRUE(st.get("c", t0 + 61s));
   EXPECT_FALSE(st.get("c", t0 + 64s));
   EXPECT_EQ(st.size(), 0u);
+  // The text held is bounded too: the oldest go first.
+  ResponseStore small(100, 60s, 1000);
+  small.put("a", {ChatMessage("user", std::string(400, 'x'))}, t0);
+  small.put("b", {ChatMessage("user", std::string(400, 'y'))}, t0);
+  EXPECT_TRUE(small.get("a", t0));
+  EXPECT_LE(small.bytes(), 1000u);
+  small.put("c", {ChatMessage("user", std::string(400, 'z'))}, t0);
+  EXPECT_FALSE(small.get("a", t0));
+  EXPECT_TRUE(small.get("b", t0) && small.get("c", t0));
+  EXPECT_LE(small.bytes(), 1000u);
+  const size_t held = small.bytes();
+  small.put("big", {ChatMessage("user", std::string(2000, 'w'))}, t0);  // larger than the bound: not kept
+  EXPECT_FALSE(small.get("big", t0));
+  EXPECT_TRUE(small.get("c", t0));
+  EXPECT_EQ(small.bytes(), held);
   ResponseStore none(0, 60s);
   none.put("a", {}, t0);
   EXPECT_FALSE(none.get("a", t0));

@@ -137,7 +137,7 @@ HttpServer::HttpServer(const ServerOptions& opt, Metrics& metrics)
       metrics_(metrics),
       svr_(std::make_unique<httplib::Server>()),
       guard_(opt.deadlines),
-      responses_(opt.responses_stored, opt.responses_ttl) {
+      responses_(opt.responses_stored, opt.responses_ttl, opt.responses_bytes_mib << 20) {
   const int n = std::max(2, opt_.http_threads);
   svr_->new_task_queue = [n] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
   svr_->set_payload_max_length(opt_.max_body);

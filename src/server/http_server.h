@@ -31,6 +31,7 @@ struct ServerOptions {
   // /v1/responses' previous_response_id: past responses kept in memory, at most this many, each
   // for at most this long.
   size_t responses_stored = 1024;
+  size_t responses_bytes_mib = 256;   // and at most this much text in all
   std::chrono::seconds responses_ttl{3600};
 };
 

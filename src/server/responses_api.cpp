@@ -126,6 +126,12 @@ std::vector<json> ResponsesOutput::end(const RunEnd& e) {
   return ev;
 }
 
+json ResponsesOutput::error_event(const ApiError& e) {
+  return event("error", {{"code", e.code.empty() ? json(nullptr) : json(e.code)},
+                         {"message", e.what()},
+                         {"param", e.param.empty() ? json(nullptr) : json(e.param)}});
+}
+
 ChatMessage ResponsesOutput::assistant_turn() const {
   ChatMessage m("assistant", "");
   for (const json& item : output_) {
@@ -163,11 +169,7 @@ class ResponsesEvents : public ChatEvents {
     }
     return s;
   }
-  std::string error(const ApiError& e) override {
-    json ev = {{"type", "error"}, {"sequence_number", 0}, {"code", e.code.empty() ? json(nullptr) : json(e.code)},
-               {"message", e.what()}, {"param", e.param.empty() ? json(nullptr) : json(e.param)}};
-    return "event: error\n" + sse(ev);
-  }
+  std::string error(const ApiError& e) override { return sse_events({out_->error_event(e)}); }
 
  private:
   std::shared_ptr<ResponsesOutput> out_;

@@ -24,6 +24,8 @@ class ResponsesOutput {
   // The open item closed, then response.completed (or response.incomplete at max_output_tokens).
   std::vector<nlohmann::json> end(const RunEnd& e);
   nlohmann::json response() const { return response_; }  // the whole response (after end())
+  // The generation failed: an "error" event (its code, message and param), numbered in turn.
+  nlohmann::json error_event(const ApiError& e);
   // The reply as one assistant turn (for the store).
   ChatMessage assistant_turn() const;
 
