@@ -1,5 +1,6 @@
 // libFuzzer target for the server's request parsing and text stream: any body is parsed as a
-// completion, chat, tokenize and detokenize request, each either accepted or refused with
+// completion, chat, tokenize, detokenize, Responses (/v1/responses) and Messages (/v1/messages)
+// request, each either accepted or refused with
 // ApiError 400; the same bytes, read as a request head (a method line, then "name: value" lines),
 // go through the framing check (accepted with a length within the limit, or refused 400, 405, 413
 // or 501); cut into tokens, they go through a TextStream with stop strings, whose output must be
@@ -14,8 +15,10 @@
 #include <vector>
 
 #include "server/api_error.h"
+#include "server/messages_request.h"
 #include "server/request.h"
 #include "server/request_framing.h"
+#include "server/responses_request.h"
 #include "server/text_stream.h"
 #include "server/tool_calls.h"
 
@@ -61,11 +64,13 @@ void check_tool_parsers(const std::string& text) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace nvfp4::server;
   const std::string body(reinterpret_cast<const char*>(data), size);
-  for (int kind = 0; kind < 4; ++kind) {
+  for (int kind = 0; kind < 6; ++kind) {
     try {
       if (kind < 2) (void)parse_gen_request(body, kind == 1);
       else if (kind == 2) (void)parse_tokenize_request(body);
-      else (void)parse_detokenize_request(body);
+      else if (kind == 3) (void)parse_detokenize_request(body);
+      else if (kind == 4) (void)responses_messages(parse_responses_request(body), {});
+      else (void)parse_messages_request(body);
     } catch (const ApiError& e) {
       if (e.status != 400) std::abort();
       (void)error_json(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::strict);

@@ -35,6 +35,7 @@ struct ServeArgs {
   std::string chat_kwargs;  // every request's template variables unless it gives its own
   double grace_s = 10;
   double timeout_head_s = 10, timeout_body_s = 60;
+  int64_t responses_ttl_s = 3600;
   int threads_http = -1;  // -1: parallel + queue + 64
   bool cache_prompt = true;
   std::string spec;
@@ -58,6 +59,7 @@ int serve(ServeArgs a) {
   a.http.http_threads = a.threads_http > 0 ? a.threads_http : a.parallel + a.queue + 64;
   a.http.deadlines.head = std::chrono::milliseconds(static_cast<int64_t>(a.timeout_head_s * 1000));
   a.http.deadlines.body = std::chrono::milliseconds(static_cast<int64_t>(a.timeout_body_s * 1000));
+  a.http.responses_ttl = std::chrono::seconds(a.responses_ttl_s);
   server::HttpServer http(a.http, metrics);
   const int port = http.bind();
   std::cerr << "nvfp4: listening on http://" << a.http.host << ":" << port << std::endl;
@@ -203,6 +205,14 @@ const Registrar reg("serve", "OpenAI-compatible HTTP server with continuous batc
   app.add_option("--timeout-body", a->timeout_body_s,
                  "seconds a client has to send a request's body, from its head (default 60; more: 408)")
       ->check(CLI::Range(0.05, 3600.0));
+  app.add_option("--responses-store", a->http.responses_stored,
+                 "past /v1/responses kept for previous_response_id (default 1024; 0: none)")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 20));
+  app.add_option("--responses-store-mib", a->http.responses_bytes_mib,
+                 "the most memory their conversations may take, MiB (default 256; the oldest go first)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20));
+  app.add_option("--responses-ttl", a->responses_ttl_s, "seconds a past response is kept (default 3600)")
+      ->check(CLI::Range(int64_t{1}, int64_t{30} * 86400));
   app.add_option("--threads-http", a->threads_http,
                  "connections served at once (default: --parallel + --queue + 64); more wait for a thread")
       ->check(CLI::Range(2, 4096));

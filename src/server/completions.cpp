@@ -8,6 +8,7 @@
 
 #include "nvfp4/error.h"
 #include "server/chat_output.h"
+#include "server/chat_run.h"
 #include "server/logprobs.h"
 #include "server/openai_json.h"
 #include "server/peer.h"
@@ -17,37 +18,6 @@ namespace nvfp4::server {
 namespace {
 
 using namespace std::chrono_literals;
-
-// Chat: the prompt text rendered (for the output parser); completions: untouched.
-std::vector<int32_t> prompt_tokens(const Backend& b, const GenRequest& r, std::string& text) {
-  const Tokenizer& tok = *b.tok;
-  std::vector<int32_t> ids;
-  if (r.chat) {
-    if (!b.chat) throw ApiError(400, "this model has no usable chat template (" + b.chat_error + "); use /v1/completions",
-                                "messages", "no_chat_template");
-    ChatRenderOptions o = b.chat_opts;
-    // tool_choice "none": the model is not offered the tools (and no call is parsed).
-    if (r.tool_choice != "none") o.tools_json = r.tools_json;
-    for (const auto& [k, v] : r.template_vars) o.json_vars[k] = v;
-    try {
-      text = b.chat->render(r.messages, o);
-    } catch (const Error& e) {
-      throw ApiError(400, std::string("the chat template refused the messages: ") + e.what(), "messages");
-    }
-    ids = tok.encode(text, true);
-  } else if (r.prompt_is_ids) {
-    for (int32_t id : r.prompt_ids)
-      if (id >= tok.n_vocab())
-        throw ApiError(400, "'prompt' token id " + std::to_string(id) + " is outside the vocabulary (" +
-                                std::to_string(tok.n_vocab()) + " tokens)", "prompt", "invalid_value");
-    ids = r.prompt_ids;
-  } else {
-    if (tok.add_bos() && tok.bos() >= 0) ids.push_back(tok.bos());
-    for (int32_t id : tok.encode(r.prompt, true)) ids.push_back(id);
-  }
-  if (ids.empty()) throw ApiError(400, "the prompt has no tokens", r.chat ? "messages" : "prompt", "invalid_value");
-  return ids;
-}
 
 struct Stream {
   std::shared_ptr<Job> job;
@@ -77,10 +47,6 @@ void add_timings(nlohmann::json& j, bool speculative, const JobUpdate& u) {
   if (speculative) j["timings"] = {{"draft_n", u.n_drafted}, {"draft_n_accepted", u.n_accepted}};
 }
 
-ChatParseOptions parse_options(const Backend& b, const GenRequest& r, const std::string& prompt) {
-  return chat_parse_options(b.chat->text(), r.tool_choice == "none" ? std::string() : r.tools_json, prompt);
-}
-
 void append(ChatDelta& a, ChatDelta&& b) {
   a.reasoning += b.reasoning;
   a.content += b.content;
@@ -92,32 +58,10 @@ void append(ChatDelta& a, ChatDelta&& b) {
 void handle_generation(const Backend& b, const httplib::Request& req, const std::string& body, httplib::Response& res,
                        bool chat, uint64_t id, std::shared_ptr<void> guard) {
   GenRequest r = parse_gen_request(body, chat);
-  auto job = std::make_shared<Job>();
-  std::string prompt_text;
-  job->prompt = prompt_tokens(b, r, prompt_text);
-  std::optional<ChatOutputParser> parser;
-  if (chat) parser.emplace(parse_options(b, r, prompt_text), (uint64_t{std::random_device{}()} << 32) ^ id);
-  const int64_t n_prompt = static_cast<int64_t>(job->prompt.size());
-  const std::string prompt_field = chat ? "messages" : "prompt";
-  if (n_prompt >= b.n_ctx) {  // the prompt alone leaves no room for one token, whatever max_tokens says
-    throw ApiError(400, "this model's context is " + std::to_string(b.n_ctx) + " tokens; the prompt ('" + prompt_field +
-                            "') alone has " + std::to_string(n_prompt) + ", leaving none to generate",
-                   prompt_field, "context_length_exceeded");
-  }
-  if (r.max_tokens < 0) {
-    r.max_tokens = b.n_ctx - n_prompt;
-  } else if (r.max_tokens > b.n_ctx - n_prompt) {  // (no overflow for any max_tokens)
-    throw ApiError(400, "this model's context is " + std::to_string(b.n_ctx) + " tokens; the request asks for " +
-                            std::to_string(n_prompt) + " in the prompt + " + std::to_string(r.max_tokens) + " in " +
-                            r.max_tokens_field + " (at most " + std::to_string(b.n_ctx - n_prompt) + " fit)",
-                   r.max_tokens_field, "context_length_exceeded");
-  }
-  job->max_tokens = r.max_tokens;
-  job->sampling = r.sampling;
-  if (!r.seed_set) job->sampling.seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
-  job->stop = r.stop;
-  job->cache_prompt = r.cache_prompt;
-  job->top_logprobs = r.top_logprobs;
+  GenRun run = start_run(b, r, id);
+  std::shared_ptr<Job> job = run.job;
+  std::optional<ChatOutputParser> parser = std::move(run.parser);
+  const int64_t n_prompt = run.n_prompt;
   const bool want_lp = r.top_logprobs >= 0;
 
   ResponseIds ids;
@@ -126,35 +70,12 @@ void handle_generation(const Backend& b, const httplib::Request& req, const std:
   ids.model = b.model_name;
   ids.created = static_cast<int64_t>(std::chrono::duration_cast<std::chrono::seconds>(
                                          std::chrono::system_clock::now().time_since_epoch()).count());
-  b.sched->submit(job);
-
   if (!r.stream) {
-    // The client may leave while it waits: the job is cancelled (its slot freed at the next step).
-    PeerWatch peer(req);
-    std::string text;
-    std::vector<int32_t> toks;
-    std::vector<TokenLogprob> lps;
-    for (;;) {
-      JobUpdate u = take(*job, 50ms);
-      text += u.text;
-      toks.insert(toks.end(), u.tokens.begin(), u.tokens.end());
-      for (auto& l : u.logprobs) lps.push_back(std::move(l));
-      if (!u.done) {
-        // End of stream: the client half-closed (still reading) or closed. An interim response
-        // (HTTP/1.1 clients accept 1xx before the final one) tells which: a closed socket resets.
-        if (peer.eof() && !peer.probed()) {
-          if (req.version != "HTTP/1.1" || !peer.probe("HTTP/1.1 100 Continue\r\n\r\n")) {
-            job->cancelled = true;
-            throw ApiError(499, "the client closed the connection", "", "client_closed");
-          }
-        }
-        if (peer.gone()) {
-          job->cancelled = true;
-          throw ApiError(499, "the client closed the connection", "", "client_closed");
-        }
-        continue;
-      }
-      if (u.error) throw *u.error;
+    JobUpdate u = wait_whole(*job, req);
+    {
+      const std::string& text = u.text;
+      const std::vector<int32_t>& toks = u.tokens;
+      const std::vector<TokenLogprob>& lps = u.logprobs;
       int64_t offset = 0;
       std::string finish = u.finish_reason;
       ChatDelta whole;

@@ -12,6 +12,8 @@
 #include "server/api_error.h"
 #include "server/completions.h"
 #include "server/half_close.h"
+#include "server/messages_api.h"
+#include "server/responses_api.h"
 #include "server/openai_json.h"
 #include "server/peer.h"
 #include "server/request.h"
@@ -24,9 +26,16 @@ using httplib::Request;
 using httplib::Response;
 using HR = httplib::Server::HandlerResponse;
 
-void send_error(Response& res, const ApiError& e) {
+// Anthropic's routes answer errors in Anthropic's shape, the others in OpenAI's.
+bool anthropic_route(const std::string& path) { return path.rfind("/v1/messages", 0) == 0; }
+
+std::string error_body(const std::string& path, const ApiError& e) {
+  return dump(anthropic_route(path) ? anthropic_error_json(e) : error_json(e));
+}
+
+void send_error(const Request& req, Response& res, const ApiError& e) {
   res.status = e.status;
-  res.set_content(dump(error_json(e)), "application/json");
+  res.set_content(error_body(req.path, e), "application/json");
 }
 
 // Equal strings, in time that does not depend on where they first differ.
@@ -76,7 +85,7 @@ void send_error_and_close(const Request& req, Response& res, const ApiError& e) 
   res.status = e.status;
   res.set_header("Connection", "close");
   if (e.status == 405) res.set_header("Allow", "GET, HEAD, POST");
-  auto body = std::make_shared<std::string>(dump(error_json(e)));
+  auto body = std::make_shared<std::string>(error_body(req.path, e));
   const Request* rq = &req;  // alive while the response is written
   res.set_content_provider(body->size(), "application/json", [body, rq](size_t off, size_t len, httplib::DataSink& sink) {
     if (off < body->size()) sink.write(body->data() + off, std::min(len, body->size() - off));
@@ -124,7 +133,11 @@ std::string read_body(const Request& req, const httplib::ContentReader& reader, 
 }  // namespace
 
 HttpServer::HttpServer(const ServerOptions& opt, Metrics& metrics)
-    : opt_(opt), metrics_(metrics), svr_(std::make_unique<httplib::Server>()), guard_(opt.deadlines) {
+    : opt_(opt),
+      metrics_(metrics),
+      svr_(std::make_unique<httplib::Server>()),
+      guard_(opt.deadlines),
+      responses_(opt.responses_stored, opt.responses_ttl, opt.responses_bytes_mib << 20) {
   const int n = std::max(2, opt_.http_threads);
   svr_->new_task_queue = [n] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
   svr_->set_payload_max_length(opt_.max_body);
@@ -198,35 +211,38 @@ void HttpServer::routes() {
     // A refusal of a request with a body closes the connection (the body is not read).
     auto refuse = [&](const ApiError& e) {
       if (f.has_body) send_error_and_close(req, res, e);
-      else send_error(res, e);
+      else send_error(req, res, e);
       return HR::Handled;
     };
     if (draining_.load()) return refuse(ApiError(503, "the server is shutting down", "", "shutting_down"));
-    if (req.path != "/health" && !opt_.api_key.empty() && !key_ok(req.get_header_value("Authorization"), opt_.api_key))
-      return refuse(ApiError(401, "invalid or missing API key (Authorization: Bearer KEY)", "", "invalid_api_key"));
+    // The key as OpenAI's clients send it (Authorization: Bearer) or Anthropic's (x-api-key).
+    if (req.path != "/health" && !opt_.api_key.empty() && !key_ok(req.get_header_value("Authorization"), opt_.api_key) &&
+        !(req.has_header("x-api-key") && same_key(req.get_header_value("x-api-key"), opt_.api_key)))
+      return refuse(ApiError(401, "invalid or missing API key (Authorization: Bearer KEY, or x-api-key: KEY)", "",
+                             "invalid_api_key"));
     if (!ready_.load()) return refuse(ApiError(503, "the model is loading", "", "loading"));
     return HR::Unhandled;
   });
   s.set_error_handler(httplib::Server::HandlerWithResponse([this](const Request& req, Response& res) {
     if (!res.body.empty() || res.content_provider_) return HR::Unhandled;
     if (res.status == 404)
-      send_error(res, ApiError(404, "no route " + req.method + " " + printable(req.path), "", "not_found"));
+      send_error(req, res, ApiError(404, "no route " + req.method + " " + printable(req.path), "", "not_found"));
     else if (res.status == 413)
-      send_error(res, ApiError(413, "the request body exceeds " + std::to_string(opt_.max_body) + " bytes", "",
+      send_error(req, res, ApiError(413, "the request body exceeds " + std::to_string(opt_.max_body) + " bytes", "",
                                "payload_too_large"));
     else
-      send_error(res, ApiError(res.status, "HTTP " + std::to_string(res.status)));
+      send_error(req, res, ApiError(res.status, "HTTP " + std::to_string(res.status)));
     return HR::Handled;
   }));
-  s.set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
+  s.set_exception_handler([](const Request& req, Response& res, std::exception_ptr ep) {
     try {
       std::rethrow_exception(ep);
     } catch (const ApiError& e) {
-      send_error(res, e);
+      send_error(req, res, e);
     } catch (const std::exception& e) {
-      send_error(res, ApiError(500, std::string("internal error: ") + e.what()));
+      send_error(req, res, ApiError(500, std::string("internal error: ") + e.what()));
     } catch (...) {
-      send_error(res, ApiError(500, "internal error"));
+      send_error(req, res, ApiError(500, "internal error"));
     }
   });
   s.set_logger([this](const Request& req, const Response& res) {
@@ -235,8 +251,8 @@ void HttpServer::routes() {
     if (res.status >= 400) metrics_.requests_failed += 1;
   });
 
-  s.Get("/health", [this](const Request&, Response& res) {
-    if (!ready_.load()) return send_error(res, ApiError(503, "the model is loading", "", "loading"));
+  s.Get("/health", [this](const Request& req, Response& res) {
+    if (!ready_.load()) return send_error(req, res, ApiError(503, "the model is loading", "", "loading"));
     res.set_content(R"({"status":"ok"})", "application/json");
   });
   s.Get("/metrics", [this](const Request&, Response& res) {
@@ -263,7 +279,7 @@ void HttpServer::routes() {
       try {
         fn(req, body, res);
       } catch (const ApiError& e) {
-        send_error(res, e);
+        send_error(req, res, e);
       }
       (void)answer_half_closed(req, res);
     };
@@ -278,6 +294,27 @@ void HttpServer::routes() {
   };
   s.Post("/v1/chat/completions", gen(true));
   s.Post("/chat/completions", gen(true));
+  // Responses and Messages: translated into chat requests, generated the same way.
+  auto counted = [this](const std::function<void(std::shared_ptr<void>)>& fn) {
+    std::shared_ptr<std::atomic<int>> n = in_flight_;
+    ++*n;
+    fn(std::shared_ptr<void>(nullptr, [n](void*) { --*n; }));
+  };
+  auto responses = with_body([this, counted](const Request& req, const std::string& body, Response& res) {
+    counted([&](std::shared_ptr<void> g) {
+      handle_responses(*ready_.load(), responses_, req, body, res, static_cast<uint64_t>(++next_id_), std::move(g));
+    });
+  });
+  s.Post("/v1/responses", responses);
+  s.Post("/responses", responses);
+  s.Post("/v1/messages", with_body([this, counted](const Request& req, const std::string& body, Response& res) {
+    counted([&](std::shared_ptr<void> g) {
+      handle_messages(*ready_.load(), req, body, res, static_cast<uint64_t>(++next_id_), std::move(g));
+    });
+  }));
+  s.Post("/v1/messages/count_tokens", with_body([this](const Request&, const std::string& body, Response& res) {
+    handle_count_tokens(*ready_.load(), body, res);
+  }));
   s.Post("/v1/completions", gen(false));
   s.Post("/completions", gen(false));
   s.Post("/tokenize", with_body([this](const Request&, const std::string& body, Response& res) {

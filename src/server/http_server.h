@@ -1,6 +1,6 @@
 // The HTTP side of `nvfp4 serve` (cpp-httplib): routes, API key, body limit, deadlines (ConnGuard),
 // errors in OpenAI's shape. It listens before the model is loaded (every route answers 503 until
-// set_backend()) and after drain().
+// set_backend()) and after drain(). /v1/messages answers errors in Anthropic's shape.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -12,6 +12,7 @@
 #include "nvfp4/tokenizer.h"
 #include "server/conn_guard.h"
 #include "server/metrics.h"
+#include "server/response_store.h"
 #include "server/scheduler.h"
 
 namespace httplib {
@@ -27,6 +28,11 @@ struct ServerOptions {
   size_t max_body = size_t{8} << 20;  // every framing: Content-Length, chunked (more: 413)
   int http_threads = 8;                 // connections served at once (more wait, under the head deadline)
   Deadlines deadlines;                  // a request's head and body (more: 408)
+  // /v1/responses' previous_response_id: past responses kept in memory, at most this many, each
+  // for at most this long.
+  size_t responses_stored = 1024;
+  size_t responses_bytes_mib = 256;   // and at most this much text in all
+  std::chrono::seconds responses_ttl{3600};
 };
 
 // What the routes need once the model is loaded.
@@ -71,6 +77,7 @@ class HttpServer {
   std::atomic<bool> draining_{false};
   ConnGuard guard_;
   std::shared_ptr<std::atomic<int>> in_flight_ = std::make_shared<std::atomic<int>>(0);
+  ResponseStore responses_;
 };
 
 }  // namespace nvfp4::server

@@ -40,6 +40,7 @@ struct Job {
   bool started = false;          // given a slot
   bool done = false;
   std::string finish_reason;     // "stop" or "length" when done without error
+  std::string stop_sequence;     // the stop string that ended it ("" : none did)
   std::optional<ApiError> error;
 };
 
@@ -50,6 +51,7 @@ struct JobUpdate {
   std::vector<TokenLogprob> logprobs;
   bool done = false;
   std::string finish_reason;
+  std::string stop_sequence;
   std::optional<ApiError> error;
   int64_t n_generated = 0;
   int64_t n_cached = 0;

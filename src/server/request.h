@@ -22,6 +22,7 @@ struct GenRequest {
   bool prompt_is_ids = false;
   int64_t max_tokens = -1;            // -1: up to the context
   std::string max_tokens_field = "max_tokens";  // or max_completion_tokens: the one the client sent
+  std::string prompt_field;           // what errors about the prompt name ("": messages or prompt)
   SamplerOptions sampling{1.0f, 0, 1.0f, 0};  // OpenAI's defaults: temperature 1, top_p 1
   bool seed_set = false;
   std::vector<std::string> stop;      // at most 4, none empty

@@ -45,16 +45,6 @@ const std::string& str_field(const OJson& j, const char* key, const std::string&
   return v->get_ref<const std::string&>();
 }
 
-// OpenAI's rule for function names (letters, digits, '_' and '-', at most 64), with '.' and ':'
-// that MCP tool names use.
-void check_function_name(const std::string& n, const std::string& name) {
-  if (n.empty() || n.size() > 64) invalid(name, "must be 1 to 64 characters, found " + std::to_string(n.size()));
-  for (char c : n)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '-' ||
-          c == '.' || c == ':'))
-      invalid(name, "may hold letters, digits, '_', '-', '.' and ':' only, found \"" + shown(n) + "\"");
-}
-
 void parse_tool_calls(const OJson& calls, const std::string& name, ChatMessage& cm) {
   if (!calls.is_array()) wrong(name, "an array", calls);
   for (size_t i = 0; i < calls.size(); ++i) {
@@ -183,6 +173,14 @@ void parse_template_vars(const OJson& j, GenRequest& r) {
 }
 
 }  // namespace
+
+void check_function_name(const std::string& n, const std::string& name) {
+  if (n.empty() || n.size() > 64) invalid(name, "must be 1 to 64 characters, found " + std::to_string(n.size()));
+  for (char c : n)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '-' ||
+          c == '.' || c == ':'))
+      invalid(name, "may hold letters, digits, '_', '-', '.' and ':' only, found \"" + shown(n) + "\"");
+}
 
 void parse_chat_tools(const std::string& body, GenRequest& r) {
   const OJson j = OJson::parse(body, nullptr, /*allow_exceptions=*/false);

@@ -14,4 +14,8 @@ namespace nvfp4::server {
 // template_vars from `body` (a JSON object, already parsed once).
 void parse_chat_tools(const std::string& body, GenRequest& r);
 
+// OpenAI's rule for function names (letters, digits, '_' and '-', at most 64), with '.' and ':'
+// that MCP tool names use; ApiError 400 naming `name` otherwise.
+void check_function_name(const std::string& n, const std::string& name);
+
 }  // namespace nvfp4::server

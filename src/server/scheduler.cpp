@@ -18,6 +18,7 @@ JobUpdate take(Job& job, std::chrono::milliseconds wait) {
   u.logprobs.swap(job.logprobs);
   u.done = job.done;
   u.finish_reason = job.finish_reason;
+  u.stop_sequence = job.stop_sequence;
   u.error = job.error;
   u.n_generated = job.n_generated;
   u.n_cached = job.n_cached;
@@ -111,6 +112,7 @@ void Scheduler::finish(Slot& s, const std::string& reason, const std::optional<A
     const std::string rest = s.text->finish();
     std::lock_guard lk(s.job->mu);
     s.job->text += rest;
+    s.job->stop_sequence = s.text->matched();
   }
   // The counters first: a client that has its answer sees them counted (the back-off's too).
   if (opt_.spec.on()) {

@@ -74,9 +74,14 @@ std::string TextStream::push(std::string_view bytes) {
   raw_.append(bytes);
   // A stop string can only begin at or after sent_: what could begin one was held back.
   size_t hit = std::string::npos;
-  for (const auto& st : stops_) hit = std::min(hit, raw_.find(st, sent_));
+  const std::string* which = nullptr;
+  for (const auto& st : stops_) {
+    const size_t at = raw_.find(st, sent_);
+    if (at < hit) hit = at, which = &st;
+  }
   if (hit != std::string::npos) {
     stopped_ = true;
+    matched_ = *which;
     std::string out = utf8_sanitize(std::string_view(raw_).substr(sent_, hit - sent_));
     sent_ = raw_.size();
     return out;

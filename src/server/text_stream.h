@@ -17,12 +17,15 @@ class TextStream {
   // The rest (at the end of generation), incomplete characters as U+FFFD. Empty after a stop.
   std::string finish();
   bool stopped() const { return stopped_; }
+  // The stop string that ended the text (empty when none did).
+  const std::string& matched() const { return matched_; }
 
  private:
   std::vector<std::string> stops_;
   std::string raw_;
   size_t sent_ = 0;
   bool stopped_ = false;
+  std::string matched_;
 };
 
 // Length of the longest prefix of s that does not end inside a UTF-8 sequence that more bytes
