@@ -151,8 +151,8 @@ TEST_F(ServeAgents, ResponsesGiveTheChatRoutesCallAndTokens) {
   EXPECT_EQ(ev.front().first, "response.created");
   EXPECT_EQ(ev.back().first, "response.completed");
   const json& fin = ev.back().second["response"];
-  EXPECT_EQ(fin["usage"]["input_tokens"], r.json["usage"]["input_tokens"]);
-  EXPECT_EQ(fin["usage"]["output_tokens"], r.json["usage"]["output_tokens"]);
+  EXPECT_EQ(fin["usage"]["input_tokens"].get<int64_t>(), r.json["usage"]["input_tokens"].get<int64_t>());
+  EXPECT_EQ(fin["usage"]["output_tokens"].get<int64_t>(), r.json["usage"]["output_tokens"].get<int64_t>());
   ASSERT_EQ(fin["output"].size(), 1u);
   EXPECT_EQ(fin["output"][0]["arguments"].get<std::string>(), out[0]["arguments"].get<std::string>());
 
