@@ -162,6 +162,15 @@ def make_float_vlm(arch, float_dir, out, prompts):
     h = text.config.hidden_size
     mtp = {f"mtp.layers.0.{k[len(f'model.layers.{full}.'):]}": (v.float() + 0.02 * torch.randn_like(v.float())).to(torch.bfloat16)
            for k, v in sd.items() if k.startswith(f"model.layers.{full}.")}
+    # Routed experts one by one, as the trunk's are saved (transformers holds them fused in memory).
+    for k in [k for k in mtp if k.endswith("mlp.experts.gate_up_proj")]:
+        pre, gu = k[: -len("gate_up_proj")], mtp.pop(k)
+        down = mtp.pop(pre + "down_proj")
+        f = gu.shape[1] // 2
+        for e in range(gu.shape[0]):
+            mtp[f"{pre}{e}.gate_proj.weight"] = gu[e, :f].clone()
+            mtp[f"{pre}{e}.up_proj.weight"] = gu[e, f:].clone()
+            mtp[f"{pre}{e}.down_proj.weight"] = down[e].clone()
     mtp["mtp.fc.weight"] = (0.1 * torch.randn(h, 2 * h)).to(torch.bfloat16)
     for n in ["pre_fc_norm_embedding", "pre_fc_norm_hidden", "norm"]:
         mtp[f"mtp.{n}.weight"] = (0.2 * torch.randn(h)).to(torch.bfloat16)

@@ -43,6 +43,13 @@ class Checkpoint {
   // Recognizes and validates PATH (a .gguf; the safetensors families arrive with the io work).
   // Throws nvfp4::Error naming the file, tensor, rule, expected and found.
   static std::unique_ptr<Checkpoint> open(const std::string& path);
+  // With MTP layers read (--spec mtp): a release's multi-token-prediction layers, set aside
+  // otherwise, appear as block n_layer (blk.<n_layer>.* and blk.<n_layer>.nextn.eh_proj / enorm /
+  // hnorm / shared_head_norm, llama.cpp's names) with {arch}.nextn_predict_layers.
+  struct OpenOptions {
+    bool mtp = false;
+  };
+  static std::unique_ptr<Checkpoint> open(const std::string& path, const OpenOptions& o);
   virtual ~Checkpoint() = default;
 
   virtual const CheckpointInfo& info() const = 0;

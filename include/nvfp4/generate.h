@@ -18,6 +18,7 @@
 
 #include "nvfp4/draft.h"
 #include "nvfp4/model.h"
+#include "nvfp4/mtp_draft.h"
 #include "nvfp4/sampler.h"
 
 namespace nvfp4 {
@@ -40,6 +41,9 @@ struct GenerateOptions {
   // The draft-model proposer (--spec draft); when set, it drafts instead of `ngram`. generate()
   // resets it and evaluates the prompt into it.
   DraftModelProposer* draft = nullptr;
+  // The MTP proposer (--spec mtp): when set, it drafts from the trunk's hidden states, which
+  // every step then also writes (forward(..., hidden)). generate() resets it.
+  MtpProposer* mtp = nullptr;
   // Speculation backs off to plain decoding when, over the last 16 verification steps, it made
   // fewer tokens per second than the plain steps measured before it (two plain steps first, only
   // when on). The drafts, their length and the verify step are speculate.h's, shared with serve.

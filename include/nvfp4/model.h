@@ -91,6 +91,11 @@ struct LoadOptions {
   // Float linear layers (not quantized) through PinnedDense (docs/DETERMINISM.md: the same bits on
   // every ISA) instead of DenseLinear (whose order follows the vector width): calibration.
   bool pinned_float = false;
+  // The checkpoint's multi-token-prediction (MTP) layers as well (Model::mtp(), --spec mtp): read
+  // from `mtp_source` when set (a side file), else from the checkpoint itself (opened with
+  // OpenOptions::mtp). Each tensor in its own storage (BF16, FP8, NVFP4), never the trunk's.
+  bool mtp = false;
+  const Checkpoint* mtp_source = nullptr;
 };
 
 enum class KvType { f32, f16 };
@@ -116,6 +121,10 @@ class Model {
   size_t weight_bytes() const;  // bytes of the weights as the kernels hold them
   // Bytes of weights read per generated token (every linear layer, norms, the head).
   size_t bytes_per_token() const;
+  // The MTP module loaded with LoadOptions::mtp (nullptr otherwise): a model of one layer of the
+  // family's block whose step reads, beside each token, the trunk's final-normed hidden state at
+  // the position before (forward_mtp); it shares the trunk's embedding and head.
+  const Model* mtp() const;
 
   struct Impl;
   const Impl& impl() const { return *impl_; }
@@ -234,6 +243,16 @@ class Workspace {
 // anything, for a token id out of range, a missing sequence, positions that do not continue
 // their sequence, or a sequence that would overflow its cache.
 void forward(const Model& model, std::span<const StepToken> tokens, Workspace& ws, ThreadPool& pool, float* logits);
+// The same step, also writing every token's final-normed hidden state (the rows the head reads)
+// to hidden[n][n_embd] when hidden is not null: what an MTP module drafts from.
+void forward(const Model& model, std::span<const StepToken> tokens, Workspace& ws, ThreadPool& pool, float* logits, float* hidden);
+// A step of an MTP module (Model::mtp()): token t enters as fc(concat(RMSNorm(embed(token)) * enorm,
+// RMSNorm(h_in[t]) * hnorm)), with h_in[n][n_embd] the trunk's hidden state at the position before
+// (or the module's own output when drafts are chained); then the family's block over the
+// module's own sequence, its final norm (written to hidden[n][n_embd] when not null) and the
+// shared head for the tokens marked `logits`.
+void forward_mtp(const Model& mtp, std::span<const StepToken> tokens, const float* h_in, Workspace& ws, ThreadPool& pool,
+                 float* logits, float* hidden);
 
 // One sequence with its own workspace: eval() appends tokens in steps of n_batch.
 class Context {

@@ -11,6 +11,7 @@
 #include "nvfp4/draft.h"
 #include "nvfp4/error.h"
 #include "nvfp4/generate.h"
+#include "nvfp4/mtp_draft.h"
 #include "nvfp4/sampler.h"
 
 namespace nvfp4::cli {
@@ -32,6 +33,10 @@ struct RunArgs {
   bool temp_set = false, top_k_set = false, top_p_set = false;
 };
 
+const char* proposer_name(const std::string& spec) {
+  return spec == "ngram" ? "prompt lookup" : spec == "mtp" ? "MTP module" : "draft model";
+}
+
 int run(RunArgs& a) {
   if (a.prompt.empty() == a.file.empty())
     throw Error("", "-p / -f", "give the prompt with exactly one of -p or -f", "-p TEXT or -f FILE", "");
@@ -43,6 +48,10 @@ int run(RunArgs& a) {
   // Template variables checked before the model loads.
   const auto kwargs = a.chat_kwargs.empty() ? std::map<std::string, std::string>{}
                                             : chat_template_kwargs(a.chat_kwargs, "--chat-template-kwargs");
+  if (!a.m.mtp_file.empty() && a.spec.empty()) a.spec = "mtp";  // --mtp FILE alone drafts with it
+  if (!a.m.mtp_file.empty() && a.spec != "mtp")
+    throw Error(a.m.mtp_file, "", "--mtp is the MTP side file of --spec mtp", "--spec mtp", "--spec " + a.spec);
+  a.m.mtp = a.spec == "mtp";
   Loaded L = load_model(a.m, a.json);
   // The draft model: its own weights (its default precision unless --draft-precision), checked to
   // share the target's vocabulary before anything runs.
@@ -85,6 +94,13 @@ int run(RunArgs& a) {
     proposer->p_min = a.draft_p_min;
     a.g.draft = proposer.get();
   }
+  std::unique_ptr<MtpProposer> mtp;
+  if (a.spec == "mtp") {
+    mtp = std::make_unique<MtpProposer>(*L.model, co.n_ctx, co.n_batch, co.kv);
+    mtp->n_min = a.draft_min;
+    mtp->p_min = a.draft_p_min;
+    a.g.mtp = mtp.get();
+  }
   std::string said;
   a.g.sampling = generation_defaults(*L.ck, a.s, a.temp_set, a.top_k_set, a.top_p_set, said);
   if (!said.empty() && !a.json) std::cerr << "nvfp4: " << said << "\n";
@@ -93,6 +109,8 @@ int run(RunArgs& a) {
   if (a.g.speculative && !a.json) {
     std::cerr << "nvfp4: speculative decoding: ";
     if (a.spec == "ngram") std::cerr << "prompt lookup (n-gram " << a.g.ngram.n_min << ".." << a.g.ngram.n_max << ")";
+    else if (a.spec == "mtp") std::cerr << "the checkpoint's MTP module" << (a.m.mtp_file.empty() ? "" : " (" + a.m.mtp_file + ")")
+                                        << " (greedy, draft-min " << a.draft_min << ", draft-p-min " << a.draft_p_min << ")";
     else std::cerr << "draft model " << a.draft_model << " (" << mode_name(D.mode) << ", greedy, draft-min " << a.draft_min
                    << ", draft-p-min " << a.draft_p_min << ")";
     std::cerr << ", drafts of up to " << a.g.draft_max << " tokens, verified in one step"
@@ -134,7 +152,7 @@ int run(RunArgs& a) {
     j["resident_mb"] = resident_mib();
     j["decode_steps"] = r.steps;
     if (a.g.speculative) {
-      nlohmann::json sj = {{"method", a.spec}, {"proposer", a.spec == "ngram" ? "prompt lookup" : "draft model"},
+      nlohmann::json sj = {{"method", a.spec}, {"proposer", proposer_name(a.spec)},
                            {"drafted", r.drafted}, {"accepted", r.accepted}, {"acceptance", acceptance},
                            {"tokens_per_step", r.steps > 0 ? static_cast<double>(out.size() - 1) / static_cast<double>(r.steps) : 0.0},
                            {"draft_max", a.g.draft_max}, {"proposer_s", r.draft_s},
@@ -142,6 +160,11 @@ int run(RunArgs& a) {
       if (a.spec == "ngram") {
         sj["ngram_min"] = a.g.ngram.n_min;
         sj["ngram_max"] = a.g.ngram.n_max;
+      } else if (a.spec == "mtp") {
+        sj["mtp_file"] = a.m.mtp_file.empty() ? a.m.model : a.m.mtp_file;
+        sj["draft_min"] = a.draft_min;
+        sj["draft_p_min"] = a.draft_p_min;
+        sj["draft_evaluated"] = mtp->evaluated();
       } else {
         sj["draft_model"] = a.draft_model;
         sj["draft_precision"] = std::string(mode_name(D.mode));
@@ -158,7 +181,7 @@ int run(RunArgs& a) {
               << out.size() << " tokens, " << gen_tps << " tok/s; resident " << static_cast<int64_t>(resident_mib()) << " MiB (peak "
               << static_cast<int64_t>(peak_rss_mib()) << " MiB)\n";
     if (a.g.speculative)
-      std::cerr << "nvfp4: speculative (" << (a.spec == "ngram" ? "prompt lookup" : "draft model") << "): " << r.accepted
+      std::cerr << "nvfp4: speculative (" << proposer_name(a.spec) << "): " << r.accepted
                 << " of " << r.drafted << " drafted tokens accepted (acceptance " << acceptance << "), " << r.steps << " decode steps for " << out.size() << " tokens"
                 << (r.backed_off ? "; backed off to plain decoding (slower than plain over the last 16 steps)" : "") << "\n";
   }
@@ -181,8 +204,11 @@ const Registrar reg("run", "generate text from a prompt", [](CLI::App& app) {
   auto* top_p = app.add_option("--top-p", a->s.top_p, "top-p")->check(CLI::Range(0.0f, 1.0f));
   app.add_option("--seed", a->s.seed, "sampling seed");
   app.add_flag("--json", a->json, "print one JSON object: text, ids, timings");
-  app.add_option("--spec", a->spec, "speculative decoding: ngram (prompt lookup) or draft (--model-draft), bit-identical to plain decoding in a16q8/w4a4")
-      ->check(CLI::IsMember({"ngram", "draft"}));
+  app.add_option("--spec", a->spec,
+                 "speculative decoding: ngram (prompt lookup), draft (--model-draft) or mtp (the checkpoint's MTP layers, or --mtp FILE), "
+                 "bit-identical to plain decoding in a16q8/w4a4")
+      ->check(CLI::IsMember({"ngram", "draft", "mtp"}));
+  app.add_option("--mtp", a->m.mtp_file, "speculative: an MTP side file (GGUF, llama.cpp's nextn layout) for --spec mtp (implies it)");
   app.add_option("--draft-max,--spec-draft-n-max", a->g.draft_max, "speculative: draft tokens per step (default 8)")->check(CLI::Range(1, 64));
   app.add_option("--model-draft,--spec-draft-model", a->draft_model,
                  "speculative: the draft model, also -md (same vocabulary as the target; implies --spec draft)");

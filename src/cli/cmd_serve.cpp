@@ -85,7 +85,13 @@ int serve(ServeArgs a) {
       throw Error("", "--model-draft", "--spec draft needs the draft model", "--model-draft FILE (-md)", "no --model-draft");
     if (a.spec != "draft" && !a.draft_model.empty())
       throw Error(a.draft_model, "", "--model-draft is the draft model of --spec draft", "--spec draft", "--spec " + a.spec);
+    if (!a.m.mtp_file.empty() && a.spec.empty()) a.spec = "mtp";  // --mtp FILE alone drafts with it
+    if (!a.m.mtp_file.empty() && a.spec != "mtp")
+      throw Error(a.m.mtp_file, "", "--mtp is the MTP side file of --spec mtp", "--spec mtp", "--spec " + a.spec);
+    a.m.mtp = a.spec == "mtp";
     L = load_model(a.m, false);
+    a.so.mtp = a.spec == "mtp";
+    a.so.mtp_name = a.m.mtp_file.empty() ? "(its mtp.* layers)" : a.m.mtp_file;
     if (a.spec == "draft") {
       ModelArgs dm = a.m;
       dm.model = a.draft_model;
@@ -219,8 +225,10 @@ const Registrar reg("serve", "OpenAI-compatible HTTP server with continuous batc
   app.add_flag("--cache-prompt,!--no-cache-prompt", a->cache_prompt,
                "reuse a slot's KV for a prompt's common prefix (default: on; as llama-server's)");
   app.add_option("--spec,--spec-type", a->spec,
-                 "speculative decoding: ngram (prompt lookup; also ngram-simple) or draft (-md), bit-identical to plain decoding in a16q8/w4a4")
-      ->check(CLI::IsMember({"ngram", "ngram-simple", "draft"}));
+                 "speculative decoding: ngram (prompt lookup; also ngram-simple), draft (-md) or mtp (the checkpoint's MTP layers, or --mtp "
+                 "FILE), bit-identical to plain decoding in a16q8/w4a4")
+      ->check(CLI::IsMember({"ngram", "ngram-simple", "draft", "mtp"}));
+  app.add_option("--mtp", a->m.mtp_file, "speculative: an MTP side file (GGUF, llama.cpp's nextn layout) for --spec mtp (implies it)");
   app.add_option("--model-draft,--spec-draft-model", a->draft_model,
                  "speculative: the draft model, also -md (same vocabulary as the target; implies --spec draft)");
   app.add_option("--draft-precision", a->draft_precision, "draft model: a16q8, a16, w4a4, f32 (default: its own default)")

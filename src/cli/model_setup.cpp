@@ -121,7 +121,10 @@ std::string kv_cache_note(const Checkpoint& ck, const std::string& kv) {
 Loaded load_model(const ModelArgs& a, bool quiet) {
   const auto t0 = std::chrono::steady_clock::now();
   Loaded L;
-  L.ck = Checkpoint::open(a.model);
+  Checkpoint::OpenOptions oo;
+  oo.mtp = a.mtp && a.mtp_file.empty();  // the release's own MTP layers, read instead of set aside
+  L.ck = Checkpoint::open(a.model, oo);
+  if (a.mtp && !a.mtp_file.empty()) L.mtp_ck = Checkpoint::open(a.mtp_file);
   L.tok = Tokenizer::from_checkpoint(*L.ck);
   // Token ids index the embedding: a tokenizer longer than it contradicts the tensors.
   if (const TensorEntry* emb = L.ck->find("token_embd.weight"); emb && !emb->shape.empty() && L.tok.n_vocab() > emb->shape[0])
@@ -135,6 +138,8 @@ Loaded load_model(const ModelArgs& a, bool quiet) {
   LoadOptions lo;
   lo.mode = L.mode;
   lo.quantize = a.quantize;
+  lo.mtp = a.mtp;
+  lo.mtp_source = L.mtp_ck.get();
   if (!a.calibrate.empty()) {
     if (!a.quantize)
       throw Error(a.calibrate, "", "--calibrate applies to layers quantized at load", "--quantize", "no --quantize");

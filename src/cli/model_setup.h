@@ -21,11 +21,16 @@ struct ModelArgs {
   int64_t n_ctx = 2048;
   int64_t n_batch = 64;
   std::string kv = "f16";  // llama.cpp's default cache type; attention reads it as stored
+  // --spec mtp: load the checkpoint's MTP layers too, from the checkpoint or the side file
+  // `mtp_file` (--mtp FILE; a GGUF of llama.cpp's nextn layout).
+  bool mtp = false;
+  std::string mtp_file;
   void add(CLI::App& app, bool model_required = true);
 };
 
 struct Loaded {
   std::unique_ptr<Checkpoint> ck;
+  std::unique_ptr<Checkpoint> mtp_ck;  // the MTP side file (--mtp FILE), when given
   Tokenizer tok;
   std::unique_ptr<Model> model;
   Mode mode = Mode::f32;

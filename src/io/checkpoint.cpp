@@ -15,7 +15,9 @@ void Checkpoint::forget_meta(const std::string&) {}
 bool Checkpoint::raw_ggml(const std::string&, uint32_t&, const void*&) const { return false; }
 bool Checkpoint::raw_fp8(const std::string&, const uint8_t*&, std::vector<float>&) const { return false; }
 
-std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) {
+std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) { return open(path, OpenOptions{}); }
+
+std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path, const OpenOptions& o) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
@@ -26,10 +28,10 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) {
     throw Error(path, "", "not a regular file or directory", "a .gguf or .safetensors file or an HF-style directory", what);
   }
   if (fs::is_regular_file(path) && path.size() >= 5 && path.substr(path.size() - 5) == ".gguf") {
-    return hybrid_from_llamacpp(open_gguf_checkpoint(path));  // llama.cpp's hybrid layout read as ours
+    return hybrid_from_llamacpp(open_gguf_checkpoint(path), o.mtp);  // llama.cpp's hybrid layout read as ours
   }
   const bool st_file = fs::is_regular_file(path) && path.size() >= 12 && path.substr(path.size() - 12) == ".safetensors";
-  if (st_file || fs::is_directory(path)) return open_safetensors_checkpoint(path);
+  if (st_file || fs::is_directory(path)) return open_safetensors_checkpoint(path, o.mtp);
   throw Error(path, "", "unrecognized checkpoint", "a .gguf or .safetensors file or an HF-style directory", "something else");
 }
 

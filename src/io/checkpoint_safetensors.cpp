@@ -71,7 +71,7 @@ struct Source {
 
 class StCheckpoint final : public Checkpoint {
  public:
-  explicit StCheckpoint(const std::string& path) {
+  StCheckpoint(const std::string& path, bool mtp) : mtp_(mtp) {
     info_.path = path;
     info_.container = "safetensors";
     load_files(path);
@@ -278,7 +278,7 @@ class StCheckpoint final : public Checkpoint {
       Source s;
       s.module = module;
       s.w = ref;
-      const std::string canon = hf::to_gguf_name(module + ".weight");
+      const std::string canon = canon_name(module + ".weight");
       TensorEntry e;
       e.name = canon;
       if (ref.t->dtype == st::Dtype::F8_E4M3 && !ct) {  // FP8 layer
@@ -401,7 +401,7 @@ class StCheckpoint final : public Checkpoint {
       s.w = ref;
       s.kind = Source::plain;
       TensorEntry e;
-      e.name = hf::to_gguf_name(name);
+      e.name = canon_name(name);
       e.shape = ref.t->shape;
       e.storage = ref.t->dtype == st::Dtype::F32 ? Storage::f32 : ref.t->dtype == st::Dtype::F16 ? Storage::f16 : ref.t->dtype == st::Dtype::BF16 ? Storage::bf16 : Storage::other;
       e.storage_name = st::dtype_name(ref.t->dtype);
@@ -433,6 +433,10 @@ class StCheckpoint final : public Checkpoint {
     static constexpr std::pair<std::string_view, std::string_view> kParts[] = {
         {"model.visual.", "vision tower"}, {"mtp.", "multi-token-prediction (MTP) layers"}};
     for (const auto& [prefix, what] : kParts) {
+      if (mtp_ && prefix == "mtp.") {
+        read_mtp();
+        continue;
+      }
       int64_t n = 0, bytes = 0;
       std::set<std::string> dtypes;
       for (const auto& [name, ref] : refs_)
@@ -450,6 +454,56 @@ class StCheckpoint final : public Checkpoint {
       info_.set_aside.push_back(std::string(what) + ": " + std::to_string(n) + " tensors under " + std::string(prefix) + "* (" +
                                 kinds + ", " + mib + " MiB; not run)");
     }
+  }
+
+  // --spec mtp: mtp.* as block n_layer under llama.cpp's names (Checkpoint::OpenOptions).
+  void read_mtp() {
+    std::string arch;
+    int64_t n_layer = -1;
+    for (const auto& [k, v] : meta_)
+      if (k == "general.architecture") arch = v.as_string(k);
+    for (const auto& [k, v] : meta_)
+      if (!arch.empty() && k == arch + ".block_count") n_layer = v.as_int(k);
+    std::set<int64_t> layers;
+    for (const auto& [name, ref] : refs_) {
+      if (name.rfind("mtp.layers.", 0) != 0) continue;
+      const size_t dot = name.find('.', 11);
+      if (dot == std::string::npos) continue;
+      try {
+        layers.insert(std::stoll(name.substr(11, dot - 11)));
+      } catch (const std::exception&) {
+      }
+    }
+    if (n_layer < 0 || layers.empty()) return;  // nothing to read: --spec mtp says so by name
+    mtp_layer_ = n_layer;
+    gguf::Value v;
+    v.type = gguf::ValueType::u32;
+    v.u = layers.size();
+    meta_.emplace_back(arch + ".nextn_predict_layers", v);
+  }
+
+  // The canonical name of a file's tensor: HF names mapped to GGUF's; with --spec mtp, mtp.* as
+  // block mtp_layer_.
+  std::string canon_name(const std::string& name) const {
+    if (mtp_layer_ < 0 || name.rfind("mtp.", 0) != 0) return hf::to_gguf_name(name);
+    const std::string nx = "blk." + std::to_string(mtp_layer_) + ".nextn.";
+    static constexpr std::pair<std::string_view, std::string_view> kOwn[] = {{"mtp.fc.", "eh_proj."},
+                                                                             {"mtp.pre_fc_norm_embedding.", "enorm."},
+                                                                             {"mtp.pre_fc_norm_hidden.", "hnorm."},
+                                                                             {"mtp.norm.", "shared_head_norm."}};
+    for (const auto& [hf, gg] : kOwn)
+      if (name.rfind(hf, 0) == 0) return nx + std::string(gg) + name.substr(hf.size());
+    if (name.rfind("mtp.layers.", 0) == 0) {
+      const size_t dot = name.find('.', 11);
+      if (dot != std::string::npos) {
+        try {
+          const int64_t j = std::stoll(name.substr(11, dot - 11));
+          return hf::to_gguf_name("model.layers." + std::to_string(mtp_layer_ + j) + name.substr(dot));
+        } catch (const std::exception&) {
+        }
+      }
+    }
+    return name;  // unknown: the model refuses it by name
   }
 
   // compressed-tensors' optional X.weight_shape: the unpacked [n_out, n_in], as I64 or I32.
@@ -509,6 +563,8 @@ class StCheckpoint final : public Checkpoint {
   }
 
   CheckpointInfo info_;
+  bool mtp_ = false;
+  int64_t mtp_layer_ = -1;  // the block mtp.* is read as (--spec mtp); -1: set aside
   std::string dir_;
   std::vector<std::unique_ptr<st::File>> files_;
   std::map<std::string, std::string> index_;
@@ -520,8 +576,8 @@ class StCheckpoint final : public Checkpoint {
 
 }  // namespace
 
-std::unique_ptr<Checkpoint> open_safetensors_checkpoint(const std::string& path) {
-  return std::make_unique<StCheckpoint>(path);
+std::unique_ptr<Checkpoint> open_safetensors_checkpoint(const std::string& path, bool mtp) {
+  return std::make_unique<StCheckpoint>(path, mtp);
 }
 
 }  // namespace nvfp4

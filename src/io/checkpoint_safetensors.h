@@ -11,5 +11,6 @@
 #include "nvfp4/checkpoint.h"
 
 namespace nvfp4 {
-std::unique_ptr<Checkpoint> open_safetensors_checkpoint(const std::string& path);
+// mtp: a release's mtp.* tensors read as block n_layer (Checkpoint::OpenOptions), not set aside.
+std::unique_ptr<Checkpoint> open_safetensors_checkpoint(const std::string& path, bool mtp = false);
 }  // namespace nvfp4

@@ -313,7 +313,7 @@ std::string exact_key(const std::string& arch) { return arch + ".ssm.a_log_exact
 
 bool is_hybrid_gguf_arch(const std::string& a) { return a == "qwen35" || a == "qwen35moe" || a == "qwen3next"; }
 
-std::unique_ptr<Checkpoint> hybrid_from_llamacpp(std::unique_ptr<Checkpoint> ck) {
+std::unique_ptr<Checkpoint> hybrid_from_llamacpp(std::unique_ptr<Checkpoint> ck, bool mtp) {
   if (ck->info().container != "gguf" || !is_hybrid_gguf_arch(arch_of(*ck))) return ck;
   const Dims d = dims_of(*ck);
   const Checkpoint& base = *ck;
@@ -355,7 +355,7 @@ std::unique_ptr<Checkpoint> hybrid_from_llamacpp(std::unique_ptr<Checkpoint> ck)
       v->add(e.name, plain(e.name));
       continue;
     }
-    if (n_main >= 0 && n >= n_main) {
+    if (n_main >= 0 && n >= n_main && !mtp) {
       ++n_mtp_tensors;
       continue;
     }

@@ -28,7 +28,9 @@ namespace nvfp4 {
 // True for llama.cpp's hybrid archs (qwen35, qwen35moe, qwen3next).
 bool is_hybrid_gguf_arch(const std::string& gguf_arch);
 // A GGUF checkpoint of a hybrid arch seen in our layout; any other checkpoint returned as it is.
-std::unique_ptr<Checkpoint> hybrid_from_llamacpp(std::unique_ptr<Checkpoint> ck);
+// mtp: the file's MTP blocks (blk.<block_count - nextn_predict_layers>.*) kept under their names
+// (Checkpoint::OpenOptions), not set aside.
+std::unique_ptr<Checkpoint> hybrid_from_llamacpp(std::unique_ptr<Checkpoint> ck, bool mtp = false);
 // A hybrid checkpoint in our layout (an HF directory's, or a GGUF read through the above) seen in
 // llama.cpp's layout, for the GGUF writer; nullptr when `ck` is not a hybrid. `ck` must outlive it.
 std::unique_ptr<Checkpoint> hybrid_to_llamacpp(const Checkpoint& ck);

@@ -217,5 +217,12 @@ void load_moe_config(const Loader& L, const std::string& a, ModelConfig& c);
 void load_ffn(const Loader& L, const std::string& b, const ModelConfig& c, LayerWeights& w);
 // Layer b's attention: q (2 * q_dim rows with an output gate), k, v, o, their biases and q/k norms.
 void load_attention(const Loader& L, const std::string& b, const ModelConfig& c, LayerWeights& w);
+// A layer of the Llama-like families (norms, experts or dense FFN, attention).
+void load_default_layer(const Loader& L, const std::string& b, const ModelConfig& c, LayerWeights& w);
+
+struct Family;
+// The trunk's MTP module (src/models/mtp_load.cpp) into `mtp`: from L.opt.mtp_source when set,
+// else from L's checkpoint (whose tensors it marks used).
+void load_mtp(const Loader& L, const Family& family, const Model::Impl& trunk, Model::Impl& mtp);
 
 }  // namespace nvfp4

@@ -102,7 +102,6 @@ void load_ffn(const Loader& L, const std::string& b, const ModelConfig& c, Layer
   w.down = L.linear(b + "ffn_down", c.n_embd, c.n_ff);
 }
 
-namespace {
 // A layer of the Llama-like families: norms, (experts), attention, (dense FFN), in the order
 // they have always been read.
 void load_default_layer(const Loader& L, const std::string& b, const ModelConfig& c, LayerWeights& w) {
@@ -112,7 +111,6 @@ void load_default_layer(const Loader& L, const std::string& b, const ModelConfig
   load_attention(L, b, c, w);
   if (c.n_expert == 0) load_ffn(L, b, c, w);
 }
-}  // namespace
 
 Model::Model() : impl_(std::make_unique<Impl>()) {}
 Model::~Model() = default;
@@ -220,6 +218,10 @@ std::unique_ptr<Model> Model::load(const Checkpoint& ck, const LoadOptions& opt)
   m.kv_layer.assign(static_cast<size_t>(c.n_layer), -1);
   for (int64_t i = 0; i < c.n_layer; ++i)
     if (c.mixer(i) == MixerKind::attention) m.kv_layer[static_cast<size_t>(i)] = m.n_kv_layer++;
+  if (opt.mtp) {
+    m.mtp.reset(new Model());
+    load_mtp(L, *family, m, *m.mtp->impl_);
+  }
   // A tensor the model does not read is an error, not silently ignored: a misnamed expert or a
   // layer this runtime does not know would otherwise change nothing but the results.
   for (const TensorEntry& e : ck.tensors())
@@ -237,6 +239,7 @@ std::unique_ptr<Model> Model::load(const Checkpoint& ck, const LoadOptions& opt)
 }
 
 const ModelConfig& Model::config() const { return impl_->cfg; }
+const Model* Model::mtp() const { return impl_->mtp.get(); }
 Mode Model::mode() const { return impl_->mode; }
 
 size_t Model::weight_bytes() const {

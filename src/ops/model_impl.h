@@ -1,6 +1,7 @@
 // Model internals shared by loading (src/models/model_load.cpp), the blocks (src/models/) and the
 // step (src/runtime/step.cpp).
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,14 @@ struct LayerWeights {
   }
 };
 
+// An MTP module's own input side (llama.cpp's nextn tensors; HF mtp.pre_fc_norm_embedding,
+// mtp.pre_fc_norm_hidden, mtp.fc): the norms of the embedding and of the trunk's hidden state and
+// the projection of their concatenation [n_embd][2 n_embd] (embedding first).
+struct MtpWeights {
+  std::vector<float> enorm, hnorm;
+  MatMul eh_proj;
+};
+
 struct StepRun;
 
 struct Model::Impl {
@@ -109,7 +118,12 @@ struct Model::Impl {
   std::vector<float> output_norm;
   Head embd;      // F16/F32, Q8_0 or NVFP4 (ops/head.h)
   Head head_own;  // used when the head is not tied
-  const Head& head() const { return cfg.tied_head ? embd : head_own; }
+  // An MTP module's: the trunk whose embedding and head it shares, and its input side.
+  const Impl* trunk = nullptr;
+  MtpWeights nextn;
+  const Head& embedding() const { return trunk ? trunk->embd : embd; }
+  const Head& head() const { return trunk ? trunk->head() : cfg.tied_head ? embd : head_own; }
+  std::unique_ptr<Model> mtp;  // the trunk's MTP module (LoadOptions::mtp), or null
   std::string source;
 };
 

@@ -66,6 +66,7 @@ struct Workspace::Impl {
   };
   std::vector<SeqTokens> seqs;
   std::vector<float> pre;  // the input times a layer's pre_quant_scale (grown on first use)
+  std::vector<float> mtp_cat;  // an MTP step's concat(embedding, hidden) rows [n][2 n_embd]
   RopeTable rope;
   LinearScratch lin;
   Observer obs;

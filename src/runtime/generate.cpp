@@ -48,13 +48,22 @@ GenerateResult generate(const Model& model, Sequence& seq, Workspace& ws, Thread
   const int64_t rows = opt.speculative ? std::min<int64_t>(std::max(1, opt.draft_max), std::max<int64_t>(nb - 1, 0)) + 1 : 1;
   std::vector<float> logits(static_cast<size_t>(nv) * static_cast<size_t>(rows));
   std::vector<StepToken> step;
+  MtpProposer* const mtp = opt.speculative ? opt.mtp : nullptr;
+  // With the MTP proposer every step writes its rows' hidden states and hands them over.
+  std::vector<float> hidden(mtp ? static_cast<size_t>(std::max(nb, rows) * model.config().n_embd) : 0);
+  const auto run_step = [&]() {
+    const int64_t p0 = step.front().pos;
+    forward(model, step, ws, pool, logits.data(), mtp ? hidden.data() : nullptr);
+    if (mtp) mtp->observe(p0, hidden.data(), static_cast<int64_t>(step.size()));
+  };
+  if (mtp) mtp->reset();
   const auto t0 = clk::now();
   for (size_t s = 0; s < prompt.size(); s += static_cast<size_t>(nb)) {
     const size_t k = std::min(prompt.size() - s, static_cast<size_t>(nb));
     step.clear();
     for (size_t i = 0; i < k; ++i)
       step.push_back({prompt[s + i], &seq, seq.pos() + static_cast<int64_t>(i), s + i + 1 == prompt.size()});
-    forward(model, step, ws, pool, logits.data());
+    run_step();
   }
   std::vector<int32_t> history(prompt.begin(), prompt.end());
   DraftModelProposer* const draft_model = opt.speculative ? opt.draft : nullptr;
@@ -98,6 +107,9 @@ GenerateResult generate(const Model& model, Sequence& seq, Workspace& ws, Thread
       if (tried && draft_model) {
         draft = draft_model->propose(history, static_cast<int>(limit));
         r.draft_s += since(ts);
+      } else if (tried && mtp) {
+        draft = mtp->propose(history, static_cast<int>(limit), pool);
+        r.draft_s += since(ts);
       } else if (tried) {
         draft = opt.ngram.propose(history, static_cast<int>(limit));
       }
@@ -107,7 +119,7 @@ GenerateResult generate(const Model& model, Sequence& seq, Workspace& ws, Thread
     begin_verify(seq, draft.size());
     step.push_back({history.back(), &seq, p0, true});
     for (size_t i = 0; i < draft.size(); ++i) step.push_back({draft[i], &seq, p0 + 1 + static_cast<int64_t>(i), true});
-    forward(model, step, ws, pool, logits.data());
+    run_step();
     ++r.steps;
     r.drafted += static_cast<int64_t>(draft.size());
     // Row i is the logits after step token i; drafts are accepted while they equal the pick.
@@ -127,7 +139,7 @@ GenerateResult generate(const Model& model, Sequence& seq, Workspace& ws, Thread
     const int64_t made = static_cast<int64_t>(v.kept) + 1;
     // An empty prompt lookup costs nothing: the step is a plain one. A draft model's empty draft
     // cost its evaluation: the step counts against speculation.
-    if (draft.empty() && !(tried && draft_model)) {
+    if (draft.empty() && !(tried && (draft_model || mtp))) {
       plain_s += dt;
       ++plain_steps;
       plain_tokens += 1;

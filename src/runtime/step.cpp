@@ -62,7 +62,23 @@ void check_sequence(const Model::Impl& m, const Sequence& seq) {
 }
 }  // namespace
 
-void forward(const Model& model, std::span<const StepToken> tokens, Workspace& workspace, ThreadPool& pool, float* logits) {
+namespace {
+// An MTP step's input rows: x[t] = eh_proj(concat(RMSNorm(embed(token)) * enorm, RMSNorm(h_in[t]) * hnorm)).
+void mtp_input(const StepRun& run, std::span<const StepToken> tokens, const float* h_in) {
+  const Model::Impl& m = run.m;
+  Workspace::Impl& ws = run.ws;
+  const int64_t n = run.n, d = m.cfg.n_embd;
+  if (ws.mtp_cat.size() < static_cast<size_t>(n * 2 * d)) ws.mtp_cat.resize(static_cast<size_t>(n * 2 * d));
+  for (int64_t t = 0; t < n; ++t) m.embedding().row(tokens[static_cast<size_t>(t)].token, ws.xn.data() + t * d);
+  run.rmsnorm(ws.xn.data(), m.nextn.enorm, ws.xn.data(), n, d);  // in place: a row is read before it is written
+  for (int64_t t = 0; t < n; ++t) std::memcpy(ws.mtp_cat.data() + t * 2 * d, ws.xn.data() + t * d, static_cast<size_t>(d) * 4);
+  run.rmsnorm(h_in, m.nextn.hnorm, ws.xn.data(), n, d);
+  for (int64_t t = 0; t < n; ++t) std::memcpy(ws.mtp_cat.data() + t * 2 * d + d, ws.xn.data() + t * d, static_cast<size_t>(d) * 4);
+  run.run(m.nextn.eh_proj, ws.mtp_cat.data(), ws.x.data());
+}
+
+void step(const Model& model, std::span<const StepToken> tokens, const float* h_in, Workspace& workspace, ThreadPool& pool,
+          float* logits, float* hidden) {
   const Model::Impl& m = model.impl();
   Workspace::Impl& ws = workspace.impl();
   const ModelConfig& c = m.cfg;
@@ -112,21 +128,43 @@ void forward(const Model& model, std::span<const StepToken> tokens, Workspace& w
   ws.rope.reserve(max_pos + 1);
   StepRun run{m, ws, pool, n};
   const int64_t d = c.n_embd;
-  for (int64_t t = 0; t < n; ++t) m.embd.row(tokens[static_cast<size_t>(t)].token, ws.x.data() + t * d);
+  if (h_in) mtp_input(run, tokens, h_in);
+  else
+    for (int64_t t = 0; t < n; ++t) m.embd.row(tokens[static_cast<size_t>(t)].token, ws.x.data() + t * d);
   for (int64_t l = 0; l < c.n_layer; ++l) m.block(run, l);  // the family's block (src/models/<family>.cpp)
   for (const auto& [seq, pos] : next) seq->impl().pos = pos;
+  // Every row's final norm when the hidden states are asked for (a row's norm is its own: the
+  // rows the head reads are the same bits either way).
+  if (hidden) run.rmsnorm(ws.x.data(), m.output_norm, hidden, n, d);
   if (!logits) return;
   // The final norm and the head for the tokens that want logits, gathered in step order.
   int64_t rows = 0;
   for (int64_t t = 0; t < n; ++t)
     if (tokens[static_cast<size_t>(t)].logits) {
-      std::memcpy(ws.xn.data() + rows * d, ws.x.data() + t * d, static_cast<size_t>(d) * 4);
+      std::memcpy(ws.xn.data() + rows * d, (hidden ? hidden : ws.x.data()) + t * d, static_cast<size_t>(d) * 4);
       ++rows;
     }
   if (rows == 0) return;
   PartTimer timer(ws.prof, StepProfile::head, static_cast<double>(m.head().bytes()));
-  run.rmsnorm(ws.xn.data(), m.output_norm, ws.xn.data(), rows, d);  // in place: a row is read before it is written
+  if (!hidden) run.rmsnorm(ws.xn.data(), m.output_norm, ws.xn.data(), rows, d);  // in place: a row is read before it is written
   m.head().forward(m.mode, ws.xn.data(), rows, logits, pool);
+}
+}  // namespace
+
+void forward(const Model& model, std::span<const StepToken> tokens, Workspace& ws, ThreadPool& pool, float* logits) {
+  step(model, tokens, nullptr, ws, pool, logits, nullptr);
+}
+
+void forward(const Model& model, std::span<const StepToken> tokens, Workspace& ws, ThreadPool& pool, float* logits, float* hidden) {
+  step(model, tokens, nullptr, ws, pool, logits, hidden);
+}
+
+void forward_mtp(const Model& mtp, std::span<const StepToken> tokens, const float* h_in, Workspace& ws, ThreadPool& pool,
+                 float* logits, float* hidden) {
+  if (!mtp.impl().trunk)
+    throw Error(mtp.impl().source, "forward_mtp", "an MTP module's step (Model::mtp())", "an MTP module", "a trunk model");
+  if (!h_in && !tokens.empty()) throw Error(mtp.impl().source, "forward_mtp", "the trunk's hidden states", "present", "null");
+  step(mtp, tokens, h_in, ws, pool, logits, hidden);
 }
 
 // ---- Context ----------------------------------------------------------------------------------

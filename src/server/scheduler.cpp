@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "nvfp4/error.h"
+#include "nvfp4/mtp_draft.h"
 #include "nvfp4/speculate.h"
 #include "server/text_stream.h"
 
@@ -38,6 +39,7 @@ struct Scheduler::Slot {
   std::optional<Sampler> sampler;
   std::optional<TextStream> text;
   SpecSlot spec;
+  std::unique_ptr<MtpProposer> mtp;  // --spec mtp: the slot's MTP sequence
   Slot(const Model& m, int64_t n_ctx, KvType kv) : seq(m, n_ctx, kv) {}
 };
 
@@ -48,7 +50,13 @@ Scheduler::Scheduler(const Model& model, const Tokenizer& tok, const SchedulerOp
   if (opt_.spec.draft)
     draft_ = std::make_unique<DraftBatch>(*opt_.spec.draft, opt_.parallel, opt_.n_ctx, opt_.n_batch, opt_.kv);
   if (draft_) draft_->p_min = opt_.spec.draft_p_min;
-  for (int i = 0; i < opt_.parallel; ++i) slots_.push_back(std::make_unique<Slot>(model, opt_.n_ctx, opt_.kv));
+  for (int i = 0; i < opt_.parallel; ++i) {
+    slots_.push_back(std::make_unique<Slot>(model, opt_.n_ctx, opt_.kv));
+    if (opt_.spec.mtp) {
+      slots_.back()->mtp = std::make_unique<MtpProposer>(model, opt_.n_ctx, opt_.n_batch, opt_.kv);
+      slots_.back()->mtp->p_min = opt_.spec.draft_p_min;
+    }
+  }
   metrics_.slots = opt_.parallel;
   thread_ = std::thread([this] { loop(); });
 }
@@ -266,6 +274,7 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
   std::vector<Slot*> gen;
   std::vector<DraftBatch::Ask> asks;
   std::vector<std::vector<int32_t>> drafted(slots_.size());
+  double mtp_s = 0;
   for (size_t si = 0; si < slots_.size(); ++si) {
     Slot& s = *slots_[si];
     if (!s.job || s.next < 0) continue;
@@ -279,12 +288,21 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
     } else if (draft_) {
       asks.push_back({static_cast<int>(si), s.cached, n, &drafted[si]});
       draft_budget -= n;
+    } else if (s.mtp) {
+      const auto td = std::chrono::steady_clock::now();
+      try {  // an MTP module that fails costs its drafts only
+        s.spec.set(opt_.spec, s.mtp->propose(s.cached, static_cast<int>(n), pool));
+      } catch (const std::exception&) {
+        s.spec.set(opt_.spec, {});
+      }
+      mtp_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - td).count();
+      draft_budget -= static_cast<int64_t>(s.spec.draft().size());
     } else {
       s.spec.lookup(opt_.spec, s.cached, n);
       draft_budget -= static_cast<int64_t>(s.spec.draft().size());
     }
   }
-  double draft_s = 0;
+  double draft_s = mtp_s;
   if (!asks.empty()) {
     const auto td = std::chrono::steady_clock::now();
     // A draft model that fails costs its drafts only: the target's picks make the output.
@@ -331,7 +349,20 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
   try {
     const size_t need = std::max<size_t>(n_rows, 1) * static_cast<size_t>(model_.config().n_vocab);
     if (logits.size() < need) logits.resize(need);
-    forward(model_, toks, ws, pool, logits.data());
+    if (opt_.spec.mtp) {  // every token's hidden state, to each slot's MTP proposer
+      hidden_.resize(toks.size() * static_cast<size_t>(model_.config().n_embd));
+      forward(model_, toks, ws, pool, logits.data(), hidden_.data());
+      const size_t d = static_cast<size_t>(model_.config().n_embd);
+      for (size_t t = 0; t < toks.size();) {
+        size_t e = t + 1;
+        while (e < toks.size() && toks[e].seq == toks[t].seq) ++e;
+        for (auto& sp : slots_)
+          if (&sp->seq == toks[t].seq && sp->mtp) sp->mtp->observe(toks[t].pos, hidden_.data() + t * d, static_cast<int64_t>(e - t));
+        t = e;
+      }
+    } else {
+      forward(model_, toks, ws, pool, logits.data());
+    }
   } catch (const std::exception& e) {
     std::lock_guard lk(mu_);
     for (auto& sp : slots_) {

@@ -72,6 +72,7 @@ class Scheduler {
   Metrics& metrics_;
   std::vector<std::unique_ptr<Slot>> slots_;  // touched by the stepping thread only
   std::unique_ptr<DraftBatch> draft_;          // -md: the slots' draft sequences
+  std::vector<float> hidden_;                  // --spec mtp: the step's final-normed hidden rows
   SpecBackoff backoff_;                        // whether the slots may draft now (stepping thread)
   uint64_t admitted_ = 0;
 

@@ -1,0 +1,73 @@
+// `--spec mtp` through the real binaries on the Qwen3.5 release layout (fixtures/hybrid/qwen3_5/
+// float-vlm, its MTP layer beside the text model; quantized at load to run a16q8): run gives the
+// ids of plain decoding and says what drafted; serve gives them alone and under concurrent load
+// and counts the drafts in /metrics; a checkpoint without MTP layers is refused by name.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <future>
+
+#include "cli_util.h"
+#include "serve_util.h"
+#include "test_util.h"
+
+namespace {
+
+using nvfp4::test::cli;
+using nvfp4::test::json_of;
+using nvfp4::test::Result;
+
+std::vector<int32_t> ids_of(const Result& r) {
+  const nlohmann::json j = json_of(r);
+  return j.contains("ids") ? j["ids"].get<std::vector<int32_t>>() : std::vector<int32_t>{};
+}
+
+TEST(CliMtp, RunAndServeGiveThePlainTokens) {
+  const std::string m = nvfp4::test::fixture_path("hybrid/qwen3_5/float-vlm");
+  const std::string args = " --quantize -p 'hello world, hello' -n 24 --ctx 64 -t 2 --json";
+  const auto plain = ids_of(cli("run -m " + m + args));
+  ASSERT_EQ(plain.size(), 24u);
+  const Result r = cli("run -m " + m + args + " --spec mtp --draft-max 3");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(ids_of(r), plain);
+  const nlohmann::json sj = json_of(r)["speculative"];
+  EXPECT_EQ(sj["method"], "mtp");
+  EXPECT_EQ(sj["proposer"], "MTP module");
+  EXPECT_GT(sj["draft_evaluated"].get<int64_t>(), 0);
+  const Result log = cli("run -m " + m + " --quantize -p 'hello world, hello' -n 4 --ctx 64 --spec mtp", true);
+  ASSERT_EQ(log.rc, 0) << log.out;
+  EXPECT_NE(log.out.find("the checkpoint's MTP module"), std::string::npos) << log.out;
+  EXPECT_EQ(log.out.find("left out: multi-token-prediction"), std::string::npos) << log.out;  // read, not set aside
+
+  nvfp4::test::ServeProcess srv({"serve", "-m", m, "--quantize", "--port", "0", "-t", "2", "--ctx", "64", "--parallel", "3",
+                                 "--spec", "mtp", "--draft-max", "3", "--spec-min-speedup", "0"});
+  ASSERT_TRUE(srv.ready(std::chrono::seconds(120))) << srv.log();
+  const nlohmann::json body = {{"prompt", "hello world, hello"}, {"max_tokens", 24}, {"temperature", 0}, {"return_tokens", true}};
+  const auto alone = nvfp4::test::complete(srv.port(), body, false);
+  ASSERT_EQ(alone.status, 200) << srv.log();
+  EXPECT_EQ(alone.tokens, plain);
+  std::vector<std::future<nvfp4::test::Completion>> many;
+  for (int i = 0; i < 3; ++i)
+    many.push_back(std::async(std::launch::async, [&] { return nvfp4::test::complete(srv.port(), body, i % 2 == 1); }));
+  for (auto& f : many) {
+    const auto c = f.get();
+    ASSERT_EQ(c.status, 200) << srv.log();
+    EXPECT_EQ(c.tokens, plain);
+  }
+  const auto metrics = nvfp4::test::get(srv.port(), "/metrics");
+  EXPECT_GT(nvfp4::test::metric(metrics.body, "nvfp4_spec_drafted_tokens_total"), 0.0) << metrics.body;
+  EXPECT_NE(srv.log().find("the checkpoint's MTP module"), std::string::npos) << srv.log();
+  EXPECT_EQ(srv.terminate(), 0) << srv.log();
+}
+
+TEST(CliMtp, WithoutMtpLayersItIsRefusedByName) {
+  const std::string m = nvfp4::test::fixture_path("hybrid/qwen3_5/float");
+  const Result r = cli("run -m " + m + " --quantize -p hi -n 4 --spec mtp", true);
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.out.find("mtp.fc"), std::string::npos) << r.out;
+  const Result side = cli("run -m " + m + " --quantize -p hi -n 4 --spec ngram --mtp " + m, true);
+  EXPECT_NE(side.rc, 0);
+  EXPECT_NE(side.out.find("--mtp is the MTP side file of --spec mtp"), std::string::npos) << side.out;
+}
+
+}  // namespace

@@ -1,0 +1,170 @@
+// The checkpoint's multi-token-prediction (MTP) layers (issue 35): loaded in their own storage
+// from the releases' layout (fixtures/hybrid/<arch>/float-vlm: mtp.* beside the text model),
+// their logits against a float32 reference composed from transformers' own Qwen3.5 pieces
+// (tools/gen_mtp_reference.py), and `--spec mtp` giving the tokens of plain decoding.
+#include <cstring>
+#include <fstream>
+
+#include "arch_fixtures.h"
+#include "nvfp4/generate.h"
+#include "nvfp4/mtp_draft.h"
+
+using namespace nvfp4;
+using namespace nvfp4::test;
+
+namespace {
+
+constexpr double kF32Bound = 5e-5;
+
+std::string vlm_dir(const std::string& arch) { return fixture_path("hybrid") + "/" + arch + "/float-vlm"; }
+
+std::unique_ptr<Model> load_mtp(const Checkpoint& ck, Mode mode, bool quantize = false) {
+  LoadOptions lo;
+  lo.mode = mode;
+  lo.quantize = quantize;
+  lo.mtp = true;
+  return Model::load(ck, lo);
+}
+
+std::unique_ptr<Checkpoint> open_mtp(const std::string& dir) {
+  Checkpoint::OpenOptions o;
+  o.mtp = true;
+  return Checkpoint::open(dir, o);
+}
+
+class Mtp : public ::testing::TestWithParam<std::string> {
+ protected:
+  ThreadPool pool_{2};
+};
+
+TEST_P(Mtp, ReadInsteadOfSetAsideOnlyWhenAsked) {
+  auto plain = Checkpoint::open(vlm_dir(GetParam()));
+  ASSERT_EQ(plain->info().set_aside.size(), 2u);
+  EXPECT_EQ(plain->find("blk.4.nextn.eh_proj.weight"), nullptr);
+  auto ck = open_mtp(vlm_dir(GetParam()));
+  ASSERT_EQ(ck->info().set_aside.size(), 1u);  // the vision tower only
+  EXPECT_NE(ck->info().set_aside[0].find("model.visual."), std::string::npos);
+  for (const char* n : {"blk.4.nextn.eh_proj.weight", "blk.4.nextn.enorm.weight", "blk.4.nextn.hnorm.weight",
+                        "blk.4.nextn.shared_head_norm.weight", "blk.4.attn_q.weight", "blk.4.attn_norm.weight"}) {
+    const TensorEntry* e = ck->find(n);
+    ASSERT_NE(e, nullptr) << n;
+    EXPECT_EQ(e->storage, Storage::bf16) << n;  // its own storage, as the file holds it
+  }
+  // Opened with its MTP layers, the trunk alone refuses them as unread; with LoadOptions::mtp
+  // they are the module.
+  LoadOptions lo;
+  lo.mode = Mode::f32;
+  EXPECT_THROW(Model::load(*ck, lo), Error);
+  auto m = load_mtp(*ck, Mode::f32);
+  ASSERT_NE(m->mtp(), nullptr);
+  EXPECT_EQ(m->mtp()->config().n_layer, 1);
+}
+
+TEST_P(Mtp, WithoutMtpLayersSpecMtpIsRefusedByName) {
+  auto ck = open_mtp(fixture_path("hybrid") + "/" + GetParam() + "/float");
+  try {
+    load_mtp(*ck, Mode::f32);
+    FAIL() << "loaded an MTP module from a checkpoint without one";
+  } catch (const Error& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("nextn.eh_proj"), std::string::npos) << w;
+    EXPECT_NE(w.find("mtp.fc"), std::string::npos) << w;
+  }
+  auto m = load_in(*ck, Mode::f32);
+  EXPECT_THROW(MtpProposer(*m, 32), Error);
+}
+
+// The module's logits at every position of each prompt: the trunk's final-normed hidden states
+// (forward(..., hidden)) with the next token, one MTP step over the prompt.
+TEST_P(Mtp, F32LogitsMatchTheReference) {
+  const std::string dir = fixture_path("hybrid") + "/" + GetParam();
+  std::ifstream jf(dir + "/mtp_logits.json");
+  ASSERT_TRUE(jf) << dir << "/mtp_logits.json (tools/gen_mtp_reference.py)";
+  const nlohmann::json j = nlohmann::json::parse(jf);
+  std::ifstream bf(dir + "/mtp_logits.f32", std::ios::binary);
+  std::vector<char> raw((std::istreambuf_iterator<char>(bf)), std::istreambuf_iterator<char>());
+  std::vector<float> ref(raw.size() / 4);
+  std::memcpy(ref.data(), raw.data(), ref.size() * 4);
+  // The release's layout, and llama.cpp's conversion of it (its MTP block appended as blk.4 with
+  // nextn.* tensors and the zero-centred norms' 1 added).
+  std::vector<std::string> sources = {vlm_dir(GetParam())};
+  if (GetParam() == "qwen3_5") sources.push_back(dir + "/llamacpp-float-vlm.gguf");
+  for (const std::string& src : sources) {
+  SCOPED_TRACE(src);
+  auto ck = open_mtp(src);
+  auto m = load_mtp(*ck, Mode::f32);
+  const Model& mtp = *m->mtp();
+  const int64_t nv = m->config().n_vocab, d = m->config().n_embd;
+  ASSERT_EQ(nv, j["n_vocab"].get<int64_t>());
+  Diff diff;
+  for (const auto& p : j["prompts"]) {
+    const auto ids = p["ids"].get<std::vector<int32_t>>();
+    const int64_t n = static_cast<int64_t>(ids.size()), rows = p["rows"].get<int64_t>();
+    ASSERT_EQ(rows, n - 1);
+    Sequence seq(*m, 64);
+    Workspace ws(*m, 64);
+    std::vector<StepToken> step;
+    for (int64_t t = 0; t < n; ++t) step.push_back({ids[static_cast<size_t>(t)], &seq, t, false});
+    std::vector<float> hidden(static_cast<size_t>(n * d));
+    forward(*m, step, ws, pool_, nullptr, hidden.data());
+    Sequence mseq(mtp, 64);
+    Workspace mws(mtp, 64);
+    step.clear();
+    for (int64_t t = 0; t + 1 < n; ++t) step.push_back({ids[static_cast<size_t>(t + 1)], &mseq, t, true});
+    std::vector<float> logits(static_cast<size_t>(rows * nv));
+    forward_mtp(mtp, step, hidden.data(), mws, pool_, logits.data(), nullptr);
+    diff.add(logits.data(), ref.data() + p["offset"].get<size_t>(), static_cast<size_t>(rows), nv);
+  }
+  std::printf("%s MTP f32 vs reference: max |diff| %.3g (|logit| <= %.3g), argmax differs %d/%d\n", GetParam().c_str(), diff.max_abs,
+              diff.max_ref, diff.argmax_differ, diff.argmax_checked);
+  EXPECT_LE(diff.max_abs, kF32Bound);
+  EXPECT_EQ(diff.argmax_differ, 0);
+  EXPECT_GT(diff.max_ref, 0.1);
+  }
+}
+
+// --spec mtp in the integer-exact modes: the tokens of plain decoding, greedy and sampled, at one
+// and two threads, with the drafts' rejections rolled back through the recurrent snapshots.
+TEST_P(Mtp, SpeculationGivesThePlainTokens) {
+  auto ck = open_mtp(vlm_dir(GetParam()));
+  for (const bool sampled : {false, true}) {
+    for (const int threads : {1, 2}) {
+      SCOPED_TRACE(std::string(sampled ? "sampled" : "greedy") + ", threads " + std::to_string(threads));
+      ThreadPool pool(threads);
+      auto m = load_mtp(*ck, Mode::a16q8, true);
+      const std::vector<int32_t> prompt = {5, 17, 99, 4, 250, 31, 8, 77, 120, 3};
+      GenerateOptions g;
+      g.n_predict = 40;
+      if (sampled) {
+        g.sampling.temperature = 0.8f;
+        g.sampling.seed = 7;
+      }
+      const auto run = [&](MtpProposer* mtp) {
+        Sequence seq(*m, 64);
+        Workspace ws(*m, 16);
+        GenerateOptions o = g;
+        o.speculative = mtp != nullptr;
+        o.mtp = mtp;
+        o.backoff = false;
+        o.draft_max = 3;
+        return generate(*m, seq, ws, pool, prompt, o, [](int32_t) { return false; }, nullptr);
+      };
+      const GenerateResult plain = run(nullptr);
+      MtpProposer p(*m, 64, 16);
+      const GenerateResult spec = run(&p);
+      EXPECT_EQ(spec.tokens, plain.tokens);
+      EXPECT_GT(spec.drafted, 0);
+      EXPECT_GT(p.evaluated(), static_cast<int64_t>(prompt.size()) - 2);
+      // Again on the same proposer: reset by generate(), the same drafts.
+      const GenerateResult again = run(&p);
+      EXPECT_EQ(again.tokens, plain.tokens);
+      EXPECT_EQ(again.drafted, spec.drafted);
+      EXPECT_EQ(again.accepted, spec.accepted);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Hybrid, Mtp, ::testing::Values("qwen3_5", "qwen3_5_moe"),
+                         [](const auto& i) { return i.param; });
+
+}  // namespace
