@@ -27,20 +27,20 @@ TEST(CliMtp, RunAndServeGiveThePlainTokens) {
   const std::string args = " --quantize -p 'hello world, hello' -n 24 --ctx 64 -t 2 --json";
   const auto plain = ids_of(cli("run -m " + m + args));
   ASSERT_EQ(plain.size(), 24u);
-  const Result r = cli("run -m " + m + args + " --spec mtp --draft-max 3");
+  const Result r = cli("run -m " + m + args + " --spec mtp --draft-max 3 --spec-allow-low-acceptance");
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_EQ(ids_of(r), plain);
   const nlohmann::json sj = json_of(r)["speculative"];
   EXPECT_EQ(sj["method"], "mtp");
   EXPECT_EQ(sj["proposer"], "MTP module");
   EXPECT_GT(sj["draft_evaluated"].get<int64_t>(), 0);
-  const Result log = cli("run -m " + m + " --quantize -p 'hello world, hello' -n 4 --ctx 64 --spec mtp", true);
+  const Result log = cli("run -m " + m + " --quantize -p 'hello world, hello' -n 4 --ctx 64 --spec mtp --spec-allow-low-acceptance", true);
   ASSERT_EQ(log.rc, 0) << log.out;
   EXPECT_NE(log.out.find("the checkpoint's MTP module"), std::string::npos) << log.out;
   EXPECT_EQ(log.out.find("left out: multi-token-prediction"), std::string::npos) << log.out;  // read, not set aside
 
   nvfp4::test::ServeProcess srv({"serve", "-m", m, "--quantize", "--port", "0", "-t", "2", "--ctx", "64", "--parallel", "3",
-                                 "--spec", "mtp", "--draft-max", "3", "--spec-min-speedup", "0"});
+                                 "--spec", "mtp", "--spec-allow-low-acceptance", "--draft-max", "3", "--spec-min-speedup", "0"});
   ASSERT_TRUE(srv.ready(std::chrono::seconds(120))) << srv.log();
   const nlohmann::json body = {{"prompt", "hello world, hello"}, {"max_tokens", 24}, {"temperature", 0}, {"return_tokens", true}};
   const auto alone = nvfp4::test::complete(srv.port(), body, false);
@@ -58,6 +58,21 @@ TEST(CliMtp, RunAndServeGiveThePlainTokens) {
   EXPECT_GT(nvfp4::test::metric(metrics.body, "nvfp4_spec_drafted_tokens_total"), 0.0) << metrics.body;
   EXPECT_NE(srv.log().find("the checkpoint's MTP module"), std::string::npos) << srv.log();
   EXPECT_EQ(srv.terminate(), 0) << srv.log();
+}
+
+// The fixture's MTP layer is random: its acceptance on the check text is far below the floor, so
+// --spec mtp refuses it with the figure unless told otherwise.
+TEST(CliMtp, AModuleBelowTheAcceptanceFloorIsRefused) {
+  const std::string m = nvfp4::test::fixture_path("hybrid/qwen3_5/float-vlm");
+  const Result r = cli("run -m " + m + " --quantize -p hi -n 4 --spec mtp", true);
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.out.find("acceptance on the check text"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--spec-allow-low-acceptance"), std::string::npos) << r.out;
+  const Result ok = cli("run -m " + m + " --quantize -p hi -n 4 --spec mtp --spec-allow-low-acceptance --json");
+  ASSERT_EQ(ok.rc, 0) << ok.out;
+  const double a = json_of(ok)["speculative"]["check_acceptance"].get<double>();
+  EXPECT_GE(a, 0.0);
+  EXPECT_LT(a, 0.2);
 }
 
 TEST(CliMtp, WithoutMtpLayersItIsRefusedByName) {

@@ -48,4 +48,14 @@ class MtpProposer {
   int64_t d_ = 0;
 };
 
+// The MTP module's acceptance on `ids` with the trunk's own greedy picks as the truth: the share of
+// positions p < n - 2 at which the module's argmax from the trunk's hidden state at p and token
+// p + 1 equals the trunk's argmax after p + 1 (the first draft of a verify step, accepted when
+// they agree). `--spec mtp` measures it at load on a fixed text and refuses a module below a
+// floor: wrong precision, missing or mismatched weights show as a figure near 0.
+double mtp_acceptance(const Model& trunk, std::span<const int32_t> ids, ThreadPool& pool);
+
+// The text the load-time check reads (English prose; its tokens are the model's own).
+extern const char* const kMtpCheckText;
+
 }  // namespace nvfp4

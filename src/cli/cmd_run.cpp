@@ -165,6 +165,7 @@ int run(RunArgs& a) {
         sj["draft_min"] = a.draft_min;
         sj["draft_p_min"] = a.draft_p_min;
         sj["draft_evaluated"] = mtp->evaluated();
+        sj["check_acceptance"] = L.mtp_check;
       } else {
         sj["draft_model"] = a.draft_model;
         sj["draft_precision"] = std::string(mode_name(D.mode));
@@ -209,6 +210,8 @@ const Registrar reg("run", "generate text from a prompt", [](CLI::App& app) {
                  "bit-identical to plain decoding in a16q8/w4a4")
       ->check(CLI::IsMember({"ngram", "draft", "mtp"}));
   app.add_option("--mtp", a->m.mtp_file, "speculative: an MTP side file (GGUF, llama.cpp's nextn layout) for --spec mtp (implies it)");
+  app.add_flag("--spec-allow-low-acceptance", a->m.mtp_allow_low,
+               "speculative: run an MTP module whose acceptance on the load-time check text is below 0.2 (refused otherwise)");
   app.add_option("--draft-max,--spec-draft-n-max", a->g.draft_max, "speculative: draft tokens per step (default 8)")->check(CLI::Range(1, 64));
   app.add_option("--model-draft,--spec-draft-model", a->draft_model,
                  "speculative: the draft model, also -md (same vocabulary as the target; implies --spec draft)");

@@ -229,6 +229,8 @@ const Registrar reg("serve", "OpenAI-compatible HTTP server with continuous batc
                  "FILE), bit-identical to plain decoding in a16q8/w4a4")
       ->check(CLI::IsMember({"ngram", "ngram-simple", "draft", "mtp"}));
   app.add_option("--mtp", a->m.mtp_file, "speculative: an MTP side file (GGUF, llama.cpp's nextn layout) for --spec mtp (implies it)");
+  app.add_flag("--spec-allow-low-acceptance", a->m.mtp_allow_low,
+               "speculative: run an MTP module whose acceptance on the load-time check text is below 0.2 (refused otherwise)");
   app.add_option("--model-draft,--spec-draft-model", a->draft_model,
                  "speculative: the draft model, also -md (same vocabulary as the target; implies --spec draft)");
   app.add_option("--draft-precision", a->draft_precision, "draft model: a16q8, a16, w4a4, f32 (default: its own default)")

@@ -1,6 +1,8 @@
 #include "nvfp4/mapped_file.h"
 #include "cli/model_setup.h"
 
+#include "nvfp4/mtp_draft.h"
+
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -147,6 +149,23 @@ Loaded load_model(const ModelArgs& a, bool quiet) {
     lo.input_scales = calibrate_input_scales(*L.ck, toks, std::min<int64_t>(a.n_ctx, 512), L.threads);
   }
   L.model = Model::load(*L.ck, lo);
+  if (a.mtp) {  // the module checked before anything drafts with it
+    std::vector<int32_t> ids;
+    if (L.tok.add_bos() && L.tok.bos() >= 0) ids.push_back(L.tok.bos());
+    for (int32_t id : L.tok.encode(kMtpCheckText)) ids.push_back(id);
+    ThreadPool pool(L.threads);
+    L.mtp_check = mtp_acceptance(*L.model, ids, pool);
+    char got[64];
+    std::snprintf(got, sizeof got, "%.3f over %zu positions", L.mtp_check, ids.size() - 2);
+    if (L.mtp_check < kMtpAcceptanceFloor && !a.mtp_allow_low)
+      throw Error(a.mtp_file.empty() ? a.model : a.mtp_file, "--spec mtp",
+                  "the MTP module's acceptance on the check text (the trunk's own greedy picks; near 0: wrong precision, "
+                  "missing or mismatched MTP weights)",
+                  "at least " + std::to_string(kMtpAcceptanceFloor).substr(0, 4) + " (or --spec-allow-low-acceptance)", got);
+    if (!quiet)
+      std::cerr << "nvfp4: MTP module: acceptance " << got << " on the check text (floor " << kMtpAcceptanceFloor
+                << (L.mtp_check < kMtpAcceptanceFloor ? ", allowed below it by --spec-allow-low-acceptance" : "") << ")\n";
+  }
   L.load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!quiet) {
     std::cerr << "nvfp4: " << a.model << " (" << L.ck->info().container << ", " << L.ck->info().producer

@@ -25,6 +25,7 @@ struct ModelArgs {
   // `mtp_file` (--mtp FILE; a GGUF of llama.cpp's nextn layout).
   bool mtp = false;
   std::string mtp_file;
+  bool mtp_allow_low = false;  // --spec-allow-low-acceptance: run an MTP module below the floor
   void add(CLI::App& app, bool model_required = true);
 };
 
@@ -36,7 +37,11 @@ struct Loaded {
   Mode mode = Mode::f32;
   int threads = 1;
   double load_s = 0;
+  double mtp_check = -1;  // --spec mtp: the module's acceptance on the check text (kMtpCheckText)
 };
+
+// The acceptance an MTP module must reach on the check text for --spec mtp to run it.
+inline constexpr double kMtpAcceptanceFloor = 0.2;
 
 // Opens, validates and prepares; logs (to stderr unless quiet) what runs: mode, kernels, memory.
 Loaded load_model(const ModelArgs& a, bool quiet);

@@ -98,4 +98,32 @@ std::vector<int32_t> MtpProposer::propose(std::span<const int32_t> history, int 
   return draft;
 }
 
+const char* const kMtpCheckText =
+    "The library opens at nine in the morning and closes at six in the evening. Visitors may borrow up to five books "
+    "at a time, and each loan lasts three weeks. If you need a book for longer, you can renew it online or at the front "
+    "desk, unless another reader has reserved it. Children under twelve must be accompanied by an adult. Please keep "
+    "your voice low in the reading rooms, and remember that food and drinks are not allowed near the shelves.";
+
+double mtp_acceptance(const Model& trunk, std::span<const int32_t> ids, ThreadPool& pool) {
+  const Model& mtp = module_of(trunk);
+  const int64_t n = static_cast<int64_t>(ids.size()), d = trunk.config().n_embd, nv = trunk.config().n_vocab;
+  if (n < 3) throw Error(trunk.impl().source, "--spec mtp", "the MTP check's text", "at least 3 tokens", std::to_string(n));
+  Sequence seq(trunk, n);
+  Workspace ws(trunk, n);
+  std::vector<StepToken> step;
+  for (int64_t t = 0; t < n; ++t) step.push_back({ids[static_cast<size_t>(t)], &seq, t, true});
+  std::vector<float> logits(static_cast<size_t>(n * nv)), hidden(static_cast<size_t>(n * d));
+  forward(trunk, step, ws, pool, logits.data(), hidden.data());
+  Sequence mseq(mtp, n);
+  Workspace mws(mtp, n);
+  step.clear();
+  for (int64_t t = 0; t + 2 < n; ++t) step.push_back({ids[static_cast<size_t>(t + 1)], &mseq, t, true});
+  std::vector<float> mlogits(static_cast<size_t>((n - 2) * nv));
+  forward_mtp(mtp, step, hidden.data(), mws, pool, mlogits.data(), nullptr);
+  int64_t agree = 0;
+  for (int64_t t = 0; t + 2 < n; ++t)
+    agree += argmax(mlogits.data() + t * nv, nv) == argmax(logits.data() + (t + 1) * nv, nv);
+  return static_cast<double>(agree) / static_cast<double>(n - 2);
+}
+
 }  // namespace nvfp4
