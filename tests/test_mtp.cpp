@@ -164,6 +164,54 @@ TEST_P(Mtp, SpeculationGivesThePlainTokens) {
   }
 }
 
+// serve drafts for all its slots in one MTP step (catch-up and every chained draft): the drafts
+// are those each slot gets alone (a row's result does not depend on its step, in a16q8), and a
+// slot that takes another's prefix (the prompt cache's copy) drafts as that one would.
+TEST_P(Mtp, BatchedSlotsDraftAsEachAlone) {
+  auto ck = open_mtp(vlm_dir(GetParam()));
+  auto m = load_mtp(*ck, Mode::a16q8, true);
+  const int64_t d = m->config().n_embd;
+  const std::vector<std::vector<int32_t>> hist = {{5, 17, 99, 4, 250, 31, 8, 77, 120, 3}, {7, 7, 300, 41, 2, 9}};
+  // The trunk's rows of each history but its last token (which the trunk runs next).
+  const auto rows_of = [&](const std::vector<int32_t>& h) {
+    Sequence seq(*m, 64);
+    Workspace ws(*m, 16);
+    std::vector<StepToken> step;
+    for (size_t t = 0; t + 1 < h.size(); ++t) step.push_back({h[t], &seq, static_cast<int64_t>(t), false});
+    std::vector<float> hidden(step.size() * static_cast<size_t>(d));
+    forward(*m, step, ws, pool_, nullptr, hidden.data());
+    return hidden;
+  };
+  std::vector<std::vector<int32_t>> alone;
+  for (const auto& h : hist) {
+    MtpProposer one(*m, 64, 4);  // catch-up in steps of 4: several per history
+    const auto r = rows_of(h);
+    one.observe(0, r.data(), static_cast<int64_t>(h.size()) - 1);
+    alone.push_back(one.propose(h, 4, pool_));
+    EXPECT_EQ(alone.back().size(), 4u);
+  }
+  MtpProposer both(*m, 64, 4, KvType::f32, 2);
+  std::vector<std::vector<int32_t>> out(2);
+  std::vector<MtpProposer::Ask> asks;
+  for (int s = 0; s < 2; ++s) {
+    const auto r = rows_of(hist[static_cast<size_t>(s)]);
+    both.observe(s, 0, r.data(), static_cast<int64_t>(hist[static_cast<size_t>(s)].size()) - 1);
+    asks.push_back({s, hist[static_cast<size_t>(s)], 4, &out[static_cast<size_t>(s)]});
+  }
+  both.propose(asks, pool_);
+  EXPECT_EQ(out[0], alone[0]);
+  EXPECT_EQ(out[1], alone[1]);
+  // Slot 1 takes slot 0's first 8 positions, then slot 0's history: slot 0's drafts.
+  both.copy_prefix(1, 0, 8);
+  const auto r0 = rows_of(hist[0]);
+  both.observe(1, 8, r0.data() + 8 * d, static_cast<int64_t>(hist[0].size()) - 9);
+  EXPECT_EQ(both.propose(hist[0], 4, pool_).size(), 4u);  // slot 0, run again
+  std::vector<int32_t> copied;
+  const MtpProposer::Ask a{1, hist[0], 4, &copied};
+  both.propose(std::span<const MtpProposer::Ask>(&a, 1), pool_);
+  EXPECT_EQ(copied, alone[0]);
+}
+
 INSTANTIATE_TEST_SUITE_P(Hybrid, Mtp, ::testing::Values("qwen3_5", "qwen3_5_moe"),
                          [](const auto& i) { return i.param; });
 

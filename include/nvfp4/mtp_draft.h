@@ -9,6 +9,7 @@
 // many a verify step accepts.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -20,32 +21,45 @@ namespace nvfp4 {
 class MtpProposer {
  public:
   // trunk: a model loaded with LoadOptions::mtp (throws nvfp4::Error naming the file when it has
-  // no MTP module); n_ctx: the trunk sequence's positions; n_batch: entries per step when catching up.
-  MtpProposer(const Model& trunk, int64_t n_ctx, int64_t n_batch = 64, KvType kv = KvType::f32);
+  // no MTP module); slots: sequences drafted for (serve's slots; run has one); n_ctx: a trunk
+  // sequence's positions; n_batch: MTP entries per step when catching up.
+  MtpProposer(const Model& trunk, int64_t n_ctx, int64_t n_batch = 64, KvType kv = KvType::f32, int slots = 1);
+  ~MtpProposer();
 
   float p_min = 0.0f;  // --draft-p-min: stop drafting at a token whose draft probability is below
   int n_min = 0;       // --draft-min: a draft shorter than this is dropped
 
-  // After each trunk step of the sequence: the final-normed hidden states (forward(..., hidden))
-  // of its tokens at positions p0 .. p0 + n - 1, rows of n_embd.
-  void observe(int64_t p0, const float* hidden, int64_t n);
-  // Up to k tokens continuing `history`, whose last token is the one the trunk runs next (the
-  // trunk holds history.size() - 1 positions). Empty when the hidden states it needs were not
-  // observed.
+  // After each trunk step holding slot's sequence: the final-normed hidden states (forward(...,
+  // hidden)) of its tokens at positions p0 .. p0 + n - 1, rows of n_embd.
+  void observe(int slot, int64_t p0, const float* hidden, int64_t n);
+  void observe(int64_t p0, const float* hidden, int64_t n) { observe(0, p0, hidden, n); }
+
+  struct Ask {
+    int slot = 0;
+    std::span<const int32_t> history;  // its last token is the one the trunk runs next
+    int64_t limit = 0;                 // drafts wanted
+    std::vector<int32_t>* out = nullptr;
+  };
+  // Up to `limit` tokens continuing each ask's history (the trunk holds history.size() - 1
+  // positions of it), every slot's catch-up and each chained draft step batched in one MTP step.
+  // An ask whose hidden states were not observed gets no draft.
+  void propose(std::span<const Ask> asks, ThreadPool& pool);
   std::vector<int32_t> propose(std::span<const int32_t> history, int k, ThreadPool& pool);
-  void reset();                                    // a new generation
+  // A slot takes the first n positions of another's (a prompt cache's prefix copied in serve):
+  // the entries the other holds exactly for them.
+  void copy_prefix(int slot, int from, int64_t n);
+  void reset(int slot);
+  void reset();                                    // every slot: a new generation
   int64_t evaluated() const { return evaluated_; }  // MTP entries run (catch-up and drafts)
 
  private:
+  struct Slot;
   const Model& mtp_;
-  Sequence seq_;  // the module's entries: exact ones for positions 0 .. seq_.pos() - 1
+  std::vector<std::unique_ptr<Slot>> slots_;
   Workspace ws_;
-  std::vector<int32_t> held_;    // the tokens those entries read: history[0 .. seq_.pos()]
-  std::vector<float> hidden_;    // observed trunk rows of positions h0_ .. h0_ + rows - 1
-  int64_t h0_ = 0;
-  std::vector<float> logits_, out_;
+  std::vector<float> logits_, h_in_, out_;
   int64_t evaluated_ = 0;
-  int64_t d_ = 0;
+  int64_t d_ = 0, nv_ = 0;
 };
 
 // The MTP module's acceptance on `ids` with the trunk's own greedy picks as the truth: the share of

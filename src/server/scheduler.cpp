@@ -39,7 +39,7 @@ struct Scheduler::Slot {
   std::optional<Sampler> sampler;
   std::optional<TextStream> text;
   SpecSlot spec;
-  std::unique_ptr<MtpProposer> mtp;  // --spec mtp: the slot's MTP sequence
+  int index = 0;             // its place in slots_ (its MTP sequence's)
   Slot(const Model& m, int64_t n_ctx, KvType kv) : seq(m, n_ctx, kv) {}
 };
 
@@ -52,10 +52,11 @@ Scheduler::Scheduler(const Model& model, const Tokenizer& tok, const SchedulerOp
   if (draft_) draft_->p_min = opt_.spec.draft_p_min;
   for (int i = 0; i < opt_.parallel; ++i) {
     slots_.push_back(std::make_unique<Slot>(model, opt_.n_ctx, opt_.kv));
-    if (opt_.spec.mtp) {
-      slots_.back()->mtp = std::make_unique<MtpProposer>(model, opt_.n_ctx, opt_.n_batch, opt_.kv);
-      slots_.back()->mtp->p_min = opt_.spec.draft_p_min;
-    }
+    slots_.back()->index = i;
+  }
+  if (opt_.spec.mtp) {
+    mtp_ = std::make_unique<MtpProposer>(model, opt_.n_ctx, opt_.n_batch, opt_.kv, opt_.parallel);
+    mtp_->p_min = opt_.spec.draft_p_min;
   }
   metrics_.slots = opt_.parallel;
   thread_ = std::thread([this] { loop(); });
@@ -206,6 +207,7 @@ bool Scheduler::admit() {
     s.order = admitted_++;
     if (donor) {
       s.seq.copy_prefix(donor->seq, static_cast<int64_t>(donor_n));
+      if (mtp_) mtp_->copy_prefix(s.index, donor->index, static_cast<int64_t>(donor_n));
       s.cached.assign(donor->cached.begin(), donor->cached.begin() + static_cast<std::ptrdiff_t>(donor_n));
       best_n = donor_n;
       metrics_.prompt_tokens_copied += static_cast<int64_t>(donor_n);
@@ -274,7 +276,7 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
   std::vector<Slot*> gen;
   std::vector<DraftBatch::Ask> asks;
   std::vector<std::vector<int32_t>> drafted(slots_.size());
-  double mtp_s = 0;
+  std::vector<MtpProposer::Ask> mtp_asks;
   for (size_t si = 0; si < slots_.size(); ++si) {
     Slot& s = *slots_[si];
     if (!s.job || s.next < 0) continue;
@@ -288,21 +290,25 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
     } else if (draft_) {
       asks.push_back({static_cast<int>(si), s.cached, n, &drafted[si]});
       draft_budget -= n;
-    } else if (s.mtp) {
-      const auto td = std::chrono::steady_clock::now();
-      try {  // an MTP module that fails costs its drafts only
-        s.spec.set(opt_.spec, s.mtp->propose(s.cached, static_cast<int>(n), pool));
-      } catch (const std::exception&) {
-        s.spec.set(opt_.spec, {});
-      }
-      mtp_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - td).count();
-      draft_budget -= static_cast<int64_t>(s.spec.draft().size());
+    } else if (mtp_) {
+      mtp_asks.push_back({s.index, s.cached, n, &drafted[si]});
+      draft_budget -= n;
     } else {
       s.spec.lookup(opt_.spec, s.cached, n);
       draft_budget -= static_cast<int64_t>(s.spec.draft().size());
     }
   }
-  double draft_s = mtp_s;
+  double draft_s = 0;
+  if (!mtp_asks.empty()) {
+    const auto td = std::chrono::steady_clock::now();
+    try {  // an MTP module that fails costs its drafts only: the target's picks make the output
+      mtp_->propose(mtp_asks, pool);
+    } catch (const std::exception&) {
+      for (auto& d : drafted) d.clear();
+    }
+    for (const auto& q : mtp_asks) slots_[static_cast<size_t>(q.slot)]->spec.set(opt_.spec, std::move(*q.out));
+    draft_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - td).count();
+  }
   if (!asks.empty()) {
     const auto td = std::chrono::steady_clock::now();
     // A draft model that fails costs its drafts only: the target's picks make the output.
@@ -312,7 +318,7 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
       for (auto& d : drafted) d.clear();
     }
     for (const auto& q : asks) slots_[static_cast<size_t>(q.slot)]->spec.set(opt_.spec, std::move(*q.out));
-    draft_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - td).count();
+    draft_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - td).count();
   }
   bool drafts = false;
   for (Slot* sp : gen) {
@@ -357,7 +363,7 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
         size_t e = t + 1;
         while (e < toks.size() && toks[e].seq == toks[t].seq) ++e;
         for (auto& sp : slots_)
-          if (&sp->seq == toks[t].seq && sp->mtp) sp->mtp->observe(toks[t].pos, hidden_.data() + t * d, static_cast<int64_t>(e - t));
+          if (&sp->seq == toks[t].seq) mtp_->observe(sp->index, toks[t].pos, hidden_.data() + t * d, static_cast<int64_t>(e - t));
         t = e;
       }
     } else {
@@ -385,7 +391,7 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
   metrics_.step_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(dt).count();
   if (opt_.spec.on())
     backoff_.step(static_cast<int64_t>(toks.size()), static_cast<int64_t>(gen.size()), picks, n_prompt,
-                  drafts || !asks.empty(), std::chrono::duration<double>(dt).count() - draft_s, draft_s);
+                  drafts || !asks.empty() || !mtp_asks.empty(), std::chrono::duration<double>(dt).count() - draft_s, draft_s);
 }
 
 int64_t Scheduler::verify(Slot& s, const float* rows, int64_t p0) {

@@ -19,6 +19,7 @@
 #include "server/job.h"
 #include "server/metrics.h"
 #include "server/spec_backoff.h"
+#include "nvfp4/mtp_draft.h"
 #include "server/spec_draft.h"
 #include "server/spec_slot.h"
 
@@ -72,6 +73,7 @@ class Scheduler {
   Metrics& metrics_;
   std::vector<std::unique_ptr<Slot>> slots_;  // touched by the stepping thread only
   std::unique_ptr<DraftBatch> draft_;          // -md: the slots' draft sequences
+  std::unique_ptr<MtpProposer> mtp_;           // --spec mtp: every slot's MTP sequence
   std::vector<float> hidden_;                  // --spec mtp: the step's final-normed hidden rows
   SpecBackoff backoff_;                        // whether the slots may draft now (stepping thread)
   uint64_t admitted_ = 0;
