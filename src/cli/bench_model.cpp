@@ -14,6 +14,7 @@
 
 #include "cli/bench_registry.h"
 #include "cli/bench_util.h"
+#include "cli/bench_verify.h"
 #include "cli/model_setup.h"
 #include "nvfp4/huge_pages.h"
 
@@ -30,6 +31,7 @@ struct Opt {
   bool profile = false;
   int peer_timeout_s = 600;
   bool peer_skip_nvfp4 = false;  // only the Q4_0 column
+  int verify_drafts = 0;          // --verify-drafts K: a verify step's cost for k = 1 .. K
 };
 
 std::optional<nlohmann::json> peer(const Opt& o, const std::string& args, int timeout_s = 0) {
@@ -266,6 +268,8 @@ int run(const Opt& o) {
   j["peak_rss_vs_weights_kv"] = rss / (w_mib + kv_mib + state_mib);
   j["dispatches_per_token"] = ms.dispatches_per_token;
   if (o.profile) j["profile"] = profile_json(ms.prof, gbps);
+  if (o.verify_drafts > 0)
+    j["verify"] = verify_cost(*L.model, context_options(o.m).kv, L.threads, o.prompt, o.verify_drafts, 16, std::max(3, o.reps));
   const std::string common = peer_args(o, L.threads);
   j["llama_cpp_nvfp4_prompt_tps"] = nullptr;
   j["llama_cpp_nvfp4_gen_tps"] = nullptr;
@@ -324,6 +328,13 @@ int run(const Opt& o) {
               w_mib, kv_mib, state_mib > 0 ? (" + recurrent states " + std::to_string(static_cast<int>(state_mib + 0.5)) + " MiB").c_str() : "");
   std::printf("on 2 MiB pages: %.0f MiB (transparent huge pages: %s)\n", huge_mib, thp_mode().empty() ? "absent" : thp_mode().c_str());
   if (o.profile) print_profile(j["profile"]);
+  if (j.contains("verify")) {
+    const auto& v = j["verify"];
+    std::printf("verify step of k drafts (snapshots and rollback included) against a plain step:");
+    for (size_t i = 1; i < v["k"].size(); ++i)
+      std::printf(" k=%d %.2fx", v["k"][i].get<int>(), v["vs_plain"][i].get<double>());
+    std::printf(" (plain %.2f ms)\n", v["step_ms"][0].get<double>());
+  }
   return 0;
 }
 
@@ -344,6 +355,9 @@ const BenchRegistrar reg("model", "end-to-end prompt and generation speed, roofl
       ->check(CLI::Range(0, 86400));
   app.add_flag("--profile", o->profile,
                "after the timed runs, one more generation timed by part (attention, router, experts, mlp, head): ms, MB and GB/s per token");
+  app.add_option("--verify-drafts", o->verify_drafts,
+                 "speculative: also time a verify step of k = 1 .. K drafts (snapshots and rollback included) against a plain step")
+      ->check(CLI::Range(0, 16));
   app.add_flag("--json", o->json, "one JSON object");
   return [o] { return run(*o); };
 });

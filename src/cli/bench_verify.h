@@ -1,0 +1,16 @@
+// `bench model --verify-drafts K`: what a speculative verify step of k drafts (1 + k tokens, the
+// recurrent layers' snapshots taken first and the drafts rolled back after) costs against a plain
+// decode step of one token, for k = 1 .. K, on the same sequence after a prompt.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+
+#include "nvfp4/model.h"
+
+namespace nvfp4::cli {
+
+// Per k: the median over `reps` of the mean step time of `steps` steps (k = 0 is the plain step),
+// the k's interleaved within each repeat; {"k": [...], "step_ms": [...], "vs_plain": [...]}.
+nlohmann::json verify_cost(const Model& m, KvType kv, int threads, int64_t prompt, int max_k, int steps, int reps);
+
+}  // namespace nvfp4::cli
