@@ -60,14 +60,35 @@ def log(*a):
     print(f"[{time.process_time() - T0:7.1f}s cpu]", *a, flush=True)
 
 
+def trunk_gguf():
+    return os.environ.get("NVFP4_SMOLLM2_GGUF") or subprocess.check_output(
+        ["bash", str(ROOT / "scripts" / "model-path.sh")], text=True).strip()
+
+
+def check_permute(trunk, cfg):
+    """Our q/k permutation applied to the trunk's last layer (transformers un-permuted it at load)
+    gives back the trunk GGUF's own blk.29.attn_q/attn_k (dequantized): the side file's q/k rows are
+    in the order the engine already reads for the trunk."""
+    import gguf
+    r = gguf.GGUFReader(trunk_gguf())
+    lay = trunk.model.layers[-1].self_attn
+    n = len(trunk.model.layers) - 1
+    for t in r.tensors:
+        if t.name in (f"blk.{n}.attn_q.weight", f"blk.{n}.attn_k.weight"):
+            deq = gguf.dequantize(t.data, t.tensor_type).reshape(
+                [int(x) for x in reversed(t.shape.tolist())])
+            w = (lay.q_proj if "attn_q" in t.name else lay.k_proj).weight.detach().numpy()
+            mine = M.permute(w, cfg.num_attention_heads, None if "attn_q" in t.name else cfg.num_key_value_heads)
+            assert np.array_equal(mine, deq), f"{t.name}: permute disagrees with the trunk GGUF"
+    log(f"q/k permutation == the trunk GGUF's blk.{n}.attn_q/attn_k")
+
+
 def load_trunk():
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
     hf_logging.disable_progress_bar()
-    gguf = os.environ.get("NVFP4_SMOLLM2_GGUF") or subprocess.check_output(
-        ["bash", str(ROOT / "scripts" / "model-path.sh")], text=True).strip()
-    d, n = os.path.split(gguf)
+    d, n = os.path.split(trunk_gguf())
     trunk = AutoModelForCausalLM.from_pretrained(d, gguf_file=n, dtype=torch.float32).eval()
     tok = AutoTokenizer.from_pretrained(d, gguf_file=n)
     for p in trunk.parameters():
@@ -176,12 +197,13 @@ def train(mtp, d, emb, a, watch=None):
     opt = torch.optim.AdamW(params, lr=a.lr, betas=(0.9, 0.98), weight_decay=0.0)
     g = torch.Generator().manual_seed(0)
     n = len(d["ids"])
+    pool = list(range(n)) + list(range(n - a.chat_windows, n)) * (a.chat_repeat - 1)  # answers last
     mask = M.causal_mask(L - 1)
     order = []
     t_start = time.process_time()
     for step in range(a.steps):
         if len(order) < a.batch:
-            order += torch.randperm(n, generator=g).tolist()
+            order += [pool[j] for j in torch.randperm(len(pool), generator=g).tolist()]
         idx = torch.tensor(order[:a.batch])
         order = order[a.batch:]
         lr = a.lr * min(1.0, (step + 1) / 20) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / a.steps)))
@@ -324,7 +346,8 @@ def main():
     ap.add_argument("--chat-windows", type=int, default=24)
     ap.add_argument("--chat-new", type=int, default=128)
     ap.add_argument("--eval-cap", type=int, default=6)
-    ap.add_argument("--steps", type=int, default=400)
+    ap.add_argument("--steps", type=int, default=800)
+    ap.add_argument("--chat-repeat", type=int, default=1, help="self-distillation answers seen this many times per epoch")
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--hard", type=float, default=0.5)
@@ -339,6 +362,7 @@ def main():
     trunk, tok = load_trunk()
     log("trunk loaded")
     cfg = M.mtp_config(trunk.config)
+    check_permute(trunk, cfg)
     emb = trunk.model.embed_tokens.weight.detach()
     key = json.dumps({k: getattr(a, k) for k in ("license_windows", "python_windows", "chat_windows",
                                                   "chat_new", "eval_cap")}, sort_keys=True)
