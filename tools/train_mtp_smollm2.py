@@ -412,7 +412,8 @@ def main():
         (out_dir / "acceptance.json").write_text(json.dumps(report, indent=1) + "\n")
     reference(trunk, tok, mtp, out_dir)
     write_safetensors(mtp, work / "smollm2_mtp.safetensors")
-    log(f"wrote {out_dir}/acceptance.json, reference.json, ref_p*.npy and {work}/smollm2_mtp.safetensors")
+    log(f"wrote {out_dir}/reference.json, ref_p*.npy and {work}/smollm2_mtp.safetensors"
+        + ("" if a.from_gguf else f", {out_dir}/acceptance.json"))
 
 
 if __name__ == "__main__":
