@@ -43,6 +43,9 @@ echo "== nvfp4 serve's Responses and Messages APIs against PyPI's openai and ant
 build/serve-venv/bin/python tools/test_serve_agents.py build/nvfp4 "$NVFP4_SMOLLM2_GGUF" --quantize
 echo "== nvfp4 serve under load: 200 requests at concurrency 8, each equal to itself alone"
 build/serve-venv/bin/python tools/test_serve_load.py build/nvfp4 "$NVFP4_SMOLLM2_GGUF" --quantize
+echo "== nvfp4 serve --spec mtp (the trained SmolLM2 head) under load: 100 requests, each equal to itself alone"
+build/serve-venv/bin/python tools/test_serve_load.py build/nvfp4 "$NVFP4_SMOLLM2_GGUF" --quantize --requests 100 \
+  --mtp fixtures/mtp/smollm2_mtp.gguf --draft-max 3 --spec-min-speedup 0
 echo "== nvfp4 serve: two replicas behind nginx (docs/SCALING.md)"
 build/serve-venv/bin/python tools/test_serve_nginx.py build/nvfp4 "$NVFP4_SMOLLM2_GGUF" --quantize
 echo "== ASan+UBSan tests"
