@@ -40,7 +40,9 @@ TEST(TokenMask, EqualsBruteForceOnSmolLM2) {
   NVFP4_REQUIRE_SMOLLM2(path);
   const auto file = gguf::File::open(path);
   const Tokenizer tok = Tokenizer::from_gguf(file);
+  const auto tb = std::chrono::steady_clock::now();
   const TokenTrie trie(tok);
+  const double build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tb).count();
   Grammar g = json_schema_grammar(OJson::parse(R"({"type":"object","properties":{
       "name":{"type":"string","maxLength":5},"age":{"type":"integer"},"unit":{"enum":["celsius","fahrenheit"]},
       "tags":{"type":"array","items":{"type":"number"}},"ok":{"type":"boolean"}},
@@ -72,8 +74,17 @@ TEST(TokenMask, EqualsBruteForceOnSmolLM2) {
     }
   }
   EXPECT_TRUE(c.done());
+  // The widest state: inside a string of any length, where most of the vocabulary is allowed.
+  JsonChecker in_string(std::make_shared<const Grammar>(json_object_grammar()));
+  ASSERT_TRUE(in_string.feed(R"({"a": ")"));
+  const auto ts = std::chrono::steady_clock::now();
+  const int64_t wide = trie.fill(in_string, allowed);
+  const double string_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - ts).count();
+  EXPECT_GT(wide, tok.n_vocab() / 2);
+  ASSERT_EQ(allowed, brute_force(tok, in_string));
+  std::cout << "inside a string: " << wide << " tokens allowed, " << string_ms << " ms" << std::endl;
   std::cout << "token mask over " << tok.n_vocab() << " tokens: " << total_ms / n << " ms per state on average ("
-            << n << " states)" << std::endl;
+            << n << " states); the trie laid once in " << build_ms << " ms" << std::endl;
 }
 
 // Greedy "decoding" of a document's own tokens through the masks: every token of the document's

@@ -152,6 +152,19 @@ bool JsonChecker::in_marker() const {
   return false;
 }
 
+bool JsonChecker::in_free_string() const {
+  if (n_ == 0) return false;
+  for (size_t i = 0; i < n_; ++i) {
+    const auto& fr = alts_[i].frames;
+    if (fr.empty()) return false;
+    const Frame& f = fr.back();
+    if (f.kind != Frame::String || (f.flags & kKey) || f.st != 0) return false;
+    const SchemaNode& nd = g_->nodes[static_cast<size_t>(f.node)];
+    if (nd.max_length >= 0 || nd.min_length > 0) return false;
+  }
+  return true;
+}
+
 void JsonChecker::value_done(Stack& s) const {
   if (s.frames.empty()) return;
   Frame& p = s.frames.back();

@@ -38,6 +38,9 @@ class JsonChecker {
   bool done() const;
   // Some branch is inside a marker (the grammar's prefix or suffix): special tokens may match.
   bool in_marker() const;
+  // Every branch is inside a string value of any length, between characters: bytes without a
+  // quote that end where a character ends leave it so, whatever holds the string (token_mask.h).
+  bool in_free_string() const;
   // Copies o's state into this one, reusing this one's memory (the mask's search copies a lot).
   void assign(const JsonChecker& o);
 
