@@ -11,7 +11,10 @@ MODEL is the bundled SmolLM2-135M-Instruct. Two servers in turn:
    response_format. Each constrained request gives the same text alone and among 8 concurrent
    requests (4 slots), and a plain request's text is the same before, during and after them.
    Schemas the server cannot enforce are 400s naming the field.
-2. `--chat-template qwen3` (Hermes tool calls): tool_choice "required" on a prompt the model answers
+2. `--spec ngram` (speculative decoding, drafts from n-gram lookup): the same constrained requests,
+   8 at once, give the texts the first server gave each alone (drafts are checked against the
+   masked picks), and drafts were fed.
+3. `--chat-template qwen3` (Hermes tool calls): tool_choice "required" on a prompt the model answers
    in text otherwise, and a named function among two tools: the reply is that call, its
    arguments valid against the tool's parameters.
 Exit 0 when every check passes.
@@ -125,7 +128,7 @@ def bad_request(fn, param):
     raise AssertionError(f"accepted; expected a 400 naming {param}")
 
 
-def own_template(binary, model, extra):
+def own_template(binary, model, extra, alone):
     checks = 0
     p, port = start(binary, model, extra, parallel=4)
     try:
@@ -133,7 +136,6 @@ def own_template(binary, model, extra):
         plain = dict(messages=[{"role": "user", "content": "Name three colors."}], max_tokens=24, temperature=0)
         plain_alone = one(c, plain)
         reqs = chat_requests()
-        alone = []
         for kw, schema in reqs:
             text, finish = one(c, kw)
             check_json(text, finish, schema)
@@ -213,6 +215,34 @@ TOOLS = [
 ]
 
 
+def metric(port, name):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", headers={"Authorization": "Bearer k"})
+    for line in urllib.request.urlopen(req).read().decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"no metric {name}")
+
+
+def speculation(binary, model, extra, alone):
+    checks = 0
+    p, port = start(binary, model, extra + ["--spec", "ngram"], parallel=4)
+    try:
+        c = client(port)
+        reqs = chat_requests()
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:
+            got = list(ex.map(lambda kw: one(c, kw[0]), reqs))
+        for (text, _), want in zip(got, alone):
+            assert text == want, (text, want)
+            checks += 1
+        drafted = metric(port, "nvfp4_spec_drafted_tokens_total")
+        print(f"  speculation: {int(drafted)} drafted, {int(metric(port, 'nvfp4_spec_accepted_tokens_total'))} accepted")
+        assert drafted > 0
+        checks += 1
+    finally:
+        stop(p)
+    return checks
+
+
 def qwen3_template(binary, model, extra):
     checks = 0
     p, port = start(binary, model, extra + ["--chat-template", "qwen3"], parallel=2)
@@ -242,7 +272,9 @@ def qwen3_template(binary, model, extra):
 
 def main():
     binary, model, extra = sys.argv[1], sys.argv[2], sys.argv[3:]
-    n = own_template(binary, model, extra)
+    alone = []
+    n = own_template(binary, model, extra, alone)
+    n += speculation(binary, model, extra, alone)
     n += qwen3_template(binary, model, extra)
     print(f"test_serve_structured: {n} checks passed")
 
