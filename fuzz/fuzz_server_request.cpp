@@ -6,7 +6,9 @@
 // or 501); cut into tokens, they go through a TextStream with stop strings, whose output must be
 // valid UTF-8. The bytes are also a model's chat reply for the tool call parser of each family
 // (with and without reasoning): the reply parsed whole and pushed in 3-byte pieces must give the
-// same reasoning, content and calls, and every call's arguments must be a JSON object.
+// same reasoning, content and calls, and every call's arguments must be a JSON object. Fed to the
+// constrained-output checker (json_checker.h) of json_object and of the request's own
+// response_format, the bytes that it calls a whole document must parse as JSON.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "server/api_error.h"
+#include "server/json_checker.h"
 #include "server/messages_request.h"
 #include "server/request.h"
 #include "server/request_framing.h"
@@ -59,14 +62,29 @@ void check_tool_parsers(const std::string& text) {
   }
 }
 
+// Whatever prefix of `text` the checker takes, a document it calls whole parses (the checker is
+// sound); a json_object document is an object.
+void check_checker(const std::shared_ptr<const nvfp4::server::Grammar>& g, const std::string& text, bool object) {
+  nvfp4::server::JsonChecker c(g);
+  size_t n = 0;
+  while (n < text.size() && !c.done() && c.feed(static_cast<uint8_t>(text[n]))) ++n;
+  if (!c.done() && !c.accepting()) return;
+  const auto j = nlohmann::json::parse(text.substr(0, n), nullptr, false);
+  if (j.is_discarded() || (object && !j.is_object())) std::abort();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace nvfp4::server;
   const std::string body(reinterpret_cast<const char*>(data), size);
+  check_checker(std::make_shared<const Grammar>(json_object_grammar()), body, true);
   for (int kind = 0; kind < 6; ++kind) {
     try {
-      if (kind < 2) (void)parse_gen_request(body, kind == 1);
+      if (kind < 2) {
+        const GenRequest r = parse_gen_request(body, kind == 1);
+        if (r.grammar && r.grammar->prefix < 0) check_checker(r.grammar, body, false);
+      }
       else if (kind == 2) (void)parse_tokenize_request(body);
       else if (kind == 3) (void)parse_detokenize_request(body);
       else if (kind == 4) (void)responses_messages(parse_responses_request(body), {});

@@ -3,7 +3,8 @@
 # (clang, ASan + UBSan, with the libFuzzer targets), fuzzes the checkpoint parsers for a bounded
 # time (NVFP4_FUZZ_SECONDS per target, default 20), then runs every test in both trees with CTest,
 # and `nvfp4 serve` against PyPI's openai and anthropic clients (tools/test_serve_openai.py, tools/test_serve_tools.py,
-# tools/test_serve_agents.py, tools/test_serve_load.py, tools/test_serve_nginx.py).
+# tools/test_serve_agents.py, tools/test_serve_structured.py, tools/test_serve_load.py,
+# tools/test_serve_nginx.py; structured output validated by PyPI's jsonschema).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -31,16 +32,18 @@ python3 tools/layer_graph.py build
 echo "== Kernel ISAs exercised by the tests on this machine"
 bash scripts/isa-summary.sh build | tee build/isa-summary.txt
 echo "== nvfp4 serve against PyPI's openai client (loopback, bounded)"
-if [ ! -x build/serve-venv/bin/python ] || ! build/serve-venv/bin/python -c "import openai, anthropic" 2>/dev/null; then
+if [ ! -x build/serve-venv/bin/python ] || ! build/serve-venv/bin/python -c "import openai, anthropic, jsonschema" 2>/dev/null; then
   rm -rf build/serve-venv
   python3 -m venv build/serve-venv
-  build/serve-venv/bin/pip install -q "openai>=1.0" "anthropic>=0.40"
+  build/serve-venv/bin/pip install -q "openai>=1.0" "anthropic>=0.40" "jsonschema>=4"
 fi
 build/serve-venv/bin/python tools/test_serve_openai.py build/nvfp4 "$NVFP4_SMOLLM2_GGUF" --quantize
 echo "== nvfp4 serve with tools and reasoning against PyPI's openai client"
 build/serve-venv/bin/python tools/test_serve_tools.py build/nvfp4 "$NVFP4_SMOLLM2_GGUF" --quantize
 echo "== nvfp4 serve's Responses and Messages APIs against PyPI's openai and anthropic clients"
 build/serve-venv/bin/python tools/test_serve_agents.py build/nvfp4 "$NVFP4_SMOLLM2_GGUF" --quantize
+echo "== nvfp4 serve's structured output (response_format, tool_choice) against PyPI's openai and jsonschema"
+build/serve-venv/bin/python tools/test_serve_structured.py build/nvfp4 "$NVFP4_SMOLLM2_GGUF" --quantize
 echo "== nvfp4 serve under load: 200 requests at concurrency 8, each equal to itself alone"
 build/serve-venv/bin/python tools/test_serve_load.py build/nvfp4 "$NVFP4_SMOLLM2_GGUF" --quantize
 echo "== nvfp4 serve --spec mtp (the trained SmolLM2 head) under load: 100 requests, each equal to itself alone"

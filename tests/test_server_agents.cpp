@@ -129,7 +129,10 @@ TEST(ServerResponses, RefusalsNameTheField) {
       {R"({"input": "x", "reasoning": "high"})", "reasoning"},
       {R"({"input": "x", "stream": "yes"})", "stream"},
       {R"({"input": "x", "previous_response_id": 7})", "previous_response_id"},
-      {R"({"input": "x", "text": {"format": {"type": "json_schema"}}})", "text.format.type"},
+      {R"({"input": "x", "text": {"format": {"type": "xml"}}})", "text.format.type"},
+      {R"({"input": "x", "text": {"format": {"type": "json_schema"}}})", "text.format.name"},
+      {R"({"input": "x", "text": {"format": {"type": "json_schema", "name": "n", "schema": {"oneOf": []}}}})",
+       "text.format.schema.oneOf"},
       {R"({"input": "x", "background": true})", "background"},
   };
   for (const auto& [body, param] : cases) {

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "nvfp4/error.h"
+#include "server/output_grammar.h"
 #include "server/peer.h"
 
 namespace nvfp4::server {
@@ -82,6 +83,10 @@ GenRun start_run(const Backend& b, GenRequest& r, uint64_t id) {
   job.stop = r.stop;
   job.cache_prompt = r.cache_prompt;
   job.top_logprobs = r.top_logprobs;
+  job.grammar = r.grammar;
+  // tool_choice "required" or a named function: the reply is one call, in the template's format.
+  if (r.chat && (r.tool_choice == "required" || r.tool_choice == "function") && !r.tools_json.empty())
+    if (auto g = tool_call_grammar(tool_format_of(b.chat->text()), r.tools_json, r.tool_choice_name)) job.grammar = g;
   b.sched->submit(run.job);
   return run;
 }

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -12,6 +13,7 @@
 
 #include "nvfp4/sampler.h"
 #include "server/api_error.h"
+#include "server/json_schema.h"
 #include "server/logprobs.h"
 
 namespace nvfp4::server {
@@ -24,6 +26,9 @@ struct Job {
   std::vector<std::string> stop;
   bool cache_prompt = true;  // may reuse a slot's KV of a common prefix (when the server allows it)
   int top_logprobs = -1;     // -1: no logprobs; else the logprob of each token and this many best
+  // The output's grammar (json_checker.h): tokens it refuses are masked before sampling, and the
+  // job ends ("stop") when the document is whole. Null: unconstrained.
+  std::shared_ptr<const Grammar> grammar;
 
   // The client is gone or the server stops: the scheduler frees the slot at its next step.
   std::atomic<bool> cancelled{false};

@@ -37,6 +37,10 @@ std::string Metrics::render() const {
   metric("nvfp4_step_seconds_total", "counter", "seconds spent stepping", busy_s);
   metric("nvfp4_generated_tokens_per_second", "gauge", "tokens generated per second of stepping",
          busy_s > 0 ? static_cast<double>(generated_tokens.load()) / busy_s : 0.0);
+  metric("nvfp4_constrained_masks_total", "counter", "token masks computed for constrained output",
+         static_cast<double>(masks.load()));
+  metric("nvfp4_constrained_mask_seconds_total", "counter", "seconds spent computing token masks",
+         static_cast<double>(mask_ns.load()) * 1e-9);
   metric("nvfp4_queue_depth", "gauge", "requests waiting for a slot", static_cast<double>(queue_depth.load()));
   metric("nvfp4_slots_active", "gauge", "slots generating", static_cast<double>(active_slots.load()));
   metric("nvfp4_slots_total", "gauge", "slots (--parallel)", static_cast<double>(slots));

@@ -22,6 +22,8 @@ struct Metrics {
   std::atomic<double> spec_speedup{0};       // the last window's estimated speed-up (0: none yet)
   std::atomic<int64_t> steps{0};
   std::atomic<int64_t> step_ns{0};           // time in forward() and sampling
+  std::atomic<int64_t> masks{0};             // constrained output: token masks computed
+  std::atomic<int64_t> mask_ns{0};           // and the time spent on them
   std::atomic<int64_t> queue_depth{0};       // waiting for a slot
   std::atomic<int64_t> active_slots{0};
   int64_t slots = 0;

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "server/api_error.h"
+#include "server/output_grammar.h"
 #include "server/request_tools.h"
 
 namespace nvfp4::server {
@@ -235,12 +236,7 @@ ResponsesRequest parse_responses_request(const std::string& body) {
     bad_value("background", "must be false (background responses are not served)");
   if (const OJson* text = field(j, "text")) {
     if (!text->is_object()) wrong_type("text", "an object", *text);
-    if (const OJson* f = field(*text, "format")) {
-      if (!f->is_object()) wrong_type("text.format", "an object", *f);
-      const std::string type = str_field(*f, "type", "text.format.type", true);
-      if (type != "text") bad_value("text.format.type", "must be \"text\" (structured output is not served here), found \"" +
-                                                            shown(type) + "\"");
-    }
+    if (const OJson* f = field(*text, "format")) g.grammar = response_format_grammar(*f, "text.format", true);
   }
   return r;
 }

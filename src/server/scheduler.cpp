@@ -1,6 +1,7 @@
 #include "server/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 
 #include "nvfp4/error.h"
@@ -38,6 +39,7 @@ struct Scheduler::Slot {
   int32_t next = -1;         // sampled, fed at the next step
   std::optional<Sampler> sampler;
   std::optional<TextStream> text;
+  std::optional<JsonChecker> checker;  // the job's grammar's, when it has one
   SpecSlot spec;
   int index = 0;             // its place in slots_ (its MTP sequence's)
   Slot(const Model& m, int64_t n_ctx, KvType kv) : seq(m, n_ctx, kv) {}
@@ -137,6 +139,7 @@ void Scheduler::finish(Slot& s, const std::string& reason, const std::optional<A
   s.job.reset();
   s.sampler.reset();
   s.text.reset();
+  s.checker.reset();
 }
 
 bool Scheduler::admit() {
@@ -218,6 +221,8 @@ bool Scheduler::admit() {
     s.next = -1;
     s.sampler.emplace(s.job->sampling);
     s.text.emplace(s.job->stop);
+    if (s.job->grammar) s.checker.emplace(s.job->grammar);
+    else s.checker.reset();
     s.spec.reset(opt_.spec);
     metrics_.active_slots += 1;
     metrics_.prompt_tokens_cached += static_cast<int64_t>(best_n);
@@ -408,14 +413,25 @@ int64_t Scheduler::verify(Slot& s, const float* rows, int64_t p0) {
   int64_t picks = 0;
   const Verdict v = verify_drafts(draft, [&](size_t i) {
     const float* row = rows + i * static_cast<size_t>(nv);
-    const int32_t tok = s.sampler->sample(row, nv);
+    // Constrained: the sampler sees the row with the refused tokens at -inf (logprobs the row).
+    const float* pick_row = s.checker ? masked(s, row) : row;
+    if (!pick_row) {
+      finish(s, "", ApiError(500, "the output's grammar admits no token here"));
+      return Pick{-1, false, false};
+    }
+    int32_t tok = s.sampler->sample(pick_row, nv);
+    // The sampler's last resort (rounding at the end of its cumulative sum) may land on a
+    // refused token: the best allowed one instead.
+    if (s.checker && !allowed_[static_cast<size_t>(tok)]) tok = argmax(pick_row, nv);
     ++picks;
     if (tok_.is_eog(tok)) {
       finish(s, "stop", std::nullopt);
       return Pick{tok, false, false};
     }
     const bool match = i < draft.size() && tok == draft[i];
-    const std::string piece = s.text->push(tok_.token_bytes(tok));
+    const std::string bytes = tok_.token_bytes(tok);
+    const bool whole = s.checker && s.checker->feed(bytes) && s.checker->done();
+    const std::string piece = s.text->push(bytes);
     std::optional<TokenLogprob> lp;
     if (j.top_logprobs >= 0) lp = token_logprob(row, nv, tok, j.top_logprobs);
     int64_t n_gen = 0;
@@ -430,8 +446,8 @@ int64_t Scheduler::verify(Slot& s, const float* rows, int64_t p0) {
     j.cv.notify_all();
     metrics_.generated_tokens += 1;
     if (match) metrics_.spec_accepted += 1;
-    if (s.text->stopped() || n_gen >= j.max_tokens) {
-      finish(s, s.text->stopped() ? "stop" : "length", std::nullopt);
+    if (s.text->stopped() || n_gen >= j.max_tokens || whole) {
+      finish(s, s.text->stopped() || whole ? "stop" : "length", std::nullopt);
       return Pick{tok, true, false};
     }
     return Pick{tok, true, true};
@@ -444,6 +460,19 @@ int64_t Scheduler::verify(Slot& s, const float* rows, int64_t p0) {
     s.spec.verified(opt_.spec, v.kept);
   }
   return picks;
+}
+
+const float* Scheduler::masked(Slot& s, const float* row) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!trie_) trie_ = std::make_unique<TokenTrie>(tok_);
+  const size_t nv = static_cast<size_t>(model_.config().n_vocab);
+  const int64_t n = trie_->fill(*s.checker, allowed_);
+  allowed_.resize(nv, 0);  // a model row wider than the tokenizer's vocabulary: the rest refused
+  masked_.resize(nv);
+  for (size_t t = 0; t < nv; ++t) masked_[t] = allowed_[t] ? row[t] : -INFINITY;
+  metrics_.masks += 1;
+  metrics_.mask_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  return n > 0 ? masked_.data() : nullptr;
 }
 
 }  // namespace nvfp4::server

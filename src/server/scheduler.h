@@ -22,6 +22,7 @@
 #include "nvfp4/mtp_draft.h"
 #include "server/spec_draft.h"
 #include "server/spec_slot.h"
+#include "server/token_mask.h"
 
 namespace nvfp4::server {
 
@@ -66,6 +67,9 @@ class Scheduler {
   // the tokens it sampled (the rows plain decoding would have needed a step each for).
   int64_t verify(Slot& s, const float* rows, int64_t p0);
   void finish(Slot& s, const std::string& reason, const std::optional<ApiError>& err);
+  // A constrained slot's row with the tokens its checker refuses at -inf (in masked_); null when
+  // it refuses every token.
+  const float* masked(Slot& s, const float* row);
 
   const Model& model_;
   const Tokenizer& tok_;
@@ -77,6 +81,11 @@ class Scheduler {
   std::vector<float> hidden_;                  // --spec mtp: the step's final-normed hidden rows
   SpecBackoff backoff_;                        // whether the slots may draft now (stepping thread)
   uint64_t admitted_ = 0;
+  // Constrained output (stepping thread): the vocabulary's trie, laid at the first constrained
+  // request; the masked row and the mask of the token being picked.
+  std::unique_ptr<TokenTrie> trie_;
+  std::vector<float> masked_;
+  std::vector<uint8_t> allowed_;
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -1,0 +1,117 @@
+// What requests constrain their output to (server/output_grammar.h): response_format's and
+// text.format's shapes and refusals, and tool_choice's call grammar per family: a call the grammar
+// admits whole is one that family's parser reads back as that call, and other calls or text are
+// refused.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "server/api_error.h"
+#include "server/json_checker.h"
+#include "server/output_grammar.h"
+#include "server/request.h"
+
+namespace nvfp4::server {
+namespace {
+
+using OJson = nlohmann::ordered_json;
+
+const char* kTools = R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
+    "properties":{"city":{"type":"string"},"unit":{"enum":["c","f"]}},"required":["city"],"additionalProperties":false}}},
+    {"type":"function","function":{"name":"ping"}}])";
+
+bool whole(const std::shared_ptr<const Grammar>& g, const std::string& text) {
+  JsonChecker c(g);
+  return c.feed(text) && c.done();
+}
+
+std::string param_of(const std::string& body, bool chat = true) {
+  try {
+    (void)parse_gen_request(body, chat);
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 400);
+    return e.param;
+  }
+  return "accepted";
+}
+
+TEST(OutputGrammar, ResponseFormatShapes) {
+  const std::string msgs = R"("messages":[{"role":"user","content":"x"}])";
+  EXPECT_EQ(parse_gen_request("{" + msgs + R"(,"response_format":{"type":"text"}})", true).grammar, nullptr);
+  const auto obj = parse_gen_request("{" + msgs + R"(,"response_format":{"type":"json_object"}})", true).grammar;
+  ASSERT_NE(obj, nullptr);
+  EXPECT_TRUE(whole(obj, R"({"a": [1]})"));
+  EXPECT_FALSE(whole(obj, "[1]"));
+  const auto sch = parse_gen_request(R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":
+      {"name":"n","strict":true,"schema":{"type":"array","items":{"type":"integer"}}}}})", false).grammar;
+  ASSERT_NE(sch, nullptr);
+  EXPECT_TRUE(whole(sch, "[1, 2]"));
+  EXPECT_FALSE(whole(sch, R"({"a": 1})"));
+  EXPECT_EQ(param_of("{" + msgs + R"(,"response_format":{"type":"yaml"}})"), "response_format.type");
+  EXPECT_EQ(param_of("{" + msgs + R"(,"response_format":"json"})"), "response_format");
+  EXPECT_EQ(param_of("{" + msgs + R"(,"response_format":{"type":"json_schema"}})"), "response_format.json_schema");
+  EXPECT_EQ(param_of("{" + msgs + R"(,"response_format":{"type":"json_schema","json_schema":{"schema":{}}}})"),
+            "response_format.json_schema.name");
+  EXPECT_EQ(param_of("{" + msgs + R"(,"response_format":{"type":"json_schema","json_schema":{"name":"n",
+      "schema":{"type":"object","properties":{"d":{"type":"string","format":"date"}}}}}})"),
+            "response_format.json_schema.schema.properties.d.format");
+  // The Responses shape: the json_schema fields beside type.
+  const auto flat = response_format_grammar(OJson::parse(R"({"type":"json_schema","name":"n","schema":{"type":"boolean"}})"),
+                                            "text.format", true);
+  EXPECT_TRUE(whole(flat, "true"));
+  try {
+    (void)response_format_grammar(OJson::parse(R"({"type":"json_schema","name":"n","schema":{"not":{}}})"), "text.format", true);
+    ADD_FAILURE();
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.param, "text.format.schema.not");
+  }
+}
+
+TEST(OutputGrammar, ToolCallsInEachJsonFormatParseBack) {
+  struct Case {
+    ToolFormat f;
+    std::string call;  // a call of get_weather as the family writes it
+    std::string body;  // what the family's parser is given
+  };
+  const Case cases[] = {
+      {ToolFormat::Hermes, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+       "\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n"},
+      {ToolFormat::Llama3, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}",
+       "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}"},
+      {ToolFormat::Mistral, "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]",
+       "[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(tool_format_name(c.f));
+    const auto any = tool_call_grammar(c.f, kTools, "");
+    ASSERT_NE(any, nullptr);
+    EXPECT_TRUE(whole(any, c.call));
+    const auto calls = parse_tool_calls(c.f, c.body);
+    ASSERT_EQ(calls.size(), 1u);
+    EXPECT_EQ(calls[0].name, "get_weather");
+    EXPECT_EQ(OJson::parse(calls[0].arguments), OJson::parse(R"({"city":"Paris"})"));
+    // The arguments follow the tool's schema; the named function only; no text instead.
+    std::string bad_args = c.call;
+    bad_args.replace(bad_args.find("\"Paris\""), 7, "1");
+    EXPECT_FALSE(whole(any, bad_args));
+    EXPECT_FALSE(whole(tool_call_grammar(c.f, kTools, "ping"), c.call));
+    EXPECT_FALSE(whole(any, "Sure! " + c.call));
+  }
+  const auto ping = tool_call_grammar(ToolFormat::Llama3, kTools, "ping");
+  EXPECT_TRUE(whole(ping, R"({"name": "ping", "parameters": {"anything": [1]}})"));
+  EXPECT_FALSE(whole(ping, R"({"name": "ping", "parameters": []})"));
+  // Formats whose calls are not JSON, and templates with none, stay unconstrained.
+  EXPECT_EQ(tool_call_grammar(ToolFormat::QwenXml, kTools, ""), nullptr);
+  EXPECT_EQ(tool_call_grammar(ToolFormat::None, kTools, ""), nullptr);
+  // A parameters schema the checker cannot enforce is refused naming it.
+  try {
+    (void)tool_call_grammar(ToolFormat::Hermes, R"([{"type":"function","function":{"name":"f","parameters":
+        {"type":"object","properties":{"x":{"type":"string","pattern":"a"}}}}}])", "");
+    ADD_FAILURE();
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.param, "tools[0].function.parameters.properties.x.pattern");
+  }
+}
+
+}  // namespace
+}  // namespace nvfp4::server
