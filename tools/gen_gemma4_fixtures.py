@@ -26,6 +26,8 @@ that tanh bends the random model's logits); tied head; no per-layer embeddings
   ct-nvfp4        llm-compressor oneshot QuantizationModifier(targets="Linear", scheme="NVFP4"), calibrated
 A producer that fails is recorded in manifest.json ("error"), not hidden.
 
+Prompts: 5, 17, 40 and 100 tokens (the last longer than the sliding layers' ring of window - 1 + 64
+positions, so that the ring wraps while transformers' logits check it).
 logits.json + logits.f32 as fixtures/hybrid: per prompt the ids, `offset`, `greedy` (16 tokens of
 the float model), `top2_margin`, and logits [n_pos][n_vocab] float32 LE of each of `sets`: float
 (transformers in float32, eager attention) and modelopt_nvfp4 (ModelOpt's fake-quantized model
@@ -51,7 +53,7 @@ import arch_tokenizers as T  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SEED = 20261204
 SETS = ["float", "modelopt_nvfp4"]
-LENGTHS = [5, 17, 40]
+LENGTHS = [5, 17, 40, 100]
 TEXTS = ["The capital of France is Paris, and the river is the Seine.",
          "def fibonacci(n):\n    if n < 2:\n        return n\n    return fibonacci(n - 1) + fibonacci(n - 2)\n"]
 CHAT = [{"role": "user", "content": "The lighthouse keeper climbed the spiral stairs every evening. What did he carry?"}]
@@ -154,7 +156,8 @@ def main():
     model = P.load_float(out / "float")
     model16 = P.load_float(out / "float", torch.bfloat16)
     prompts = [tok(TEXTS[0])["input_ids"][:LENGTHS[0]], tok(TEXTS[1])["input_ids"][:LENGTHS[1]],
-               tok.apply_chat_template(CHAT, add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"][-LENGTHS[2]:]]
+               tok.apply_chat_template(CHAT, add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"][-LENGTHS[2]:],
+               tok(corpus[0])["input_ids"][:LENGTHS[3]]]
     for p, n in zip(prompts, LENGTHS):
         assert len(p) == n, (len(p), n)
     lines = [l for l in corpus[1].split("\n") if l.strip()]

@@ -8,6 +8,7 @@
 #include <map>
 #include <cstdio>
 #include <set>
+#include <span>
 #include <unordered_map>
 
 #include "io/finite_check.h"
@@ -247,6 +248,7 @@ class StCheckpoint final : public Checkpoint {
     info_.algorithm = qc.algorithm;
     int64_t n_head = 0, n_head_kv = 0;
     bool permute = false;
+    std::string arch_name;  // the table entry config.json names: its own HF spellings map first
     if (config) {
       meta_ = hf_config_meta(*config, (fs::path(dir_) / "config.json").string());
       n_head = config->value("num_attention_heads", 0);
@@ -255,6 +257,7 @@ class StCheckpoint final : public Checkpoint {
       // for NeoX-RoPE families (Qwen2, Qwen3), which keep HF's order.
       const ArchInfo* a = hf_config_arch(*config);
       permute = a && a->permute_qk && n_head > 0;
+      if (a) arch_name = std::string(a->name);
     }
 
     std::set<std::string> used;
@@ -278,7 +281,7 @@ class StCheckpoint final : public Checkpoint {
       Source s;
       s.module = module;
       s.w = ref;
-      const std::string canon = hf::to_gguf_name(module + ".weight");
+      const std::string canon = hf::to_gguf_name(module + ".weight", arch_name);
       TensorEntry e;
       e.name = canon;
       if (ref.t->dtype == st::Dtype::F8_E4M3 && !ct) {  // FP8 layer
@@ -401,7 +404,7 @@ class StCheckpoint final : public Checkpoint {
       s.w = ref;
       s.kind = Source::plain;
       TensorEntry e;
-      e.name = hf::to_gguf_name(name);
+      e.name = hf::to_gguf_name(name, arch_name);
       e.shape = ref.t->shape;
       e.storage = ref.t->dtype == st::Dtype::F32 ? Storage::f32 : ref.t->dtype == st::Dtype::F16 ? Storage::f16 : ref.t->dtype == st::Dtype::BF16 ? Storage::bf16 : Storage::other;
       e.storage_name = st::dtype_name(ref.t->dtype);
@@ -429,10 +432,16 @@ class StCheckpoint final : public Checkpoint {
   // tower and multi-token-prediction layers: they are listed (info().set_aside) and left out.
   void set_aside_parts(const nlohmann::json& config, std::set<std::string>& used) {
     const ArchInfo* a = hf_config_arch(config);
-    if (!a || !a->gated_delta) return;
+    if (!a || !(a->gated_delta || a->block == "gemma4")) return;
     static constexpr std::pair<std::string_view, std::string_view> kParts[] = {
         {"model.visual.", "vision tower"}, {"mtp.", "multi-token-prediction (MTP) layers"}};
-    for (const auto& [prefix, what] : kParts) {
+    // Gemma 4's multimodal release: its vision and audio towers and their embedders.
+    static constexpr std::pair<std::string_view, std::string_view> kGemma4[] = {
+        {"model.vision_tower.", "vision tower"}, {"model.embed_vision.", "vision embedder"},
+        {"model.audio_tower.", "audio tower"}, {"model.embed_audio.", "audio embedder"}};
+    using Part = std::pair<std::string_view, std::string_view>;
+    const std::span<const Part> parts = a->block == "gemma4" ? std::span<const Part>(kGemma4) : std::span<const Part>(kParts);
+    for (const auto& [prefix, what] : parts) {
       int64_t n = 0, bytes = 0;
       std::set<std::string> dtypes;
       for (const auto& [name, ref] : refs_)

@@ -217,9 +217,12 @@ std::unique_ptr<Model> Model::load(const Checkpoint& ck, const LoadOptions& opt)
                       "an input scale (a W4A4 checkpoint, or calibrated scales)", "none");
     m.layers.push_back(std::move(w));
   }
-  m.kv_layer.assign(static_cast<size_t>(c.n_layer), -1);
-  for (int64_t i = 0; i < c.n_layer; ++i)
-    if (c.mixer(i) == MixerKind::attention) m.kv_layer[static_cast<size_t>(i)] = m.n_kv_layer++;
+  {  // each attention layer's KV group and its layer there (one group unless the family's layers differ)
+    std::vector<StateSpec> specs;
+    for (int64_t i = 0; i < c.n_layer; ++i) specs.push_back(layer_state_spec(c, i));
+    m.kv_groups = kv_group_map(specs, m.kv_group, m.kv_layer);
+    for (int64_t i = 0; i < c.n_layer; ++i) m.n_kv_layer += c.mixer(i) == MixerKind::attention;
+  }
   // A tensor the model does not read is an error, not silently ignored: a misnamed expert or a
   // layer this runtime does not know would otherwise change nothing but the results.
   for (const TensorEntry& e : ck.tensors())
@@ -244,6 +247,7 @@ size_t Model::weight_bytes() const {
   size_t b = m.embd.bytes() + (m.cfg.tied_head ? 0 : m.head_own.bytes()) + m.output_norm.size() * 4;
   for (const auto& l : m.layers) {
     b += (l.attn_norm.size() + l.ffn_norm.size() + l.q_norm.size() + l.k_norm.size()) * 4;
+    b += (l.post_attn_norm.size() + l.post_ffn_norm.size()) * 4;
     b += (l.lin.conv_w.size() + l.lin.A_log.size() + l.lin.dt_bias.size() + l.lin.norm.size()) * 4;
     b += l.router.bytes() + l.sh_gate_inp.bytes();
     for (const MatMul* mm : l.matmuls()) b += mm->bytes + mm->bias.size() * 4;
