@@ -71,3 +71,42 @@ TEST(CliGemma4, ServeGivesTheTokensOfRun) {
   EXPECT_EQ(c.tokens, ids);
   EXPECT_EQ(srv.terminate(), 0) << srv.log();
 }
+
+// The prompt cache over the sliding layers' ring: a request that extends the last one reuses it
+// (the ring still holds the window before its end), one that shares only a far prefix reuses
+// nothing (the ring no longer holds it); either way the tokens are those without the cache.
+TEST(CliGemma4, PromptCacheReusesWhatTheRingHoldsAndChangesNoToken) {
+  nvfp4::test::ServeProcess srv({"serve", "-m", fx("modelopt-nvfp4"), "--port", "0", "-t", "2", "--ctx", "256", "--batch", "32",
+                                 "--parallel", "1"});
+  ASSERT_TRUE(srv.ready(std::chrono::seconds(120))) << srv.log();
+  const std::string base =
+      "The lighthouse keeper climbed the spiral stairs every evening, carrying a lamp, a book and a small loaf of bread. "
+      "At the top he trimmed the wick, wound the clockwork and watched the ships pass the rocks until dawn.";
+  struct Out {
+    std::vector<int32_t> tokens;
+    int64_t cached = -1, prompt = -1;
+  };
+  const auto ask = [&](const std::string& text, bool cache) {
+    const nlohmann::json body = {{"prompt", text}, {"max_tokens", 8}, {"temperature", 0}, {"return_tokens", true}, {"cache_prompt", cache}};
+    const nvfp4::test::Reply r = nvfp4::test::post(srv.port(), "/v1/completions", body.dump());
+    Out o;
+    EXPECT_EQ(r.status, 200) << r.body;
+    if (r.status != 200) return o;
+    o.tokens = r.json["choices"][0]["tokens"].get<std::vector<int32_t>>();
+    o.prompt = r.json["usage"]["prompt_tokens"].get<int64_t>();
+    if (r.json["usage"].contains("prompt_tokens_details")) o.cached = r.json["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>();
+    return o;
+  };
+  const std::string longer = base + " In the morning he wrote the night's log.";
+  const std::string other = base.substr(0, 40) + " fell asleep at once and dreamt of the sea.";
+  const Out ref_longer = ask(longer, false), ref_other = ask(other, false);
+  const Out first = ask(base, true);
+  EXPECT_GT(first.prompt, 71);  // longer than the ring of the sliding layers
+  const Out a = ask(longer, true);
+  EXPECT_EQ(a.tokens, ref_longer.tokens);
+  EXPECT_GT(a.cached, first.prompt - 64) << "the extension reuses what the ring holds";
+  const Out b = ask(other, true);
+  EXPECT_EQ(b.tokens, ref_other.tokens);
+  EXPECT_EQ(b.cached, 0) << "a far prefix is no longer in the ring";
+  EXPECT_EQ(srv.terminate(), 0) << srv.log();
+}

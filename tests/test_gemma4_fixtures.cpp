@@ -160,9 +160,9 @@ TEST_F(Gemma4Fixture, UnsupportedVariantsAreRefusedNamingTheField) {
 // ---- the integer-exact modes: the same bits however a prompt is stepped ---------------------
 
 std::vector<float> stepped(const Model& m, const std::vector<int32_t>& ids, const std::vector<int64_t>& sizes, ThreadPool& pool,
-                           int64_t n_ctx = 0) {
+                           int64_t n_ctx = 0, KvType kv = KvType::f32) {
   const int64_t nv = m.config().n_vocab, n = static_cast<int64_t>(ids.size());
-  Sequence seq(m, n_ctx > 0 ? n_ctx : n);
+  Sequence seq(m, n_ctx > 0 ? n_ctx : n, kv);
   Workspace ws(m, n);
   std::vector<float> out(static_cast<size_t>(n * nv));
   std::vector<StepToken> step;
@@ -251,6 +251,13 @@ TEST_F(Gemma4Fixture, IntegerModesGiveTheSameBitsHoweverAPromptIsStepped) {
       EXPECT_TRUE(same_bits(stepped(*m, ids, {1}, pool_), ref)) << "token by token";
       EXPECT_TRUE(same_bits(stepped(*m, ids, {7, 3, 11, 1, 5, 16}, pool_), ref)) << "chunks";
       EXPECT_TRUE(same_bits(stepped(*m, ids, {9, 2, 100}, one, 3 * n), ref)) << "a longer context";
+      // An F16 cache (run's default): its own bits, the same however stepped.
+      {
+        const auto f16 = stepped(*m, ids, {n}, one, 0, KvType::f16);
+        EXPECT_FALSE(same_bits(f16, ref));
+        EXPECT_TRUE(same_bits(stepped(*m, ids, {1}, pool_, 0, KvType::f16), f16)) << "F16, token by token";
+        EXPECT_TRUE(same_bits(stepped(*m, ids, {5, 70, 2}, pool_, 2 * n, KvType::f16), f16)) << "F16, chunks";
+      }
       // A context the whole ring fits (every position held): the same bits as the ring's.
       {
         std::vector<int32_t> head(ids.begin(), ids.begin() + 60);

@@ -179,8 +179,9 @@ class Sequence {
   // model's sliding window.
   Sequence(const Model& model, int64_t n_ctx, KvType kv = KvType::f32);
   // A sequence of the states `layers` ask for, one per layer (a test's toy recurrent model; a
-  // family whose layers are not all attention). The full-attention layers share one KV cache of
-  // n_ctx positions of type kv (one KV shape for all of them today: other shapes are refused).
+  // family whose layers are not all attention). The full-attention layers of one KV shape share a
+  // KV cache of n_ctx positions of type kv; sliding-window layers of one shape and window a ring
+  // (runtime/kv_state.h).
   // `source` is named in errors.
   Sequence(std::span<const StateSpec> layers, int64_t n_ctx, KvType kv = KvType::f32, std::string source = "");
   ~Sequence();

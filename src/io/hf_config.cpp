@@ -170,9 +170,14 @@ void gemma4_meta(const Json& c, Reader& r, const Refuse& refuse) {
     return c[key].get<int64_t>();
   };
   const auto flag = [&](const char* key) { return c.contains(key) && c[key].is_boolean() && c[key].get<bool>(); };
-  if (c.contains("hidden_size_per_layer_input") && c["hidden_size_per_layer_input"].is_number_integer() &&
+  // Gemma4TextConfig's defaults where config.json leaves a field out: per-layer embeddings of 256
+  // (refused below), 4 KV heads, eps 1e-6.
+  if (!c.contains("hidden_size_per_layer_input") || !c["hidden_size_per_layer_input"].is_number_integer() ||
       c["hidden_size_per_layer_input"].get<int64_t>() != 0)
-    refuse("hidden_size_per_layer_input", "0 (per-layer embeddings, Gemma 4 E2B/E4B, are not run yet)", c["hidden_size_per_layer_input"]);
+    refuse("hidden_size_per_layer_input", "0 (per-layer embeddings, Gemma 4 E2B/E4B, are not run yet; transformers' default is 256)",
+           c.value("hidden_size_per_layer_input", Json()));
+  if (!c.contains("num_key_value_heads")) r.out.emplace_back(r.a + "attention.head_count_kv", u32(4));
+  if (!c.contains("rms_norm_eps")) r.out.emplace_back(r.a + "attention.layer_norm_rms_epsilon", f32(1e-6));
   if (flag("enable_moe_block")) refuse("enable_moe_block", "false (the MoE variant, Gemma 4 26B-A4B, is not run yet)", c["enable_moe_block"]);
   if (c.contains("num_kv_shared_layers") && c["num_kv_shared_layers"].is_number_integer() && c["num_kv_shared_layers"].get<int64_t>() != 0)
     refuse("num_kv_shared_layers", "0 (KV shared across layers is not run yet)", c["num_kv_shared_layers"]);
@@ -180,7 +185,7 @@ void gemma4_meta(const Json& c, Reader& r, const Refuse& refuse) {
   if (c.contains("use_bidirectional_attention") && c["use_bidirectional_attention"] == "all")
     refuse("use_bidirectional_attention", "null or \"vision\" (causal text)", c["use_bidirectional_attention"]);
   const int64_t n_layer = need_int("num_hidden_layers"), head_dim = need_int("head_dim");
-  const int64_t n_kv = c.contains("num_key_value_heads") ? need_int("num_key_value_heads") : need_int("num_attention_heads");
+  const int64_t n_kv = c.contains("num_key_value_heads") ? need_int("num_key_value_heads") : 4;
   // Layer types: transformers' default is 5 sliding to 1 global, the last layer always global.
   std::vector<bool> sliding(static_cast<size_t>(n_layer));
   for (int64_t i = 0; i < n_layer; ++i) sliding[static_cast<size_t>(i)] = (i + 1) % 6 != 0;

@@ -153,15 +153,18 @@ void attention_window(const AttnView& v, const AttnStep& st, const float* q, flo
   const kern::AttnItemFn item_fn = kern::table(active_isa()).attn_item;
   const int64_t gs = std::min<int64_t>(group, kMaxGroup), parts = (group + gs - 1) / gs, per_token = v.n_kv * parts;
   const int64_t W = v.window, qd = v.n_head * hd;
-  // Per pool chunk: the scores of one item, its keys (whole tiles) and values.
-  const int64_t per_chunk = gs * W + key_tiles(W) * kKeyTile * hd + W * hd;
+  // Per pool chunk: the scores of one item, its keys (whole tiles) and values, each part starting
+  // on a 64-byte boundary of the part before.
+  const auto round16 = [](int64_t x) { return (x + 15) / 16 * 16; };
+  const int64_t s_size = round16(gs * W), k_size = key_tiles(W) * kKeyTile * hd;
+  const int64_t per_chunk = s_size + k_size + round16(W * hd);
   const int n_chunks = pool.chunks(n * per_token, 1);
   if (scratch.size() < static_cast<size_t>(n_chunks * per_chunk)) scratch.resize(static_cast<size_t>(n_chunks * per_chunk));
   pool.run(n_chunks, [&](int64_t cb, int64_t ce) {
     for (int64_t chunk = cb; chunk < ce; ++chunk) {
       float* s = scratch.data() + chunk * per_chunk;
-      float* kbuf = s + gs * W;
-      float* vbuf = kbuf + key_tiles(W) * kKeyTile * hd;
+      float* kbuf = s + s_size;
+      float* vbuf = kbuf + k_size;
       int64_t b, e;
       partition(n * per_token, n_chunks, static_cast<int>(chunk), 1, b, e);
       for (int64_t slot = b; slot < e; ++slot) {
