@@ -300,8 +300,17 @@ TEST(SequenceState, MixedLayersGoBackOnlyWhereEveryKindCan) {
   EXPECT_EQ(seq.keepable(0), 0);
   seq.truncate(1);
   EXPECT_EQ(rs.data()[0], 1.0f);
+  // Layers of two KV shapes (Gemma 4's sliding and global layers): a cache for each shape.
   StateSpec other = kv;
   other.head_dim = 8;
-  const std::vector<StateSpec> two_shapes = {kv, other};
-  EXPECT_THROW(Sequence(two_shapes, 32), Error);
+  const std::vector<StateSpec> two_shapes = {kv, other, kv};
+  Sequence two(two_shapes, 32);
+  ASSERT_EQ(two.impl().kv_more.size(), 1u);
+  EXPECT_NE(two.layer(0).shape(), two.layer(1).shape());
+  EXPECT_EQ(two.layer(0).shape(), two.layer(2).shape());
+  EXPECT_EQ(two.bytes(), two.impl().kv.bytes() + two.impl().kv_more[0].bytes());
+  // A sliding-window layer of no window is refused.
+  StateSpec bad = kv;
+  bad.kind = StateKind::sliding_window;
+  EXPECT_THROW(Sequence(std::vector<StateSpec>{bad}, 32), Error);
 }

@@ -15,6 +15,7 @@
 // pinned order (docs/DETERMINISM.md), so in the integer-exact modes a token's logits are the same
 // bits for any thread count, ISA, step size and step composition (which other sequences share it).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -37,6 +38,25 @@ struct RopeConfig {
   double linear_factor = 1.0;       // rope.scaling.type linear: positions divided by it
   std::vector<float> freq_factors;  // llama3 (or a GGUF rope_freqs.weight): frequency i divided by
                                     // freq_factors[i]; empty: none
+  // Gemma 4's "proportional" RoPE: NeoX pairs (x[i], x[i + head_dim/2]) over the whole head, the
+  // first n_rot/2 of them rotated at theta^(-2i/head_dim), the rest left as they are (frequency 0).
+  bool proportional = false;
+};
+
+// One attention layer's own shape where a family's layers differ (Gemma 4: sliding-window layers
+// and global ones with their own head size, KV heads and RoPE). ModelConfig::attn_layers holds one
+// per layer (empty: every attention layer as the model-wide fields say).
+struct AttnLayerConfig {
+  int64_t head_dim = 0, n_kv = 0;
+  int64_t window = 0;     // 0: every position; else the last `window` positions (its own included)
+  int rope = 0;           // its RoPE table: ModelConfig::ropes[rope]
+  bool k_eq_v = false;    // no v_proj: the values are k_proj's output (before the key's norm and RoPE)
+  float scale = 0.0f;     // the scores' scale; 0: 1/sqrt(head_dim)
+};
+// A RoPE table a family's layers pick by index (AttnLayerConfig::rope).
+struct RopeLayerConfig {
+  RopeConfig rope;
+  int64_t head_dim = 0, n_rot = 0;  // n_rot: as RopeTable::init (0: the whole head)
 };
 
 // What a layer mixes tokens with (its sequence state's kind follows): attention (a KV cache),
@@ -76,6 +96,22 @@ struct ModelConfig {
   LinearAttnConfig linear;
   int64_t n_rot = 0;
   bool attn_out_gate = false;
+  // Per-layer attention shapes and their RoPE tables (Gemma 4; empty for every other family), the
+  // embedding's scale (0: none; Gemma: sqrt(n_embd) in float) and the final logits' soft cap
+  // (0: none; else cap * tanh(logit / cap)).
+  std::vector<AttnLayerConfig> attn_layers;
+  std::vector<RopeLayerConfig> ropes;
+  float embd_scale = 0.0f, final_softcap = 0.0f;
+  int64_t max_q_dim() const {
+    int64_t q = q_dim();
+    for (const AttnLayerConfig& a : attn_layers) q = std::max(q, n_head * a.head_dim);
+    return q;
+  }
+  int64_t max_kv_dim() const {
+    int64_t k = kv_dim();
+    for (const AttnLayerConfig& a : attn_layers) k = std::max(k, a.n_kv * a.head_dim);
+    return k;
+  }
   MixerKind mixer(int64_t l) const { return mixers.empty() ? MixerKind::attention : mixers[static_cast<size_t>(l)]; }
   int64_t q_dim() const { return n_head * head_dim; }
   int64_t kv_dim() const { return n_head_kv * head_dim; }
@@ -137,6 +173,11 @@ class Model {
 // The snapshots a model's recurrent layers keep per sequence: the longest draft a verify step of
 // `run` or `serve` may carry there (their memory is taken on the first verify step).
 inline constexpr int kSequenceSnapshots = 16;
+// The positions a sliding-window layer keeps beyond its window (Gemma 4): how far it can go back
+// (a rejected draft: at least kSequenceSnapshots) and the most tokens of one sequence a step
+// stores before they attend (the block runs a longer step's tokens in waves of this many).
+inline constexpr int kSlidingSlack = 64;
+static_assert(kSlidingSlack >= kSequenceSnapshots + 1);
 
 // One sequence: a state per layer (sequence_state.h: a full-attention layer's KV cache of n_ctx
 // positions, allocated up front; a linear-attention layer's recurrent state) and how many
@@ -147,8 +188,9 @@ class Sequence {
   // model's sliding window.
   Sequence(const Model& model, int64_t n_ctx, KvType kv = KvType::f32);
   // A sequence of the states `layers` ask for, one per layer (a test's toy recurrent model; a
-  // family whose layers are not all attention). The full-attention layers share one KV cache of
-  // n_ctx positions of type kv (one KV shape for all of them today: other shapes are refused).
+  // family whose layers are not all attention). The full-attention layers of one KV shape share a
+  // KV cache of n_ctx positions of type kv; sliding-window layers of one shape and window a ring
+  // (runtime/kv_state.h).
   // `source` is named in errors.
   Sequence(std::span<const StateSpec> layers, int64_t n_ctx, KvType kv = KvType::f32, std::string source = "");
   ~Sequence();

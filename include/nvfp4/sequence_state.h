@@ -20,8 +20,11 @@ enum class StateKind {
   // A fixed-size state folded over every token (linear attention, Mamba): what it held before the
   // last token is gone, so it goes back only to 0 positions or to a snapshot it kept.
   recurrent,
-  // Room for, not built: sliding_window (a ring of the last W positions: any prefix no more than
-  // W - (tokens appended since) behind the end) and latent (MLA's compressed KV: as full_attention).
+  // The keys and values of a sliding-window layer's last `ring` positions (window - 1 + a slack
+  // of kSlidingSlack, model.h), position p in slot p % ring: it goes back only as far as the
+  // slack (the window before the new end is still held) or to 0 (runtime/kv_state.h).
+  sliding_window,
+  // Room for, not built: latent (MLA's compressed KV: as full_attention).
 };
 const char* state_kind_name(StateKind k);
 
@@ -32,6 +35,9 @@ struct StateSpec {
   StateKind kind = StateKind::full_attention;
   int64_t n_kv = 0, head_dim = 0;  // full_attention: KV heads and their size (the type and
                                    // positions are the sequence's)
+  int64_t window = 0;              // sliding_window: the positions attention reads (the last
+                                   // `window`, its own included); layers of one kind, shape and
+                                   // window share a cache
   int64_t floats = 0;              // recurrent: the state's size
   int max_snapshots = 0;           // recurrent: the longest draft a verify step may carry
 };

@@ -351,6 +351,11 @@ ConvertReport convert(const std::string& in, const std::string& out, const Conve
                   "an HF directory as input, or a .gguf output", a->s);
     return convert_to_modelopt_dir(*ck, out, opt);
   }
+  // Gemma 4 in llama.cpp's gemma4 layout is not written yet: our names and keys for its per-layer
+  // attention are not llama.cpp's (checked against none), so no GGUF of it is written at all.
+  if (const gguf::Value* a = ck->meta("general.architecture"); a && a->type == gguf::ValueType::string && a->s == "gemma4")
+    throw Error(in, "general.architecture", "Gemma 4 to GGUF: llama.cpp's gemma4 layout (tensor and metadata names) is not written yet",
+                "an HF directory output", a->s);
   // The Gated DeltaNet hybrids in llama.cpp's layout (names, value-head order, -exp(A_log), norms
   // with their 1): io/hybrid_layout.h. Everything below reads `src`.
   const std::unique_ptr<Checkpoint> llamacpp = hybrid_to_llamacpp(*ck);

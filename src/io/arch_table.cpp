@@ -61,6 +61,13 @@ const ArchInfo kArchs[] = {
      .hf_architectures = {"Qwen3NextForCausalLM"}, .rope = RopeStyle::neox, .qk_norm = Need::required,
      .moe = Need::required, .norm_topk_default = true, .shared_expert = Need::required, .gated_delta = true,
      .fused_qkvz = true, .block = "qwen3_5"},
+    // Gemma 4 (the text model, or the text of the multimodal release under model.language_model;
+    // src/models/gemma4.cpp): sliding-window and global layers with their own head size, KV heads
+    // and RoPE, q/k RMSNorm and a weightless v norm, norms after attention and FFN, GeGLU, a
+    // scalar per layer, soft-capped logits.
+    {.name = "gemma4", .gguf_name = "gemma4", .hf_model_types = {"gemma4_text", "gemma4"},
+     .hf_architectures = {"Gemma4ForCausalLM", "Gemma4ForConditionalGeneration"}, .rope = RopeStyle::neox,
+     .qk_norm = Need::required, .block = "gemma4"},
 };
 
 const ArchTensor kLayer[] = {
@@ -81,6 +88,11 @@ const ArchTensor kLayer[] = {
     {"ssm_in", "linear_attn.in_proj_qkvz"},   {"ssm_ba", "linear_attn.in_proj_ba"},
     {"ssm_conv1d", "linear_attn.conv1d"},     {"ssm_norm", "linear_attn.norm"},
     {"ssm_out", "linear_attn.out_proj"},
+    // Gemma 4's four norms per block (llama.cpp's names): input_layernorm is attn_norm as for every
+    // family; its post_attention_layernorm follows the attention, pre_feedforward_layernorm is
+    // the FFN's input norm.
+    {"post_attention_norm", "post_attention_layernorm", "gemma4"}, {"ffn_norm", "pre_feedforward_layernorm", "gemma4"},
+    {"post_ffw_norm", "post_feedforward_layernorm", "gemma4"},
 };
 
 // The routed experts, one 2-D tensor per expert on the HF side (transformers' own checkpoints and

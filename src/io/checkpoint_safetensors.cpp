@@ -8,6 +8,7 @@
 #include <map>
 #include <cstdio>
 #include <set>
+#include <span>
 #include <unordered_map>
 
 #include "io/finite_check.h"
@@ -247,6 +248,7 @@ class StCheckpoint final : public Checkpoint {
     info_.algorithm = qc.algorithm;
     int64_t n_head = 0, n_head_kv = 0;
     bool permute = false;
+    std::string arch_name;  // the table entry config.json names: its own HF spellings map first
     if (config) {
       meta_ = hf_config_meta(*config, (fs::path(dir_) / "config.json").string());
       n_head = config->value("num_attention_heads", 0);
@@ -255,6 +257,8 @@ class StCheckpoint final : public Checkpoint {
       // for NeoX-RoPE families (Qwen2, Qwen3), which keep HF's order.
       const ArchInfo* a = hf_config_arch(*config);
       permute = a && a->permute_qk && n_head > 0;
+      if (a) arch_name = std::string(a->name);
+      arch_name_ = arch_name;
     }
 
     std::set<std::string> used;
@@ -429,10 +433,16 @@ class StCheckpoint final : public Checkpoint {
   // tower and multi-token-prediction layers: they are listed (info().set_aside) and left out.
   void set_aside_parts(const nlohmann::json& config, std::set<std::string>& used) {
     const ArchInfo* a = hf_config_arch(config);
-    if (!a || !a->gated_delta) return;
+    if (!a || !(a->gated_delta || a->block == "gemma4")) return;
     static constexpr std::pair<std::string_view, std::string_view> kParts[] = {
         {"model.visual.", "vision tower"}, {"mtp.", "multi-token-prediction (MTP) layers"}};
-    for (const auto& [prefix, what] : kParts) {
+    // Gemma 4's multimodal release: its vision and audio towers and their embedders.
+    static constexpr std::pair<std::string_view, std::string_view> kGemma4[] = {
+        {"model.vision_tower.", "vision tower"}, {"model.embed_vision.", "vision embedder"},
+        {"model.audio_tower.", "audio tower"}, {"model.embed_audio.", "audio embedder"}};
+    using Part = std::pair<std::string_view, std::string_view>;
+    const std::span<const Part> parts = a->block == "gemma4" ? std::span<const Part>(kGemma4) : std::span<const Part>(kParts);
+    for (const auto& [prefix, what] : parts) {
       if (mtp_ && prefix == "mtp.") {
         read_mtp();
         continue;
@@ -485,7 +495,7 @@ class StCheckpoint final : public Checkpoint {
   // The canonical name of a file's tensor: HF names mapped to GGUF's; with --spec mtp, mtp.* as
   // block mtp_layer_.
   std::string canon_name(const std::string& name) const {
-    if (mtp_layer_ < 0 || name.rfind("mtp.", 0) != 0) return hf::to_gguf_name(name);
+    if (mtp_layer_ < 0 || name.rfind("mtp.", 0) != 0) return hf::to_gguf_name(name, arch_name_);
     const std::string nx = "blk." + std::to_string(mtp_layer_) + ".nextn.";
     static constexpr std::pair<std::string_view, std::string_view> kOwn[] = {{"mtp.fc.", "eh_proj."},
                                                                              {"mtp.pre_fc_norm_embedding.", "enorm."},
@@ -498,7 +508,7 @@ class StCheckpoint final : public Checkpoint {
       if (dot != std::string::npos) {
         try {
           const int64_t j = std::stoll(name.substr(11, dot - 11));
-          return hf::to_gguf_name("model.layers." + std::to_string(mtp_layer_ + j) + name.substr(dot));
+          return hf::to_gguf_name("model.layers." + std::to_string(mtp_layer_ + j) + name.substr(dot), arch_name_);
         } catch (const std::exception&) {
         }
       }
@@ -565,6 +575,7 @@ class StCheckpoint final : public Checkpoint {
   CheckpointInfo info_;
   bool mtp_ = false;
   int64_t mtp_layer_ = -1;  // the block mtp.* is read as (--spec mtp); -1: set aside
+  std::string arch_name_;   // the table entry config.json names (its own HF spellings map first)
   std::string dir_;
   std::vector<std::unique_ptr<st::File>> files_;
   std::map<std::string, std::string> index_;

@@ -3,6 +3,9 @@
 // "rope_theta", ...}). Both are read.
 #include "io/hf_config.h"
 
+#include <cmath>
+#include <tuple>
+
 #include "nvfp4/error.h"
 
 namespace nvfp4 {
@@ -149,6 +152,127 @@ void hybrid_meta(const Json& c, Reader& r, const Refuse& refuse, const Json* rop
   r.out.emplace_back(r.a + "rope.dimension_count", u32(static_cast<uint64_t>(n_rot)));
 }
 
+// Gemma 4 (text), under llama.cpp's gemma4 keys where it has them and ours beside:
+// layer_types -> attention.sliding_window_pattern (a boolean per layer, true for a sliding one);
+// sliding_window -> attention.sliding_window_swa (ours: attention.sliding_window would bound the
+// context); the global layers' head_dim and num_key_value_heads (per_layer_config, or
+// global_head_dim / num_global_key_value_heads as transformers derives them) ->
+// attention.key_length_global, attention.head_count_kv_global; rope_parameters per layer type ->
+// rope.freq_base (global), rope.freq_base_swa, rope.dimension_count_global /
+// rope.dimension_count_swa (the rotated dimensions: all for "default", 2 x int(factor x head_dim
+// // 2) for "proportional"); attention_k_eq_v -> attention.k_eq_v; final_logit_softcapping.
+// What the engine does not run is refused naming the field.
+template <class Refuse>
+void gemma4_meta(const Json& c, Reader& r, const Refuse& refuse) {
+  const auto need_int = [&](const char* key) -> int64_t {
+    if (!c.contains(key) || !c[key].is_number_integer() || c[key].get<int64_t>() < 1 || c[key].get<int64_t>() > (int64_t{1} << 31))
+      refuse(key, "an integer in 1 .. 2^31", c.value(key, Json()));
+    return c[key].get<int64_t>();
+  };
+  const auto flag = [&](const char* key) { return c.contains(key) && c[key].is_boolean() && c[key].get<bool>(); };
+  // Gemma4TextConfig's defaults where config.json leaves a field out: per-layer embeddings of 256
+  // (refused below), 4 KV heads, eps 1e-6.
+  if (!c.contains("hidden_size_per_layer_input") || !c["hidden_size_per_layer_input"].is_number_integer() ||
+      c["hidden_size_per_layer_input"].get<int64_t>() != 0)
+    refuse("hidden_size_per_layer_input", "0 (per-layer embeddings, Gemma 4 E2B/E4B, are not run yet; transformers' default is 256)",
+           c.value("hidden_size_per_layer_input", Json()));
+  if (!c.contains("num_key_value_heads")) r.out.emplace_back(r.a + "attention.head_count_kv", u32(4));
+  if (!c.contains("rms_norm_eps")) r.out.emplace_back(r.a + "attention.layer_norm_rms_epsilon", f32(1e-6));
+  if (flag("enable_moe_block")) refuse("enable_moe_block", "false (the MoE variant, Gemma 4 26B-A4B, is not run yet)", c["enable_moe_block"]);
+  if (c.contains("num_kv_shared_layers") && c["num_kv_shared_layers"].is_number_integer() && c["num_kv_shared_layers"].get<int64_t>() != 0)
+    refuse("num_kv_shared_layers", "0 (KV shared across layers is not run yet)", c["num_kv_shared_layers"]);
+  if (flag("attention_bias")) refuse("attention_bias", "false", c["attention_bias"]);
+  if (c.contains("use_bidirectional_attention") && c["use_bidirectional_attention"] == "all")
+    refuse("use_bidirectional_attention", "null or \"vision\" (causal text)", c["use_bidirectional_attention"]);
+  const int64_t n_layer = need_int("num_hidden_layers"), head_dim = need_int("head_dim");
+  const int64_t n_kv = c.contains("num_key_value_heads") ? need_int("num_key_value_heads") : 4;
+  // Layer types: transformers' default is 5 sliding to 1 global, the last layer always global.
+  std::vector<bool> sliding(static_cast<size_t>(n_layer));
+  for (int64_t i = 0; i < n_layer; ++i) sliding[static_cast<size_t>(i)] = (i + 1) % 6 != 0;
+  if (c.contains("layer_types") && !c["layer_types"].is_null()) {
+    const Json& lt = c["layer_types"];
+    if (!lt.is_array() || static_cast<int64_t>(lt.size()) != n_layer)
+      refuse("layer_types", "an array of num_hidden_layers (" + std::to_string(n_layer) + ") layer types", lt);
+    for (size_t i = 0; i < lt.size(); ++i) {
+      if (lt[i] != "sliding_attention" && lt[i] != "full_attention")
+        refuse("layer_types[" + std::to_string(i) + "]", "\"sliding_attention\" or \"full_attention\"", lt[i]);
+      sliding[i] = lt[i] == "sliding_attention";
+    }
+  }
+  sliding.back() = false;  // as transformers forces it
+  gguf::Value pattern;
+  pattern.type = gguf::ValueType::array;
+  pattern.arr = gguf::Array(gguf::ValueType::boolean);
+  for (bool b : sliding) pattern.arr.push_back(boolean(b));
+  r.out.emplace_back(r.a + "attention.sliding_window_pattern", pattern);
+  r.count("sliding_window", "attention.sliding_window_swa");
+  if (!c.contains("sliding_window")) r.out.emplace_back(r.a + "attention.sliding_window_swa", u32(512));
+  // The global layers' shape: per_layer_config (transformers 5.17 writes it), else as
+  // Gemma4TextConfig derives it from global_head_dim (512) and num_global_key_value_heads.
+  int64_t hd_g = c.contains("global_head_dim") ? need_int("global_head_dim") : 512, kv_g = n_kv;
+  if (flag("attention_k_eq_v") && c.contains("num_global_key_value_heads") && !c["num_global_key_value_heads"].is_null())
+    kv_g = need_int("num_global_key_value_heads");
+  if (c.contains("per_layer_config") && c["per_layer_config"].is_object()) {
+    bool first = true;
+    for (int64_t i = 0; i < n_layer; ++i) {
+      const std::string k = std::to_string(i);
+      const Json o = c["per_layer_config"].contains(k) ? c["per_layer_config"][k] : Json::object();
+      if (!o.is_object()) refuse("per_layer_config." + k, "an object", o);
+      for (const auto& [key, v] : o.items())
+        if (key != "head_dim" && key != "num_key_value_heads") refuse("per_layer_config." + k + "." + key, "head_dim or num_key_value_heads", v);
+      const auto get = [&](const char* key, int64_t def) {
+        if (!o.contains(key)) return def;
+        if (!o[key].is_number_integer() || o[key].get<int64_t>() < 1) refuse("per_layer_config." + k + "." + key, "an integer >= 1", o[key]);
+        return o[key].get<int64_t>();
+      };
+      const int64_t hd = get("head_dim", head_dim), kv = get("num_key_value_heads", n_kv);
+      if (sliding[static_cast<size_t>(i)]) {
+        if (hd != head_dim || kv != n_kv)
+          refuse("per_layer_config." + k, "a sliding layer of head_dim " + std::to_string(head_dim) + " and " + std::to_string(n_kv) + " KV heads", o);
+      } else if (first) {
+        hd_g = hd;
+        kv_g = kv;
+        first = false;
+      } else if (hd != hd_g || kv != kv_g) {
+        refuse("per_layer_config." + k, "every global layer of one shape (head_dim " + std::to_string(hd_g) + ", " + std::to_string(kv_g) + " KV heads)", o);
+      }
+    }
+  }
+  r.out.emplace_back(r.a + "attention.key_length_global", u32(static_cast<uint64_t>(hd_g)));
+  r.out.emplace_back(r.a + "attention.head_count_kv_global", u32(static_cast<uint64_t>(kv_g)));
+  r.out.emplace_back(r.a + "attention.k_eq_v", boolean(flag("attention_k_eq_v")));
+  // RoPE per layer type.
+  Json rp = c.contains("rope_parameters") && c["rope_parameters"].is_object() ? c["rope_parameters"] : Json::object();
+  if (!rp.contains("sliding_attention")) rp["sliding_attention"] = {{"rope_type", "default"}, {"rope_theta", 10000.0}};
+  if (!rp.contains("full_attention"))
+    rp["full_attention"] = {{"rope_type", "proportional"}, {"partial_rotary_factor", 0.25}, {"rope_theta", 1000000.0}};
+  for (const auto& [type, hd, base, dims] : {std::tuple<const char*, int64_t, const char*, const char*>{"sliding_attention", head_dim, "rope.freq_base_swa", "rope.dimension_count_swa"},
+                                              {"full_attention", hd_g, "rope.freq_base", "rope.dimension_count_global"}}) {
+    const std::string where = std::string("rope_parameters.") + type;
+    const Json& p = rp[type];
+    if (!p.is_object()) refuse(where, "an object", p);
+    const std::string kind = p.contains("rope_type") && p["rope_type"].is_string() ? p["rope_type"].get<std::string>() : "default";
+    if (kind != "default" && kind != "proportional") refuse(where + ".rope_type", "\"default\" or \"proportional\"", p["rope_type"]);
+    if (p.contains("factor") && !p["factor"].is_null() && !(p["factor"].is_number() && p["factor"].get<double>() == 1.0))
+      refuse(where + ".factor", "1 (or absent)", p["factor"]);
+    double theta = 10000.0;
+    if (p.contains("rope_theta")) {
+      if (!p["rope_theta"].is_number() || !(p["rope_theta"].get<double>() > 0)) refuse(where + ".rope_theta", "a number > 0", p["rope_theta"]);
+      theta = p["rope_theta"].get<double>();
+    }
+    int64_t pairs = hd / 2;  // "default" rotates the whole head (it reads no partial_rotary_factor)
+    if (kind == "proportional" && p.contains("partial_rotary_factor") && !p["partial_rotary_factor"].is_null()) {
+      const Json& f = p["partial_rotary_factor"];
+      if (!f.is_number() || f.get<double>() < 0 || f.get<double>() > 1) refuse(where + ".partial_rotary_factor", "a number in [0, 1]", f);
+      pairs = static_cast<int64_t>(std::floor(f.get<double>() * static_cast<double>(hd) / 2.0));  // int(f * hd // 2)
+    }
+    r.out.emplace_back(r.a + base, f32(theta));
+    r.out.emplace_back(r.a + dims, u32(static_cast<uint64_t>(2 * pairs)));
+  }
+  if (c.contains("final_logit_softcapping") && !c["final_logit_softcapping"].is_null())
+    r.real(c, "final_logit_softcapping", "final_logit_softcapping");
+}
+
 }  // namespace
 
 const ArchInfo* hf_config_arch(const Json& config) {
@@ -165,7 +289,7 @@ MetaList hf_config_meta(const Json& top, const std::string& file) {
   const ArchInfo* arch = hf_config_arch(top);
   // A vision-language release (Qwen3.5 / Qwen3.6) nests the text model's config in text_config.
   Json nested;
-  if (arch && arch->gated_delta && top.contains("text_config") && top["text_config"].is_object()) {
+  if (arch && (arch->gated_delta || arch->block == "gemma4") && top.contains("text_config") && top["text_config"].is_object()) {
     nested = top["text_config"];
     if (!nested.contains("tie_word_embeddings") && top.contains("tie_word_embeddings")) nested["tie_word_embeddings"] = top["tie_word_embeddings"];
   }
@@ -195,10 +319,14 @@ MetaList hf_config_meta(const Json& top, const std::string& file) {
     throw Error(file, "", "config.json '" + key + "' is not supported for " + std::string(arch->name), expected,
                 found.dump());
   };
+  const char* act_fn = arch->block == "gemma4" ? "gelu_pytorch_tanh" : "silu";  // Gemma: GeGLU (gelu with tanh)
   for (const char* act : {"hidden_act", "hidden_activation"})
-    if (c.contains(act) && !c[act].is_null() && c[act] != "silu") refuse(act, "\"silu\"", c[act]);
+    if (c.contains(act) && !c[act].is_null() && c[act] != act_fn) refuse(act, "\"" + std::string(act_fn) + "\"", c[act]);
   if (c.contains("mlp_bias") && c["mlp_bias"].is_boolean() && c["mlp_bias"].get<bool>()) refuse("mlp_bias", "false", c["mlp_bias"]);
-  if (arch->gated_delta) {
+  if (arch->block == "gemma4") {
+    gemma4_meta(c, r, refuse);
+    rope = nullptr;  // per layer type, read above
+  } else if (arch->gated_delta) {
     hybrid_meta(c, r, refuse, rope);
   } else if (c.contains("partial_rotary_factor") && c["partial_rotary_factor"].is_number() &&
       c["partial_rotary_factor"].get<double>() != 1.0)

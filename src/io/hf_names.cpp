@@ -71,7 +71,12 @@ std::string expert_to_hf(const std::string& rest, std::string_view arch) {
 struct WholeName {
   std::string_view gguf, hf;
 };
-constexpr WholeName kWhole[] = {{"ssm_a_log", "linear_attn.A_log"}, {"ssm_dt.bias", "linear_attn.dt_bias"}};
+constexpr WholeName kWhole[] = {{"ssm_a_log", "linear_attn.A_log"}, {"ssm_dt.bias", "linear_attn.dt_bias"},
+                                {"layer_output_scale.weight", "layer_scalar"}};  // Gemma 4's per-layer output scalar
+
+// Spellings that belong to their architecture alone in the HF -> GGUF direction: Gemma 4 reuses
+// other families' HF names for other tensors (its post_attention_layernorm is not an FFN norm).
+bool own_spelling(std::string_view arch) { return arch == "gemma4"; }
 
 // Maps `name` (module + "." + suffix) from one side of the table to the other. The text model of
 // a vision-language release (model.language_model.*) is read as the text model's names.
@@ -97,8 +102,13 @@ std::string map_name(const std::string& name_in, bool to_gguf, std::string_view 
   if (!split_layer(module, to_gguf ? "model.layers." : "blk.", n, rest)) return name;
   const std::string layer = (to_gguf ? "blk." : "model.layers.") + n + ".";
   if (to_gguf) {
+    // The architecture's own spelling first (Gemma 4's post_attention_layernorm is not ffn_norm),
+    // then the first other; another entry's own spelling only when the architecture is not known.
     for (const ArchTensor& t : layer_tensors())
-      if (rest == t.hf) return layer + std::string(t.gguf) + suffix;
+      if (rest == t.hf && !arch.empty() && t.arch == arch) return layer + std::string(t.gguf) + suffix;
+    for (const ArchTensor& t : layer_tensors())
+      if (rest == t.hf && (arch.empty() || t.arch.empty() || !own_spelling(t.arch)))
+        return layer + std::string(t.gguf) + suffix;
   } else if (const ArchTensor* t = pick_spelling(layer_tensors(), rest, arch)) {
     return layer + std::string(t->hf) + suffix;
   }
@@ -109,7 +119,7 @@ std::string map_name(const std::string& name_in, bool to_gguf, std::string_view 
 }  // namespace
 
 std::string to_hf_name(const std::string& g, std::string_view arch) { return map_name(g, false, arch); }
-std::string to_gguf_name(const std::string& hf) { return map_name(hf, true, {}); }
+std::string to_gguf_name(const std::string& hf, std::string_view arch) { return map_name(hf, true, arch); }
 
 bool split_expert_name(const std::string& name, std::string& stacked, int64_t& expert) {
   // blk.N.<x>_exps.E.<suffix>

@@ -12,7 +12,7 @@ namespace nvfp4::hf {
 // "model.layers.3.self_attn.q_proj.weight" -> "blk.3.attn_q.weight";
 // "model.layers.3.mlp.experts.7.up_proj.weight" -> "blk.3.ffn_up_exps.7.weight" (expert 7 of the
 // stacked ffn_up_exps); unmapped names unchanged.
-std::string to_gguf_name(const std::string& hf);
+std::string to_gguf_name(const std::string& hf, std::string_view arch = {});
 // The inverse, in the spelling of table entry `arch` (its name: "mixtral"; empty: the common one):
 // "blk.3.attn_q.weight" -> "model.layers.3.self_attn.q_proj.weight".
 std::string to_hf_name(const std::string& gguf, std::string_view arch = {});

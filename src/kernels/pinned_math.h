@@ -44,6 +44,9 @@ inline double exp(double x) {
 double log(double x);           // x > 0, finite
 void sincos(double x, double& s, double& c);
 
+// tanh(x) = 1 - 2 / (e^(2x) + 1) from the pinned exp (exp's clamp keeps it finite: +-1 far out).
+inline double tanh(double x) { return 1.0 - 2.0 / (exp(2.0 * x) + 1.0); }
+
 // SiLU in float with the pinned exp: x / (1 + e^-x), computed in double, rounded once.
 inline float silu(float x) {
   const double xd = x;

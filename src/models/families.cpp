@@ -8,6 +8,7 @@ constexpr Family kFamilies[] = {
     {"qwen3", qwen3_block},         {"mixtral", mixtral_block},     {"qwen2_moe", qwen2_moe_block},
     {"qwen3_moe", qwen3_moe_block}, {"olmoe", olmoe_block},
     {"qwen3_5", qwen3_5_block, qwen3_5_configure, qwen3_5_load_layer},
+    {"gemma4", gemma4_block, gemma4_configure, gemma4_load_layer},
 };
 }  // namespace
 

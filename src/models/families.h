@@ -40,4 +40,9 @@ void qwen3_5_block(StepRun& s, int64_t layer);
 void qwen3_5_configure(Loader& L, const std::string& a, ModelConfig& c);
 void qwen3_5_load_layer(const Loader& L, const std::string& b, const ModelConfig& c, LayerWeights& w);
 
+// Gemma 4, text (src/models/gemma4.cpp).
+void gemma4_block(StepRun& s, int64_t layer);
+void gemma4_configure(Loader& L, const std::string& a, ModelConfig& c);
+void gemma4_load_layer(const Loader& L, const std::string& b, const ModelConfig& c, LayerWeights& w);
+
 }  // namespace nvfp4

@@ -215,9 +215,12 @@ std::unique_ptr<Model> Model::load(const Checkpoint& ck, const LoadOptions& opt)
                       "an input scale (a W4A4 checkpoint, or calibrated scales)", "none");
     m.layers.push_back(std::move(w));
   }
-  m.kv_layer.assign(static_cast<size_t>(c.n_layer), -1);
-  for (int64_t i = 0; i < c.n_layer; ++i)
-    if (c.mixer(i) == MixerKind::attention) m.kv_layer[static_cast<size_t>(i)] = m.n_kv_layer++;
+  {  // each attention layer's KV group and its layer there (one group unless the family's layers differ)
+    std::vector<StateSpec> specs;
+    for (int64_t i = 0; i < c.n_layer; ++i) specs.push_back(layer_state_spec(c, i));
+    m.kv_groups = kv_group_map(specs, m.kv_group, m.kv_layer);
+    for (int64_t i = 0; i < c.n_layer; ++i) m.n_kv_layer += c.mixer(i) == MixerKind::attention;
+  }
   if (opt.mtp) {
     m.mtp.reset(new Model());
     load_mtp(L, *family, m, *m.mtp->impl_);
@@ -247,6 +250,7 @@ size_t Model::weight_bytes() const {
   size_t b = m.embd.bytes() + (m.cfg.tied_head ? 0 : m.head_own.bytes()) + m.output_norm.size() * 4;
   for (const auto& l : m.layers) {
     b += (l.attn_norm.size() + l.ffn_norm.size() + l.q_norm.size() + l.k_norm.size()) * 4;
+    b += (l.post_attn_norm.size() + l.post_ffn_norm.size()) * 4;
     b += (l.lin.conv_w.size() + l.lin.A_log.size() + l.lin.dt_bias.size() + l.lin.norm.size()) * 4;
     b += l.router.bytes() + l.sh_gate_inp.bytes();
     for (const MatMul* mm : l.matmuls()) b += mm->bytes + mm->bias.size() * 4;
@@ -270,6 +274,30 @@ size_t Model::bytes_per_token() const {
   return b;
 }
 
+namespace {
+// Gemma 4's layers of each attention shape: ", 4 sliding-window layers (window 8, 2 KV heads of 16,
+// RoPE over 16 dimensions) and 2 global (1 KV head of 32, K = V, RoPE over 8 dimensions)".
+std::string attn_layers_text(const ModelConfig& c) {
+  if (c.attn_layers.empty()) return "";
+  std::string out;
+  for (const bool sliding : {true, false}) {
+    int n = 0;
+    const AttnLayerConfig* a = nullptr;
+    for (const AttnLayerConfig& x : c.attn_layers)
+      if ((x.window > 0) == sliding) {
+        ++n;
+        a = &x;
+      }
+    if (n == 0) continue;
+    out += (out.empty() ? ", " : " and ") + std::to_string(n) + (sliding ? " sliding-window layers (window " + std::to_string(a->window) + ", " : " global (") +
+           std::to_string(a->n_kv) + " KV head" + (a->n_kv == 1 ? "" : "s") + " of " + std::to_string(a->head_dim) + (a->k_eq_v ? ", K = V" : "") +
+           (a->rope < 0 ? ", no RoPE)" : ", RoPE over " + std::to_string(c.ropes[static_cast<size_t>(a->rope)].n_rot) + " dimensions)");
+  }
+  if (c.final_softcap != 0.0f) out += ", logits soft-capped at " + std::to_string(c.final_softcap);
+  return out;
+}
+}  // namespace
+
 std::vector<std::string> Model::describe() const {
   const Impl& m = *impl_;
   std::vector<std::string> out;
@@ -292,7 +320,7 @@ std::vector<std::string> Model::describe() const {
                                         " value heads of " + std::to_string(c.linear.d_k) + "/" + std::to_string(c.linear.d_v) +
                                         ", conv " + std::to_string(c.linear.conv_kernel) + ") and " + std::to_string(m.n_kv_layer) +
                                         " attention layers with output gate") +
-                ", RoPE " + (c.rope.style == RopeStyle::neox ? "NeoX" : "adjacent pairs") +
+                attn_layers_text(c) + ", RoPE " + (c.rope.style == RopeStyle::neox ? "NeoX" : "adjacent pairs") +
                 (c.n_rot > 0 ? " over " + std::to_string(c.n_rot) + " of " + std::to_string(c.head_dim) + " dimensions" : "") +
                 (c.rope.freq_factors.empty() ? "" : " with frequency factors") +
                 (c.rope.linear_factor != 1.0 ? " linear x" + std::to_string(c.rope.linear_factor) : ""));

@@ -87,7 +87,7 @@ namespace {
 
 // One step's view of the caches and buffers: builds the item of (token t, KV head, part).
 struct Call {
-  const ModelConfig& c;
+  const AttnView& v;
   const AttnStep& st;
   int64_t layer, hd, group, gs, qd, max_len;
   const float* q;
@@ -97,15 +97,16 @@ struct Call {
 
   AttnItem item(int64_t t, int64_t kvh, int64_t part) const {
     const AttnToken& tk = st.tok[static_cast<size_t>(t)];
+    const KvCache* kv = tk.cache(v.group);
     AttnItem a;
-    a.K = tk.kv->keys(layer, kvh);  // read as stored, F32 or F16
-    a.V = tk.kv->values(layer, kvh);
-    a.f16 = tk.kv->is_f16();
+    a.K = kv->keys(layer, kvh);  // read as stored, F32 or F16
+    a.V = kv->values(layer, kvh);
+    a.f16 = kv->is_f16();
     a.g = static_cast<int>(std::min(gs, group - part * gs));
     for (int k = 0; k < a.g; ++k) {
       const int64_t h = kvh * group + part * gs + k;
       a.q[k] = q + t * qd + h * hd;
-      a.s[k] = scores + (t * c.n_head + h) * max_len;
+      a.s[k] = scores + (t * v.n_head + h) * max_len;
       a.o[k] = out + t * qd + h * hd;
     }
     a.len = tk.pos + 1;
@@ -115,12 +116,101 @@ struct Call {
   }
 };
 
+// The window's keys and values of one (token, KV head), gathered in position order: keys tiled as
+// the cache tiles them (the last tile's unused keys zero), values as rows. E: float or uint16_t.
+template <class E>
+void gather_window(const KvCache& kv, int64_t layer, int64_t kvh, int64_t first, int64_t len, int64_t hd, E* K, E* V) {
+  const E* ks = static_cast<const E*>(kv.keys(layer, kvh));
+  const E* vs = static_cast<const E*>(kv.values(layer, kvh));
+  const int64_t ring = kv.n_ctx();
+  std::fill_n(K, key_tiles(len) * kKeyTile * hd, E{});
+  for (int64_t i = 0; i < len; ++i) {
+    const int64_t j = (first + i) % ring;  // the position's slot (a ring of n_ctx positions)
+    const E* kj = ks + (j / kKeyTile) * hd * kKeyTile + j % kKeyTile;
+    E* ki = K + (i / kKeyTile) * hd * kKeyTile + i % kKeyTile;
+    for (int64_t d = 0; d < hd; ++d) ki[d * kKeyTile] = kj[d * kKeyTile];
+    std::copy_n(vs + j * hd, hd, V + i * hd);
+  }
+}
+
 }  // namespace
 
 void attention(const ModelConfig& c, const AttnStep& st, int64_t layer, const float* q, float* out,
                std::vector<float>& scratch, ThreadPool& pool) {
-  const int64_t hd = c.head_dim, group = c.n_head / c.n_head_kv, n = static_cast<int64_t>(st.tok.size());
+  AttnView v;
+  v.layer = layer;
+  v.head_dim = c.head_dim;
+  v.n_head = c.n_head;
+  v.n_kv = c.n_head_kv;
+  v.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+  attention_layer(v, st, q, out, scratch, pool);
+}
+
+namespace {
+void attention_window(const AttnView& v, const AttnStep& st, const float* q, float* out, std::vector<float>& scratch,
+                      ThreadPool& pool) {
+  const int64_t hd = v.head_dim, group = v.n_head / v.n_kv, n = static_cast<int64_t>(st.tok.size());
+  const kern::AttnItemFn item_fn = kern::table(active_isa()).attn_item;
+  const int64_t gs = std::min<int64_t>(group, kMaxGroup), parts = (group + gs - 1) / gs, per_token = v.n_kv * parts;
+  const int64_t W = v.window, qd = v.n_head * hd;
+  // Per pool chunk: the scores of one item, its keys (whole tiles) and values, each part starting
+  // on a 64-byte boundary of the part before.
+  const auto round16 = [](int64_t x) { return (x + 15) / 16 * 16; };
+  const int64_t s_size = round16(gs * W), k_size = key_tiles(W) * kKeyTile * hd;
+  const int64_t per_chunk = s_size + k_size + round16(W * hd);
+  const int n_chunks = pool.chunks(n * per_token, 1);
+  if (scratch.size() < static_cast<size_t>(n_chunks * per_chunk)) scratch.resize(static_cast<size_t>(n_chunks * per_chunk));
+  pool.run(n_chunks, [&](int64_t cb, int64_t ce) {
+    for (int64_t chunk = cb; chunk < ce; ++chunk) {
+      float* s = scratch.data() + chunk * per_chunk;
+      float* kbuf = s + s_size;
+      float* vbuf = kbuf + k_size;
+      int64_t b, e;
+      partition(n * per_token, n_chunks, static_cast<int>(chunk), 1, b, e);
+      for (int64_t slot = b; slot < e; ++slot) {
+        const int64_t t = slot / per_token, r = slot % per_token, kvh = r / parts, part = r % parts;
+        const AttnToken& tk = st.tok[static_cast<size_t>(t)];
+        const KvCache& kv = *tk.cache(v.group);
+        const int64_t len = std::min(tk.pos + 1, W), first = tk.pos + 1 - len;
+        AttnItem a;
+        a.f16 = kv.is_f16();
+        if (a.f16) {  // the F16 values gathered as stored: the kernel widens them as it would the cache's
+          auto* K16 = reinterpret_cast<uint16_t*>(kbuf);
+          auto* V16 = reinterpret_cast<uint16_t*>(vbuf);
+          gather_window(kv, v.layer, kvh, first, len, hd, K16, V16);
+          a.K = K16;
+          a.V = V16;
+        } else {
+          gather_window(kv, v.layer, kvh, first, len, hd, kbuf, vbuf);
+          a.K = kbuf;
+          a.V = vbuf;
+        }
+        a.g = static_cast<int>(std::min(gs, group - part * gs));
+        for (int k = 0; k < a.g; ++k) {
+          const int64_t h = kvh * group + part * gs + k;
+          a.q[k] = q + t * qd + h * hd;
+          a.s[k] = s + k * W;
+          a.o[k] = out + t * qd + h * hd;
+        }
+        a.len = len;
+        a.hd = hd;
+        a.scale = v.scale;
+        item_fn(&a);
+      }
+    }
+  }, 1);
+}
+}  // namespace
+
+void attention_layer(const AttnView& v, const AttnStep& st, const float* q, float* out, std::vector<float>& scratch,
+                     ThreadPool& pool) {
+  const int64_t hd = v.head_dim, group = v.n_head / v.n_kv, n = static_cast<int64_t>(st.tok.size());
   if (n == 0) return;
+  if (v.window > 0 && st.max_len > v.window) {
+    attention_window(v, st, q, out, scratch, pool);
+    return;
+  }
+  const int64_t layer = v.layer;
   const kern::KernelTable& kt = kern::table(active_isa());
   const kern::AttnItemFn item_fn = kt.attn_item;
   const kern::AttnPhaseFn phase_fn = kt.attn_phase;
@@ -129,7 +219,7 @@ void attention(const ModelConfig& c, const AttnStep& st, int64_t layer, const fl
   // read the caches as stored (an F16 one widened in registers as it is read).
   const int64_t gs = std::min<int64_t>(group, kMaxGroup);
   const int64_t parts = (group + gs - 1) / gs;  // items per KV head and token
-  const int64_t per_token = c.n_head_kv * parts;
+  const int64_t per_token = v.n_kv * parts;
   const int threads = pool.threads();
   const bool few = n * per_token < 4 * threads;
   const int n_chunks = pool.chunks(n * per_token, 1);
@@ -137,10 +227,9 @@ void attention(const ModelConfig& c, const AttnStep& st, int64_t layer, const fl
   // (the phases share them), of one item per pool chunk for a prompt window (an item's scores
   // live only while it runs).
   const int64_t max_len = st.max_len;
-  const size_t need = static_cast<size_t>(few ? n * c.n_head * max_len : n_chunks * gs * max_len);
+  const size_t need = static_cast<size_t>(few ? n * v.n_head * max_len : n_chunks * gs * max_len);
   if (scratch.size() < need) scratch.resize(need);
-  const Call call{c, st, layer, hd, group, gs, c.q_dim(), max_len, q, out, scratch.data(),
-                  static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)))};
+  const Call call{v, st, layer, hd, group, gs, v.n_head * hd, max_len, q, out, scratch.data(), v.scale};
   if (few) {
     // Few items (decoding): two dispatches. Each cuts the step's work into one contiguous run
     // per thread, items in order: the scores by whole key tiles (16 keys), the output by

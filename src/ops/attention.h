@@ -54,6 +54,8 @@ class KvCache {
 struct AttnToken {
   KvCache* kv = nullptr;  // written by the block (this step's keys and values), read by attention
   int64_t pos = 0;
+  KvCache* kv_more = nullptr;  // the sequence's caches of KV groups 1.. (Sequence::Impl::kv_more)
+  KvCache* cache(int group) const { return group == 0 ? kv : kv_more + (group - 1); }
 };
 struct AttnStep {
   std::vector<AttnToken> tok;
@@ -61,6 +63,22 @@ struct AttnStep {
   // Fills tok and max_len.
   void set(std::span<const AttnToken> tokens);
 };
+
+// One attention layer as attention_layer() reads it: its place in the caches (KV group and layer
+// within it), its shape, the scores' scale and its window (0: every position; else the last
+// `window` positions of each token, its own included).
+struct AttnView {
+  int group = 0;
+  int64_t layer = 0, head_dim = 0, n_head = 0, n_kv = 0, window = 0;
+  float scale = 0.0f;
+};
+
+// As attention() for one layer of the view's shape. Without a window it is attention() itself
+// (the same items, the same bits); with one, each (token, KV head) item reads only the window's
+// keys, gathered in position order into scratch of its own, so a token's bits depend on its
+// position and the window's keys alone.
+void attention_layer(const AttnView& v, const AttnStep& step, const float* q, float* out, std::vector<float>& scratch,
+                     ThreadPool& pool);
 
 // out[t][h*hd .. ] = softmax(q_t,h . K / sqrt(hd)) V for each token t of the step, over keys
 // [0, pos_t] of its cache. q, out: [n][n_head*hd]. scratch grows to what the step needs.

@@ -2,6 +2,7 @@
 // step (src/runtime/step.cpp).
 #pragma once
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,11 @@ struct LayerWeights {
   MixerKind mixer = MixerKind::attention;
   FfnKind ffn = FfnKind::dense;
   std::vector<float> attn_norm, ffn_norm;
+  // Gemma 4: the norms of the attention's and the FFN's outputs before their residual adds, and
+  // the scalar the layer's output is multiplied by (1: none).
+  std::vector<float> post_attn_norm, post_ffn_norm;
+  std::vector<float> v_norm;  // Gemma 4's value norm has no weight: ones (x * 1 is x)
+  float out_scale = 1.0f;
   std::vector<float> q_norm, k_norm;  // [head_dim] (Qwen3) or [q_dim]/[kv_dim] (OLMoE), empty: none
   MatMul q, k, v, o, gate, up, down;  // gate/up/down: the dense FFN (absent in MoE layers)
   // Mixture of experts: the router (float32 logits in the pinned order of PinnedDense), the
@@ -83,7 +89,8 @@ struct LayerWeights {
       for (const MatMul* m : {&lin.qkv, &lin.z, &lin.qkvz, &lin.out, &lin.b, &lin.a, &lin.ba})
         if (m->n_out > 0) out.push_back(m);
     } else {
-      out = {&q, &k, &v, &o};
+      for (const MatMul* m : {&q, &k, &v, &o})
+        if (m->n_out > 0) out.push_back(m);  // (Gemma 4's K=V layers have no v)
     }
     if (experts.empty()) {
       out.insert(out.end(), {&gate, &up, &down});
@@ -105,6 +112,19 @@ struct MtpWeights {
 
 struct StepRun;
 
+// The KV groups of a sequence (src/runtime/sequence.cpp): full-attention layers of one KV shape
+// and window share a cache, the groups in order of their first layer. kv_group_map fills group[l]
+// and index[l] (layer l's group and its layer in that group's cache; -1 for a layer of another
+// kind) and returns each group's shape and layer count.
+struct KvGroup {
+  StateSpec spec;
+  int64_t layers = 0;
+};
+std::vector<KvGroup> kv_group_map(std::span<const StateSpec> layers, std::vector<int>& group, std::vector<int64_t>& index);
+// The state layer l of a model asks for (a full-attention layer's KV shape and window, a linear
+// layer's recurrent state).
+StateSpec layer_state_spec(const ModelConfig& c, int64_t l);
+
 struct Model::Impl {
   ModelConfig cfg;
   // The family's block (src/models/<family>.cpp, chosen by ArchInfo::block): runs one layer.
@@ -115,6 +135,10 @@ struct Model::Impl {
   // a layer of another mixer.
   std::vector<int64_t> kv_layer;
   int64_t n_kv_layer = 0;
+  // The KV group of each layer (kv_group_map; kv_layer is then its layer in that group's cache) and
+  // the groups: one, of every attention layer, for all families but those whose layers differ.
+  std::vector<int> kv_group;
+  std::vector<KvGroup> kv_groups;
   std::vector<float> output_norm;
   Head embd;      // F16/F32, Q8_0 or NVFP4 (ops/head.h)
   Head head_own;  // used when the head is not tied

@@ -11,6 +11,7 @@ const char* state_kind_name(StateKind k) {
   switch (k) {
     case StateKind::full_attention: return "full attention (KV cache)";
     case StateKind::recurrent: return "recurrent";
+    case StateKind::sliding_window: return "sliding window (a ring of KV positions)";
   }
   return "?";
 }

@@ -11,13 +11,15 @@ void RopeTable::init(const RopeConfig& cfg, int64_t head_dim, int64_t n_rot) {
   head_dim_ = head_dim;
   rot_ = n_rot > 0 ? n_rot : head_dim;
   half_ = rot_ / 2;
+  other_ = cfg.proportional ? head_dim / 2 : half_;
+  const double denom = static_cast<double>(cfg.proportional ? head_dim : rot_);
   n_pos_ = 0;
   cos_.clear();
   sin_.clear();
   freq_.assign(static_cast<size_t>(half_), 0.0);
   const double lt = pinned::log(cfg.theta);
   for (int64_t i = 0; i < half_; ++i) {
-    double f = pinned::exp(-(2.0 * static_cast<double>(i) / static_cast<double>(rot_)) * lt);
+    double f = pinned::exp(-(2.0 * static_cast<double>(i) / denom) * lt);
     if (!cfg.freq_factors.empty()) f = f / static_cast<double>(cfg.freq_factors[static_cast<size_t>(i)]);
     if (cfg.linear_factor != 1.0) f = f / cfg.linear_factor;
     freq_[static_cast<size_t>(i)] = f;
@@ -43,7 +45,7 @@ void RopeTable::apply(float* x, int64_t n_heads, int64_t pos) const {
   const float* c = cos_.data() + pos * half_;
   const float* s = sin_.data() + pos * half_;
   // Element i's partner: 2i and 2i+1 (adjacent) or i and i + half (NeoX).
-  const int64_t stride = cfg_.style == RopeStyle::adjacent ? 2 : 1, other = cfg_.style == RopeStyle::adjacent ? 1 : half_;
+  const int64_t stride = cfg_.style == RopeStyle::adjacent ? 2 : 1, other = cfg_.style == RopeStyle::adjacent ? 1 : other_;
   for (int64_t h = 0; h < n_heads; ++h) {
     float* v = x + h * head_dim_;
     for (int64_t i = 0; i < half_; ++i) {

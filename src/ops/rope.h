@@ -14,6 +14,8 @@ class RopeTable {
  public:
   // n_rot: the dimensions rotated at the start of each head (partial RoPE: Qwen3.5's 64 of 256,
   // frequencies theta^(-2i/n_rot), the rest passed through); 0 or head_dim: all of them.
+  // cfg.proportional (Gemma 4): the pairs (i, i + head_dim/2) of the whole head, the first n_rot/2
+  // of them at theta^(-2i/head_dim), the others not rotated.
   void init(const RopeConfig& cfg, int64_t head_dim, int64_t n_rot = 0);
   // Covers positions [0, n_pos) (grows by doubling, recomputing: the same values).
   void reserve(int64_t n_pos);
@@ -26,6 +28,7 @@ class RopeTable {
  private:
   RopeConfig cfg_;
   int64_t head_dim_ = 0, rot_ = 0, half_ = 0, n_pos_ = 0;
+  int64_t other_ = 0;  // NeoX: the partner's distance (half_, or head_dim / 2 when proportional)
   std::vector<double> freq_;
   std::vector<float> cos_, sin_;  // [n_pos][half]
 };

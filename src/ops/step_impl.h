@@ -24,6 +24,10 @@ struct Sequence::Impl {
   // The full-attention layers' keys and values, in one cache as before (model layer l is cache
   // layer l); each layer's FullAttentionState is its view. Empty for a sequence of other states.
   KvCache kv;
+  // The caches of the other KV shapes (kv_group_map: Gemma 4's global layers beside its sliding ones).
+  std::vector<KvCache> kv_more;
+  KvCache& kv_group(int g) { return g == 0 ? kv : kv_more[static_cast<size_t>(g - 1)]; }
+  const KvCache& kv_group(int g) const { return g == 0 ? kv : kv_more[static_cast<size_t>(g - 1)]; }
   std::vector<std::unique_ptr<LayerState>> layers;  // one per layer (sequence_state.h)
   int64_t pos = 0, n_ctx = 0;
   std::string source;  // the model's file, for errors
@@ -68,6 +72,7 @@ struct Workspace::Impl {
   std::vector<float> pre;  // the input times a layer's pre_quant_scale (grown on first use)
   std::vector<float> mtp_cat;  // an MTP step's concat(embedding, hidden) rows [n][2 n_embd]
   RopeTable rope;
+  std::vector<RopeTable> ropes;  // ModelConfig::ropes (a family's per-layer RoPE: Gemma 4)
   LinearScratch lin;
   Observer obs;
   StepProfile* prof = nullptr;
@@ -116,6 +121,9 @@ struct StepRun {
   StepRun rows(int64_t rows) const { return StepRun{m, ws, pool, rows}; }
   void parallel(int64_t count, const std::function<void(int64_t, int64_t)>& fn, int64_t align = 1) const;
   void attention(int64_t layer, const float* q, float* out) const;
+  // Attention of one layer of its own shape and window (ops/attention.h attention_layer), over the
+  // step's tokens or `part` of them (q and out then that part's rows).
+  void attention_layer(const AttnView& v, const float* q, float* out, const AttnStep* part = nullptr) const;
   void dense(const PinnedDense& d, const float* x, int64_t rows, float* y) const;
   void linear(const MatMul& mm, const float* x, int64_t rows, float* y) const;
   void linear_group(std::span<const Linear* const> layers, const float* x, int64_t rows, std::span<float* const> y) const;

@@ -21,11 +21,11 @@ Workspace::Impl::Impl(const Model::Impl& model, int64_t nb) : m(model), n_batch(
   // (or the MoE FFN, which takes g and u for its shared expert, xn in and o out); o = down(g);
   // x += o. xn is dead when att is written and att when xn is; q is dead when o is written; k
   // and v are dead before g and u are written. So the arena holds x, xn|att, q|o, g|k and u|v.
-  const int64_t wide = nb * std::max(c.n_embd, c.q_dim());
+  const int64_t wide = nb * std::max(c.n_embd, c.max_q_dim());
   // The FFN's gate/up rows: the dense MLP (mlp_rows at a time), the experts (one token: k experts
   // side by side) or the shared expert.
   const int64_t mlp = c.n_expert > 0 ? nb : mlp_rows(m.mode, nb);
-  const int64_t ff = std::max({mlp * c.n_ff, nb * c.n_ff_shexp, c.n_expert_used * c.n_ff_exp, nb * c.kv_dim()});
+  const int64_t ff = std::max({mlp * c.n_ff, nb * c.n_ff_shexp, c.n_expert_used * c.n_ff_exp, nb * c.max_kv_dim()});
   arena.resize(static_cast<size_t>(nb * c.n_embd + 2 * wide + 2 * ff));
   float* p = arena.data();
   const auto take = [&](int64_t n) {
@@ -36,14 +36,16 @@ Workspace::Impl::Impl(const Model::Impl& model, int64_t nb) : m(model), n_batch(
   x = take(nb * c.n_embd);
   const ActBuf a = take(wide), b = take(wide);
   xn = {a.p, static_cast<size_t>(nb * c.n_embd)};
-  att = {a.p, static_cast<size_t>(nb * c.q_dim())};
-  q = {b.p, static_cast<size_t>(nb * c.q_dim())};
+  att = {a.p, static_cast<size_t>(nb * c.max_q_dim())};
+  q = {b.p, static_cast<size_t>(nb * c.max_q_dim())};
   o = {b.p, static_cast<size_t>(nb * c.n_embd)};
   g = take(ff);
   u = take(ff);
-  k = {g.p, static_cast<size_t>(nb * c.kv_dim())};
-  v = {u.p, static_cast<size_t>(nb * c.kv_dim())};
+  k = {g.p, static_cast<size_t>(nb * c.max_kv_dim())};
+  v = {u.p, static_cast<size_t>(nb * c.max_kv_dim())};
   rope.init(c.rope, c.head_dim, c.n_rot);
+  ropes.resize(c.ropes.size());
+  for (size_t i = 0; i < c.ropes.size(); ++i) ropes[i].init(c.ropes[i].rope, c.ropes[i].head_dim, c.ropes[i].n_rot);
 }
 
 const char* StepProfile::name(int part) {
@@ -143,6 +145,10 @@ void StepRun::residual(float* x, const float* o, int64_t d) const {
 
 void StepRun::parallel(int64_t count, const std::function<void(int64_t, int64_t)>& fn, int64_t align) const {
   pool.run(count, fn, align);
+}
+
+void StepRun::attention_layer(const AttnView& v, const float* q, float* out, const AttnStep* part) const {
+  nvfp4::attention_layer(v, part ? *part : ws.step, q, out, ws.attn_scratch, pool);
 }
 
 void StepRun::attention(int64_t layer, const float* q, float* out) const {

@@ -26,4 +26,34 @@ class FullAttentionState final : public LayerState {
   int64_t layer_;
 };
 
+// The sliding-window kind (sequence_state.h): one layer's keys and values of its last ring()
+// positions, ring = min(n_ctx, window - 1 + kSlidingSlack), position p in slot p % ring of its
+// group's KvCache (which holds ring positions). Memory is bounded by the window, not the context.
+// What it can go back to: with a ring shorter than the context, a prefix of n positions while the
+// window before n is still held (n >= held - (ring - window + 1), the slack), or 0; never further
+// (those keys were overwritten): keepable() says so and truncate/copy_prefix refuse it. A verify
+// step of k <= slack drafts needs no snapshot (the slack holds what going back needs); more is
+// refused. With a ring of the whole context it is a full-attention layer: any prefix.
+class SlidingWindowState final : public LayerState {
+ public:
+  SlidingWindowState(KvCache& cache, int64_t layer, int64_t window, int64_t n_ctx)
+      : cache_(&cache), layer_(layer), window_(window), n_ctx_(n_ctx) {}
+  StateKind kind() const override { return StateKind::sliding_window; }
+  StateCaps caps() const override { return {whole(), false, whole()}; }
+  size_t bytes() const override { return cache_->layer_bytes(); }
+  std::string shape() const override { return cache_->layer_shape() + ", window " + std::to_string(window_); }
+  int64_t keepable(int64_t n, int64_t held) const override;
+  void go_back(int64_t n, int64_t held) override;
+  void snapshot(int64_t held, int64_t k) override;
+  void copy_prefix(const LayerState& from, int64_t n, int64_t from_held) override;
+  int64_t ring() const { return cache_->n_ctx(); }
+  // How far back it can go (and the longest draft a verify step may carry); n_ctx for a whole ring.
+  int64_t slack() const { return whole() ? n_ctx_ : ring() - window_ + 1; }
+
+ private:
+  bool whole() const { return ring() >= n_ctx_; }
+  KvCache* cache_;
+  int64_t layer_, window_, n_ctx_;
+};
+
 }  // namespace nvfp4

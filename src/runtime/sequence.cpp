@@ -27,21 +27,6 @@ void each_layer(Sequence::Impl& q, F&& f) {
 }  // namespace
 
 namespace {
-// The state layer l of a model asks for: a full-attention layer its keys and values, a
-// linear-attention (Gated DeltaNet) layer its conv window and head matrices.
-StateSpec layer_state_spec(const ModelConfig& c, int64_t l) {
-  StateSpec s;
-  if (c.mixer(l) == MixerKind::linear_attention) {
-    s.kind = StateKind::recurrent;
-    s.floats = c.linear.state_floats();
-    s.max_snapshots = kSequenceSnapshots;
-    return s;
-  }
-  s.kind = StateKind::full_attention;
-  s.n_kv = c.n_head_kv;
-  s.head_dim = c.head_dim;
-  return s;
-}
 
 std::vector<StateSpec> model_state_specs(const Model& model, int64_t n_ctx) {
   const ModelConfig& c = model.config();
@@ -64,27 +49,29 @@ Sequence::Sequence(std::span<const StateSpec> layers, int64_t n_ctx, KvType kv, 
   if (n_ctx < 1) throw Error(source, "", "context size (--ctx)", ">= 1", std::to_string(n_ctx));
   impl_->n_ctx = n_ctx;
   impl_->source = std::move(source);
-  // The full-attention layers' keys and values: one cache, as they always were (layer l of the
-  // model is layer l of the cache while every layer is full attention).
-  int64_t n_kv_layers = 0;
-  const StateSpec* kv_shape = nullptr;
-  for (size_t l = 0; l < layers.size(); ++l) {
-    const StateSpec& s = layers[l];
-    if (s.kind != StateKind::full_attention) continue;
-    if (kv_shape && (s.n_kv != kv_shape->n_kv || s.head_dim != kv_shape->head_dim))
-      throw Error(impl_->source, "", "layer " + std::to_string(l) + "'s KV shape: one shape for every full-attention layer of a sequence",
-                  std::to_string(kv_shape->n_kv) + " KV heads of " + std::to_string(kv_shape->head_dim),
-                  std::to_string(s.n_kv) + " of " + std::to_string(s.head_dim));
-    kv_shape = &s;
-    ++n_kv_layers;
+  // The full-attention layers' keys and values: one cache per KV group (kv_group_map), as they
+  // always were for a family of one shape (layer l of the model is layer l of the cache while
+  // every layer is full attention).
+  std::vector<int> group;
+  std::vector<int64_t> index;
+  const std::vector<KvGroup> groups = kv_group_map(layers, group, index);
+  if (groups.size() > 1) impl_->kv_more.resize(groups.size() - 1);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const StateSpec& gs = groups[g].spec;
+    if (gs.kind == StateKind::sliding_window && gs.window < 1)
+      throw Error(impl_->source, "", "a sliding-window layer's window", ">= 1", std::to_string(gs.window));
+    // A sliding-window group holds a ring of its window and the slack, at most the context.
+    const int64_t positions = gs.kind == StateKind::sliding_window ? std::min(n_ctx, gs.window - 1 + kSlidingSlack) : n_ctx;
+    impl_->kv_group(static_cast<int>(g)).init(groups[g].layers, gs.n_kv, gs.head_dim, positions, kv);
   }
-  if (kv_shape) impl_->kv.init(n_kv_layers, kv_shape->n_kv, kv_shape->head_dim, n_ctx, kv);
-  int64_t kv_layer = 0;
   for (size_t l = 0; l < layers.size(); ++l) {
     const StateSpec& s = layers[l];
     switch (s.kind) {
       case StateKind::full_attention:
-        impl_->layers.push_back(std::make_unique<FullAttentionState>(impl_->kv, kv_layer++));
+        impl_->layers.push_back(std::make_unique<FullAttentionState>(impl_->kv_group(group[l]), index[l]));
+        break;
+      case StateKind::sliding_window:
+        impl_->layers.push_back(std::make_unique<SlidingWindowState>(impl_->kv_group(group[l]), index[l], s.window, n_ctx));
         break;
       case StateKind::recurrent:
         try {
@@ -116,6 +103,7 @@ int64_t Sequence::max_draft() const {
   int64_t k = INT64_MAX;
   for (const auto& s : impl_->layers)
     if (const auto* r = dynamic_cast<const RecurrentState*>(s.get())) k = std::min<int64_t>(k, r->max_snapshots());
+    else if (const auto* w = dynamic_cast<const SlidingWindowState*>(s.get())) k = std::min<int64_t>(k, w->slack());
   return k;
 }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "nvfp4/error.h"
+#include "kernels/pinned_math.h"
 #include "ops/step_impl.h"
 
 namespace nvfp4 {
@@ -32,6 +33,7 @@ size_t Workspace::bytes() const {
     b += v->size() * 4;
   for (const auto* v : {&w.moe_logits, &w.moe_w, &w.moe_x, &w.moe_y, &w.moe_g, &w.moe_u, &w.moe_slots})
     b += v->size() * 4;
+  for (const RopeTable& r : w.ropes) b += r.bytes();
   b += w.moe_sel.size() * 4 + (w.moe_count.size() + w.moe_pairs.size()) * 8;
   return b;
 }
@@ -48,11 +50,17 @@ void check_sequence(const Model::Impl& m, const Sequence& seq) {
                 std::to_string(c.n_layer) + " layers (" + std::to_string(m.n_kv_layer) + " full attention)", found);
   };
   if (seq.n_layer() != c.n_layer) refuse(std::to_string(seq.n_layer()) + " layers");
-  if (m.n_kv_layer > 0 && !seq.impl().kv.fits(m.n_kv_layer, c.n_head_kv, c.head_dim)) refuse("another KV cache shape");
+  if (seq.impl().kv_more.size() + (m.kv_groups.empty() ? 0 : 1) != m.kv_groups.size()) refuse("another KV cache shape");
+  for (size_t g = 0; g < m.kv_groups.size(); ++g) {
+    const KvGroup& kg = m.kv_groups[g];
+    if (!seq.impl().kv_group(static_cast<int>(g)).fits(kg.layers, kg.spec.n_kv, kg.spec.head_dim)) refuse("another KV cache shape");
+  }
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const LayerState& st = seq.layer(l);
     if (c.mixer(l) == MixerKind::attention) {
-      if (st.kind() != StateKind::full_attention) refuse("layer " + std::to_string(l) + ": " + state_kind_name(st.kind()));
+      const bool sliding = !c.attn_layers.empty() && c.attn_layers[static_cast<size_t>(l)].window > 0;
+      if (st.kind() != (sliding ? StateKind::sliding_window : StateKind::full_attention))
+        refuse("layer " + std::to_string(l) + ": " + state_kind_name(st.kind()));
     } else {
       const auto* r = dynamic_cast<const RecurrentState*>(&st);
       if (!r || r->size() != c.linear.state_floats())
@@ -109,7 +117,7 @@ void step(const Model& model, std::span<const StepToken> tokens, const float* h_
       throw Error(m.source, "StepToken.pos", "context full", "at most " + std::to_string(s.seq->n_ctx()) + " positions", std::to_string(s.pos + 1));
     ++it->second;
     ws.seqs[static_cast<size_t>(it - next.begin())].tok.push_back(t);
-    at[static_cast<size_t>(t)] = AttnToken{&s.seq->impl().kv, s.pos};
+    at[static_cast<size_t>(t)] = AttnToken{&s.seq->impl().kv, s.pos, s.seq->impl().kv_more.data()};
     max_pos = std::max(max_pos, s.pos);
   }
   const auto t_start = std::chrono::steady_clock::now();
@@ -126,11 +134,16 @@ void step(const Model& model, std::span<const StepToken> tokens, const float* h_
   } step_total{ws.prof, t_start, n};
   ws.step.set(at);
   ws.rope.reserve(max_pos + 1);
+  for (RopeTable& r : ws.ropes) r.reserve(max_pos + 1);
   StepRun run{m, ws, pool, n};
   const int64_t d = c.n_embd;
-  if (h_in) mtp_input(run, tokens, h_in);
-  else
+  if (h_in) {
+    mtp_input(run, tokens, h_in);
+  } else {
     for (int64_t t = 0; t < n; ++t) m.embd.row(tokens[static_cast<size_t>(t)].token, ws.x.data() + t * d);
+    if (c.embd_scale != 0.0f)  // Gemma: the embedding times sqrt(n_embd), in float
+      for (int64_t i = 0; i < n * d; ++i) ws.x.data()[i] *= c.embd_scale;
+  }
   for (int64_t l = 0; l < c.n_layer; ++l) m.block(run, l);  // the family's block (src/models/<family>.cpp)
   for (const auto& [seq, pos] : next) seq->impl().pos = pos;
   // Every row's final norm when the hidden states are asked for (a row's norm is its own: the
@@ -148,6 +161,10 @@ void step(const Model& model, std::span<const StepToken> tokens, const float* h_
   PartTimer timer(ws.prof, StepProfile::head, static_cast<double>(m.head().bytes()));
   if (!hidden) run.rmsnorm(ws.xn.data(), m.output_norm, ws.xn.data(), rows, d);  // in place: a row is read before it is written
   m.head().forward(m.mode, ws.xn.data(), rows, logits, pool);
+  if (c.final_softcap != 0.0f) {  // Gemma: cap * tanh(logit / cap), the tanh in double from the pinned exp
+    const double cap = c.final_softcap;
+    for (int64_t i = 0; i < rows * c.n_vocab; ++i) logits[i] = static_cast<float>(cap * pinned::tanh(static_cast<double>(logits[i]) / cap));
+  }
 }
 }  // namespace
 

@@ -1,0 +1,227 @@
+// Gemma 4, text (entry "gemma4": transformers' modeling_gemma4.py, Gemma4TextModel). A block is
+//   h = x + post_attn_norm(o(attention(rope(q_norm(q(n1))), rope(k_norm(k(n1))), v_norm(v(n1))))), n1 = attn_norm(x)
+//   x' = (h + post_ffn_norm(down(gelu_tanh(gate(n2)) * up(n2)))) * layer_scalar,            n2 = ffn_norm(h)
+// with each layer's own attention (ModelConfig::attn_layers): a sliding layer reads the last
+// `sliding_window` positions, with its head_dim, KV heads and RoPE; a global layer reads every
+// position with its own (larger) head_dim and KV heads, and on a K=V layer (attention_k_eq_v) no
+// v_proj: the values are k_proj's output, v-normed. RoPE is NeoX over the whole head, a layer
+// type's first pairs rotated ("default": all; "proportional": int(factor * head_dim / 2) of them at
+// theta^(-2i/head_dim)); no rotated pair: no RoPE. The scores are not scaled (q and k are normed),
+// the v norm has no weight, every RMSNorm multiplies by w itself (not 1 + w). The embedding is
+// scaled by sqrt(hidden) and the logits soft-capped (step.cpp). Refused at config.json
+// (io/hf_config.cpp): per-layer embeddings, the MoE block, KV sharing.
+#include <algorithm>
+#include <cmath>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "kernels/pinned_math.h"
+#include "models/families.h"
+#include "models/loader.h"
+
+namespace nvfp4 {
+
+void gemma4_configure(Loader& L, const std::string& a, ModelConfig& c) {
+  c.sliding_window = 0;  // a window per layer, not a bound on the context
+  const int64_t window = L.meta_int(a + "attention.sliding_window_swa");
+  const std::string pkey = a + "attention.sliding_window_pattern";
+  const gguf::Value& pat = L.meta(pkey);
+  if (pat.type != gguf::ValueType::array || static_cast<int64_t>(pat.arr.size()) != c.n_layer)
+    throw Error(L.path, pkey, "one flag per layer (true: sliding)", std::to_string(c.n_layer) + " booleans", std::to_string(pat.arr.size()) + " values");
+  const int64_t hd_g = L.meta_int(a + "attention.key_length_global"), kv_g = L.meta_int(a + "attention.head_count_kv_global");
+  bool k_eq_v = false;
+  if (const gguf::Value* v = L.ck.meta(a + "attention.k_eq_v")) k_eq_v = v->as_bool(a + "attention.k_eq_v");
+  for (const auto& [hd, kv, what] : {std::tuple<int64_t, int64_t, const char*>{c.head_dim, c.n_head_kv, "sliding"}, {hd_g, kv_g, "global"}}) {
+    if (c.n_head % kv != 0)
+      throw Error(L.path, "", std::string("the ") + what + " layers' KV heads", "a divisor of the " + std::to_string(c.n_head) + " heads",
+                  std::to_string(kv));
+    if (hd % 2 != 0) throw Error(L.path, "", std::string("the ") + what + " layers' head_dim", "even", std::to_string(hd));
+  }
+  // RoPE per layer type: NeoX pairs of the whole head, the first dims/2 rotated (ModelConfig::ropes).
+  int rope_idx[2] = {-1, -1};
+  c.ropes.clear();
+  for (int t = 0; t < 2; ++t) {
+    const std::string sfx = t == 0 ? "_swa" : "_global";
+    const int64_t hd = t == 0 ? c.head_dim : hd_g;
+    const gguf::Value* dv = L.ck.meta(a + "rope.dimension_count" + sfx);
+    const int64_t dims = dv ? dv->as_int(a + "rope.dimension_count" + sfx) : hd;
+    if (dims < 0 || dims > hd || dims % 2 != 0)
+      throw Error(L.path, "", "metadata '" + a + "rope.dimension_count" + sfx + "'", "even, 0 .. head_dim " + std::to_string(hd), std::to_string(dims));
+    if (dims == 0) continue;  // no RoPE on this layer type
+    RopeLayerConfig r;
+    r.rope.style = RopeStyle::neox;
+    r.rope.proportional = true;
+    r.rope.theta = L.meta_float(a + (t == 0 ? "rope.freq_base_swa" : "rope.freq_base"), t == 0 ? 10000.0 : 1000000.0);
+    r.head_dim = hd;
+    r.n_rot = dims;
+    rope_idx[t] = static_cast<int>(c.ropes.size());
+    c.ropes.push_back(r);
+  }
+  c.attn_layers.clear();
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const bool sliding = pat.arr.at(static_cast<size_t>(l), pkey).as_bool(pkey);
+    AttnLayerConfig al;
+    al.head_dim = sliding ? c.head_dim : hd_g;
+    al.n_kv = sliding ? c.n_head_kv : kv_g;
+    al.window = sliding ? window : 0;
+    al.rope = rope_idx[sliding ? 0 : 1];
+    al.k_eq_v = !sliding && k_eq_v;
+    al.scale = 1.0f;
+    c.attn_layers.push_back(al);
+  }
+  c.embd_scale = static_cast<float>(std::sqrt(static_cast<double>(c.n_embd)));  // transformers: float32(hidden ** 0.5)
+  c.final_softcap = static_cast<float>(L.meta_float(a + "final_logit_softcapping", 0.0));
+}
+
+void gemma4_load_layer(const Loader& L, const std::string& b, const ModelConfig& c, LayerWeights& w) {
+  const int64_t l = std::stoll(b.substr(4));  // "blk.N."
+  const AttnLayerConfig& A = c.attn_layers[static_cast<size_t>(l)];
+  const int64_t d = c.n_embd, qd = c.n_head * A.head_dim, kvd = A.n_kv * A.head_dim;
+  w.attn_norm = L.norm(b + "attn_norm.weight", d);
+  w.post_attn_norm = L.norm(b + "post_attention_norm.weight", d);
+  w.ffn_norm = L.norm(b + "ffn_norm.weight", d);
+  w.post_ffn_norm = L.norm(b + "post_ffw_norm.weight", d);
+  w.out_scale = L.vec(b + "layer_output_scale.weight", 1)[0];
+  if (!std::isfinite(w.out_scale))
+    throw Error(L.path, b + "layer_output_scale.weight", "layer scalar", "finite", std::to_string(w.out_scale));
+  w.q = L.linear(b + "attn_q", qd, d);
+  w.k = L.linear(b + "attn_k", kvd, d);
+  if (A.k_eq_v) L.wanted(b + "attn_v.weight", Need::none);  // K = V: a v_proj would go unread
+  else w.v = L.linear(b + "attn_v", kvd, d);
+  w.o = L.linear(b + "attn_output", d, qd);
+  w.q_norm = L.norm(b + "attn_q_norm.weight", A.head_dim);
+  w.k_norm = L.norm(b + "attn_k_norm.weight", A.head_dim);
+  w.v_norm.assign(static_cast<size_t>(A.head_dim), 1.0f);
+  load_ffn(L, b, c, w);
+}
+
+namespace {
+
+// gelu with tanh (transformers' gelu_pytorch_tanh): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+// in double from the pinned exp, rounded once.
+inline float gelu_tanh(float x) {
+  const double xd = x;
+  constexpr double kC = 0.7978845608028654;  // sqrt(2 / pi)
+  return static_cast<float>(0.5 * xd * (1.0 + pinned::tanh(kC * (xd + 0.044715 * xd * xd * xd))));
+}
+
+void gemma4_attention(StepRun& s, const LayerWeights& L, int64_t l) {
+  const ModelConfig& c = s.m.cfg;
+  Workspace::Impl& w = s.ws;
+  const AttnLayerConfig& A = c.attn_layers[static_cast<size_t>(l)];
+  const int64_t n = s.n, hd = A.head_dim, qd = c.n_head * hd, kvd = A.n_kv * hd;
+  s.rmsnorm(w.x.data(), L.attn_norm, w.xn.data(), n, c.n_embd);
+  {
+    PartTimer timer(w.prof, StepProfile::attn_proj, static_cast<double>(L.q.bytes + L.k.bytes + L.v.bytes));
+    if (A.k_eq_v) {
+      s.run_group({{&L.q, w.q.data()}, {&L.k, w.k.data()}}, w.xn.data());
+      std::copy_n(w.k.data(), n * kvd, w.v.data());  // the values: k_proj's output, before its norm
+    } else {
+      s.run_group({{&L.q, w.q.data()}, {&L.k, w.k.data()}, {&L.v, w.v.data()}}, w.xn.data());
+    }
+  }
+  // Every head of every token a row: q and k normed with their weights, v without.
+  s.rmsnorm(w.q.data(), L.q_norm, w.q.data(), n * c.n_head, hd);
+  s.rmsnorm(w.k.data(), L.k_norm, w.k.data(), n * A.n_kv, hd);
+  s.rmsnorm(w.v.data(), L.v_norm, w.v.data(), n * A.n_kv, hd);
+  AttnView v;
+  v.group = s.m.kv_group[static_cast<size_t>(l)];
+  v.layer = s.m.kv_layer[static_cast<size_t>(l)];
+  v.head_dim = hd;
+  v.n_head = c.n_head;
+  v.n_kv = A.n_kv;
+  v.window = A.window;
+  v.scale = A.scale;
+  const RopeTable* rope = A.rope >= 0 ? &w.ropes[static_cast<size_t>(A.rope)] : nullptr;
+  const auto rope_store = [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const AttnToken& tk = w.step.tok[static_cast<size_t>(t)];
+      if (rope) {
+        rope->apply(w.q.data() + t * qd, c.n_head, tk.pos);
+        rope->apply(w.k.data() + t * kvd, A.n_kv, tk.pos);
+      }
+      KvCache* kv = tk.cache(v.group);
+      kv->store(v.layer, tk.pos % kv->n_ctx(), w.k.data() + t * kvd, w.v.data() + t * kvd);
+    }
+  };
+  {
+    PartTimer timer(w.prof, StepProfile::attention, 0.0);
+    // A sliding layer's ring holds its window and kSlidingSlack positions more: a step with more
+    // of one sequence's tokens stores and attends in waves (contiguous runs of the step) of at
+    // most that many per sequence, so that every token's window is in the ring when it attends.
+    // A token's result depends on its window's keys alone: the waves change no bit.
+    std::vector<std::pair<int64_t, int64_t>> waves;
+    if (A.window > 0) {
+      std::vector<std::pair<const KvCache*, int64_t>> count;  // per sequence (its first cache), tokens in the wave
+      int64_t t0 = 0;
+      for (int64_t t = 0; t < n; ++t) {
+        const KvCache* id = w.step.tok[static_cast<size_t>(t)].kv;
+        auto it = std::find_if(count.begin(), count.end(), [&](const auto& p) { return p.first == id; });
+        if (it == count.end()) it = count.insert(count.end(), {id, 0});
+        if (++it->second > kSlidingSlack) {
+          waves.push_back({t0, t});
+          t0 = t;
+          count.assign(1, {id, 1});
+        }
+      }
+      waves.push_back({t0, n});
+    }
+    if (waves.size() <= 1) {
+      if (n < 16) rope_store(0, n);
+      else s.parallel(n, rope_store);  // tokens are independent (each its own cache position)
+      s.attention_layer(v, w.q.data(), w.att.data());
+    } else {
+      AttnStep part;
+      for (const auto& [t0, t1] : waves) {
+        s.parallel(t1 - t0, [&](int64_t a, int64_t b) { rope_store(t0 + a, t0 + b); });
+        part.set(std::span<const AttnToken>(w.step.tok).subspan(static_cast<size_t>(t0), static_cast<size_t>(t1 - t0)));
+        s.attention_layer(v, w.q.data() + t0 * qd, w.att.data() + t0 * qd, &part);
+      }
+    }
+  }
+  {
+    PartTimer timer(w.prof, StepProfile::attn_proj, static_cast<double>(L.o.bytes));
+    s.run(L.o, w.att.data(), w.o.data());
+  }
+  s.rmsnorm(w.o.data(), L.post_attn_norm, w.o.data(), n, c.n_embd);
+  s.residual(w.x.data(), w.o.data(), c.n_embd);
+}
+
+void gemma4_ffn(StepRun& s, const LayerWeights& L) {
+  const ModelConfig& c = s.m.cfg;
+  Workspace::Impl& w = s.ws;
+  const int64_t n = s.n, d = c.n_embd, ff = c.n_ff;
+  s.rmsnorm(w.x.data(), L.ffn_norm, w.xn.data(), n, d);
+  {
+    PartTimer timer(w.prof, StepProfile::mlp, static_cast<double>(L.gate.bytes + L.up.bytes + L.down.bytes));
+    const int64_t rows = mlp_rows(s.m.mode, n);
+    for (int64_t t0 = 0; t0 < n; t0 += rows) {
+      const StepRun r = s.rows(std::min(rows, n - t0));
+      r.run_group_rows({{&L.gate, w.g.data()}, {&L.up, w.u.data()}}, w.xn.data() + t0 * d, [&](int64_t r0, int64_t r1) {
+        for (int64_t t = 0; t < r.n; ++t)
+          for (int64_t i = r0; i < r1; ++i) w.g.data()[t * ff + i] = gelu_tanh(w.g.data()[t * ff + i]) * w.u.data()[t * ff + i];
+      });
+      r.run(L.down, w.g.data(), w.o.data() + t0 * d);
+    }
+  }
+  s.rmsnorm(w.o.data(), L.post_ffn_norm, w.o.data(), n, d);
+  s.residual(w.x.data(), w.o.data(), d);
+}
+
+}  // namespace
+
+void gemma4_block(StepRun& s, int64_t l) {
+  const LayerWeights& L = s.m.layers[static_cast<size_t>(l)];
+  gemma4_attention(s, L, l);
+  gemma4_ffn(s, L);
+  if (L.out_scale != 1.0f) {  // the layer scalar: the whole residual stream, in float
+    float* x = s.ws.x.data();
+    const float k = L.out_scale;
+    s.parallel(s.n * s.m.cfg.n_embd, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) x[i] *= k;
+    }, 64);
+  }
+}
+
+}  // namespace nvfp4
