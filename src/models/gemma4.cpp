@@ -173,7 +173,8 @@ void gemma4_attention(StepRun& s, const LayerWeights& L, int64_t l) {
       s.attention_layer(v, w.q.data(), w.att.data());
     } else {
       AttnStep part;
-      for (const auto& [t0, t1] : waves) {
+      for (const auto& wave : waves) {
+        const int64_t t0 = wave.first, t1 = wave.second;  // named: clang 14 does not capture bindings
         s.parallel(t1 - t0, [&](int64_t a, int64_t b) { rope_store(t0 + a, t0 + b); });
         part.set(std::span<const AttnToken>(w.step.tok).subspan(static_cast<size_t>(t0), static_cast<size_t>(t1 - t0)));
         s.attention_layer(v, w.q.data() + t0 * qd, w.att.data() + t0 * qd, &part);
