@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "model_path.h"
 
@@ -36,6 +37,12 @@ inline Result cli(const std::string& args, bool keep_stderr = false) {
 inline nlohmann::json json_of(const Result& r) {
   nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
   return j.is_discarded() ? nlohmann::json() : j;
+}
+
+// `run --json`'s generated ids; empty when the output has none.
+inline std::vector<int32_t> ids_of(const Result& r) {
+  const nlohmann::json j = json_of(r);
+  return j.contains("ids") ? j["ids"].get<std::vector<int32_t>>() : std::vector<int32_t>{};
 }
 
 }  // namespace nvfp4::test

@@ -15,11 +15,7 @@ using nvfp4::test::cli;
 using nvfp4::test::json_of;
 using nvfp4::test::Result;
 
-std::vector<int32_t> ids_of(const Result& r) {
-  const nlohmann::json j = json_of(r);
-  return j.contains("ids") ? j["ids"].get<std::vector<int32_t>>() : std::vector<int32_t>{};
-}
-
+using nvfp4::test::ids_of;
 std::string fx(const char* form) { return nvfp4::test::fixture_path(std::string("gemma4/") + form); }
 
 // A prompt that repeats itself (prompt lookup finds drafts) and, with 80 generated tokens, runs

@@ -40,11 +40,7 @@ const Form kForms[] = {
 using nvfp4::test::cli;
 using nvfp4::test::json_of;
 using nvfp4::test::Result;
-std::vector<int32_t> ids_of(const Result& r) {
-  const Json j = json_of(r);
-  return j.contains("ids") ? j["ids"].get<std::vector<int32_t>>() : std::vector<int32_t>{};
-}
-
+using nvfp4::test::ids_of;
 class CliHybrid : public ::testing::TestWithParam<Form> {};
 
 }  // namespace

@@ -17,11 +17,7 @@ using nvfp4::test::cli;
 using nvfp4::test::json_of;
 using nvfp4::test::Result;
 
-std::vector<int32_t> ids_of(const Result& r) {
-  const nlohmann::json j = json_of(r);
-  return j.contains("ids") ? j["ids"].get<std::vector<int32_t>>() : std::vector<int32_t>{};
-}
-
+using nvfp4::test::ids_of;
 TEST(CliMtp, RunAndServeGiveThePlainTokens) {
   const std::string m = nvfp4::test::fixture_path("hybrid/qwen3_5/float-vlm");
   const std::string args = " --quantize -p 'hello world, hello' -n 24 --ctx 64 -t 2 --json";
