@@ -248,6 +248,7 @@ Mode Model::mode() const { return impl_->mode; }
 size_t Model::weight_bytes() const {
   const Impl& m = *impl_;
   size_t b = m.embd.bytes() + (m.cfg.tied_head ? 0 : m.head_own.bytes()) + m.output_norm.size() * 4;
+  b += m.nextn.eh_proj.bytes + (m.nextn.enorm.size() + m.nextn.hnorm.size()) * 4;  // an MTP module's input side
   for (const auto& l : m.layers) {
     b += (l.attn_norm.size() + l.ffn_norm.size() + l.q_norm.size() + l.k_norm.size()) * 4;
     b += (l.post_attn_norm.size() + l.post_ffn_norm.size()) * 4;
@@ -353,6 +354,15 @@ std::vector<std::string> Model::describe() const {
                 std::to_string(bytes_per_token() / (1024 * 1024)) + " MiB read per token; " +
                 std::to_string(huge_resident_process() / (1024 * 1024)) + " MiB of the process on 2 MiB pages (transparent huge pages: " +
                 (thp_mode().empty() ? std::string("absent") : thp_mode()) + ")");
+  if (m.mtp) {  // --spec mtp: the module beside the trunk, in its own storage
+    const Impl& t = *m.mtp->impl_;
+    int n4 = 0, nf = 0;
+    for (const MatMul* mm : t.layers[0].matmuls()) (mm->nvfp4 ? n4 : nf)++;
+    (t.nextn.eh_proj.nvfp4 ? n4 : nf)++;
+    out.push_back("MTP module: 1 layer of the " + m.cfg.arch + " block, " + std::to_string(n4) + " NVFP4 and " + std::to_string(nf) +
+                  " float linear layers, " + std::to_string((m.mtp->weight_bytes() + (1 << 19)) / (1024 * 1024)) +
+                  " MiB as held (the trunk's embedding and head shared)");
+  }
   return out;
 }
 
