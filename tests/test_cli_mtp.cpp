@@ -44,7 +44,7 @@ TEST(CliMtp, RunAndServeGiveThePlainTokens) {
   EXPECT_EQ(alone.tokens, plain);
   std::vector<std::future<nvfp4::test::Completion>> many;
   for (int i = 0; i < 3; ++i)
-    many.push_back(std::async(std::launch::async, [&] { return nvfp4::test::complete(srv.port(), body, i % 2 == 1); }));
+    many.push_back(std::async(std::launch::async, [&srv, &body, i] { return nvfp4::test::complete(srv.port(), body, i % 2 == 1); }));
   for (auto& f : many) {
     const auto c = f.get();
     ASSERT_EQ(c.status, 200) << srv.log();
