@@ -5,13 +5,11 @@
 // layout (float-vlm: the text model under model.language_model beside a vision tower); run against
 // transformers' float32 logits on prompts longer than the window, and the integer-exact modes
 // checked for the same bits under every way of stepping a prompt.
-#include <cstring>
 #include <filesystem>
-#include <random>
 #include <unistd.h>
 
 #include "arch_fixtures.h"
-#include "nvfp4/speculate.h"
+#include "step_checks.h"
 
 using namespace nvfp4;
 using namespace nvfp4::test;
@@ -159,27 +157,6 @@ TEST_F(Gemma4Fixture, UnsupportedVariantsAreRefusedNamingTheField) {
 
 // ---- the integer-exact modes: the same bits however a prompt is stepped ---------------------
 
-std::vector<float> stepped(const Model& m, const std::vector<int32_t>& ids, const std::vector<int64_t>& sizes, ThreadPool& pool,
-                           int64_t n_ctx = 0, KvType kv = KvType::f32) {
-  const int64_t nv = m.config().n_vocab, n = static_cast<int64_t>(ids.size());
-  Sequence seq(m, n_ctx > 0 ? n_ctx : n, kv);
-  Workspace ws(m, n);
-  std::vector<float> out(static_cast<size_t>(n * nv));
-  std::vector<StepToken> step;
-  for (int64_t p = 0, k = 0; p < n; ++k) {
-    const int64_t len = std::min(sizes[static_cast<size_t>(k) % sizes.size()], n - p);
-    step.clear();
-    for (int64_t i = 0; i < len; ++i) step.push_back({ids[static_cast<size_t>(p + i)], &seq, p + i, true});
-    forward(m, step, ws, pool, out.data() + p * nv);
-    p += len;
-  }
-  return out;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
-}
-
 // The 100-token prompt, then the 40-, 5- and 17-token ones: 162 tokens, the sliding layers' ring
 // (71 positions) wrapping twice.
 std::vector<int32_t> long_ids(const ArchOracle& o) {
@@ -238,7 +215,7 @@ TEST_F(Gemma4Fixture, SlidingLayersHoldARingOfTheirWindow) {
 
 TEST_F(Gemma4Fixture, IntegerModesGiveTheSameBitsHoweverAPromptIsStepped) {
   const ArchOracle o = oracle();
-  const auto ids = long_ids(o);  // 62 tokens
+  const auto ids = long_ids(o);  // 162 tokens
   for (const char* form : {"modelopt-nvfp4", "ct-nvfp4"})
     for (Mode mode : {Mode::a16q8, Mode::w4a4}) {
       SCOPED_TRACE(std::string(form) + " " + std::string(mode_name(mode)));
@@ -266,41 +243,8 @@ TEST_F(Gemma4Fixture, IntegerModesGiveTheSameBitsHoweverAPromptIsStepped) {
         EXPECT_TRUE(same_bits(whole, ringed)) << "a whole context against a ring";
       }
       // Beside other sequences, interleaved in each step: a's logits as alone.
-      const int64_t nv = m->config().n_vocab;
-      Sequence a(*m, n), b(*m, n), c(*m, n);
-      Workspace ws(*m, 3 * n);
-      std::mt19937 rng(7);
-      std::vector<float> got(static_cast<size_t>(n * nv)), tmp;
-      for (int64_t p = 0; p < n;) {
-        const int64_t len = std::min<int64_t>(1 + static_cast<int64_t>(rng() % 12), n - p);
-        std::vector<StepToken> step;
-        std::vector<int64_t> where;
-        int64_t next_b = b.pos(), next_c = c.pos();
-        for (int64_t i = 0; i < len; ++i) {
-          if (next_b < 50 && rng() % 2) {
-            step.push_back({ids[static_cast<size_t>(n - 1 - next_b)], &b, next_b, true});
-            ++next_b;
-          }
-          where.push_back(static_cast<int64_t>(step.size()));
-          step.push_back({ids[static_cast<size_t>(p + i)], &a, p + i, true});
-          if (next_c < 20 && rng() % 2) {
-            step.push_back({ids[static_cast<size_t>((7 * next_c) % n)], &c, next_c, i % 2 == 0});
-            ++next_c;
-          }
-        }
-        tmp.assign(step.size() * static_cast<size_t>(nv), 0.0f);
-        forward(*m, step, ws, pool_, tmp.data());
-        int64_t row = 0;
-        for (size_t k = 0; k < step.size(); ++k) {
-          if (!step[k].logits) continue;
-          const auto w = std::find(where.begin(), where.end(), static_cast<int64_t>(k));
-          if (w != where.end())
-            std::memcpy(got.data() + (p + (w - where.begin())) * nv, tmp.data() + row * nv, static_cast<size_t>(nv) * 4);
-          ++row;
-        }
-        p += len;
-      }
-      EXPECT_TRUE(same_bits(got, ref)) << "beside other sequences";
+      EXPECT_TRUE(same_bits(stepped_beside_others(*m, ids, pool_, {.max_step = 12, .b_stop = 50, .c_stop = 20}), ref))
+          << "beside other sequences";
     }
 }
 
@@ -311,34 +255,9 @@ TEST_F(Gemma4Fixture, SpeculativeRollbackLeavesThePlainState) {
   const auto ids = long_ids(o);
   auto ck = Checkpoint::open(dir_of("modelopt-nvfp4"));
   auto m = load_in(*ck, Mode::a16q8);
-  const int64_t nv = m->config().n_vocab, n = static_cast<int64_t>(ids.size());
   const auto ref = stepped(*m, ids, {1}, pool_);
   for (int64_t start : {5, 20, 100, 140})
-    for (size_t kept : {0u, 2u, 5u}) {
-      SCOPED_TRACE("start " + std::to_string(start) + ", kept " + std::to_string(kept));
-      Sequence seq(*m, n);
-      Workspace ws(*m, n);
-      std::vector<float> row(static_cast<size_t>(nv) * 8);
-      std::vector<StepToken> step;
-      for (int64_t p = 0; p < start; ++p) step.push_back({ids[static_cast<size_t>(p)], &seq, p, false});
-      forward(*m, step, ws, pool_, nullptr);
-      const int64_t p0 = seq.pos();
-      begin_verify(seq, 5);
-      step.clear();
-      for (int64_t i = 0; i < 6; ++i) {
-        const bool real = i <= static_cast<int64_t>(kept);
-        step.push_back({real ? ids[static_cast<size_t>(p0 + i)] : (ids[static_cast<size_t>(p0 + i)] + 1) % static_cast<int32_t>(nv), &seq, p0 + i,
-                        true});
-      }
-      forward(*m, step, ws, pool_, row.data());
-      end_verify(seq, p0, kept);
-      ASSERT_EQ(seq.pos(), p0 + 1 + static_cast<int64_t>(kept));
-      for (int64_t p = seq.pos(); p < n; ++p) {
-        const StepToken t{ids[static_cast<size_t>(p)], &seq, p, true};
-        forward(*m, std::span<const StepToken>(&t, 1), ws, pool_, row.data());
-        ASSERT_EQ(std::memcmp(row.data(), ref.data() + p * nv, static_cast<size_t>(nv) * 4), 0) << "position " << p;
-      }
-    }
+    for (size_t kept : {0u, 2u, 5u}) expect_rollback_leaves_plain_state(*m, ids, ref, start, kept, pool_);
 }
 
 }  // namespace

@@ -5,11 +5,8 @@
 // model.language_model, a vision tower and MTP layers beside it), run against transformers' and
 // ModelOpt's own float32 logits (bounds as tests/test_moe_fixtures.cpp argues them), and the
 // integer-exact modes checked for the same bits under every way of stepping a prompt.
-#include <cstring>
-#include <random>
-
 #include "arch_fixtures.h"
-#include "nvfp4/speculate.h"
+#include "step_checks.h"
 
 using namespace nvfp4;
 using namespace nvfp4::test;
@@ -135,28 +132,7 @@ TEST_P(HybridFixture, CompressedTensorsFormsRunInEveryModeTheyServe) {
   }
 }
 
-// ---- the integer-exact modes: the same bits however a prompt is stepped ---------------------
-
-// Every position's logits of `ids`, fed in steps of the given sizes (cycled).
-std::vector<float> stepped(const Model& m, const std::vector<int32_t>& ids, const std::vector<int64_t>& sizes, ThreadPool& pool) {
-  const int64_t nv = m.config().n_vocab, n = static_cast<int64_t>(ids.size());
-  Sequence seq(m, n);
-  Workspace ws(m, n);
-  std::vector<float> out(static_cast<size_t>(n * nv));
-  std::vector<StepToken> step;
-  for (int64_t p = 0, k = 0; p < n; ++k) {
-    const int64_t len = std::min(sizes[static_cast<size_t>(k) % sizes.size()], n - p);
-    step.clear();
-    for (int64_t i = 0; i < len; ++i) step.push_back({ids[static_cast<size_t>(p + i)], &seq, p + i, true});
-    forward(m, step, ws, pool, out.data() + p * nv);
-    p += len;
-  }
-  return out;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
-}
+// ---- the integer-exact modes: the same bits however a prompt is stepped (tests/step_checks.h) ----
 
 TEST_P(HybridFixture, IntegerModesGiveTheSameBitsHoweverAPromptIsStepped) {
   const ArchOracle o(GetParam(), hybrid_root());
@@ -170,43 +146,7 @@ TEST_P(HybridFixture, IntegerModesGiveTheSameBitsHoweverAPromptIsStepped) {
     EXPECT_TRUE(same_bits(stepped(*m, ids, {40}, pool_), ref)) << "2 threads";
     EXPECT_TRUE(same_bits(stepped(*m, ids, {1}, pool_), ref)) << "token by token";
     EXPECT_TRUE(same_bits(stepped(*m, ids, {7, 3, 11, 1, 5}, pool_), ref)) << "chunks";
-    // Beside other sequences: two more sequences (of their own tokens, stopping at 30 and 12)
-    // interleaved with a's tokens in each step; a's logits as alone.
-    const int64_t nv = m->config().n_vocab, n = static_cast<int64_t>(ids.size());
-    Sequence a(*m, n), b(*m, n), c(*m, n);
-    Workspace ws(*m, 3 * n);
-    std::mt19937 rng(7);
-    std::vector<float> got(static_cast<size_t>(n * nv)), tmp;
-    for (int64_t p = 0; p < n;) {
-      const int64_t len = std::min<int64_t>(1 + static_cast<int64_t>(rng() % 9), n - p);
-      std::vector<StepToken> step;
-      std::vector<int64_t> where;  // step rows of a's tokens
-      int64_t next_b = b.pos(), next_c = c.pos();
-      for (int64_t i = 0; i < len; ++i) {
-        if (next_b < 30 && rng() % 2) {
-          step.push_back({ids[static_cast<size_t>(n - 1 - next_b)], &b, next_b, true});
-          ++next_b;
-        }
-        where.push_back(static_cast<int64_t>(step.size()));
-        step.push_back({ids[static_cast<size_t>(p + i)], &a, p + i, true});
-        if (next_c < 12 && rng() % 2) {
-          step.push_back({ids[static_cast<size_t>((7 * next_c) % n)], &c, next_c, i % 2 == 0});
-          ++next_c;
-        }
-      }
-      tmp.assign(step.size() * static_cast<size_t>(nv), 0.0f);
-      forward(*m, step, ws, pool_, tmp.data());
-      int64_t row = 0;  // logits rows come in step order for the tokens that ask
-      for (size_t k = 0; k < step.size(); ++k) {
-        if (!step[k].logits) continue;
-        const auto w = std::find(where.begin(), where.end(), static_cast<int64_t>(k));
-        if (w != where.end())
-          std::memcpy(got.data() + (p + (w - where.begin())) * nv, tmp.data() + row * nv, static_cast<size_t>(nv) * 4);
-        ++row;
-      }
-      p += len;
-    }
-    EXPECT_TRUE(same_bits(got, ref)) << "beside other sequences";
+    EXPECT_TRUE(same_bits(stepped_beside_others(*m, ids, pool_), ref)) << "beside other sequences";
   }
 }
 
@@ -217,34 +157,8 @@ TEST_P(HybridFixture, SpeculativeRollbackLeavesThePlainState) {
   const auto ids = o.ids(2);
   auto ck = Checkpoint::open(dir_of(GetParam(), "modelopt-nvfp4"));
   auto m = load_in(*ck, Mode::a16q8);
-  const int64_t nv = m->config().n_vocab, n = static_cast<int64_t>(ids.size());
   const auto ref = stepped(*m, ids, {1}, pool_);
-  for (size_t kept : {0u, 2u, 5u}) {
-    SCOPED_TRACE("kept " + std::to_string(kept));
-    Sequence seq(*m, n);
-    Workspace ws(*m, n);
-    std::vector<float> row(static_cast<size_t>(nv) * 8);
-    std::vector<StepToken> step;
-    for (int64_t p = 0; p < 10; ++p) step.push_back({ids[static_cast<size_t>(p)], &seq, p, false});
-    forward(*m, step, ws, pool_, nullptr);
-    // verify step: the fed token (10) and 5 drafts, of which the first `kept` are the real ones
-    const int64_t p0 = seq.pos();
-    begin_verify(seq, 5);
-    step.clear();
-    for (int64_t i = 0; i < 6; ++i) {
-      const bool real = i <= static_cast<int64_t>(kept);
-      step.push_back({real ? ids[static_cast<size_t>(p0 + i)] : (ids[static_cast<size_t>(p0 + i)] + 1) % static_cast<int32_t>(nv), &seq, p0 + i, true});
-    }
-    forward(*m, step, ws, pool_, row.data());
-    end_verify(seq, p0, kept);
-    ASSERT_EQ(seq.pos(), p0 + 1 + static_cast<int64_t>(kept));
-    // continue plainly: the logits equal plain decoding's
-    for (int64_t p = seq.pos(); p < n; ++p) {
-      const StepToken t{ids[static_cast<size_t>(p)], &seq, p, true};
-      forward(*m, std::span<const StepToken>(&t, 1), ws, pool_, row.data());
-      ASSERT_EQ(std::memcmp(row.data(), ref.data() + p * nv, static_cast<size_t>(nv) * 4), 0) << "position " << p;
-    }
-  }
+  for (size_t kept : {0u, 2u, 5u}) expect_rollback_leaves_plain_state(*m, ids, ref, 10, kept, pool_);
 }
 
 INSTANTIATE_TEST_SUITE_P(Hybrid, HybridFixture, ::testing::Values("qwen3_5", "qwen3_5_moe", "qwen3_next"),
