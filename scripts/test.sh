@@ -32,10 +32,10 @@ python3 tools/layer_graph.py build
 echo "== Kernel ISAs exercised by the tests on this machine"
 bash scripts/isa-summary.sh build | tee build/isa-summary.txt
 echo "== nvfp4 serve against PyPI's openai client (loopback, bounded)"
-if [ ! -x build/serve-venv/bin/python ] || ! build/serve-venv/bin/python -c "import openai, anthropic, jsonschema" 2>/dev/null; then
+if [ ! -x build/serve-venv/bin/python ] || ! build/serve-venv/bin/python -c "import openai, anthropic, jsonschema, lark" 2>/dev/null; then
   rm -rf build/serve-venv
   python3 -m venv build/serve-venv
-  build/serve-venv/bin/pip install -q "openai>=1.0" "anthropic>=0.40" "jsonschema>=4"
+  build/serve-venv/bin/pip install -q "openai>=1.0" "anthropic>=0.40" "jsonschema>=4" "lark>=1.1"
 fi
 build/serve-venv/bin/python tools/test_serve_openai.py build/nvfp4 "$NVFP4_SMOLLM2_GGUF" --quantize
 echo "== nvfp4 serve with tools and reasoning against PyPI's openai client"

@@ -84,7 +84,9 @@ TEST_P(HybridGguf, LlamaCppFloatGgufRunsAsTransformers) {
       EXPECT_GE(greedy_agrees(*m, ids, j["float"]["greedy"][p].get<std::vector<int32_t>>(), pool_), 4u) << "bf16 file, prompt " << p;
     }
   }
-  if (arch != "qwen3_5_moe") EXPECT_EQ(bf16_checked, 3);
+  if (arch != "qwen3_5_moe") {
+    EXPECT_EQ(bf16_checked, 3);
+  }
 }
 
 // A release converted by llama.cpp as it converts one (MTP layer kept): the MTP block it appends

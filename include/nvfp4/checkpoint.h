@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "nvfp4/dense.h"
+#include "nvfp4/error.h"
 #include "nvfp4/gguf.h"
 #include "nvfp4/matrix.h"
 
@@ -89,6 +90,16 @@ class Checkpoint {
   // The same for every mapped byte, once the load is over: release() keeps the pages that a
   // tensor shares with its neighbours (about one per tensor, 1 MiB for SmolLM2's 272 tensors).
   virtual void release_all() const;
+
+  // How the checkpoint's own files name tensor or metadata key `name` (canonical, GGUF's), and
+  // which file holds it: an HF directory names "blk.3.ffn_up.weight" as its safetensors tensor
+  // "model.layers.3.mlp.up_proj.weight" (or, when absent, as the exporter would have named it) and
+  // "llama.block_count" as config.json's "num_hidden_layers". Empty when the name is its own
+  // (GGUF) or has no counterpart.
+  virtual std::string own_name(const std::string& name, std::string& file) const;
+  // `e` with its tensor, its file and the metadata keys quoted in its text in the checkpoint's own
+  // names (own_name), for refusals raised over canonical names (Model::load).
+  Error in_own_names(const Error& e) const;
 };
 
 }  // namespace nvfp4

@@ -148,6 +148,10 @@ class Model {
   // tensor, an unsupported architecture, or a mode the checkpoint cannot serve (w4a4 without input
   // scales) before any inference.
   static std::unique_ptr<Model> load(const Checkpoint& ck, const LoadOptions& opt);
+  // load's checks and nothing else (`inspect`): the configuration, every tensor the family reads
+  // present and shaped, FP8 weights free of NaN bytes, no tensor left unread. No weight is prepared
+  // or copied, so it needs little memory; a mode's own needs (w4a4's input scales) are not checked.
+  static void check(const Checkpoint& ck, const LoadOptions& opt);
   ~Model();
 
   const ModelConfig& config() const;
@@ -167,6 +171,7 @@ class Model {
 
  private:
   Model();
+  static std::unique_ptr<Model> build(const Checkpoint& ck, const LoadOptions& opt, bool check_only);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,6 +1,9 @@
 // nvfp4 inspect PATH [--json] [--experts]: what the checkpoint is (container, producer, algorithm,
 // modes it can serve, file bytes) and its tensors (a MoE layer's experts on one line per stacked
-// tensor unless --experts). Exit 0 when valid, 1 when refused (the error on stderr), 2 for usage.
+// tensor unless --experts), then the checks `run` makes before it serves it (the tokenizer against
+// the embedding, every tensor the family reads present and shaped, nothing left unread), by loading
+// it as `run` would without preparing any weight (skipped with --no-check). Exit 0 when it can run, 1 when opening or those checks
+// refuse it (the error on stderr, after what could be shown), 2 for usage.
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -8,9 +11,13 @@
 #include <filesystem>
 #include <map>
 
+#include "cli/model_setup.h"
 #include "cli/registry.h"
 #include "io/hf_names.h"
 #include "nvfp4/checkpoint.h"
+#include "nvfp4/error.h"
+#include "nvfp4/model.h"
+#include "nvfp4/tokenizer.h"
 
 namespace nvfp4::cli {
 namespace {
@@ -22,6 +29,20 @@ std::vector<std::string> modes(const Checkpoint& ck) {
   std::vector<std::string> m = {"a16q8", "a16", "f32", "f64"};  // a8 (ggml parity) is not built yet
   if (ck.info().has_input_scales) m.insert(m.begin() + 2, "w4a4");
   return m;
+}
+
+// `run`'s checks without its memory: the tokenizer against the embedding (as load_model makes it),
+// then Model::check (every tensor the family reads present and shaped, nothing unread). Empty when
+// they pass; else the refusal.
+std::string run_check(const Checkpoint& ck) {
+  try {
+    const Tokenizer tok = Tokenizer::from_checkpoint(ck);
+    check_tokenizer_fits(ck, tok);
+    Model::check(ck, LoadOptions{});
+    return "";
+  } catch (const Error& e) {
+    return e.what();
+  }
 }
 
 std::string shape_str(const std::vector<int64_t>& s) {
@@ -66,13 +87,19 @@ Registrar reg("inspect", "Show what a checkpoint is (producer, algorithm, modes 
                 auto path = std::make_shared<std::string>();
                 auto json = std::make_shared<bool>(false);
                 auto experts = std::make_shared<bool>(false);
+                auto no_check = std::make_shared<bool>(false);
                 sub.add_option("PATH", *path, "checkpoint (.gguf, .safetensors or HF directory)")->required()->check(CLI::ExistingPath);
                 sub.add_flag("--json", *json, "print JSON");
                 sub.add_flag("--experts", *experts, "list every expert's tensors (default: one line per stacked tensor)");
-                return [path, json, experts]() {
+                sub.add_flag("--no-check", *no_check,
+                             "do not make run's checks (tokenizer, every tensor read and shaped): exit 0 no longer means run accepts it");
+                return [path, json, experts, no_check]() {
                   const auto ck = Checkpoint::open(*path);
                   const auto& in = ck->info();
                   const auto m = modes(*ck);
+                  const std::string refused = *no_check ? "" : run_check(*ck);
+                  const int rc = refused.empty() ? 0 : 1;
+                  if (!refused.empty()) std::cerr << "error: run refuses it: " << refused << "\n";
                   if (*json) {
                     nlohmann::json j;
                     j["path"] = in.path;
@@ -83,6 +110,9 @@ Registrar reg("inspect", "Show what a checkpoint is (producer, algorithm, modes 
                     j["file_bytes"] = file_bytes(*path);
                     j["head"] = head_line(*ck);
                     j["set_aside"] = in.set_aside;  // a release's vision tower and MTP layers: not run
+                    if (*no_check) j["check"] = {{"made", false}};
+                    else if (refused.empty()) j["check"] = {{"made", true}, {"ok", true}};
+                    else j["check"] = {{"made", true}, {"ok", false}, {"error", refused}};
                     j["tensors"] = nlohmann::json::array();
                     for (const auto& t : ck->tensors()) {
                       nlohmann::json e = {{"name", t.name}, {"shape", t.shape}, {"storage", t.storage_name},
@@ -94,13 +124,17 @@ Registrar reg("inspect", "Show what a checkpoint is (producer, algorithm, modes 
                       j["tensors"].push_back(e);
                     }
                     std::cout << j.dump(1) << "\n";
-                    return 0;
+                    return rc;
                   }
                   std::cout << "path:      " << in.path << "\ncontainer: " << in.container << "\nproducer:  "
                             << in.producer << "\nalgorithm: " << in.algorithm << "\nmodes:     ";
                   if (m.empty())
                     std::cout << "f32 (float weights; NVFP4 modes after `nvfp4 convert`, or with `run --quantize`)";
                   for (size_t k = 0; k < m.size(); ++k) std::cout << (k ? ", " : "") << m[k];
+                  std::cout << "\ncheck:     "
+                            << (*no_check ? "not made (--no-check)"
+                                : refused.empty() ? "run's checks pass (tokenizer, every tensor read and shaped)"
+                                                  : "run refuses it (on stderr): nothing can run");
                   std::cout << "\nhead:      " << head_line(*ck);
                   std::cout << "\ntensors:   " << ck->tensors().size() << "\nfile:      " << file_bytes(*path) << " bytes\n";
                   for (const auto& line : in.set_aside) std::cout << "set aside: " << line << "\n";
@@ -154,7 +188,7 @@ Registrar reg("inspect", "Show what a checkpoint is (producer, algorithm, modes 
                                 t.storage_name.c_str(), t.bits_per_weight, sc.c_str());
                   }
                   std::printf("\n%.0f values, %.3f bits per value on average\n", values, values > 0 ? bits / values : 0.0);
-                  return 0;
+                  return rc;
                 };
               });
 

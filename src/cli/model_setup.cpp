@@ -120,6 +120,13 @@ std::string kv_cache_note(const Checkpoint& ck, const std::string& kv) {
 }
 }  // namespace
 
+void check_tokenizer_fits(const Checkpoint& ck, const Tokenizer& tok) {
+  // Token ids index the embedding: a tokenizer longer than it contradicts the tensors.
+  if (const TensorEntry* emb = ck.find("token_embd.weight"); emb && !emb->shape.empty() && tok.n_vocab() > emb->shape[0])
+    throw Error(ck.info().path, "token_embd.weight", "the tokenizer has more tokens than the embedding has rows",
+                "at most " + std::to_string(emb->shape[0]) + " tokens", std::to_string(tok.n_vocab()) + " tokens");
+}
+
 Loaded load_model(const ModelArgs& a, bool quiet) {
   const auto t0 = std::chrono::steady_clock::now();
   Loaded L;
@@ -128,10 +135,7 @@ Loaded load_model(const ModelArgs& a, bool quiet) {
   L.ck = Checkpoint::open(a.model, oo);
   if (a.mtp && !a.mtp_file.empty()) L.mtp_ck = Checkpoint::open(a.mtp_file);
   L.tok = Tokenizer::from_checkpoint(*L.ck);
-  // Token ids index the embedding: a tokenizer longer than it contradicts the tensors.
-  if (const TensorEntry* emb = L.ck->find("token_embd.weight"); emb && !emb->shape.empty() && L.tok.n_vocab() > emb->shape[0])
-    throw Error(a.model, "token_embd.weight", "the tokenizer has more tokens than the embedding has rows",
-                "at most " + std::to_string(emb->shape[0]) + " tokens", std::to_string(L.tok.n_vocab()) + " tokens");
+  check_tokenizer_fits(*L.ck, L.tok);
   forget_tokenizer_arrays(*L.ck);  // nothing after reads them: not beside the weights at the peak
   L.threads = a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool any_nvfp4 = a.quantize;

@@ -43,6 +43,8 @@ struct Loaded {
 // The acceptance an MTP module must reach on the check text for --spec mtp to run it.
 inline constexpr double kMtpAcceptanceFloor = 0.2;
 
+// The tokenizer's ids all index the embedding (its rows), or an Error naming both.
+void check_tokenizer_fits(const Checkpoint& ck, const Tokenizer& tok);
 // Opens, validates and prepares; logs (to stderr unless quiet) what runs: mode, kernels, memory.
 Loaded load_model(const ModelArgs& a, bool quiet);
 ContextOptions context_options(const ModelArgs& a);

@@ -11,6 +11,44 @@ namespace nvfp4 {
 
 void Checkpoint::release(const std::string&) const {}
 void Checkpoint::release_all() const {}
+
+std::string Checkpoint::own_name(const std::string&, std::string&) const { return ""; }
+
+Error Checkpoint::in_own_names(const Error& e) const {
+  std::string file = e.file(), tensor = e.tensor();
+  if (!tensor.empty()) {
+    std::string f;
+    if (std::string own = own_name(tensor, f); !own.empty()) {
+      tensor = own;
+      if (!f.empty()) file = f;
+    }
+  }
+  // Metadata keys quoted in the text ('llama.block_count'): config.json's keys, in config.json.
+  bool from_config = false;
+  const auto rename = [&](std::string t) {
+    for (size_t at = t.find('\''); at != std::string::npos;) {
+      size_t end = t.find('\'', at + 1);
+      if (end == std::string::npos) break;
+      std::string f;
+      const std::string own = own_name(t.substr(at + 1, end - at - 1), f);
+      if (!own.empty() && f.size() >= 11 && f.compare(f.size() - 11, 11, "config.json") == 0) {
+        t.replace(at + 1, end - at - 1, own);
+        end = at + 1 + own.size();
+        if (at >= 9 && t.compare(at - 9, 9, "metadata ") == 0) {  // "metadata 'k'" -> "config.json key 'k'"
+          t.replace(at - 9, 8, "config.json key");
+          end += 7;
+        }
+        if (tensor.empty()) file = f;
+        from_config = true;
+      }
+      at = t.find('\'', end + 1);
+    }
+    return t;
+  };
+  std::string rule = rename(e.rule()), expected = rename(e.expected()), found = rename(e.found());
+  if (!from_config && tensor == e.tensor() && file == e.file()) return e;
+  return Error(file, tensor, rule, expected, found);
+}
 void Checkpoint::forget_meta(const std::string&) {}
 bool Checkpoint::raw_ggml(const std::string&, uint32_t&, const void*&) const { return false; }
 bool Checkpoint::raw_fp8(const std::string&, const uint8_t*&, std::vector<float>&) const { return false; }

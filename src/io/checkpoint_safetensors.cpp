@@ -250,7 +250,7 @@ class StCheckpoint final : public Checkpoint {
     bool permute = false;
     std::string arch_name;  // the table entry config.json names: its own HF spellings map first
     if (config) {
-      meta_ = hf_config_meta(*config, (fs::path(dir_) / "config.json").string());
+      meta_ = hf_config_meta(*config, (fs::path(dir_) / "config.json").string(), &meta_origin_);
       n_head = config->value("num_attention_heads", 0);
       n_head_kv = config->value("num_key_value_heads", n_head);
       // llama.cpp permutes q/k rows for its LLAMA arch (Llama, Mistral: adjacent-pair RoPE), not
@@ -566,6 +566,25 @@ class StCheckpoint final : public Checkpoint {
     }
   }
 
+  std::string own_name(const std::string& name, std::string& file) const override {
+    if (const auto it = src_.find(name); it != src_.end() && it->second.w.t) {
+      file = it->second.w.file;
+      std::string own = it->second.w.t->name;
+      std::string stacked;
+      int64_t e = 0;
+      if (it->second.w.t->shape.size() == 3 && hf::split_expert_name(name, stacked, e)) own += " (expert " + std::to_string(e) + ")";
+      return own;
+    }
+    if (const auto it = meta_origin_.find(name); it != meta_origin_.end()) {
+      file = (fs::path(dir_) / "config.json").string();
+      return it->second;
+    }
+    // A tensor the directory lacks: as its exporter would have named it.
+    if (name.rfind("blk.", 0) == 0 || name == "token_embd.weight" || name == "output.weight" || name == "output_norm.weight")
+      if (std::string hf = hf::to_hf_name(name, arch_name_); hf != name) return hf;
+    return "";
+  }
+
   void add(TensorEntry e, Source s) {
     if (src_.count(e.name)) throw Error(info_.path, e.name, "two tensors map to the same canonical name", "unique names", e.name);
     src_[e.name] = std::move(s);
@@ -581,6 +600,7 @@ class StCheckpoint final : public Checkpoint {
   std::map<std::string, std::string> index_;
   std::map<std::string, Ref> refs_;
   std::vector<std::pair<std::string, gguf::Value>> meta_;
+  std::map<std::string, std::string> meta_origin_;  // GGUF key -> the config.json key it came from
   std::vector<TensorEntry> entries_;
   std::unordered_map<std::string, Source> src_;
 };

@@ -38,18 +38,24 @@ struct Reader {
   const std::string& file;
   MetaList& out;
   std::string a;  // "<arch>."
+  std::map<std::string, std::string>* origin = nullptr;  // GGUF key -> config.json key
+  void from(const std::string& key, const char* hf) const {
+    if (origin) (*origin)[key] = hf;
+  }
 
   void count(const char* hf, const std::string& key) const {
     if (!c.contains(hf) || c[hf].is_null()) return;
     if (!c[hf].is_number_integer() || c[hf].get<int64_t>() <= 0 || c[hf].get<int64_t>() > (int64_t{1} << 31))
       throw Error(file, "", "config.json '" + std::string(hf) + "'", "an integer in 1 .. 2^31", c[hf].dump());
     out.emplace_back(a + key, u32(c[hf].get<uint64_t>()));
+    from(a + key, hf);
   }
   void real(const Json& j, const char* hf, const std::string& key) const {
     if (!j.contains(hf) || j[hf].is_null()) return;
     if (!j[hf].is_number() || !(j[hf].get<double>() > 0))
       throw Error(file, "", "config.json '" + std::string(hf) + "'", "a number > 0", j[hf].dump());
     out.emplace_back(a + key, f32(j[hf].get<double>()));
+    from(a + key, hf);
   }
 };
 
@@ -283,7 +289,7 @@ const ArchInfo* hf_config_arch(const Json& config) {
   return find_arch_hf(text(config, "model_type"), hf_arch);
 }
 
-MetaList hf_config_meta(const Json& top, const std::string& file) {
+MetaList hf_config_meta(const Json& top, const std::string& file, std::map<std::string, std::string>* origin) {
   MetaList out;
   if (!top.is_object()) throw Error(file, "", "config.json is not an object", "{...}", top.dump().substr(0, 40));
   const ArchInfo* arch = hf_config_arch(top);
@@ -296,7 +302,8 @@ MetaList hf_config_meta(const Json& top, const std::string& file) {
   const Json& c = nested.is_object() ? nested : top;
   const std::string name = arch ? std::string(arch->gguf_name) : text(c, "model_type");
   out.emplace_back("general.architecture", str(name));
-  Reader r{c, file, out, name + "."};
+  Reader r{c, file, out, name + ".", origin};
+  r.from("general.architecture", "model_type");
   r.count("num_hidden_layers", "block_count");
   r.count("hidden_size", "embedding_length");
   r.count("intermediate_size", "feed_forward_length");

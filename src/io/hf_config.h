@@ -2,6 +2,7 @@
 // runtime reads one kind of hyperparameters whatever the container.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,7 +22,10 @@ using MetaList = std::vector<std::pair<std::string, gguf::Value>>;
 // attention.sliding_window where one applies. For a known family, an option it cannot honour
 // (hidden_act other than silu, an unknown rope type, partial rotary, MLP bias) throws
 // nvfp4::Error naming `file`, the key and its value.
-MetaList hf_config_meta(const nlohmann::json& config, const std::string& file);
+// `origin`, when given, receives each key read from one config.json key ("llama.block_count" ->
+// "num_hidden_layers"), so that a refusal can name the key as the user's file spells it.
+MetaList hf_config_meta(const nlohmann::json& config, const std::string& file,
+                        std::map<std::string, std::string>* origin = nullptr);
 
 // The family of a config.json, nullptr when unknown.
 const ArchInfo* hf_config_arch(const nlohmann::json& config);

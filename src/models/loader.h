@@ -26,6 +26,9 @@ struct Loader {
   mutable std::set<std::string> used;  // every tensor the model reads: the rest is refused
   // The packed weight streams, on huge pages shared by the small layers (nvfp4/huge_pages.h).
   std::shared_ptr<HugeArena> arena = std::make_shared<HugeArena>();
+  // Model::check: tensors checked (present, shaped, FP8 bytes finite) but not prepared; the
+  // linear layers, dense matrices and heads come back empty (their names and sizes only).
+  bool check_only = false;
 
   const gguf::Value& meta(const std::string& key) const {
     const gguf::Value* v = ck.meta(key);
@@ -128,6 +131,10 @@ struct Loader {
     m.name = base;
     m.n_out = n_out;
     m.n_in = n_in;
+    if (check_only && e.storage == Storage::nvfp4) {
+      m.nvfp4 = true;
+      return m;
+    }
     if (e.storage == Storage::nvfp4) {
       const RowMatrix w = ck.nvfp4(name);
       m.pre_scale = ck.pre_quant_scale(name);  // NVFP4_AWQ (the reader checked its length)
@@ -145,11 +152,13 @@ struct Loader {
         if ((codes[k] & 0x7F) == 0x7F)
           throw Error(path, name, "FP8 E4M3 weight: finite values", "no NaN byte (0x7F, 0xFF)",
                       "a NaN at row " + std::to_string(k / n_in) + ", column " + std::to_string(k % n_in));
+      if (check_only) return m;
       m.dense = DenseLinear::prepare(DType::e4m3, codes, n_out, n_in);
       m.out_scale = std::move(scale);
       m.bytes = static_cast<size_t>(n_out * n_in) + m.out_scale.size() * 4;
       return m;
     }
+    if (check_only) return m;
     std::vector<float> w = ck.to_f32(name);
     if (opt.quantize) {
       const RowMatrix q = quantize(w.data(), n_out, n_in, name);
@@ -173,6 +182,7 @@ struct Loader {
   // checkpoint is served as it is; otherwise the float path of dense().
   Head head_tensor(const std::string& name, int64_t n_out, int64_t n_in, bool forward, bool rows) const {
     const TensorEntry& e = shaped(name, {n_out, n_in});
+    if (check_only) return Head();
     uint32_t type = 0;
     const void* data = nullptr;
     if (!opt.quantize && ck.raw_ggml(name, type, data) && type == ggml::Q8_0) {
@@ -197,6 +207,7 @@ struct Loader {
 
   PinnedDense dense_copy(const std::string& name, int64_t n_out, int64_t n_in) const {
     shaped(name, {n_out, n_in});
+    if (check_only) return PinnedDense();
     DType dt;
     const void* data = nullptr;
     if (ck.raw_float(name, dt, data)) return PinnedDense::prepare(dt, data, n_out, n_in);

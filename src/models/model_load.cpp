@@ -115,9 +115,30 @@ void load_default_layer(const Loader& L, const std::string& b, const ModelConfig
 Model::Model() : impl_(std::make_unique<Impl>()) {}
 Model::~Model() = default;
 
+// Refusals name tensors and keys as the checkpoint's own files do (an HF directory: its tensor
+// names and config.json's keys), not by the canonical GGUF names the loader reads them under.
 std::unique_ptr<Model> Model::load(const Checkpoint& ck, const LoadOptions& opt) {
+  try {
+    return build(ck, opt, false);
+  } catch (const Error& e) {
+    throw ck.in_own_names(e);
+  }
+}
+
+void Model::check(const Checkpoint& ck, const LoadOptions& opt) {
+  LoadOptions o = opt;
+  o.mtp = false;
+  try {
+    build(ck, o, true);
+  } catch (const Error& e) {
+    throw ck.in_own_names(e);
+  }
+}
+
+std::unique_ptr<Model> Model::build(const Checkpoint& ck, const LoadOptions& opt, bool check_only) {
   const std::string& path = ck.info().path;
   Loader L{ck, opt, path, {}, std::make_shared<HugeArena>()};
+  L.check_only = check_only;
   std::unique_ptr<Model> model(new Model());
   Impl& m = *model->impl_;
   m.source = path;
@@ -208,7 +229,7 @@ std::unique_ptr<Model> Model::load(const Checkpoint& ck, const LoadOptions& opt)
     w.ffn = c.n_expert > 0 ? FfnKind::moe : FfnKind::dense;
     if (family->load_layer) family->load_layer(L, b, c, w);
     else load_default_layer(L, b, c, w);
-    if (opt.mode == Mode::w4a4)
+    if (opt.mode == Mode::w4a4 && !check_only)
       for (const MatMul* mm : w.matmuls())
         if (mm->nvfp4 && !mm->lin.has_input_scale())
           throw Error(path, mm->name + ".weight", "mode w4a4 needs an activation scale (input_scale) for every NVFP4 layer",
