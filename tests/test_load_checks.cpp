@@ -95,7 +95,9 @@ TEST(LoadFinite, EveryFloatAndScaleKindInGguf) {
         EXPECT_NE(e.found().find(nan ? "NaN" : "+Inf"), std::string::npos) << e.what();
         EXPECT_NE(e.found().find("index " + std::to_string(index) + " (row 1, column 256)"), std::string::npos)
             << e.what();
-        if (!k.value_bytes) EXPECT_NE(e.rule().find(ggml_type_name(k.type)), std::string::npos) << e.what();
+        if (!k.value_bytes) {
+          EXPECT_NE(e.rule().find(ggml_type_name(k.type)), std::string::npos) << e.what();
+        }
       }
     }
   }
@@ -131,7 +133,9 @@ TEST(LoadFinite, EveryFloatKindInHfCheckpoints) {
         EXPECT_EQ(e.file(), file);
         EXPECT_EQ(e.tensor(), tensor);
         EXPECT_NE(e.found().find("index " + std::to_string(index)), std::string::npos) << e.what();
-        if (cols) EXPECT_NE(e.found().find("(row 1, column 5)"), std::string::npos) << e.what();
+        if (cols) {
+          EXPECT_NE(e.found().find("(row 1, column 5)"), std::string::npos) << e.what();
+        }
       }
     }
   }

@@ -81,7 +81,7 @@ class ModelCheckDamaged : public ::testing::Test {
   fs::path tmp_ = fs::temp_directory_path() / ("nvfp4_model_check_" + std::to_string(::getpid()));
   void SetUp() override { fs::remove_all(tmp_); }
   void TearDown() override { fs::remove_all(tmp_); }
-  // A copy of `src` whose config.json has `key` set to `value`.
+  // A copy of `src` whose config.json has `key` set to `value` (null: removed).
   std::string damaged(const std::string& src, const std::string& key, const nlohmann::json& value) {
     fs::remove_all(tmp_);
     fs::create_directories(tmp_);
@@ -89,7 +89,8 @@ class ModelCheckDamaged : public ::testing::Test {
     std::ifstream in(tmp_ / "config.json");
     nlohmann::json cfg = nlohmann::json::parse(in);
     in.close();
-    cfg[key] = value;
+    if (value.is_null()) cfg.erase(key);
+    else cfg[key] = value;
     std::ofstream(tmp_ / "config.json") << cfg.dump(1);
     return tmp_.string();
   }
@@ -102,10 +103,13 @@ TEST_F(ModelCheckDamaged, ConfigContradictingTheTensorsIsRefusedAlike) {
   struct Case {
     const char* key;
     nlohmann::json value;
-    const char* says;
+    const char* says;  // and, named as the directory names it:
+    const char* names;
   };
-  for (const Case& c : {Case{"num_hidden_layers", layers + 1, "missing tensor"}, Case{"num_hidden_layers", layers - 1, "does not use"},
-                        Case{"intermediate_size", ff + 16, "tensor shape"}}) {
+  for (const Case& c : {Case{"num_hidden_layers", layers + 1, "missing tensor", "model.layers.2.input_layernorm.weight"},
+                        Case{"num_hidden_layers", layers - 1, "does not use", "model.layers.1.mlp.down_proj.weight"},
+                        Case{"intermediate_size", ff + 16, "tensor shape", "model.layers.0.mlp.gate_proj.weight"},
+                        Case{"hidden_size", nullptr, "missing config.json key 'hidden_size'", "config.json"}}) {
     SCOPED_TRACE(std::string(c.key) + " " + c.value.dump());
     auto ck = Checkpoint::open(damaged(src, c.key, c.value));
     int refused = 0;
@@ -113,6 +117,9 @@ TEST_F(ModelCheckDamaged, ConfigContradictingTheTensorsIsRefusedAlike) {
     EXPECT_EQ(refused, 1);
     const std::string why = refusal([&] { Model::check(*ck, LoadOptions{}); });
     EXPECT_NE(why.find(c.says), std::string::npos) << why;
+    EXPECT_NE(why.find(c.names), std::string::npos) << why;
+    EXPECT_EQ(why.find("blk."), std::string::npos) << why;  // not the canonical GGUF names
+    EXPECT_EQ(why.find("qwen3."), std::string::npos) << why;
     // inspect: the listing, then exit 1 with the refusal; --no-check: exit 0.
     const Result r = cli("inspect " + tmp_.string(), true);
     EXPECT_EQ(r.rc, 1);

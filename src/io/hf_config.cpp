@@ -44,18 +44,18 @@ struct Reader {
   }
 
   void count(const char* hf, const std::string& key) const {
+    from(a + key, hf);  // also when absent: "missing metadata" then names the config.json key
     if (!c.contains(hf) || c[hf].is_null()) return;
     if (!c[hf].is_number_integer() || c[hf].get<int64_t>() <= 0 || c[hf].get<int64_t>() > (int64_t{1} << 31))
       throw Error(file, "", "config.json '" + std::string(hf) + "'", "an integer in 1 .. 2^31", c[hf].dump());
     out.emplace_back(a + key, u32(c[hf].get<uint64_t>()));
-    from(a + key, hf);
   }
   void real(const Json& j, const char* hf, const std::string& key) const {
+    from(a + key, hf);
     if (!j.contains(hf) || j[hf].is_null()) return;
     if (!j[hf].is_number() || !(j[hf].get<double>() > 0))
       throw Error(file, "", "config.json '" + std::string(hf) + "'", "a number > 0", j[hf].dump());
     out.emplace_back(a + key, f32(j[hf].get<double>()));
-    from(a + key, hf);
   }
 };
 
