@@ -43,8 +43,16 @@ std::string patched(const test::ScratchDir& dir, const std::string& src, const s
 }  // namespace
 
 TEST(Inspect, ExitCodesAndJson) {
-  const auto r = run("inspect " + test::fixture_path("gguf/nvfp4_good.gguf") + " --json");
+  // nvfp4_good.gguf holds valid NVFP4 tensors but no model (no tokenizer, no block_count): listed, then exit 1
+  // because run refuses it; --no-check lists it with exit 0.
+  const auto refused = run("inspect " + test::fixture_path("gguf/nvfp4_good.gguf") + " --json");
+  EXPECT_EQ(refused.rc, 1);
+  const auto jr = nlohmann::json::parse(refused.out);
+  EXPECT_EQ(jr["check"]["ok"], false);
+  EXPECT_NE(jr["check"]["error"].get<std::string>().find("missing"), std::string::npos) << refused.out;
+  const auto r = run("inspect " + test::fixture_path("gguf/nvfp4_good.gguf") + " --json --no-check");
   ASSERT_EQ(r.rc, 0);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["check"]["made"], false);
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["algorithm"], "NVFP4");
   EXPECT_EQ(j["producer"], "llama.cpp");
@@ -52,11 +60,11 @@ TEST(Inspect, ExitCodesAndJson) {
   EXPECT_EQ(j["tensors"][0]["name"], "blk.0.ffn_up.weight");
   EXPECT_EQ(j["tensors"][0]["storage"], "NVFP4");
   EXPECT_EQ(j["tensors"][0]["scale2"].get<float>(), 0.0125f);
-  const auto w = run("inspect " + test::fixture_path("gguf/nvfp4_no_scale.gguf") + " --json");
+  const auto w = run("inspect " + test::fixture_path("gguf/nvfp4_no_scale.gguf") + " --json --no-check");
   ASSERT_EQ(w.rc, 0);
   const auto jw = nlohmann::json::parse(w.out);
   EXPECT_EQ(std::find(jw["modes"].begin(), jw["modes"].end(), "w4a4"), jw["modes"].end());  // no input scales
-  const auto t = run("inspect " + test::fixture_path("gguf/nvfp4_good.gguf"));
+  const auto t = run("inspect " + test::fixture_path("gguf/nvfp4_good.gguf") + " --no-check");
   EXPECT_EQ(t.rc, 0);
   EXPECT_NE(t.out.find("blk.0.ffn_up.weight"), std::string::npos);
   EXPECT_EQ(run("inspect " + test::fixture_path("gguf/bad_scale_zero.gguf")).rc, 1);
