@@ -1,0 +1,179 @@
+// FP8 layers whose scale varies along the input, as the real producers write them
+// (tools/gen_scaled_fp8_fixtures.py): MXFP8 (ModelOpt quant_algo MXFP8 and inside
+// MIXED_PRECISION, compressed-tensors mxfp8-quantized groups) and FP8 with 128 x 128 block scales
+// (llm-compressor FP8_BLOCK, ModelOpt fp8_pb_wo, DeepSeek's weight_scale_inv):
+// - each layer is kept as stored (storage MXFP8 / F8_E4M3 128x128; 1 byte a weight in the model);
+// - f32 logits against transformers on the weights dequantized with numpy / ml_dtypes
+//   (tools/mixed_reference.py --scaled), within the FP8 fixtures' bound, and the same greedy ids;
+// - bad scales are refused naming the file, the tensor, the rule, what was expected and found.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "io_test_util.h"
+#include "nvfp4/checkpoint.h"
+#include "nvfp4/error.h"
+#include "nvfp4/model.h"
+#include "nvfp4/safetensors.h"
+#include "nvfp4/thread_pool.h"
+#include "test_util.h"
+
+using namespace nvfp4;
+namespace st = nvfp4::safetensors;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Form {
+  const char* dir;
+  const char* probe;    // an HF module of the scaled form
+  const char* canon;    // its canonical name
+  const char* storage;  // TensorEntry::storage_name
+};
+const Form kForms[] = {
+    {"modelopt-mxfp8", "model.layers.0.mlp.down_proj", "blk.0.ffn_down.weight", "MXFP8"},
+    {"modelopt-mxfp8-mix", "model.layers.1.self_attn.o_proj", "blk.1.attn_output.weight", "MXFP8"},
+    {"ct-mxfp8", "model.layers.0.self_attn.q_proj", "blk.0.attn_q.weight", "MXFP8"},
+};
+
+std::string dir_of(const std::string& form) { return test::fixture_path("mixed/qwen3/" + form); }
+
+using Tensors = std::map<std::string, std::pair<st::Dtype, std::pair<std::vector<int64_t>, std::vector<uint8_t>>>>;
+// The fixture's tensors changed by `edit`, written with its JSON files into `out`.
+std::string variant(const std::string& out, const std::string& form, const std::function<void(Tensors&)>& edit) {
+  const std::string src = dir_of(form);
+  Tensors t;
+  const auto f = st::File::open(src + "/model.safetensors");
+  for (const auto& x : f.tensors()) t[x.name] = {x.dtype, {x.shape, std::vector<uint8_t>(x.data, x.data + x.nbytes())}};
+  edit(t);
+  fs::create_directories(out);
+  std::vector<st::WriteTensor> w;
+  for (const auto& [n, x] : t) w.push_back({n, x.first, x.second.first, x.second.second.data(), x.second.second.size()});
+  st::write(out + "/model.safetensors", w);
+  for (const char* j : {"config.json", "hf_quant_config.json", "tokenizer.json", "tokenizer_config.json"})
+    if (fs::exists(src + "/" + j)) fs::copy_file(src + "/" + j, out + "/" + j, fs::copy_options::overwrite_existing);
+  return out;
+}
+
+struct Tree {
+  test::ScratchDir d;
+  ~Tree() {
+    std::error_code ec;
+    for (const auto& e : d.entries()) fs::remove_all(d / e, ec);
+  }
+};
+
+// Opening and loading `dir` fails with an Error naming the tensor and holding each text.
+void expect_refused(const std::string& dir, const std::string& tensor, const std::vector<std::string>& texts) {
+  try {
+    const auto ck = Checkpoint::open(dir);
+    LoadOptions lo;
+    lo.mode = Mode::f32;
+    Model::load(*ck, lo);
+    FAIL() << dir << ": accepted";
+  } catch (const Error& e) {
+    const std::string w = e.what();
+    EXPECT_EQ(e.tensor(), tensor) << w;
+    EXPECT_NE(e.file().find("model.safetensors"), std::string::npos) << w;
+    EXPECT_FALSE(e.rule().empty() || e.expected().empty() || e.found().empty()) << w;
+    for (const auto& t : texts) EXPECT_NE(w.find(t), std::string::npos) << "'" << t << "' not in: " << w;
+  }
+}
+
+}  // namespace
+
+TEST(ScaledFp8, EachLayerKeptAsStored) {
+  for (const Form& f : kForms) {
+    const auto ck = Checkpoint::open(dir_of(f.dir));
+    const TensorEntry& e = ck->tensor(f.canon);
+    EXPECT_EQ(e.storage, Storage::fp8) << f.dir;
+    EXPECT_EQ(e.storage_name, f.storage) << f.dir;
+    DType dt = DType::f32;
+    const uint8_t* codes = nullptr;
+    const void* scales = nullptr;
+    ASSERT_TRUE(ck->raw_fp8_scaled(f.canon, dt, codes, scales)) << f.dir;
+    EXPECT_EQ(dt, std::string(f.storage) == "MXFP8" ? DType::mxfp8 : DType::fp8_b128) << f.dir;
+  }
+}
+
+TEST(ScaledFp8, F32LogitsMatchTransformersOnTheDequantizedWeights) {
+  std::ifstream in(test::fixture_path("mixed/qwen3/reference_scaled.json"));
+  ASSERT_TRUE(in);
+  const auto ref = nlohmann::json::parse(in);
+  for (const Form& f : kForms) {
+    ASSERT_TRUE(ref.contains(f.dir)) << f.dir;
+    const auto& r = ref[f.dir];
+    const auto ids = r["ids"].get<std::vector<int32_t>>();
+    const auto ck = Checkpoint::open(dir_of(f.dir));
+    LoadOptions lo;
+    lo.mode = Mode::f32;
+    const auto m = Model::load(*ck, lo);
+    std::string desc;
+    for (const auto& l : m->describe()) desc += l + "\n";
+    EXPECT_NE(desc.find(std::string(f.storage) == "MXFP8" ? "MXFP8 (E4M3 bytes and an E8M0 scale per 32" : "128x128 block scales (as stored)"),
+              std::string::npos)
+        << desc;
+    ThreadPool pool(2);
+    ContextOptions co;
+    co.n_ctx = 32;
+    co.kv = KvType::f32;
+    const size_t nv = static_cast<size_t>(m->config().n_vocab);
+    {
+      Context ctx(*m, co, pool);
+      std::vector<float> lg(ids.size() * nv);
+      ctx.eval(ids.data(), static_cast<int64_t>(ids.size()), lg.data(), true);
+      double worst = 0;
+      for (size_t p = 0; p < ids.size(); ++p)
+        for (size_t v = 0; v < nv; ++v) worst = std::max(worst, std::abs(static_cast<double>(lg[p * nv + v]) - r["logits"][p][v].get<double>()));
+      // Both sides run float32 on identical weights; only the order of the sums differs (the
+      // bound of the FP8 / NVFP4 mixed fixtures, test_mixed_checkpoints.cpp).
+      EXPECT_LT(worst, 2e-3) << f.dir;
+    }
+    Context ctx(*m, co, pool);
+    std::vector<float> row(nv);
+    ctx.eval(ids.data(), static_cast<int64_t>(ids.size()), row.data());
+    std::vector<int32_t> greedy;
+    for (int k = 0; k < 8; ++k) {
+      const int32_t t = static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
+      greedy.push_back(t);
+      ctx.eval(&t, 1, row.data());
+    }
+    EXPECT_EQ(greedy, r["greedy"].get<std::vector<int32_t>>()) << f.dir;
+  }
+}
+
+TEST(ScaledFp8, MxFp8BadScalesRefusedByName) {
+  Tree tmp;
+  const std::string m = "model.layers.0.self_attn.q_proj";  // [128, 64]: scales U8 [128, 2]
+  const auto set_byte = [&](uint8_t b) {
+    return [m, b](Tensors& t) { t.at(m + ".weight_scale").second.second[5] = b; };
+  };
+  expect_refused(variant(tmp.d / "nan", "ct-mxfp8", set_byte(0xFF)), m + ".weight_scale",
+                 {"E8M0 scale is NaN (byte 0xFF)", "bytes 0..246", "byte 255 at row 2, block 1"});
+  expect_refused(variant(tmp.d / "big", "modelopt-mxfp8", set_byte(247)), m + ".weight_scale",
+                 {"overflow float32", "byte 247 at row 2, block 1"});
+  expect_refused(variant(tmp.d / "shape", "modelopt-mxfp8",
+                         [&](Tensors& t) {
+                           auto& s = t.at(m + ".weight_scale");
+                           s.second.first = {64, 4};
+                         }),
+                 m + ".weight_scale", {"MXFP8 scale shape", "[128, 2]", "[64, 4]"});
+  expect_refused(variant(tmp.d / "dtype", "modelopt-mxfp8",
+                         [&](Tensors& t) {
+                           auto& s = t.at(m + ".weight_scale");
+                           s.first = st::Dtype::BF16;
+                           s.second.first = {128, 1};
+                         }),
+                 m + ".weight_scale", {"E8M0 exponents stored as U8", "BF16"});
+  expect_refused(variant(tmp.d / "nanw", "modelopt-mxfp8", [&](Tensors& t) { t.at(m + ".weight").second.second[70] = 0x7F; }),
+                 m + ".weight", {"no NaN byte", "row 1, column 6"});
+}
