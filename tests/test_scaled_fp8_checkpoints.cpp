@@ -43,6 +43,9 @@ const Form kForms[] = {
     {"modelopt-mxfp8", "model.layers.0.mlp.down_proj", "blk.0.ffn_down.weight", "MXFP8"},
     {"modelopt-mxfp8-mix", "model.layers.1.self_attn.o_proj", "blk.1.attn_output.weight", "MXFP8"},
     {"ct-mxfp8", "model.layers.0.self_attn.q_proj", "blk.0.attn_q.weight", "MXFP8"},
+    {"ct-fp8-block", "model.layers.0.self_attn.q_proj", "blk.0.attn_q.weight", "F8_E4M3 128x128"},
+    {"modelopt-fp8-block", "model.layers.1.mlp.down_proj", "blk.1.ffn_down.weight", "F8_E4M3 128x128"},
+    {"deepseek-fp8-block", "model.layers.0.mlp.down_proj", "blk.0.ffn_down.weight", "F8_E4M3 128x128"},
 };
 
 std::string dir_of(const std::string& form) { return test::fixture_path("mixed/qwen3/" + form); }
@@ -176,4 +179,81 @@ TEST(ScaledFp8, MxFp8BadScalesRefusedByName) {
                  m + ".weight_scale", {"E8M0 exponents stored as U8", "BF16"});
   expect_refused(variant(tmp.d / "nanw", "modelopt-mxfp8", [&](Tensors& t) { t.at(m + ".weight").second.second[70] = 0x7F; }),
                  m + ".weight", {"no NaN byte", "row 1, column 6"});
+}
+
+TEST(ScaledFp8, BlockBadScalesRefusedByName) {
+  Tree tmp;
+  // deepseek-fp8-block: down_proj [160, 288], weight_scale_inv F32 [2, 3] (edges 32 high, 32 wide).
+  const std::string m = "model.layers.0.mlp.down_proj";
+  const auto set_f32 = [&](size_t k, float v) {
+    return [m, k, v](Tensors& t) { std::memcpy(t.at(m + ".weight_scale_inv").second.second.data() + 4 * k, &v, 4); };
+  };
+  expect_refused(variant(tmp.d / "nan", "deepseek-fp8-block", set_f32(4, std::nanf(""))), m + ".weight_scale_inv",
+                 {"FP8 block scale must be finite and positive", "nan at block row 1, column 1"});
+  expect_refused(variant(tmp.d / "inf", "deepseek-fp8-block", set_f32(5, INFINITY)), m + ".weight_scale_inv",
+                 {"finite and positive", "inf at block row 1, column 2"});
+  expect_refused(variant(tmp.d / "zero", "deepseek-fp8-block", set_f32(0, 0.0f)), m + ".weight_scale_inv",
+                 {"finite and positive", "0 at block row 0, column 0"});
+  expect_refused(variant(tmp.d / "shape", "deepseek-fp8-block",
+                         [&](Tensors& t) {
+                           auto& s = t.at(m + ".weight_scale_inv");
+                           s.second.first = {3, 2};
+                         }),
+                 m + ".weight_scale_inv", {"one per 128 x 128 block", "[2, 3]", "[3, 2]"});
+  expect_refused(variant(tmp.d / "e8m0", "deepseek-fp8-block",
+                         [&](Tensors& t) {
+                           auto& s = t.at(m + ".weight_scale_inv");
+                           s.first = st::Dtype::U8;
+                           s.second.second.assign(6, 120);
+                           s.second.second[3] = 0xFF;
+                         }),
+                 m + ".weight_scale_inv", {"E8M0 scale is NaN (byte 0xFF)", "byte 255 at block row 1, column 0"});
+  expect_refused(variant(tmp.d / "nanw", "ct-fp8-block", [&](Tensors& t) { t.at(m + ".weight").second.second[129] = 0xFF; }),
+                 m + ".weight", {"no NaN byte", "row 1, column 1"});
+}
+
+// DeepSeek-V4 ships UE8M0 block scales: the same powers of two stored as E8M0 bytes give the same
+// logits, bit for bit, as F32 scales holding them.
+TEST(ScaledFp8, BlockE8m0ScalesEqualTheirF32) {
+  Tree tmp;
+  std::vector<std::string> dirs;
+  for (const bool e8m0 : {false, true}) {
+    dirs.push_back(variant(tmp.d / (e8m0 ? "u8" : "f32"), "deepseek-fp8-block", [e8m0](Tensors& t) {
+      for (auto& [n, x] : t) {
+        if (n.size() < 17 || n.compare(n.size() - 17, 17, ".weight_scale_inv") != 0) continue;
+        const size_t k = x.second.second.size() / 4;
+        std::vector<uint8_t> b(e8m0 ? k : 4 * k);
+        for (size_t i = 0; i < k; ++i) {
+          float v;
+          std::memcpy(&v, x.second.second.data() + 4 * i, 4);
+          int e;
+          std::frexp(v, &e);  // v in [2^(e-1), 2^e): rounded down to 2^(e-1)
+          if (e8m0) b[i] = static_cast<uint8_t>(e - 1 + 127);
+          else {
+            const float p = std::ldexp(1.0f, e - 1);
+            std::memcpy(b.data() + 4 * i, &p, 4);
+          }
+        }
+        x.first = e8m0 ? st::Dtype::U8 : st::Dtype::F32;
+        x.second.second = b;
+      }
+    }));
+  }
+  const auto logits = [](const std::string& d) {
+    const auto ck = Checkpoint::open(d);
+    LoadOptions lo;
+    lo.mode = Mode::f32;
+    const auto m = Model::load(*ck, lo);
+    ThreadPool pool(2);
+    ContextOptions co;
+    co.n_ctx = 16;
+    Context ctx(*m, co, pool);
+    std::vector<int32_t> ids = {17, 250, 3, 99};
+    std::vector<float> out(ids.size() * static_cast<size_t>(m->config().n_vocab));
+    ctx.eval(ids.data(), static_cast<int64_t>(ids.size()), out.data(), true);
+    return out;
+  };
+  const auto a = logits(dirs[0]), b = logits(dirs[1]);
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
 }
