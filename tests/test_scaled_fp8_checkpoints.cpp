@@ -5,7 +5,8 @@
 // - each layer is kept as stored (storage MXFP8 / F8_E4M3 128x128; 1 byte a weight in the model);
 // - f32 logits against transformers on the weights dequantized with numpy / ml_dtypes
 //   (tools/mixed_reference.py --scaled), within the FP8 fixtures' bound, and the same greedy ids;
-// - bad scales are refused naming the file, the tensor, the rule, what was expected and found.
+// - bad scales are refused naming the file, the tensor, the rule, what was expected and found;
+// - CSF-compressed NVFP4 block scales (tools/gen_csf_fixture.py) decode to the plain bytes.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -256,4 +257,55 @@ TEST(ScaledFp8, BlockE8m0ScalesEqualTheirF32) {
   const auto a = logits(dirs[0]), b = logits(dirs[1]);
   ASSERT_EQ(a.size(), b.size());
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
+}
+
+// CSF-compressed NVFP4 block scales (tools/gen_csf_fixture.py: modelopt-mixed with its MLP scales
+// CSF-encoded, exceptions included) decode to the plain E4M3 bytes: the same scales, byte for
+// byte, and the same logits, bit for bit, in every mode.
+TEST(CsfScales, DecodeToThePlainScalesAndTheSameLogits) {
+  const std::string plain = dir_of("modelopt-mixed"), csf = dir_of("modelopt-mixed-csf");
+  const auto a = Checkpoint::open(plain), b = Checkpoint::open(csf);
+  for (const char* t : {"blk.0.ffn_up.weight", "blk.1.ffn_down.weight", "blk.1.ffn_gate.weight"})
+    EXPECT_EQ(a->nvfp4(t).scales, b->nvfp4(t).scales) << t;
+  for (const Mode mode : {Mode::f32, Mode::a16q8}) {
+    std::vector<std::vector<float>> out;
+    for (const auto* ck : {a.get(), b.get()}) {
+      LoadOptions lo;
+      lo.mode = mode;
+      const auto m = Model::load(*ck, lo);
+      ThreadPool pool(2);
+      ContextOptions co;
+      co.n_ctx = 16;
+      Context ctx(*m, co, pool);
+      std::vector<int32_t> ids = {17, 250, 3, 99, 402, 7};
+      out.emplace_back(ids.size() * static_cast<size_t>(m->config().n_vocab));
+      ctx.eval(ids.data(), static_cast<int64_t>(ids.size()), out.back().data(), true);
+    }
+    ASSERT_EQ(out[0].size(), out[1].size());
+    EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * 4), 0) << mode_name(mode);
+  }
+}
+
+TEST(CsfScales, BadStreamsRefusedByName) {
+  Tree tmp;
+  const std::string m = "model.layers.0.mlp.up_proj.weight_scale";  // [128, 4]: fixed U8 [8, 48]
+  const std::string f = m + ".nvfp4_csf_fixed", e = m + ".nvfp4_csf_exceptions";
+  expect_refused(variant(tmp.d / "base", "modelopt-mixed-csf", [&](Tensors& t) { t.at(f).second.second[48 + 3] = 241; }), f,
+                 {"a row's base byte", "0..240", "241 at row 19"});
+  expect_refused(variant(tmp.d / "shape", "modelopt-mixed-csf", [&](Tensors& t) { t.at(f).second.first = {16, 24}; }), f,
+                 {"fixed stream for a 128 x 4 scale matrix", "U8 [8, 48]", "U8 [16, 24]"});
+  expect_refused(variant(tmp.d / "order", "modelopt-mixed-csf",
+                         [&](Tensors& t) {
+                           auto& b = t.at(e).second.second;
+                           std::swap_ranges(b.begin(), b.begin() + 4, b.begin() + 4);  // words 0 and 1 swapped
+                         }),
+                 e, {"sorted, unique and inside the matrix", "at word 1"});
+  expect_refused(variant(tmp.d / "range", "modelopt-mixed-csf",
+                         [&](Tensors& t) {
+                           auto& b = t.at(e).second.second;
+                           const uint32_t w = (0x38u << 24) | 512u;  // position 512 of a 128 x 4 matrix
+                           std::memcpy(b.data() + b.size() - 4, &w, 4);
+                         }),
+                 e, {"position 512"});
+  expect_refused(variant(tmp.d / "alone", "modelopt-mixed-csf", [&](Tensors& t) { t.erase(e); }), f, {"without its partner"});
 }

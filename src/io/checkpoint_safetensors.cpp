@@ -12,6 +12,7 @@
 #include <span>
 #include <unordered_map>
 
+#include "io/csf_scales.h"
 #include "io/finite_check.h"
 #include "io/fp8_scales.h"
 #include "io/hf_names.h"
@@ -74,6 +75,7 @@ struct Source {
   int64_t n_out = 0, n_in = 0;
   std::vector<float> pqs;       // AWQ pre_quant_scale
   std::vector<float> bscale;    // fp8_block: [ceil(n_out/128)][ceil(n_in/128)]
+  std::vector<uint8_t> csf;     // nvfp4 with CSF-compressed block scales: the decoded bytes
 };
 
 class StCheckpoint final : public Checkpoint {
@@ -118,7 +120,7 @@ class StCheckpoint final : public Checkpoint {
     for (int64_t r = 0; r < s.n_out; ++r) {
       const int64_t from = s.heads ? hf::permuted_source_row(r, s.n_out, s.heads) : r;
       std::memcpy(m.codes.data() + r * cb, s.w.t->data + from * cb, static_cast<size_t>(cb));
-      std::memcpy(m.scales.data() + r * sb, s.scale.t->data + from * sb, static_cast<size_t>(sb));
+      std::memcpy(m.scales.data() + r * sb, (s.csf.empty() ? s.scale.t->data : s.csf.data()) + from * sb, static_cast<size_t>(sb));
     }
     return m;
   }
@@ -369,22 +371,33 @@ class StCheckpoint final : public Checkpoint {
         s.n_out = ref.t->shape[0];
         s.n_in = ref.t->shape[1] * 2;
         check_n_in(s.n_in, false, ref.file, name);
-        if (!sc && find(module + ".weight_scale.nvfp4_csf_fixed")) {
-          throw Error(ref.file, name, "NVFP4 block scales stored CSF-compressed are not read yet", module + ".weight_scale (E4M3)",
-                      module + ".weight_scale.nvfp4_csf_fixed / .nvfp4_csf_exceptions");
+        const Ref* csf_f = find(module + ".weight_scale.nvfp4_csf_fixed");
+        const Ref* csf_e = find(module + ".weight_scale.nvfp4_csf_exceptions");
+        if (!sc && (csf_f || csf_e)) {
+          // CSF-compressed block scales (io/csf_scales.h): decoded here to the plain E4M3 bytes.
+          if (!csf_f || !csf_e) {
+            const Ref* one = csf_f ? csf_f : csf_e;
+            throw Error(one->file, one->t->name, "CSF scale stream without its partner",
+                        module + ".weight_scale.nvfp4_csf_fixed and .nvfp4_csf_exceptions", "only " + one->t->name);
+          }
+          s.csf = decode_csf_scales(*csf_f->t, csf_f->file, *csf_e->t, csf_e->file, s.n_out, s.n_in / 16);
+          check_scale_bytes(s.csf.data(), static_cast<int64_t>(s.csf.size()), csf_f->file, module + ".weight_scale (decoded from CSF)");
+          s.scale = *csf_f;  // its pages go with release()
+          used.insert({csf_f->t->name, csf_e->t->name});
+        } else {
+          if (!sc) throw Error(ref.file, name, "NVFP4 weight without its block scale", module + ".weight_scale", "absent");
+          if (sc->t->dtype != st::Dtype::F8_E4M3) throw Error(sc->file, sc->t->name, "NVFP4 block scale must be F8_E4M3", "F8_E4M3", st::dtype_name(sc->t->dtype));
+          const std::vector<int64_t> want = {s.n_out, s.n_in / 16};
+          if (sc->t->shape != want) {
+            throw Error(sc->file, sc->t->name, "NVFP4 block scale has the wrong shape",
+                        "[" + std::to_string(want[0]) + ", " + std::to_string(want[1]) + "]",
+                        "[" + std::to_string(sc->t->shape.empty() ? 0 : sc->t->shape[0]) + ", " +
+                            std::to_string(sc->t->shape.size() > 1 ? sc->t->shape[1] : 0) + "]");
+          }
+          check_scale_bytes(sc->t->data, sc->t->elements(), sc->file, sc->t->name);
+          for (const auto& f : files_) f->drop(sc->t->data, static_cast<size_t>(sc->t->nbytes()));  // until the load reads it
+          s.scale = *sc;
         }
-        if (!sc) throw Error(ref.file, name, "NVFP4 weight without its block scale", module + ".weight_scale", "absent");
-        if (sc->t->dtype != st::Dtype::F8_E4M3) throw Error(sc->file, sc->t->name, "NVFP4 block scale must be F8_E4M3", "F8_E4M3", st::dtype_name(sc->t->dtype));
-        const std::vector<int64_t> want = {s.n_out, s.n_in / 16};
-        if (sc->t->shape != want) {
-          throw Error(sc->file, sc->t->name, "NVFP4 block scale has the wrong shape",
-                      "[" + std::to_string(want[0]) + ", " + std::to_string(want[1]) + "]",
-                      "[" + std::to_string(sc->t->shape.empty() ? 0 : sc->t->shape[0]) + ", " +
-                          std::to_string(sc->t->shape.size() > 1 ? sc->t->shape[1] : 0) + "]");
-        }
-        check_scale_bytes(sc->t->data, sc->t->elements(), sc->file, sc->t->name);
-        for (const auto& f : files_) f->drop(sc->t->data, static_cast<size_t>(sc->t->nbytes()));  // until the load reads it
-        s.scale = *sc;
         // Tensor scale: a multiplier (ModelOpt) or its reciprocal (compressed-tensors).
         const std::string s2n = ct ? module + ".weight_global_scale" : module + ".weight_scale_2";
         const Ref* s2 = find(s2n);

@@ -191,10 +191,11 @@ QuantConfig QuantConfig::parse(const nlohmann::json* config, const nlohmann::jso
         if (!it.value().is_object()) throw Error(c.source, lat, "field of the wrong type", "an object", it.value().dump());
         const std::string a = str_field(it.value(), "quant_algo", "", c.source, lat + ".");
         const LayerQuant lq = modelopt_algo(a, c.source, lat + ".quant_algo", it.key());
-        if (it.value().contains("weight_scale_encoding") && !it.value()["weight_scale_encoding"].is_null()) {
-          throw Error(c.source, lat + ".weight_scale_encoding",
-                      "block scales stored compressed (weight_scale_encoding) are not read yet (layer " + it.key() + ")",
-                      "plain E4M3 weight_scale tensors", "weight_scale_encoding " + it.value()["weight_scale_encoding"].dump());
+        // "csf": the layer's block scales are stored CSF-compressed (io/csf_scales.h), decoded at load.
+        if (it.value().contains("weight_scale_encoding") && !it.value()["weight_scale_encoding"].is_null() &&
+            it.value()["weight_scale_encoding"] != "csf") {
+          throw Error(c.source, lat + ".weight_scale_encoding", "unknown block scale encoding (layer " + it.key() + ")",
+                      "\"csf\" or none", it.value()["weight_scale_encoding"].dump());
         }
         check_group_size(it.value(), lq, c.source, lat + ".", " (layer " + it.key() + ")");
         c.per_layer.emplace_back(it.key(), lq);
