@@ -309,3 +309,23 @@ TEST(CsfScales, BadStreamsRefusedByName) {
                  e, {"position 512"});
   expect_refused(variant(tmp.d / "alone", "modelopt-mixed-csf", [&](Tensors& t) { t.erase(e); }), f, {"without its partner"});
 }
+
+// `inspect` names each layer's form as stored (every command on these forms: test_cli_formats.cpp;
+// the DeepSeek form's 160-wide rows do not convert to llama.cpp's NVFP4, so it is checked here).
+TEST(ScaledFp8, InspectNamesEachForm) {
+  for (const Form& f : kForms) {
+    const std::string cmd = std::string(NVFP4_BINARY) + " inspect " + dir_of(f.dir) + " 2>&1";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    ASSERT_EQ(::pclose(p), 0) << out;
+    bool found = false;
+    std::istringstream lines(out);
+    for (std::string l; std::getline(lines, l);)
+      found |= l.rfind(f.canon, 0) == 0 && l.find(f.storage) != std::string::npos;
+    EXPECT_TRUE(found) << f.dir << ": no line '" << f.canon << " ... " << f.storage << "' in\n" << out;
+  }
+}
