@@ -2,7 +2,9 @@
 // throughout (W4A4 and W4A16, ModelOpt and compressed-tensors), FP8 attention beside NVFP4 MLPs
 // (ModelOpt MIXED_PRECISION, NVIDIA's layout, with an NVFP4 lm_head) and compressed-tensors'
 // two-group mixed-precision (FP8 per-channel + NVFP4), and the same on a MoE (FP8 attention, NVFP4
-// experts). Fixtures: fixtures/arch, fixtures/moe, fixtures/mixed (tools/gen_mixed_fixtures.py).
+// experts), MXFP8 and FP8 with 128x128 block scales (alone and beside NVFP4) and CSF-compressed
+// NVFP4 scales. Fixtures: fixtures/arch, fixtures/moe, fixtures/mixed (tools/gen_mixed_fixtures.py,
+// gen_scaled_fp8_fixtures.py, gen_csf_fixture.py).
 // A command that crashes (the SIGSEGV of issue 29) or refuses a form we load fails here.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -41,6 +43,14 @@ const Form kForms[] = {
     {"arch/qwen3/ct-nvfp4a16", "arch/qwen3/float", "NVFP4", "NVFP4", true},
     {"mixed/qwen3/modelopt-mixed", "arch/qwen3/float", "F8_E4M3", "NVFP4", false},
     {"mixed/qwen3/ct-mixed", "arch/qwen3/float", "F8_E4M3", "NVFP4", false},
+    // FP8 with its scale along the input (tools/gen_scaled_fp8_fixtures.py) and CSF-compressed
+    // NVFP4 scales (tools/gen_csf_fixture.py).
+    {"mixed/qwen3/modelopt-mxfp8", "arch/qwen3/float", "MXFP8", "MXFP8", false},
+    {"mixed/qwen3/modelopt-mxfp8-mix", "arch/qwen3/float", "MXFP8", "NVFP4", false},
+    {"mixed/qwen3/ct-mxfp8", "arch/qwen3/float", "MXFP8", "NVFP4", false},
+    {"mixed/qwen3/ct-fp8-block", "arch/qwen3/float", "F8_E4M3 128x128", "F8_E4M3 128x128", false},
+    {"mixed/qwen3/modelopt-fp8-block", "arch/qwen3/float", "F8_E4M3 128x128", "F8_E4M3 128x128", false},
+    {"mixed/qwen3/modelopt-mixed-csf", "arch/qwen3/float", "F8_E4M3", "NVFP4", false},
     // MoE with an expert width of 64 (llama.cpp's NVFP4 GGUF needs n_in % 64 == 0).
     {"moe/qwen3_moe_i64/modelopt-nvfp4", "moe/qwen3_moe_i64/float", "NVFP4", "NVFP4", true},
     {"moe/qwen3_moe_i64/modelopt-w4a16", "moe/qwen3_moe_i64/float", "NVFP4", "NVFP4", true},

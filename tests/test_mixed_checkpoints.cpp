@@ -6,7 +6,8 @@
 //   weight_scale_2: a scale ignored there would shift every logit silently. Doubling
 //   lm_head.weight_scale_2 must double every logit exactly (a power of two) in every mode; an
 //   NVFP4 embedding whose scale is doubled must move them;
-// - CSF-compressed block scales are refused by name.
+// - malformed CSF-compressed block scales are refused by name (the good ones:
+//   test_scaled_fp8_checkpoints.cpp).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -165,7 +166,7 @@ TEST(MixedCheckpoints, F32LogitsMatchTransformersOnTheDequantizedWeights) {
   }
 }
 
-TEST(MixedCheckpoints, CsfCompressedScalesRefusedByName) {
+TEST(MixedCheckpoints, MalformedCsfScalesRefusedByName) {
   Tree tmp;
   const std::string d = variant(tmp.d / "csf", [](Tensors& t) {
     const std::string m = "model.layers.0.mlp.up_proj.weight_scale";

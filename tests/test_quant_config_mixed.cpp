@@ -124,28 +124,52 @@ TEST(QuantConfigMixed, RefusalsNameLayerFormatAndWhatWeTake) {
       "model.layers.2.self_attn.o_proj": {"quant_algo": ")" + algo + R"("}}}})");
     return refusal([&] { QuantConfig::parse(nullptr, &h, "/d"); });
   };
-  for (const char* a : {"FP8_PB_WO", "MXFP8", "W4A8_AWQ", "NO_SUCH"}) {
+  for (const char* a : {"W4A8_AWQ", "NO_SUCH"}) {
     const std::string m = mo(a);
     EXPECT_NE(m.find("model.layers.2.self_attn.o_proj"), std::string::npos) << m;
     EXPECT_NE(m.find(a), std::string::npos) << m;
     EXPECT_NE(m.find("W4A16_NVFP4"), std::string::npos) << m;  // what we take
+    EXPECT_NE(m.find("MXFP8"), std::string::npos) << m;
   }
-  EXPECT_NE(mo("FP8_PB_WO").find("block scales"), std::string::npos);
-  EXPECT_NE(mo("MXFP8").find("E8M0"), std::string::npos);
+  // Read now: MXFP8 (group_size 32), the 128x128 block forms, CSF-encoded scales; what they map to.
+  const auto mo_ok = [](const std::string& entry) {
+    const Json h = Json::parse(R"({"quantization": {"quant_algo": "MIXED_PRECISION", "quantized_layers": {
+      "model.layers.2.self_attn.o_proj": )" + entry + "}}}");
+    return QuantConfig::parse(nullptr, &h, "/d").layer("model.layers.2.self_attn.o_proj");
+  };
+  EXPECT_EQ(mo_ok(R"({"quant_algo": "MXFP8", "group_size": 32})"), LayerQuant::mxfp8);
+  EXPECT_EQ(mo_ok(R"({"quant_algo": "FP8_PB_WO"})"), LayerQuant::fp8_block);
+  EXPECT_EQ(mo_ok(R"({"quant_algo": "fp8_pb_wo"})"), LayerQuant::fp8_block);
+  EXPECT_EQ(mo_ok(R"({"quant_algo": "NVFP4", "group_size": 16, "weight_scale_encoding": "csf"})"), LayerQuant::nvfp4_w4a4);
+  {
+    const Json h = Json::parse(R"({"quantization": {"quant_algo": "MIXED_PRECISION", "quantized_layers": {
+      "model.layers.2.self_attn.o_proj": {"quant_algo": "MXFP8", "group_size": 16}}}})");
+    const std::string m = refusal([&] { QuantConfig::parse(nullptr, &h, "/d"); });
+    EXPECT_NE(m.find("ModelOpt MXFP8 group size (layer model.layers.2.self_attn.o_proj)"), std::string::npos) << m;
+  }
   const Json csf = Json::parse(R"({"quantization": {"quant_algo": "MIXED_PRECISION", "quantized_layers": {
-    "model.layers.3.mlp.experts": {"quant_algo": "NVFP4", "group_size": 16, "weight_scale_encoding": "csf"}}}})");
+    "model.layers.3.mlp.experts": {"quant_algo": "NVFP4", "group_size": 16, "weight_scale_encoding": "zstd"}}}})");
   const std::string mc = refusal([&] { QuantConfig::parse(nullptr, &csf, "/d"); });
   EXPECT_NE(mc.find("model.layers.3.mlp.experts"), std::string::npos) << mc;
-  EXPECT_NE(mc.find("csf"), std::string::npos) << mc;
+  EXPECT_NE(mc.find("zstd"), std::string::npos) << mc;
+  EXPECT_NE(mc.find("csf"), std::string::npos) << mc;  // what we take
   const auto ctw = [](const std::string& weights) {
     test::ScratchDir d;
     return refusal([&] { ct(d, R"({"g": {"weights": )" + weights + R"(, "targets": ["Linear"]}})"); });
   };
-  std::string m = ctw(R"({"num_bits": 8, "type": "float", "strategy": "block", "block_structure": [128, 128]})");
-  EXPECT_NE(m.find("block scales"), std::string::npos) << m;
-  EXPECT_NE(m.find("[128,128]"), std::string::npos) << m;
+  const auto ct_ok = [](const std::string& weights) {
+    test::ScratchDir d;
+    return ct(d, R"({"g": {"weights": )" + weights + R"(, "targets": ["Linear"]}})").layer("model.layers.0.mlp.up_proj");
+  };
+  EXPECT_EQ(ct_ok(R"({"num_bits": 8, "type": "float", "strategy": "block", "block_structure": [128, 128]})"), LayerQuant::fp8_block);
+  EXPECT_EQ(ct_ok(R"({"num_bits": 8, "type": "float", "strategy": "group", "group_size": 32, "scale_dtype": "torch.uint8"})"),
+            LayerQuant::mxfp8);
+  std::string m = ctw(R"({"num_bits": 8, "type": "float", "strategy": "block", "block_structure": [64, 64]})");
+  EXPECT_NE(m.find("block size"), std::string::npos) << m;
+  EXPECT_NE(m.find("[64,64]"), std::string::npos) << m;
   m = ctw(R"({"num_bits": 8, "type": "float", "strategy": "group", "group_size": 32})");
   EXPECT_NE(m.find("MXFP8"), std::string::npos) << m;
+  EXPECT_NE(m.find("scale_dtype none"), std::string::npos) << m;
   m = ctw(R"({"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128})");
   EXPECT_NE(m.find("4-bit int in group g"), std::string::npos) << m;
   test::ScratchDir d;

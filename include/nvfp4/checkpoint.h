@@ -83,6 +83,11 @@ class Checkpoint {
   // For an FP8 E4M3 layer in its stored row order: its bytes [n_out][n_in] (zero copy) and its
   // scale, one value or one per output row (weight = e4m3 * scale); false otherwise (the default).
   virtual bool raw_fp8(const std::string& name, const uint8_t*& codes, std::vector<float>& scale) const;
+  // For an FP8 layer with scales along its inputs (MXFP8: E8M0 per 32; FP8 with 128 x 128 block
+  // scales) in its stored row order: DType::mxfp8 or fp8_b128, its E4M3 bytes [n_out][n_in] and its
+  // scales as DenseLinear::prepare_scaled takes them (pointers valid while the checkpoint is);
+  // false otherwise (the default).
+  virtual bool raw_fp8_scaled(const std::string& name, DType& dtype, const uint8_t*& codes, const void*& scales) const;
   // A hint that the caller has copied what it needs of tensor `name` (Model::load, into the
   // kernels' layout): its mapped pages leave the resident set (read again if touched), so a
   // loaded model does not hold its weights twice. Pointers from raw_float stay valid.

@@ -26,6 +26,13 @@ uint8_t float_to_e4m3(float v);
 // (0x00..0x7E); the sign bit is honoured (negative result) for 0x80..0xFE. Precondition: not NaN.
 int32_t e4m3_q9(uint8_t byte);
 
+// ---- E8M0 (OCP MX scale): an unsigned biased exponent, 2^(byte - 127); 0xFF is NaN. ----------
+// Byte 0 is 2^-127 (a float32 subnormal, exact). MXFP8 keeps one per 32 E4M3 values.
+float e8m0_to_float(uint8_t byte);
+// The largest E8M0 byte whose scale keeps every finite E4M3 value finite in float32:
+// 448 * 2^(246 - 127) = 1.75 * 2^127 < FLT_MAX; byte 247 would take 448 past it.
+inline constexpr uint8_t kE8m0MaxForE4m3 = 246;
+
 // ---- UE4M3: ggml's name for the block scale: the byte as E4M3 with the sign bit ignored. -----
 float ue4m3_to_float(uint8_t byte);
 

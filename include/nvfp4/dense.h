@@ -12,7 +12,19 @@ namespace nvfp4 {
 
 // e4m3: FP8 E4M3 values without their scale (a checkpoint's FP8 layer: the scale, per tensor or per
 // output row, multiplies the output; MatMul::out_scale). NaN bytes are refused at load.
-enum class DType { f32, f16, bf16, e4m3 };
+// The scaled FP8 forms (prepare_scaled; the kernel table's fp8s entry), whose scale varies along
+// the input and so is applied to each weight as it is widened, w = e4m3(byte) * scale:
+//   mxfp8:    one E8M0 byte (2^(e - 127)) per 32 inputs of a row, scales u8 [n_out][n_in / 32]
+//             (n_in % 32 == 0); a power of two, so every widened weight is exact;
+//   fp8_b128: one float32 per 128 x 128 block (smaller at the right and bottom edges), scales
+//             f32 [ceil(n_out / 128)][ceil(n_in / 128)]; one float32 product, rounded once.
+// Either way the widened weight has the same bits on every ISA (kernels/gemv_fp8s.cpp).
+enum class DType { f32, f16, bf16, e4m3, mxfp8, fp8_b128 };
+inline constexpr int64_t kMxBlock = 32;    // MXFP8: inputs per E8M0 scale
+inline constexpr int64_t kFp8Block = 128;  // FP8 block scales: 128 x 128
+inline bool dtype_scaled(DType d) { return d == DType::mxfp8 || d == DType::fp8_b128; }
+// Bytes of a scaled form's scales (0 for the others).
+int64_t scale_bytes(DType d, int64_t n_out, int64_t n_in);
 
 class DenseLinear {
  public:
@@ -23,6 +35,9 @@ class DenseLinear {
 
   // Copies W[n_out][n_in] stored as `dtype` (row-major) into the kernels' layout.
   static DenseLinear prepare(DType dtype, const void* w, int64_t n_out, int64_t n_in);
+  // A scaled FP8 form (mxfp8, fp8_b128): E4M3 codes [n_out][n_in] and scales as laid out above
+  // (scale_bytes(dtype, n_out, n_in) bytes), copied as they are.
+  static DenseLinear prepare_scaled(DType dtype, const uint8_t* codes, const void* scales, int64_t n_out, int64_t n_in);
   int64_t n_out() const;
   int64_t n_in() const;
   DType dtype() const;

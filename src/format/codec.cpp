@@ -57,6 +57,11 @@ int32_t e4m3_q9(uint8_t b) {
   return (b & 0x80) ? -mag : mag;
 }
 
+float e8m0_to_float(uint8_t b) {
+  if (b == 0xFF) return std::numeric_limits<float>::quiet_NaN();
+  return std::ldexp(1.0f, static_cast<int>(b) - 127);  // 2^-127 for byte 0: a subnormal, exact
+}
+
 float ue4m3_to_float(uint8_t b) { return e4m3_to_float(b & 0x7F); }
 
 uint8_t float_to_e4m3(float v) {

@@ -1,6 +1,7 @@
 #include "nvfp4/mapped_file.h"
 #include "io/checkpoint_safetensors.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -11,11 +12,14 @@
 #include <span>
 #include <unordered_map>
 
+#include "io/csf_scales.h"
 #include "io/finite_check.h"
+#include "io/fp8_scales.h"
 #include "io/hf_names.h"
 #include "io/quant_config.h"
 #include "io/hf_config.h"
 #include "nvfp4/codec.h"
+#include "nvfp4/dense.h"
 #include "nvfp4/error.h"
 #include "nvfp4/quantize.h"
 #include "nvfp4/safetensors.h"
@@ -62,12 +66,16 @@ float scalar_f32(const Ref& r, const std::string& role) {
 }
 
 struct Source {
-  enum Kind { nvfp4, fp8, plain } kind = plain;
+  // fp8: a scale per tensor or output row; mxfp8: E8M0 bytes [n_out][n_in/32] (scale.t's bytes);
+  // fp8_block: float scales per 128 x 128 block, read into bscale.
+  enum Kind { nvfp4, fp8, mxfp8, fp8_block, plain } kind = plain;
   Ref w, scale;                 // codes (or FP8 / float values) and block scales (or FP8 scale)
   std::string module;           // HF module
   int64_t heads = 0;            // q/k row permutation (0: none)
   int64_t n_out = 0, n_in = 0;
   std::vector<float> pqs;       // AWQ pre_quant_scale
+  std::vector<float> bscale;    // fp8_block: [ceil(n_out/128)][ceil(n_in/128)]
+  std::vector<uint8_t> csf;     // nvfp4 with CSF-compressed block scales: the decoded bytes
 };
 
 class StCheckpoint final : public Checkpoint {
@@ -112,7 +120,7 @@ class StCheckpoint final : public Checkpoint {
     for (int64_t r = 0; r < s.n_out; ++r) {
       const int64_t from = s.heads ? hf::permuted_source_row(r, s.n_out, s.heads) : r;
       std::memcpy(m.codes.data() + r * cb, s.w.t->data + from * cb, static_cast<size_t>(cb));
-      std::memcpy(m.scales.data() + r * sb, s.scale.t->data + from * sb, static_cast<size_t>(sb));
+      std::memcpy(m.scales.data() + r * sb, (s.csf.empty() ? s.scale.t->data : s.csf.data()) + from * sb, static_cast<size_t>(sb));
     }
     return m;
   }
@@ -129,7 +137,17 @@ class StCheckpoint final : public Checkpoint {
       return out;
     }
     std::vector<float> raw(static_cast<size_t>(s.w.t->elements()));
-    st::to_float(*s.w.t, raw.data(), s.w.file);
+    if (s.kind == Source::mxfp8 || s.kind == Source::fp8_block) {
+      // Each weight as the kernels widen it (kern::fp8s_at: e4m3 * scale, one float32 product).
+      const DType dt = s.kind == Source::mxfp8 ? DType::mxfp8 : DType::fp8_b128;
+      std::vector<uint8_t> w(static_cast<size_t>(s.n_out * s.n_in + scale_bytes(dt, s.n_out, s.n_in)));
+      std::memcpy(w.data(), s.w.t->data, static_cast<size_t>(s.n_out * s.n_in));
+      std::memcpy(w.data() + s.n_out * s.n_in, scale_data(s), static_cast<size_t>(scale_bytes(dt, s.n_out, s.n_in)));
+      const DenseLinear d = DenseLinear::prepare_scaled(dt, w.data(), w.data() + s.n_out * s.n_in, s.n_out, s.n_in);
+      for (int64_t r = 0; r < s.n_out; ++r) d.row(r, raw.data() + r * s.n_in);
+    } else {
+      st::to_float(*s.w.t, raw.data(), s.w.file);
+    }
     if (s.kind == Source::fp8) {
       std::vector<float> sc(static_cast<size_t>(s.scale.t->elements()));
       st::to_float(*s.scale.t, sc.data(), s.scale.file);
@@ -166,6 +184,15 @@ class StCheckpoint final : public Checkpoint {
     codes = s.w.t->data;
     scale.resize(static_cast<size_t>(s.scale.t->elements()));
     st::to_float(*s.scale.t, scale.data(), s.scale.file);
+    return true;
+  }
+
+  bool raw_fp8_scaled(const std::string& name, DType& dtype, const uint8_t*& codes, const void*& scales) const override {
+    const Source& s = src_.at(tensor(name).name);
+    if ((s.kind != Source::mxfp8 && s.kind != Source::fp8_block) || s.heads) return false;  // permuted rows: to_f32
+    dtype = s.kind == Source::mxfp8 ? DType::mxfp8 : DType::fp8_b128;
+    codes = s.w.t->data;
+    scales = scale_data(s);
     return true;
   }
 
@@ -286,27 +313,49 @@ class StCheckpoint final : public Checkpoint {
       TensorEntry e;
       e.name = canon;
       if (ref.t->dtype == st::Dtype::F8_E4M3 && !ct) {  // FP8 layer
-        if (lq != LayerQuant::fp8) {
-          throw Error(ref.file, name, "FP8 weight in a layer the configuration does not declare FP8", "FP8 declared", layer_quant_name(lq));
+        if (!layer_quant_fp8(lq)) {
+          throw Error(ref.file, name, "FP8 weight in a layer the configuration does not declare FP8", "FP8, MXFP8 or FP8_BLOCK declared", layer_quant_name(lq));
         }
         if (ref.t->shape.size() != 2) throw Error(ref.file, name, "FP8 weight must be a matrix", "2 dimensions", std::to_string(ref.t->shape.size()));
-        if (!sc) throw Error(ref.file, name, "FP8 weight without its scale", module + ".weight_scale", "absent");
-        s.kind = Source::fp8;
         s.n_out = ref.t->shape[0];
         s.n_in = ref.t->shape[1];
+        // DeepSeek / GLM / Kimi name a block scale weight_scale_inv (a multiplier all the same).
+        const Ref* inv = find(module + ".weight_scale_inv");
+        if (!sc && inv && lq == LayerQuant::fp8_block) sc = inv;
+        if (!sc) throw Error(ref.file, name, "FP8 weight without its scale", module + (lq == LayerQuant::fp8_block ? ".weight_scale or .weight_scale_inv" : ".weight_scale"), "absent");
         s.scale = *sc;
-        const int64_t ne = sc->t->elements();
-        if (!st::dtype_is_float(sc->t->dtype) || sc->t->dtype == st::Dtype::F8_E4M3 || (ne != 1 && ne != s.n_out)) {
-          throw Error(sc->file, sc->t->name, "FP8 weight scale must be per tensor or per output channel", "F32/F16/BF16 with 1 or " + std::to_string(s.n_out) + " values",
-                      std::string(st::dtype_name(sc->t->dtype)) + " with " + std::to_string(ne));
-        }
-        std::vector<float> v(static_cast<size_t>(ne));
-        st::to_float(*sc->t, v.data(), sc->file);
-        for (size_t i = 0; i < v.size(); ++i) check_tensor_scale(v[i], sc->file, sc->t->name);
         e.storage = Storage::fp8;
-        e.storage_name = "F8_E4M3";
-        e.bits_per_weight = 8.0;
-        used.insert({name, module + ".weight_scale", module + ".input_scale"});
+        if (lq == LayerQuant::mxfp8 || lq == LayerQuant::fp8_block) {
+          // The kernels widen every finite byte exactly; a NaN byte (0x7F, 0xFF) is refused here.
+          for (int64_t k = 0; k < s.n_out * s.n_in; ++k)
+            if ((ref.t->data[k] & 0x7F) == 0x7F)
+              throw Error(ref.file, name, "FP8 E4M3 weight: finite values", "no NaN byte (0x7F, 0xFF)",
+                          "a NaN at row " + std::to_string(k / s.n_in) + ", column " + std::to_string(k % s.n_in));
+        }
+        if (lq == LayerQuant::mxfp8) {
+          check_mxfp8_scales(*sc->t, sc->file, ref.file, name, s.n_out, s.n_in);
+          s.kind = Source::mxfp8;
+          e.storage_name = "MXFP8";
+          e.bits_per_weight = 8.25;
+        } else if (lq == LayerQuant::fp8_block) {
+          s.bscale = read_fp8_block_scales(*sc->t, sc->file, s.n_out, s.n_in);
+          s.kind = Source::fp8_block;
+          e.storage_name = "F8_E4M3 128x128";
+          e.bits_per_weight = 8.0 + 32.0 * static_cast<double>(s.bscale.size()) / static_cast<double>(s.n_out * s.n_in);
+        } else {
+          s.kind = Source::fp8;
+          const int64_t ne = sc->t->elements();
+          if (!st::dtype_is_float(sc->t->dtype) || sc->t->dtype == st::Dtype::F8_E4M3 || (ne != 1 && ne != s.n_out)) {
+            throw Error(sc->file, sc->t->name, "FP8 weight scale must be per tensor or per output channel", "F32/F16/BF16 with 1 or " + std::to_string(s.n_out) + " values",
+                        std::string(st::dtype_name(sc->t->dtype)) + " with " + std::to_string(ne));
+          }
+          std::vector<float> v(static_cast<size_t>(ne));
+          st::to_float(*sc->t, v.data(), sc->file);
+          for (size_t i = 0; i < v.size(); ++i) check_tensor_scale(v[i], sc->file, sc->t->name);
+          e.storage_name = "F8_E4M3";
+          e.bits_per_weight = 8.0;
+        }
+        used.insert({name, sc->t->name, module + ".input_scale"});
       } else {
         // NVFP4: codes U8 [n_out][n_in/2].
         if (lq != LayerQuant::nvfp4_w4a4 && lq != LayerQuant::nvfp4_w4a16 && lq != LayerQuant::nvfp4_awq) {
@@ -322,22 +371,33 @@ class StCheckpoint final : public Checkpoint {
         s.n_out = ref.t->shape[0];
         s.n_in = ref.t->shape[1] * 2;
         check_n_in(s.n_in, false, ref.file, name);
-        if (!sc && find(module + ".weight_scale.nvfp4_csf_fixed")) {
-          throw Error(ref.file, name, "NVFP4 block scales stored CSF-compressed are not read yet", module + ".weight_scale (E4M3)",
-                      module + ".weight_scale.nvfp4_csf_fixed / .nvfp4_csf_exceptions");
+        const Ref* csf_f = find(module + ".weight_scale.nvfp4_csf_fixed");
+        const Ref* csf_e = find(module + ".weight_scale.nvfp4_csf_exceptions");
+        if (!sc && (csf_f || csf_e)) {
+          // CSF-compressed block scales (io/csf_scales.h): decoded here to the plain E4M3 bytes.
+          if (!csf_f || !csf_e) {
+            const Ref* one = csf_f ? csf_f : csf_e;
+            throw Error(one->file, one->t->name, "CSF scale stream without its partner",
+                        module + ".weight_scale.nvfp4_csf_fixed and .nvfp4_csf_exceptions", "only " + one->t->name);
+          }
+          s.csf = decode_csf_scales(*csf_f->t, csf_f->file, *csf_e->t, csf_e->file, s.n_out, s.n_in / 16);
+          check_scale_bytes(s.csf.data(), static_cast<int64_t>(s.csf.size()), csf_f->file, module + ".weight_scale (decoded from CSF)");
+          s.scale = *csf_f;  // its pages go with release()
+          used.insert({csf_f->t->name, csf_e->t->name});
+        } else {
+          if (!sc) throw Error(ref.file, name, "NVFP4 weight without its block scale", module + ".weight_scale", "absent");
+          if (sc->t->dtype != st::Dtype::F8_E4M3) throw Error(sc->file, sc->t->name, "NVFP4 block scale must be F8_E4M3", "F8_E4M3", st::dtype_name(sc->t->dtype));
+          const std::vector<int64_t> want = {s.n_out, s.n_in / 16};
+          if (sc->t->shape != want) {
+            throw Error(sc->file, sc->t->name, "NVFP4 block scale has the wrong shape",
+                        "[" + std::to_string(want[0]) + ", " + std::to_string(want[1]) + "]",
+                        "[" + std::to_string(sc->t->shape.empty() ? 0 : sc->t->shape[0]) + ", " +
+                            std::to_string(sc->t->shape.size() > 1 ? sc->t->shape[1] : 0) + "]");
+          }
+          check_scale_bytes(sc->t->data, sc->t->elements(), sc->file, sc->t->name);
+          for (const auto& f : files_) f->drop(sc->t->data, static_cast<size_t>(sc->t->nbytes()));  // until the load reads it
+          s.scale = *sc;
         }
-        if (!sc) throw Error(ref.file, name, "NVFP4 weight without its block scale", module + ".weight_scale", "absent");
-        if (sc->t->dtype != st::Dtype::F8_E4M3) throw Error(sc->file, sc->t->name, "NVFP4 block scale must be F8_E4M3", "F8_E4M3", st::dtype_name(sc->t->dtype));
-        const std::vector<int64_t> want = {s.n_out, s.n_in / 16};
-        if (sc->t->shape != want) {
-          throw Error(sc->file, sc->t->name, "NVFP4 block scale has the wrong shape",
-                      "[" + std::to_string(want[0]) + ", " + std::to_string(want[1]) + "]",
-                      "[" + std::to_string(sc->t->shape.empty() ? 0 : sc->t->shape[0]) + ", " +
-                          std::to_string(sc->t->shape.size() > 1 ? sc->t->shape[1] : 0) + "]");
-        }
-        check_scale_bytes(sc->t->data, sc->t->elements(), sc->file, sc->t->name);
-        for (const auto& f : files_) f->drop(sc->t->data, static_cast<size_t>(sc->t->nbytes()));  // until the load reads it
-        s.scale = *sc;
         // Tensor scale: a multiplier (ModelOpt) or its reciprocal (compressed-tensors).
         const std::string s2n = ct ? module + ".weight_global_scale" : module + ".weight_scale_2";
         const Ref* s2 = find(s2n);
@@ -514,6 +574,11 @@ class StCheckpoint final : public Checkpoint {
       }
     }
     return name;  // unknown: the model refuses it by name
+  }
+
+  // A scaled FP8 layer's scales in DenseLinear::prepare_scaled's layout.
+  static const void* scale_data(const Source& s) {
+    return s.kind == Source::mxfp8 ? static_cast<const void*>(s.scale.t->data) : static_cast<const void*>(s.bscale.data());
   }
 
   // compressed-tensors' optional X.weight_shape: the unpacked [n_out, n_in], as I64 or I32.

@@ -4,13 +4,14 @@
 
 #include <fstream>
 
+#include "nvfp4/dense.h"
 #include "nvfp4/error.h"
 
 namespace nvfp4 {
 
 namespace {
 
-constexpr const char* kModeloptTaken = "NVFP4, W4A16_NVFP4, NVFP4_AWQ, FP8 or FP8_PER_CHANNEL_PER_TOKEN";
+constexpr const char* kModeloptTaken = "NVFP4, W4A16_NVFP4, NVFP4_AWQ, FP8, FP8_PER_CHANNEL_PER_TOKEN, MXFP8 or FP8_PB_WO";
 
 // `field`: where the algorithm is named ("quantization.quant_algo", or
 // "quantization.quantized_layers.<layer>.quant_algo"); `layer`: that entry (empty for the
@@ -21,11 +22,13 @@ LayerQuant modelopt_algo(const std::string& a, const std::string& file, const st
   if (a == "W4A16_NVFP4") return LayerQuant::nvfp4_w4a16;
   if (a == "NVFP4_AWQ") return LayerQuant::nvfp4_awq;
   if (a == "FP8" || a == "FP8_PER_CHANNEL_PER_TOKEN") return LayerQuant::fp8;  // per-tensor / per-channel weight scale
-  // Forms ModelOpt writes that this project does not read yet, named as such.
+  if (a == "MXFP8") return LayerQuant::mxfp8;                                    // E8M0 per 32 (group_size 32)
+  // 128 x 128 block scales: export_hf_checkpoint writes its format name in lower case ("fp8_pb_wo").
+  if (a == "FP8_PB_WO" || a == "fp8_pb_wo" || a == "FP8_PB_REAL" || a == "fp8_pb_real" || a == "FP8_BLOCK" || a == "FP8_PB")
+    return LayerQuant::fp8_block;
+  // Forms ModelOpt writes that this project does not read, named as such.
   std::string detail;
-  if (a == "FP8_PB_WO" || a == "FP8_BLOCK" || a == "FP8_PB") detail = " (FP8 with 128x128 block scales: not read yet)";
-  else if (a == "MXFP8") detail = " (MXFP8: E4M3 values, an E8M0 scale per 32: not read yet)";
-  else if (a == "MXFP4" || a == "W4A8_MXFP4_FP8" || a == "W4A8_NVFP4_FP8" || a == "W4A8_AWQ" || a == "W4A16_AWQ" || a == "INT4_AWQ" ||
+  if (a == "MXFP4" || a == "W4A8_MXFP4_FP8" || a == "W4A8_NVFP4_FP8" || a == "W4A8_AWQ" || a == "W4A16_AWQ" || a == "INT4_AWQ" ||
            a == "INT8_SQ" || a == "INT8_WO" || a == "NVFP4_SVDQUANT")
     detail = " (a ModelOpt format this project does not read)";
   throw Error(file, field, layer.empty() ? "unsupported ModelOpt quant_algo" : "unsupported ModelOpt quant_algo for layer " + layer,
@@ -82,6 +85,17 @@ std::vector<std::string> strings(const nlohmann::json& j, const char* key, const
   return out;
 }
 
+// ModelOpt's group_size: 16 for NVFP4 (the default when absent), 32 for MXFP8; FP8 has none.
+void check_group_size(const nlohmann::json& j, LayerQuant lq, const std::string& file, const std::string& at,
+                      const std::string& which) {
+  if (lq == LayerQuant::fp8 || lq == LayerQuant::fp8_block) return;
+  const bool mx = lq == LayerQuant::mxfp8;
+  const int64_t gs = int_field(j, "group_size", mx ? kMxBlock : 16, file, at);
+  if (gs != (mx ? kMxBlock : 16))
+    throw Error(file, at + "group_size", std::string(mx ? "ModelOpt MXFP8 group size" : "ModelOpt NVFP4 group size") + which,
+                mx ? "32" : "16", std::to_string(gs));
+}
+
 LayerQuant ct_group(const nlohmann::json& g, const std::string& file, const std::string& gname) {
   const std::string at = "quantization_config.config_groups." + gname + ".";
   if (!g.is_object()) throw Error(file, at.substr(0, at.size() - 1), "field of the wrong type", "an object", g.dump());
@@ -105,15 +119,23 @@ LayerQuant ct_group(const nlohmann::json& g, const std::string& file, const std:
     return LayerQuant::nvfp4_w4a16;
   }
   if (bits == 8 && type == "float") {
-    const std::string strat = w.value("strategy", "tensor");
+    const std::string strat = str_field(w, "strategy", "tensor", file, at + "weights.");
     if (strat == "tensor" || strat == "channel") return LayerQuant::fp8;
-    if (strat == "block")
-      throw Error(file, "", "compressed-tensors FP8 with block scales is not read yet (group " + gname + ")",
-                  "FP8 with strategy tensor or channel", "strategy block " + (w.contains("block_structure") ? w["block_structure"].dump() : std::string()));
-    if (strat == "group" && w.value("group_size", 0) == 32)
-      throw Error(file, "", "compressed-tensors MXFP8 (an E8M0 scale per 32) is not read yet (group " + gname + ")",
-                  "FP8 with strategy tensor or channel", "strategy group, group_size 32");
-    throw Error(file, "", "unsupported compressed-tensors FP8 weight strategy (group " + gname + ")", "tensor or channel", strat);
+    if (strat == "block") {
+      const auto bs = w.contains("block_structure") ? w["block_structure"] : nlohmann::json();
+      if (bs != nlohmann::json::array({kFp8Block, kFp8Block}))
+        throw Error(file, at + "weights.block_structure", "compressed-tensors FP8 block size (group " + gname + ")", "[128, 128]", bs.dump());
+      return LayerQuant::fp8_block;
+    }
+    if (strat == "group") {
+      const int64_t gs = int_field(w, "group_size", 0, file, at + "weights.");
+      const std::string sd = str_field(w, "scale_dtype", "", file, at + "weights.");
+      if (gs == kMxBlock && sd == "torch.uint8") return LayerQuant::mxfp8;  // MXFP8: E8M0 exponents stored as uint8
+      throw Error(file, at + "weights", "compressed-tensors FP8 group strategy (group " + gname + ")",
+                  "MXFP8: group_size 32 with scale_dtype torch.uint8", "group_size " + std::to_string(gs) + ", scale_dtype " + (sd.empty() ? "none" : sd));
+    }
+    throw Error(file, at + "weights.strategy", "unsupported compressed-tensors FP8 weight strategy (group " + gname + ")",
+                "tensor, channel, block [128, 128] or group 32 (MXFP8)", strat);
   }
   throw Error(file, "", "unsupported compressed-tensors weight format", "4-bit float (NVFP4) or 8-bit float (FP8)",
               std::to_string(bits) + "-bit " + type + " in group " + gname);
@@ -128,6 +150,8 @@ const char* layer_quant_name(LayerQuant q) {
     case LayerQuant::nvfp4_w4a16: return "W4A16_NVFP4";
     case LayerQuant::nvfp4_awq: return "NVFP4_AWQ";
     case LayerQuant::fp8: return "FP8";
+    case LayerQuant::mxfp8: return "MXFP8";
+    case LayerQuant::fp8_block: return "FP8_BLOCK";
   }
   return "?";
 }
@@ -167,21 +191,19 @@ QuantConfig QuantConfig::parse(const nlohmann::json* config, const nlohmann::jso
         if (!it.value().is_object()) throw Error(c.source, lat, "field of the wrong type", "an object", it.value().dump());
         const std::string a = str_field(it.value(), "quant_algo", "", c.source, lat + ".");
         const LayerQuant lq = modelopt_algo(a, c.source, lat + ".quant_algo", it.key());
-        if (it.value().contains("weight_scale_encoding") && !it.value()["weight_scale_encoding"].is_null()) {
-          throw Error(c.source, lat + ".weight_scale_encoding",
-                      "block scales stored compressed (weight_scale_encoding) are not read yet (layer " + it.key() + ")",
-                      "plain E4M3 weight_scale tensors", "weight_scale_encoding " + it.value()["weight_scale_encoding"].dump());
+        // "csf": the layer's block scales are stored CSF-compressed (io/csf_scales.h), decoded at load.
+        if (it.value().contains("weight_scale_encoding") && !it.value()["weight_scale_encoding"].is_null() &&
+            it.value()["weight_scale_encoding"] != "csf") {
+          throw Error(c.source, lat + ".weight_scale_encoding", "unknown block scale encoding (layer " + it.key() + ")",
+                      "\"csf\" or none", it.value()["weight_scale_encoding"].dump());
         }
-        const int64_t gs = int_field(it.value(), "group_size", 16, c.source, lat + ".");
-        if (lq != LayerQuant::fp8 && gs != 16)
-          throw Error(c.source, lat + ".group_size", "ModelOpt NVFP4 group size (layer " + it.key() + ")", "16", std::to_string(gs));
+        check_group_size(it.value(), lq, c.source, lat + ".", " (layer " + it.key() + ")");
         c.per_layer.emplace_back(it.key(), lq);
         c.per_layer_names.push_back(it.key());
       }
     } else {
       c.global = modelopt_algo(c.algorithm, c.source, at + "quant_algo");
-      const int64_t gs = int_field(*q, "group_size", 16, c.source, at);
-      if (gs != 16) throw Error(c.source, at + "group_size", "ModelOpt NVFP4 group size", "16", std::to_string(gs));
+      check_group_size(*q, c.global, c.source, at, "");
     }
     return c;
   }
@@ -224,10 +246,29 @@ QuantConfig QuantConfig::parse(const nlohmann::json* config, const nlohmann::jso
     c.algorithm = fmt.empty() ? "compressed-tensors" : fmt;
     return c;
   }
-  throw Error(c.source, "", "unsupported quantization method", "modelopt or compressed-tensors", method.empty() ? "none named" : method);
+  if (method == "fp8") {
+    // transformers' fine-grained FP8, as DeepSeek, GLM and Kimi ship it: E4M3 weights with F32
+    // weight_scale_inv per 128 x 128 block (a multiplier despite its name), dynamic activations.
+    c.producer = "fp8";
+    const auto bs = q->contains("weight_block_size") ? (*q)["weight_block_size"] : nlohmann::json();
+    if (bs != nlohmann::json::array({kFp8Block, kFp8Block}))
+      throw Error(c.source, at + "weight_block_size", "FP8 block size", "[128, 128]", bs.is_null() ? "absent" : bs.dump());
+    const std::string fmt = str_field(*q, "fmt", "e4m3", c.source, at);
+    if (fmt != "e4m3") throw Error(c.source, at + "fmt", "FP8 value format", "e4m3", fmt);
+    c.global = LayerQuant::fp8_block;
+    c.algorithm = "FP8_BLOCK";
+    c.exclude = strings(*q, "modules_to_not_convert", c.source, at);
+    return c;
+  }
+  throw Error(c.source, "", "unsupported quantization method", "modelopt, compressed-tensors or fp8", method.empty() ? "none named" : method);
 }
 
 LayerQuant QuantConfig::layer(const std::string& module) const {
+  if (producer == "fp8") {
+    // transformers skips a module whose name contains an entry of modules_to_not_convert.
+    for (const auto& p : exclude) if (module.find(p) != std::string::npos) return LayerQuant::none;
+    return global;
+  }
   if (producer == "modelopt") {
     for (const auto& p : exclude) if (name_matches(p, module)) return LayerQuant::none;
     if (!mixed) return global;
@@ -241,8 +282,8 @@ LayerQuant QuantConfig::layer(const std::string& module) const {
 
 bool QuantConfig::declares_nvfp4() const {
   if (global == LayerQuant::nvfp4_w4a4 || global == LayerQuant::nvfp4_w4a16 || global == LayerQuant::nvfp4_awq) return true;
-  for (const auto& [n, q] : per_layer) if (q != LayerQuant::none && q != LayerQuant::fp8) return true;
-  for (const auto& g : groups) if (g.q != LayerQuant::none && g.q != LayerQuant::fp8) return true;
+  for (const auto& [n, q] : per_layer) if (q != LayerQuant::none && !layer_quant_fp8(q)) return true;
+  for (const auto& g : groups) if (g.q != LayerQuant::none && !layer_quant_fp8(g.q)) return true;
   return false;
 }
 

@@ -10,11 +10,14 @@
 
 namespace nvfp4 {
 
-enum class LayerQuant { none, nvfp4_w4a4, nvfp4_w4a16, nvfp4_awq, fp8 };
+// fp8: E4M3 with a per-tensor or per-output-channel scale; mxfp8: E4M3 with an E8M0 scale per 32
+// inputs; fp8_block: E4M3 with a float scale per 128 x 128 block.
+enum class LayerQuant { none, nvfp4_w4a4, nvfp4_w4a16, nvfp4_awq, fp8, mxfp8, fp8_block };
+inline bool layer_quant_fp8(LayerQuant q) { return q == LayerQuant::fp8 || q == LayerQuant::mxfp8 || q == LayerQuant::fp8_block; }
 const char* layer_quant_name(LayerQuant q);
 
 struct QuantConfig {
-  std::string producer = "float";  // "modelopt", "compressed-tensors" or "float"
+  std::string producer = "float";  // "modelopt", "compressed-tensors", "fp8" (transformers' fine-grained FP8) or "float"
   std::string algorithm = "float";
   std::string source;              // the file it came from
   // Throws nvfp4::Error for a quantization method or algorithm we do not support (by name).

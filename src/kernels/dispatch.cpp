@@ -164,7 +164,8 @@ const KernelTable& table(Isa isa) {
                                   attention_item_scalar, attention_phase_scalar, swiglu_scalar,
                                   rows_scalar, "gemv_pinned16_scalar",
                                   head_q8_scalar, "head_q8_ref",
-                                  delta_head_scalar, "delta_head_scalar"};
+                                  delta_head_scalar, "delta_head_scalar",
+                                  gemv_fp8s_scalar, "gemv_fp8s_ref"};
   static const KernelTable avx2{Isa::avx2, prepare_q8_cols_avx2,
                                 gemv_a16q8_avx2, "gemv_a16q8_avx2",
                                 gemm_a16q8_avx2, "gemm_a16q8_avx2",
@@ -176,7 +177,8 @@ const KernelTable& table(Isa isa) {
                                 attention_item_avx2, attention_phase_avx2, swiglu_avx2,
                                 rows_avx2, "gemv_pinned16_avx2",
                                 head_q8_avx2, "head_q8_avx2",
-                                delta_head_avx2, "delta_head_avx2"};
+                                delta_head_avx2, "delta_head_avx2",
+                                gemv_fp8s_avx2, "gemv_fp8s_avx2"};
   static const KernelTable avx512{Isa::avx512, prepare_q8_cols_avx512,
                                   gemv_a16q8_avx512vnni, "gemv_a16q8_avx512vnni",
                                   gemm_a16q8_avx512vnni, "gemm_a16q8_avx512vnni",
@@ -188,7 +190,8 @@ const KernelTable& table(Isa isa) {
                                   attention_item_avx512, attention_phase_avx512, swiglu_avx512,
                                   rows_avx512, "gemv_pinned16_avx512",
                                   head_q8_avx512vnni, "head_q8_avx512vnni",
-                                  delta_head_avx512, "delta_head_avx512"};
+                                  delta_head_avx512, "delta_head_avx512",
+                                  gemv_fp8s_avx512, "gemv_fp8s_avx512"};
 #ifdef NVFP4_HAVE_AVXVNNI
   // The AVX2 table with the integer-exact gemv/gemm kernels on vpdpbusd (ymm).
   static const KernelTable avxvnni = [] {

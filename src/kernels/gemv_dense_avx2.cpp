@@ -84,6 +84,8 @@ void gemv_dense_avx2(DType dtype, const uint8_t* w, int64_t n_out, int64_t n_in,
     case DType::f16: rows<DType::f16>(w, n_out, n_in, x, n, rb, re, y); break;
     case DType::bf16: rows<DType::bf16>(w, n_out, n_in, x, n, rb, re, y); break;
     case DType::e4m3: rows<DType::e4m3>(w, n_out, n_in, x, n, rb, re, y); break;
+    case DType::mxfp8:
+    case DType::fp8_b128: break;  // the scaled forms run through the table's fp8s entry
   }
 }
 

@@ -192,6 +192,7 @@ struct KernelTable {
   PinnedRowsFn pinned_rows; const char* pinned_name;  // "gemv_pinned16_<isa>"
   HeadQ8Fn head_q8; const char* head_q8_name;          // the integer-exact Q8_0 head
   DeltaHeadFn delta_head; const char* delta_head_name; // Gated DeltaNet: one value head's delta rule
+  DenseFn fp8s;    const char* fp8s_name;  // the scaled FP8 forms (DType::mxfp8, fp8_b128): gemv_fp8s*.cpp
 };
 inline constexpr int64_t kPrefillN = 32;
 
@@ -199,6 +200,17 @@ inline constexpr int64_t kPrefillN = 32;
 const KernelTable& table(Isa isa);
 
 float dense_at(DType dtype, const uint8_t* bytes, int64_t k);  // element k as float32
+// A scaled FP8 form's weight (r, i) as float32: e4m3(code) * scale, the truth every ISA's widening
+// matches bit for bit (w: codes then scales, DenseLinear::prepare_scaled).
+// An E8M0 byte's 2^(e - 127) from its bits (e = 0: the subnormal 2^-127); e == 0xFF (NaN) is
+// refused at load. Equal to e8m0_to_float for bytes 0..254 (tested).
+inline float e8m0_bits(uint8_t e) {
+  const uint32_t b = e ? static_cast<uint32_t>(e) << 23 : 0x00400000u;
+  float f;
+  __builtin_memcpy(&f, &b, 4);
+  return f;
+}
+float fp8s_at(DType dtype, const uint8_t* w, int64_t n_out, int64_t n_in, int64_t r, int64_t i);
 
 // ---- the variants (one file each) ----------------------------------------------------------
 void gemv_a16q8_scalar(const Packed&, const ActQ8&, int64_t, int64_t, float*);
@@ -208,6 +220,9 @@ void gemv_f32_scalar(const Packed&, const float*, int64_t, int64_t, int64_t, flo
 void gemv_f64_scalar(const Packed&, const float*, int64_t, int64_t, int64_t, float*);
 void gemv_dense_scalar(DType, const uint8_t*, int64_t, int64_t, const float*, int64_t, int64_t,
                        int64_t, float*);
+void gemv_fp8s_scalar(DType, const uint8_t*, int64_t, int64_t, const float*, int64_t, int64_t, int64_t, float*);
+void gemv_fp8s_avx2(DType, const uint8_t*, int64_t, int64_t, const float*, int64_t, int64_t, int64_t, float*);
+void gemv_fp8s_avx512(DType, const uint8_t*, int64_t, int64_t, const float*, int64_t, int64_t, int64_t, float*);
 
 void gemv_a16q8_avx2(const Packed&, const ActQ8&, int64_t, int64_t, float*);
 void gemm_a16q8_avx2(const Packed&, const ActQ8&, int64_t, int64_t, float*);

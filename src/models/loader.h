@@ -158,6 +158,20 @@ struct Loader {
       m.bytes = static_cast<size_t>(n_out * n_in) + m.out_scale.size() * 4;
       return m;
     }
+    // MXFP8 and FP8 with 128 x 128 block scales, the same way: E4M3 bytes and their scales as
+    // stored, each weight widened exactly and scaled as the kernel reads it (kern::fp8s_at).
+    DType sdt = DType::f32;
+    const void* sscales = nullptr;
+    if (e.storage == Storage::fp8 && !opt.quantize && !opt.pinned_float && ck.raw_fp8_scaled(name, sdt, codes, sscales)) {
+      for (int64_t k = 0; k < n_out * n_in; ++k)
+        if ((codes[k] & 0x7F) == 0x7F)
+          throw Error(path, name, "FP8 E4M3 weight: finite values", "no NaN byte (0x7F, 0xFF)",
+                      "a NaN at row " + std::to_string(k / n_in) + ", column " + std::to_string(k % n_in));
+      if (check_only) return m;
+      m.dense = DenseLinear::prepare_scaled(sdt, codes, sscales, n_out, n_in);
+      m.bytes = static_cast<size_t>(n_out * n_in + scale_bytes(sdt, n_out, n_in));
+      return m;
+    }
     if (check_only) return m;
     std::vector<float> w = ck.to_f32(name);
     if (opt.quantize) {
