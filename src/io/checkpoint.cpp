@@ -10,6 +10,7 @@
 namespace nvfp4 {
 
 void Checkpoint::release(const std::string&) const {}
+std::shared_ptr<const void> Checkpoint::mapping(const std::string&) const { return nullptr; }
 void Checkpoint::release_all() const {}
 void Checkpoint::forget_meta(const std::string&) {}
 bool Checkpoint::raw_ggml(const std::string&, uint32_t&, const void*&) const { return false; }
