@@ -8,6 +8,8 @@
 // logits on prompts longer than the window, the shared layers holding no KV, and the integer-exact
 // modes for the same bits under every way of stepping a prompt (tests/step_checks.h).
 #include <cstring>
+#include <filesystem>
+#include <unistd.h>
 
 #include "arch_fixtures.h"
 #include "ops/model_impl.h"
@@ -140,20 +142,45 @@ TEST_F(Gemma4E2b, ModelOptFormRunsNearItsFakeQuant) {
 TEST_F(Gemma4E2b, IntegerModesGiveTheSameBitsHoweverAPromptIsStepped) {
   const ArchOracle o = oracle();
   const auto ids = long_ids(o);
-  for (const char* form : {"modelopt-nvfp4", "ct-nvfp4"})
-  for (Mode mode : {Mode::a16q8, Mode::w4a4}) {
-    SCOPED_TRACE(std::string(form) + " " + std::string(mode_name(mode)));
-    auto ck = Checkpoint::open(dir_of(form));
-    auto m = load_in(*ck, mode);
-    ThreadPool one(1);
-    const int64_t n = static_cast<int64_t>(ids.size());
-    const auto ref = stepped(*m, ids, {n}, one);  // one step of 162: run in waves of 64
-    EXPECT_TRUE(same_bits(stepped(*m, ids, {n}, pool_), ref)) << "2 threads";
-    EXPECT_TRUE(same_bits(stepped(*m, ids, {1}, pool_), ref)) << "token by token";
-    EXPECT_TRUE(same_bits(stepped(*m, ids, {7, 3, 11, 1, 5, 16}, pool_), ref)) << "chunks";
-    EXPECT_TRUE(same_bits(stepped(*m, ids, {9, 2, 100}, one, 3 * n), ref)) << "a longer context";
-    EXPECT_TRUE(same_bits(stepped_beside_others(*m, ids, pool_, {12, 50, 20, 7}), ref)) << "beside other sequences";
+  for (const char* form : {"modelopt-nvfp4", "ct-nvfp4"}) {
+    for (Mode mode : {Mode::a16q8, Mode::w4a4}) {
+      SCOPED_TRACE(std::string(form) + " " + std::string(mode_name(mode)));
+      auto ck = Checkpoint::open(dir_of(form));
+      auto m = load_in(*ck, mode);
+      ThreadPool one(1);
+      const int64_t n = static_cast<int64_t>(ids.size());
+      const auto ref = stepped(*m, ids, {n}, one);  // one step of 162: run in waves of 64
+      EXPECT_TRUE(same_bits(stepped(*m, ids, {n}, pool_), ref)) << "2 threads";
+      EXPECT_TRUE(same_bits(stepped(*m, ids, {1}, pool_), ref)) << "token by token";
+      EXPECT_TRUE(same_bits(stepped(*m, ids, {7, 3, 11, 1, 5, 16}, pool_), ref)) << "chunks";
+      EXPECT_TRUE(same_bits(stepped(*m, ids, {9, 2, 100}, one, 3 * n), ref)) << "a longer context";
+      EXPECT_TRUE(same_bits(stepped_beside_others(*m, ids, pool_, {12, 50, 20, 7}), ref)) << "beside other sequences";
+    }
   }
+}
+
+// A shared layer without an earlier layer of its type to read (4 shared: layers 2..5, and layer 2
+// is the first global one) is refused naming the key.
+TEST_F(Gemma4E2b, SharingWithoutASourceIsRefused) {
+  namespace fs = std::filesystem;
+  const fs::path tmp = fs::temp_directory_path() / ("nvfp4_gemma4_e2b_" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  for (const auto& e : fs::directory_iterator(dir_of("float"))) fs::copy(e.path(), tmp / e.path().filename());
+  std::ifstream in(tmp / "config.json");
+  nlohmann::json cfg = nlohmann::json::parse(in);
+  in.close();
+  cfg["num_kv_shared_layers"] = 4;
+  std::ofstream(tmp / "config.json") << cfg.dump(1);
+  try {
+    auto ck = Checkpoint::open(tmp.string());
+    auto m = load_in(*ck, Mode::f32);
+    ADD_FAILURE() << "loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shared_kv_layers"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("layer 2"), std::string::npos) << e.what();
+  }
+  fs::remove_all(tmp);
 }
 
 TEST_F(Gemma4E2b, SpeculativeRollbackLeavesThePlainState) {
