@@ -131,8 +131,8 @@ TEST_F(Gemma4Fixture, UnsupportedVariantsAreRefusedNamingTheField) {
   namespace fs = std::filesystem;
   const fs::path tmp = fs::temp_directory_path() / ("nvfp4_gemma4_refuse_" + std::to_string(::getpid()));
   for (const auto& [field, value] : std::vector<std::pair<std::string, nlohmann::json>>{
-           {"hidden_size_per_layer_input", 256}, {"enable_moe_block", true}, {"num_kv_shared_layers", 2},
-           {"hidden_activation", "silu"}, {"use_bidirectional_attention", "all"}}) {
+           {"hidden_size_per_layer_input", -1}, {"enable_moe_block", true}, {"num_kv_shared_layers", -2},
+           {"use_double_wide_mlp", 1}, {"hidden_activation", "silu"}, {"use_bidirectional_attention", "all"}}) {
     SCOPED_TRACE(field);
     fs::remove_all(tmp);
     fs::create_directories(tmp);

@@ -33,8 +33,22 @@ the float model), `top2_margin`, and logits [n_pos][n_vocab] float32 LE of each 
 (transformers in float32, eager attention) and modelopt_nvfp4 (ModelOpt's fake-quantized model
 in float32 with the export's shared amax).
 
+Variants (--variant; each its own directory, the forms and files as above, float-vlm only for base):
+  base  the model above (fixtures/gemma4)
+  e2b   fixtures/gemma4-e2b, E2B-like: the same shapes with attention_k_eq_v off (a v_proj on the
+        global layers), num_kv_shared_layers 2 (layer 4, sliding, reads layer 3's KV; layer 5,
+        global, reads layer 2's: the last earlier layer of its type, as transformers picks it;
+        the shared layers have no k_proj, v_proj or k/v norms), use_double_wide_mlp (the shared
+        layers' MLP is 256 wide), per-layer embeddings of hidden_size_per_layer_input 16 over
+        vocab_size_per_layer_input 503 (the table [503, 6 x 16], its projection and norm, and each
+        layer's gate, projection and norm)
+  moe   fixtures/gemma4-moe, 26B-A4B in small: base with enable_moe_block (every layer a dense
+        MLP of 128 and 8 routed experts of 32, top-2, side by side, each with its norms; the
+        router's scale and per-expert scale set to 1 + 0.3 N(0,1)); the experts stacked 3-D
+        (experts.gate_up_proj [8, 64, 64], experts.down_proj [8, 64, 32]) as transformers saves them
+
 Run (a venv with torch, transformers >= 5.17, nvidia-modelopt, llmcompressor, datasets):
-  PYTHON tools/gen_gemma4_fixtures.py [--out fixtures/gemma4]
+  PYTHON tools/gen_gemma4_fixtures.py [--variant base|e2b|moe] [--out DIR]
 """
 import argparse
 import json
@@ -62,29 +76,41 @@ LAYER_TYPES = ["sliding_attention", "sliding_attention", "full_attention", "slid
 CT_IGNORE = ["lm_head"]
 
 
-def make_config(vocab, tok_ids):
+VARIANTS = {
+    "base": dict(),
+    "e2b": dict(attention_k_eq_v=False, num_kv_shared_layers=2, use_double_wide_mlp=True, hidden_size_per_layer_input=16),
+    "moe": dict(enable_moe_block=True, num_experts=8, top_k_experts=2, moe_intermediate_size=32),
+}
+
+
+def make_config(vocab, tok_ids, variant="base"):
     from transformers import Gemma4TextConfig
     rope = {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
             "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1000000.0}}
+    kw = dict(attention_k_eq_v=True, hidden_size_per_layer_input=0, num_kv_shared_layers=0, enable_moe_block=False)
+    kw.update(VARIANTS[variant])
+    if kw["hidden_size_per_layer_input"]:
+        kw["vocab_size_per_layer_input"] = vocab
     return Gemma4TextConfig(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=6,
                             num_attention_heads=4, num_key_value_heads=2, head_dim=16, global_head_dim=32,
-                            num_global_key_value_heads=1, attention_k_eq_v=True, sliding_window=8,
+                            num_global_key_value_heads=1, sliding_window=8,
                             layer_types=LAYER_TYPES, rope_parameters=rope, final_logit_softcapping=3.0,
-                            hidden_size_per_layer_input=0, num_kv_shared_layers=0, enable_moe_block=False,
                             initializer_range=0.1, rms_norm_eps=1e-6, max_position_embeddings=256,
-                            tie_word_embeddings=True, architectures=["Gemma4ForCausalLM"], **tok_ids)
+                            tie_word_embeddings=True, architectures=["Gemma4ForCausalLM"], **kw, **tok_ids)
 
 
-def make_float(tok, out):
+def make_float(tok, out, variant="base"):
     from transformers import AutoModelForCausalLM
     torch.manual_seed(SEED)
-    cfg = make_config(len(tok), T.token_ids("qwen3", tok))
+    cfg = make_config(len(tok), T.token_ids("qwen3", tok), variant)
     cfg._attn_implementation = "eager"
     m = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).eval()
     with torch.no_grad():
         for name, p in m.named_parameters():
             if "norm" in name and name.endswith("weight"):
                 p.add_(0.2 * torch.randn_like(p))
+            elif variant != "base" and (name.endswith("router.scale") or name.endswith("per_expert_scale")):
+                p.copy_(1.0 + 0.3 * torch.randn_like(p))
         for name, b in m.named_buffers():
             if name.endswith("layer_scalar"):
                 b.copy_(1.0 + 0.3 * torch.randn_like(b))
@@ -140,8 +166,12 @@ def make_float_vlm(float_dir, out, prompts):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=str(ROOT / "fixtures" / "gemma4"))
+    ap.add_argument("--variant", default="base", choices=sorted(VARIANTS))
+    ap.add_argument("--out", default=None)
     a = ap.parse_args()
+    variant = a.variant
+    if a.out is None:
+        a.out = str(ROOT / "fixtures" / ("gemma4" if variant == "base" else "gemma4-" + variant))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     torch.set_num_threads(1)
     from transformers import AutoTokenizer
@@ -151,7 +181,7 @@ def main():
     out.mkdir(parents=True)
     corpus = [(ROOT / "data" / f).read_text() for f in ["quality.txt", "calibration.txt"]]
     tok = T.make("qwen3", corpus)
-    make_float(tok, out / "float")
+    make_float(tok, out / "float", variant)
     tok = AutoTokenizer.from_pretrained(str(out / "float"))
     model = P.load_float(out / "float")
     model16 = P.load_float(out / "float", torch.bfloat16)
@@ -163,7 +193,7 @@ def main():
     lines = [l for l in corpus[1].split("\n") if l.strip()]
     calib = [tok(l)["input_ids"][:64] for l in lines]
 
-    rec = {"arch": "gemma4", "seed": SEED, "float_dtype": "bfloat16", "n_vocab": len(tok), "versions": P.versions(),
+    rec = {"arch": "gemma4", "variant": variant, "seed": SEED, "float_dtype": "bfloat16", "n_vocab": len(tok), "versions": P.versions(),
            "sliding_window": 8, "logits_file": "logits.f32", "sets": SETS, "prompts": []}
     logits = {k: [] for k in SETS}
     offset = 0
@@ -178,6 +208,8 @@ def main():
 
     forms = {"float": {"tensors": tensor_table(out / "float")}}
     try:
+        if variant != "base":
+            raise RuntimeError("float-vlm is written for the base variant only")
         make_float_vlm(out / "float", out / "float-vlm", prompts)
         forms["float-vlm"] = {"tensors": tensor_table(out / "float-vlm")}
     except Exception as e:
@@ -196,7 +228,10 @@ def main():
         shutil.rmtree(out / "modelopt-nvfp4", ignore_errors=True)
         print("modelopt-nvfp4 FAILED", forms["modelopt-nvfp4"]["error"][:400], flush=True)
     try:
-        P.ct_quantize_save(out / "float", "NVFP4", calib, out / "ct-nvfp4", tok, torch.bfloat16, ignore=CT_IGNORE)
+        # KV sharing: the sequential pipeline runs each layer alone, and a shared layer then finds no
+        # shared_kv_states (KeyError); the basic pipeline calibrates on whole forwards.
+        P.ct_quantize_save(out / "float", "NVFP4", calib, out / "ct-nvfp4", tok, torch.bfloat16, ignore=CT_IGNORE,
+                           pipeline="basic" if variant == "e2b" else None)
         forms["ct-nvfp4"] = {"tensors": tensor_table(out / "ct-nvfp4")}
     except Exception as e:
         forms["ct-nvfp4"] = {"error": f"{type(e).__name__}: {e}"[:2000], "trace": traceback.format_exc()[-3000:]}
@@ -208,7 +243,9 @@ def main():
             for k in SETS:
                 f.write(logits[k][i].contiguous().numpy().astype("<f4").tobytes())
     (out / "logits.json").write_text(json.dumps(rec, indent=1) + "\n")
-    (out / "manifest.json").write_text(json.dumps({"arch": "gemma4", "forms": forms}, indent=1) + "\n")
+    if variant != "base":
+        forms.pop("float-vlm", None)
+    (out / "manifest.json").write_text(json.dumps({"arch": "gemma4", "variant": variant, "forms": forms}, indent=1) + "\n")
     print("distinct argmax", distinct, json.dumps(rec["max_abs_vs_float"]), "margins",
           [p["top2_margin"] for p in rec["prompts"]], flush=True)
 

@@ -106,10 +106,11 @@ def load_float(float_dir, dtype=torch.float32):
     return AutoModelForCausalLM.from_pretrained(str(float_dir), dtype=dtype, attn_implementation="eager").eval()
 
 
-def ct_quantize_save(float_dir, scheme, calib, out_dir, tokenizer, dtype=torch.float32, ignore=("lm_head",)):
+def ct_quantize_save(float_dir, scheme, calib, out_dir, tokenizer, dtype=torch.float32, ignore=("lm_head",), pipeline=None):
     """llm-compressor oneshot with QuantizationModifier(targets="Linear", scheme=scheme,
     ignore=ignore) on the model loaded from float_dir (oneshot reads the config on disk),
-    saved with save_compressed=True. NVFP4 calibrates on `calib`; NVFP4A16 needs no data."""
+    saved with save_compressed=True. NVFP4 calibrates on `calib`; NVFP4A16 needs no data.
+    pipeline: oneshot's calibration pipeline (None: its default, "sequential" for these)."""
     from datasets import Dataset
     from llmcompressor import oneshot
     from llmcompressor.modifiers.quantization import QuantizationModifier
@@ -124,6 +125,8 @@ def ct_quantize_save(float_dir, scheme, calib, out_dir, tokenizer, dtype=torch.f
         ds = Dataset.from_dict({"input_ids": [list(c) for c in calib], "attention_mask": [[1] * len(c) for c in calib]})
         kw = dict(dataset=ds, num_calibration_samples=len(calib), max_seq_length=max(len(c) for c in calib),
                   shuffle_calibration_samples=False)
+    if pipeline:
+        kw["pipeline"] = pipeline
     oneshot(model=m, recipe=recipe, **kw)
     m.save_pretrained(str(out_dir), save_compressed=True)
     tokenizer.save_pretrained(str(out_dir), save_jinja_files=False)

@@ -77,6 +77,10 @@ class Checkpoint {
   // For F32/F16/BF16 storage: the dtype and a pointer to the stored values (zero copy); false
   // otherwise.
   virtual bool raw_float(const std::string& name, DType& dtype, const void*& data) const = 0;
+  // The mapped file that holds tensor `name`'s bytes, as a shared owner: a model that reads a
+  // tensor where it lies (raw_float) keeps it so, beyond the checkpoint's life. nullptr when the
+  // bytes are not in a mapped file of its own (a parsed buffer), or the container does not say.
+  virtual std::shared_ptr<const void> mapping(const std::string& name) const;
   // For ggml block storage (GGUF): the ggml type and a pointer to the stored blocks (zero copy);
   // false otherwise (the default).
   virtual bool raw_ggml(const std::string& name, uint32_t& type, const void*& data) const;

@@ -117,6 +117,8 @@ class File {
   // MappedFile::drop for bytes of this file's map (nothing for a parsed buffer).
   void drop(const void* p, size_t n) const;
   void drop_all() const;  // drop() of the whole map
+  // The map, shared (nullptr for a parsed buffer).
+  std::shared_ptr<const MappedFile> map() const { return map_; }
 
  private:
   std::shared_ptr<MappedFile> map_;

@@ -52,6 +52,8 @@ struct AttnLayerConfig {
   int rope = 0;           // its RoPE table: ModelConfig::ropes[rope]
   bool k_eq_v = false;    // no v_proj: the values are k_proj's output (before the key's norm and RoPE)
   float scale = 0.0f;     // the scores' scale; 0: 1/sqrt(head_dim)
+  int64_t kv_from = -1;   // KV shared (Gemma 4): the earlier layer whose keys and values it reads
+                          // (no k/v projections, no cache of its own); -1: its own
 };
 // A RoPE table a family's layers pick by index (AttnLayerConfig::rope).
 struct RopeLayerConfig {
@@ -102,6 +104,9 @@ struct ModelConfig {
   std::vector<AttnLayerConfig> attn_layers;
   std::vector<RopeLayerConfig> ropes;
   float embd_scale = 0.0f, final_softcap = 0.0f;
+  // Gemma 4: the MLP width of the KV-shared layers (use_double_wide_mlp: 2 n_ff; 0: n_ff), and the
+  // per-layer embeddings' width per layer (hidden_size_per_layer_input; 0: none).
+  int64_t n_ff_kv_shared = 0, n_embd_per_layer = 0;
   int64_t max_q_dim() const {
     int64_t q = q_dim();
     for (const AttnLayerConfig& a : attn_layers) q = std::max(q, n_head * a.head_dim);

@@ -24,6 +24,9 @@ enum class StateKind {
   // of kSlidingSlack, model.h), position p in slot p % ring: it goes back only as far as the
   // slack (the window before the new end is still held) or to 0 (runtime/kv_state.h).
   sliding_window,
+  // A layer that reads another layer's keys and values (Gemma 4's KV sharing,
+  // num_kv_shared_layers) and keeps nothing of its own: what its source can do, it can.
+  shared_kv,
   // Room for, not built: latent (MLA's compressed KV: as full_attention).
 };
 const char* state_kind_name(StateKind k);
@@ -38,6 +41,7 @@ struct StateSpec {
   int64_t window = 0;              // sliding_window: the positions attention reads (the last
                                    // `window`, its own included); layers of one kind, shape and
                                    // window share a cache
+  int64_t source = -1;             // shared_kv: the (earlier) layer whose keys and values it reads
   int64_t floats = 0;              // recurrent: the state's size
   int max_snapshots = 0;           // recurrent: the longest draft a verify step may carry
 };

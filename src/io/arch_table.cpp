@@ -67,7 +67,7 @@ const ArchInfo kArchs[] = {
     // scalar per layer, soft-capped logits.
     {.name = "gemma4", .gguf_name = "gemma4", .hf_model_types = {"gemma4_text", "gemma4"},
      .hf_architectures = {"Gemma4ForCausalLM", "Gemma4ForConditionalGeneration"}, .rope = RopeStyle::neox,
-     .qk_norm = Need::required, .block = "gemma4"},
+     .qk_norm = Need::required, .moe = Need::optional, .norm_topk_default = true, .block = "gemma4"},
 };
 
 const ArchTensor kLayer[] = {
@@ -93,6 +93,12 @@ const ArchTensor kLayer[] = {
     // the FFN's input norm.
     {"post_attention_norm", "post_attention_layernorm", "gemma4"}, {"ffn_norm", "pre_feedforward_layernorm", "gemma4"},
     {"post_ffw_norm", "post_feedforward_layernorm", "gemma4"},
+    // Gemma 4's per-layer input (llama.cpp's gemma3n names): gate, projection, norm.
+    {"inp_gate", "per_layer_input_gate", "gemma4"}, {"proj", "per_layer_projection", "gemma4"},
+    {"post_norm", "post_per_layer_input_norm", "gemma4"},
+    // Gemma 4's MoE block beside the MLP: the router, the experts' input norm and the two outputs' norms.
+    {"ffn_gate_inp", "router.proj", "gemma4"}, {"pre_ffw_norm_2", "pre_feedforward_layernorm_2", "gemma4"},
+    {"post_ffw_norm_1", "post_feedforward_layernorm_1", "gemma4"}, {"post_ffw_norm_2", "post_feedforward_layernorm_2", "gemma4"},
 };
 
 // The routed experts, one 2-D tensor per expert on the HF side (transformers' own checkpoints and
@@ -110,10 +116,18 @@ const ArchExpertTensor kExpert[] = {
     {"ffn_gate_exps", "block_sparse_moe.experts.*.gate_proj", "mixtral"},
     {"ffn_up_exps", "block_sparse_moe.experts.*.up_proj", "mixtral"},
     {"ffn_down_exps", "block_sparse_moe.experts.*.down_proj", "mixtral"},
+    // Gemma 4 (experts beside the MLP, not under it); transformers' stacked experts.gate_up_proj
+    // and down_proj read as these (io/stacked_experts.h).
+    {"ffn_gate_exps", "experts.*.gate_proj", "gemma4"},
+    {"ffn_up_exps", "experts.*.up_proj", "gemma4"},
+    {"ffn_down_exps", "experts.*.down_proj", "gemma4"},
 };
 
 const ArchTensor kGlobal[] = {
-    {"token_embd", "model.embed_tokens"}, {"output_norm", "model.norm"}, {"output", "lm_head"}};
+    {"token_embd", "model.embed_tokens"}, {"output_norm", "model.norm"}, {"output", "lm_head"},
+    // Gemma 4's per-layer embeddings (llama.cpp's gemma3n names).
+    {"per_layer_token_embd", "model.embed_tokens_per_layer"}, {"per_layer_model_proj", "model.per_layer_model_projection"},
+    {"per_layer_proj_norm", "model.per_layer_projection_norm"}};
 
 }  // namespace
 

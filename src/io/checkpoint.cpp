@@ -10,6 +10,7 @@
 namespace nvfp4 {
 
 void Checkpoint::release(const std::string&) const {}
+std::shared_ptr<const void> Checkpoint::mapping(const std::string&) const { return nullptr; }
 void Checkpoint::release_all() const {}
 
 std::string Checkpoint::own_name(const std::string&, std::string&) const { return ""; }

@@ -135,6 +135,7 @@ class GgufCheckpoint final : public Checkpoint {
     if (it != infos_.end()) file_.drop(it->second->data, static_cast<size_t>(it->second->nbytes));
   }
   void release_all() const override { file_.drop_all(); }
+  std::shared_ptr<const void> mapping(const std::string&) const override { return file_.map(); }
 
  private:
   // A weight's companion scale: one F32 value, or (stacked experts) one per expert.

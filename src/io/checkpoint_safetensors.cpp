@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <cstdio>
+#include <deque>
 #include <set>
 #include <span>
 #include <unordered_map>
@@ -15,6 +16,7 @@
 #include "io/csf_scales.h"
 #include "io/finite_check.h"
 #include "io/fp8_scales.h"
+#include "io/stacked_experts.h"
 #include "io/hf_names.h"
 #include "io/quant_config.h"
 #include "io/hf_config.h"
@@ -208,6 +210,12 @@ class StCheckpoint final : public Checkpoint {
     data = s.w.t->data;
     return true;
   }
+  std::shared_ptr<const void> mapping(const std::string& name) const override {
+    const Source& s = src_.at(tensor(name).name);
+    for (const auto& f : files_)
+      if (f->path() == s.w.file) return f->map();
+    return nullptr;
+  }
 
  private:
   void load_files(const std::string& path) {
@@ -255,10 +263,18 @@ class StCheckpoint final : public Checkpoint {
           }
         }
         refs_[t.name] = Ref{&t, f->path()};
+        // Stacked float experts (Gemma 4's experts.gate_up_proj): read as one matrix per expert.
+        std::vector<st::TensorInfo> views = split_stacked_experts(t, f->path());
+        if (!views.empty()) refs_.erase(t.name), stacked_.insert(t.name);
+        for (st::TensorInfo& v : views) {
+          if (refs_.count(v.name)) throw Error(f->path(), v.name, "an expert both stacked and on its own", "one of them", "both");
+          const std::string vname = v.name;  // (the assignment's right side runs first: v is moved)
+          refs_[vname] = Ref{&split_.emplace_back(std::move(v)), f->path()};
+        }
       }
     }
     for (const auto& [name, file] : index_) {
-      if (!refs_.count(name)) throw Error(dir_ + "/model.safetensors.index.json", name, "tensor listed in the index is missing", file, "absent");
+      if (!refs_.count(name) && !stacked_.count(name)) throw Error(dir_ + "/model.safetensors.index.json", name, "tensor listed in the index is missing", file, "absent");
     }
   }
 
@@ -662,6 +678,8 @@ class StCheckpoint final : public Checkpoint {
   std::string arch_name_;   // the table entry config.json names (its own HF spellings map first)
   std::string dir_;
   std::vector<std::unique_ptr<st::File>> files_;
+  std::deque<st::TensorInfo> split_;  // views of stacked experts (stacked_experts.h): stable addresses
+  std::set<std::string> stacked_;     // the stacked tensors they replace
   std::map<std::string, std::string> index_;
   std::map<std::string, Ref> refs_;
   std::vector<std::pair<std::string, gguf::Value>> meta_;

@@ -176,17 +176,36 @@ void gemma4_meta(const Json& c, Reader& r, const Refuse& refuse) {
     return c[key].get<int64_t>();
   };
   const auto flag = [&](const char* key) { return c.contains(key) && c[key].is_boolean() && c[key].get<bool>(); };
-  // Gemma4TextConfig's defaults where config.json leaves a field out: per-layer embeddings of 256
-  // (refused below), 4 KV heads, eps 1e-6.
-  if (!c.contains("hidden_size_per_layer_input") || !c["hidden_size_per_layer_input"].is_number_integer() ||
-      c["hidden_size_per_layer_input"].get<int64_t>() != 0)
-    refuse("hidden_size_per_layer_input", "0 (per-layer embeddings, Gemma 4 E2B/E4B, are not run yet; transformers' default is 256)",
-           c.value("hidden_size_per_layer_input", Json()));
+  // Gemma4TextConfig's defaults where config.json leaves a field out: per-layer embeddings of 256,
+  // 4 KV heads, eps 1e-6.
+  int64_t ple = 256;
+  if (c.contains("hidden_size_per_layer_input") && !c["hidden_size_per_layer_input"].is_null()) {
+    const Json& p = c["hidden_size_per_layer_input"];
+    if (!p.is_number_integer() || p.get<int64_t>() < 0 || p.get<int64_t>() > (int64_t{1} << 20))
+      refuse("hidden_size_per_layer_input", "an integer in 0 .. 2^20", p);
+    ple = p.get<int64_t>();
+  }
+  // llama.cpp's gemma3n key; the table's rows (vocab_size_per_layer_input) are read from its shape.
+  if (ple > 0) r.out.emplace_back(r.a + "embedding_length_per_layer_input", u32(static_cast<uint64_t>(ple)));
   if (!c.contains("num_key_value_heads")) r.out.emplace_back(r.a + "attention.head_count_kv", u32(4));
   if (!c.contains("rms_norm_eps")) r.out.emplace_back(r.a + "attention.layer_norm_rms_epsilon", f32(1e-6));
-  if (flag("enable_moe_block")) refuse("enable_moe_block", "false (the MoE variant, Gemma 4 26B-A4B, is not run yet)", c["enable_moe_block"]);
-  if (c.contains("num_kv_shared_layers") && c["num_kv_shared_layers"].is_number_integer() && c["num_kv_shared_layers"].get<int64_t>() != 0)
-    refuse("num_kv_shared_layers", "0 (KV shared across layers is not run yet)", c["num_kv_shared_layers"]);
+  if (flag("enable_moe_block")) {  // the experts beside the MLP (26B-A4B), under llama.cpp's keys
+    for (const char* k : {"num_experts", "top_k_experts", "moe_intermediate_size"})
+      if (!c.contains(k) || !c[k].is_number_integer() || c[k].get<int64_t>() < 1)
+        refuse(std::string("enable_moe_block: ") + k, "an integer >= 1", c.value(k, Json()));
+    r.count("num_experts", "expert_count");
+    r.count("top_k_experts", "expert_used_count");
+    r.count("moe_intermediate_size", "expert_feed_forward_length");
+  }
+  if (c.contains("num_kv_shared_layers") && !c["num_kv_shared_layers"].is_null()) {
+    const Json& k = c["num_kv_shared_layers"];
+    if (!k.is_number_integer() || k.get<int64_t>() < 0) refuse("num_kv_shared_layers", "an integer >= 0", k);
+    r.out.emplace_back(r.a + "attention.shared_kv_layers", u32(k.get<uint64_t>()));  // llama.cpp's gemma3n key
+  }
+  if (c.contains("use_double_wide_mlp") && !c["use_double_wide_mlp"].is_null()) {
+    if (!c["use_double_wide_mlp"].is_boolean()) refuse("use_double_wide_mlp", "a boolean", c["use_double_wide_mlp"]);
+    r.out.emplace_back(r.a + "feed_forward_double_wide", boolean(flag("use_double_wide_mlp")));
+  }
   if (flag("attention_bias")) refuse("attention_bias", "false", c["attention_bias"]);
   if (c.contains("use_bidirectional_attention") && c["use_bidirectional_attention"] == "all")
     refuse("use_bidirectional_attention", "null or \"vision\" (causal text)", c["use_bidirectional_attention"]);
@@ -361,7 +380,7 @@ MetaList hf_config_meta(const Json& top, const std::string& file, std::map<std::
     const bool on = c.contains("use_sliding_window") ? c["use_sliding_window"].is_boolean() && c["use_sliding_window"].get<bool>() : true;
     if (on) r.count("sliding_window", "attention.sliding_window");
   }
-  if (arch->moe != Need::none) moe_meta(c, r, refuse);
+  if (arch->moe != Need::none && arch->block != "gemma4") moe_meta(c, r, refuse);
   if (c.contains("tie_word_embeddings") && c["tie_word_embeddings"].is_boolean()) {
     out.emplace_back("nvfp4.hf.tie_word_embeddings", boolean(c["tie_word_embeddings"].get<bool>()));
   }

@@ -72,7 +72,9 @@ struct WholeName {
   std::string_view gguf, hf;
 };
 constexpr WholeName kWhole[] = {{"ssm_a_log", "linear_attn.A_log"}, {"ssm_dt.bias", "linear_attn.dt_bias"},
-                                {"layer_output_scale.weight", "layer_scalar"}};  // Gemma 4's per-layer output scalar
+                                {"layer_output_scale.weight", "layer_scalar"},  // Gemma 4's per-layer output scalar
+                                {"ffn_gate_inp_scale.weight", "router.scale"},  // Gemma 4's router input scale
+                                {"ffn_gate_exps_scale.weight", "router.per_expert_scale"}};
 
 // Spellings that belong to their architecture alone in the HF -> GGUF direction: Gemma 4 reuses
 // other families' HF names for other tensors (its post_attention_layernorm is not an FFN norm).

@@ -38,8 +38,14 @@ void build_ffn(StepRun& s, const LayerWeights& L);
 // The dense SwiGLU MLP: o = down(silu(gate(xn)) * up(xn)).
 void build_dense_ffn(StepRun& s, const LayerWeights& L);
 
+// What a family's MoE FFN does otherwise (Gemma 4); the defaults are every other family's.
+struct MoeOptions {
+  const float* router_in = nullptr;                   // the router's input rows (nullptr: xn)
+  bool gelu = false;                                  // gelu_tanh(gate) * up instead of silu(gate) * up
+  const std::vector<float>* expert_scale = nullptr;   // each selected expert's weight times its scale (float)
+};
 // The mixture-of-experts FFN (src/models/moe_ffn.cpp): out[t] for the step's normed rows xn[t].
-void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out);
+void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out, const MoeOptions& opt = {});
 // The router's choice for one token: sel[j] and weight[j] for j < n_expert_used, in rank order.
 void route(const ModelConfig& c, const float* logits, int32_t* sel, float* weight);
 

@@ -8,16 +8,19 @@
 // type's first pairs rotated ("default": all; "proportional": int(factor * head_dim / 2) of them at
 // theta^(-2i/head_dim)); no rotated pair: no RoPE. The scores are not scaled (q and k are normed),
 // the v norm has no weight, every RMSNorm multiplies by w itself (not 1 + w). The embedding is
-// scaled by sqrt(hidden) and the logits soft-capped (step.cpp). Refused at config.json
-// (io/hf_config.cpp): per-layer embeddings, the MoE block, KV sharing.
+// scaled by sqrt(hidden) and the logits soft-capped (step.cpp). KV sharing (num_kv_shared_layers):
+// the last N layers compute q alone and attend over the keys and values of the last earlier
+// layer of their type that has its own (AttnLayerConfig::kv_from), with an MLP twice as wide under
+// use_double_wide_mlp. Per-layer embeddings: src/models/gemma4_ple.cpp; the MoE block beside the
+// MLP: src/models/gemma4_moe.cpp.
 #include <algorithm>
 #include <cmath>
 #include <span>
 #include <utility>
 #include <vector>
 
-#include "kernels/pinned_math.h"
 #include "models/families.h"
+#include "models/gemma4.h"
 #include "models/loader.h"
 
 namespace nvfp4 {
@@ -70,6 +73,27 @@ void gemma4_configure(Loader& L, const std::string& a, ModelConfig& c) {
     al.scale = 1.0f;
     c.attn_layers.push_back(al);
   }
+  // KV sharing (num_kv_shared_layers, llama.cpp's attention.shared_kv_layers): each of the last N
+  // layers reads the keys and values of the last earlier layer of its type that is not shared
+  // (transformers' store_full_length_kv), and keeps none of its own.
+  int64_t shared = 0;
+  if (const gguf::Value* v = L.ck.meta(a + "attention.shared_kv_layers")) shared = v->as_int(a + "attention.shared_kv_layers");
+  if (shared < 0 || shared >= c.n_layer)
+    throw Error(L.path, "", "metadata '" + a + "attention.shared_kv_layers'", "0 .. " + std::to_string(c.n_layer - 1), std::to_string(shared));
+  const int64_t first_shared = c.n_layer - shared;
+  for (int64_t l = first_shared; l < c.n_layer; ++l) {
+    AttnLayerConfig& al = c.attn_layers[static_cast<size_t>(l)];
+    for (int64_t s = first_shared - 1; s >= 0 && al.kv_from < 0; --s)
+      if ((c.attn_layers[static_cast<size_t>(s)].window > 0) == (al.window > 0)) al.kv_from = s;
+    if (al.kv_from < 0)
+      throw Error(L.path, "", "metadata '" + a + "attention.shared_kv_layers': layer " + std::to_string(l) + " shares the KV of an earlier layer of its type",
+                  std::string("a ") + (al.window > 0 ? "sliding" : "global") + " layer before layer " + std::to_string(first_shared), "none");
+  }
+  // use_double_wide_mlp: the KV-shared layers' MLP is twice as wide.
+  if (const gguf::Value* v = L.ck.meta(a + "feed_forward_double_wide"); v && v->as_bool(a + "feed_forward_double_wide") && shared > 0)
+    c.n_ff_kv_shared = 2 * c.n_ff;
+  if (c.n_expert > 0) c.n_ff = L.meta_int(a + "feed_forward_length");  // the dense MLP's (load_moe_config took the experts')
+  if (L.ck.meta(a + "embedding_length_per_layer_input")) c.n_embd_per_layer = L.meta_int(a + "embedding_length_per_layer_input");
   c.embd_scale = static_cast<float>(std::sqrt(static_cast<double>(c.n_embd)));  // transformers: float32(hidden ** 0.5)
   c.final_softcap = static_cast<float>(L.meta_float(a + "final_logit_softcapping", 0.0));
 }
@@ -86,25 +110,29 @@ void gemma4_load_layer(const Loader& L, const std::string& b, const ModelConfig&
   if (!std::isfinite(w.out_scale))
     throw Error(L.path, b + "layer_output_scale.weight", "layer scalar", "finite", std::to_string(w.out_scale));
   w.q = L.linear(b + "attn_q", qd, d);
-  w.k = L.linear(b + "attn_k", kvd, d);
-  if (A.k_eq_v) L.wanted(b + "attn_v.weight", Need::none);  // K = V: a v_proj would go unread
-  else w.v = L.linear(b + "attn_v", kvd, d);
+  if (A.kv_from >= 0) {
+    // A KV-shared layer: its source's keys and values. k/v projections and norms a checkpoint
+    // still holds for it go unread, as transformers ignores them (_keys_to_ignore_on_load_unexpected).
+    for (const char* t : {"attn_k.weight", "attn_v.weight", "attn_k_norm.weight"})
+      if (L.ck.find(b + t)) L.used.insert(b + t);
+  } else {
+    w.k = L.linear(b + "attn_k", kvd, d);
+    if (A.k_eq_v) L.wanted(b + "attn_v.weight", Need::none);  // K = V: a v_proj would go unread
+    else w.v = L.linear(b + "attn_v", kvd, d);
+    w.k_norm = L.norm(b + "attn_k_norm.weight", A.head_dim);
+    w.v_norm.assign(static_cast<size_t>(A.head_dim), 1.0f);
+  }
   w.o = L.linear(b + "attn_output", d, qd);
   w.q_norm = L.norm(b + "attn_q_norm.weight", A.head_dim);
-  w.k_norm = L.norm(b + "attn_k_norm.weight", A.head_dim);
-  w.v_norm.assign(static_cast<size_t>(A.head_dim), 1.0f);
-  load_ffn(L, b, c, w);
+  const int64_t ff = A.kv_from >= 0 && c.n_ff_kv_shared > 0 ? c.n_ff_kv_shared : c.n_ff;
+  w.gate = L.linear(b + "ffn_gate", ff, d);
+  w.up = L.linear(b + "ffn_up", ff, d);
+  w.down = L.linear(b + "ffn_down", d, ff);
+  if (c.n_embd_per_layer > 0) gemma4_load_ple_layer(L, b, c, w);
+  if (c.n_expert > 0) gemma4_load_moe_layer(L, b, c, w);
 }
 
 namespace {
-
-// gelu with tanh (transformers' gelu_pytorch_tanh): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
-// in double from the pinned exp, rounded once.
-inline float gelu_tanh(float x) {
-  const double xd = x;
-  constexpr double kC = 0.7978845608028654;  // sqrt(2 / pi)
-  return static_cast<float>(0.5 * xd * (1.0 + pinned::tanh(kC * (xd + 0.044715 * xd * xd * xd))));
-}
 
 void gemma4_attention(StepRun& s, const LayerWeights& L, int64_t l) {
   const ModelConfig& c = s.m.cfg;
@@ -112,9 +140,12 @@ void gemma4_attention(StepRun& s, const LayerWeights& L, int64_t l) {
   const AttnLayerConfig& A = c.attn_layers[static_cast<size_t>(l)];
   const int64_t n = s.n, hd = A.head_dim, qd = c.n_head * hd, kvd = A.n_kv * hd;
   s.rmsnorm(w.x.data(), L.attn_norm, w.xn.data(), n, c.n_embd);
+  const bool shared = A.kv_from >= 0;  // reads its source's keys and values: q alone
   {
     PartTimer timer(w.prof, StepProfile::attn_proj, static_cast<double>(L.q.bytes + L.k.bytes + L.v.bytes));
-    if (A.k_eq_v) {
+    if (shared) {
+      s.run(L.q, w.xn.data(), w.q.data());
+    } else if (A.k_eq_v) {
       s.run_group({{&L.q, w.q.data()}, {&L.k, w.k.data()}}, w.xn.data());
       std::copy_n(w.k.data(), n * kvd, w.v.data());  // the values: k_proj's output, before its norm
     } else {
@@ -123,8 +154,10 @@ void gemma4_attention(StepRun& s, const LayerWeights& L, int64_t l) {
   }
   // Every head of every token a row: q and k normed with their weights, v without.
   s.rmsnorm(w.q.data(), L.q_norm, w.q.data(), n * c.n_head, hd);
-  s.rmsnorm(w.k.data(), L.k_norm, w.k.data(), n * A.n_kv, hd);
-  s.rmsnorm(w.v.data(), L.v_norm, w.v.data(), n * A.n_kv, hd);
+  if (!shared) {
+    s.rmsnorm(w.k.data(), L.k_norm, w.k.data(), n * A.n_kv, hd);
+    s.rmsnorm(w.v.data(), L.v_norm, w.v.data(), n * A.n_kv, hd);
+  }
   AttnView v;
   v.group = s.m.kv_group[static_cast<size_t>(l)];
   v.layer = s.m.kv_layer[static_cast<size_t>(l)];
@@ -137,10 +170,9 @@ void gemma4_attention(StepRun& s, const LayerWeights& L, int64_t l) {
   const auto rope_store = [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const AttnToken& tk = w.step.tok[static_cast<size_t>(t)];
-      if (rope) {
-        rope->apply(w.q.data() + t * qd, c.n_head, tk.pos);
-        rope->apply(w.k.data() + t * kvd, A.n_kv, tk.pos);
-      }
+      if (rope) rope->apply(w.q.data() + t * qd, c.n_head, tk.pos);
+      if (shared) continue;  // its source stored this step's keys and values
+      if (rope) rope->apply(w.k.data() + t * kvd, A.n_kv, tk.pos);
       KvCache* kv = tk.cache(v.group);
       kv->store(v.layer, tk.pos % kv->n_ctx(), w.k.data() + t * kvd, w.v.data() + t * kvd);
     }
@@ -192,7 +224,7 @@ void gemma4_attention(StepRun& s, const LayerWeights& L, int64_t l) {
 void gemma4_ffn(StepRun& s, const LayerWeights& L) {
   const ModelConfig& c = s.m.cfg;
   Workspace::Impl& w = s.ws;
-  const int64_t n = s.n, d = c.n_embd, ff = c.n_ff;
+  const int64_t n = s.n, d = c.n_embd, ff = L.gate.n_out;  // a KV-shared layer's may be double-wide
   s.rmsnorm(w.x.data(), L.ffn_norm, w.xn.data(), n, d);
   {
     PartTimer timer(w.prof, StepProfile::mlp, static_cast<double>(L.gate.bytes + L.up.bytes + L.down.bytes));
@@ -206,6 +238,7 @@ void gemma4_ffn(StepRun& s, const LayerWeights& L) {
       r.run(L.down, w.g.data(), w.o.data() + t0 * d);
     }
   }
+  if (!L.experts.empty()) gemma4_moe(s, L);  // the experts beside the MLP (26B-A4B)
   s.rmsnorm(w.o.data(), L.post_ffn_norm, w.o.data(), n, d);
   s.residual(w.x.data(), w.o.data(), d);
 }
@@ -214,8 +247,10 @@ void gemma4_ffn(StepRun& s, const LayerWeights& L) {
 
 void gemma4_block(StepRun& s, int64_t l) {
   const LayerWeights& L = s.m.layers[static_cast<size_t>(l)];
+  if (l == 0 && s.m.cfg.n_embd_per_layer > 0) gemma4_ple_inputs(s);
   gemma4_attention(s, L, l);
   gemma4_ffn(s, L);
+  if (s.m.cfg.n_embd_per_layer > 0) gemma4_ple_layer(s, L, l);
   if (L.out_scale != 1.0f) {  // the layer scalar: the whole residual stream, in float
     float* x = s.ws.x.data();
     const float k = L.out_scale;

@@ -8,6 +8,7 @@
 #endif
 
 #include "models/families.h"
+#include "models/gemma4.h"
 #include "models/loader.h"
 
 namespace nvfp4 {
@@ -214,6 +215,7 @@ std::unique_ptr<Model> Model::build(const Checkpoint& ck, const LoadOptions& opt
     throw Error(path, "output.weight", "missing tensor (config.json tie_word_embeddings is false)", "lm_head.weight", "absent");
   if (!c.tied_head) m.head_own = L.head_tensor("output.weight", c.n_vocab, c.n_embd, true, false);
   m.output_norm = L.norm("output_norm.weight", c.n_embd);
+  if (c.n_embd_per_layer > 0) gemma4_load_ple(L, c, m);
   const ArchInfo& info = *c.info;
   int64_t first_attn = 0;  // the layer whose attention tensors say what every attention layer has
   while (first_attn + 1 < c.n_layer && c.mixer(first_attn) != MixerKind::attention) ++first_attn;
@@ -269,10 +271,11 @@ Mode Model::mode() const { return impl_->mode; }
 size_t Model::weight_bytes() const {
   const Impl& m = *impl_;
   size_t b = m.embd.bytes() + (m.cfg.tied_head ? 0 : m.head_own.bytes()) + m.output_norm.size() * 4;
+  b += m.ple_table.bytes() + m.ple_model_proj.bytes + m.ple_norm.size() * 4;  // Gemma 4's per-layer embeddings
   b += m.nextn.eh_proj.bytes + (m.nextn.enorm.size() + m.nextn.hnorm.size()) * 4;  // an MTP module's input side
   for (const auto& l : m.layers) {
     b += (l.attn_norm.size() + l.ffn_norm.size() + l.q_norm.size() + l.k_norm.size()) * 4;
-    b += (l.post_attn_norm.size() + l.post_ffn_norm.size()) * 4;
+    b += (l.post_attn_norm.size() + l.post_ffn_norm.size() + l.ple_post_norm.size()) * 4;
     b += (l.lin.conv_w.size() + l.lin.A_log.size() + l.lin.dt_bias.size() + l.lin.norm.size()) * 4;
     b += l.router.bytes() + l.sh_gate_inp.bytes();
     for (const MatMul* mm : l.matmuls()) b += mm->bytes + mm->bias.size() * 4;
@@ -287,6 +290,7 @@ size_t Model::bytes_per_token() const {
   const Impl& m = *impl_;
   size_t b = weight_bytes();
   if (!m.cfg.tied_head) b -= m.embd.bytes() - m.embd.bytes() / static_cast<size_t>(m.cfg.n_vocab);
+  if (m.ple_table.rows() > 0) b -= m.ple_table.bytes() - m.ple_table.bytes() / static_cast<size_t>(m.ple_table.rows());
   for (const auto& l : m.layers) {
     if (l.experts.empty()) continue;
     size_t all = 0;

@@ -23,6 +23,7 @@
 
 #include "kernels/pinned_math.h"
 #include "models/builders.h"
+#include "models/gemma4.h"
 
 namespace nvfp4 {
 
@@ -60,7 +61,12 @@ void route(const ModelConfig& c, const float* logits, int32_t* sel, float* weigh
   for (int64_t j = 0; j < k; ++j) weight[j] = static_cast<float>(c.norm_topk ? pe[static_cast<size_t>(j)] / sel_sum : pe[static_cast<size_t>(j)]);
 }
 
-void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out) {
+void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out, const MoeOptions& opt) {
+  // The experts' activation: SwiGLU, or Gemma 4's GeGLU (gelu with tanh).
+  const auto act = [&](float* g, const float* u, int64_t count) {
+    if (!opt.gelu) return swiglu_rows(g, u, count);
+    for (int64_t i = 0; i < count; ++i) g[i] = gelu_tanh(g[i]) * u[i];
+  };
   const ModelConfig& c = s.m.cfg;
   Workspace::Impl& w = s.ws;
   const int64_t n = s.n, d = c.n_embd, k = c.n_expert_used, ff = c.n_ff_exp;
@@ -70,10 +76,13 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out) {
   w.moe_w.resize(nk);
   {
     PartTimer timer(w.prof, StepProfile::router, static_cast<double>(L.router.bytes()));
-    s.dense(L.router, xn, n, w.moe_logits.data());
+    s.dense(L.router, opt.router_in ? opt.router_in : xn, n, w.moe_logits.data());
     const auto route_rows = [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t)
+      for (int64_t t = t0; t < t1; ++t) {
         route(c, w.moe_logits.data() + t * c.n_expert, w.moe_sel.data() + t * k, w.moe_w.data() + t * k);
+        if (opt.expert_scale)
+          for (int64_t j = 0; j < k; ++j) w.moe_w[static_cast<size_t>(t * k + j)] *= (*opt.expert_scale)[static_cast<size_t>(w.moe_sel[static_cast<size_t>(t * k + j)])];
+      }
     };
     if (n < 16) route_rows(0, n);
     else s.parallel(n, route_rows);
@@ -140,8 +149,8 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out) {
     }
     if (one) s.linear_group(lin, xn, 1, ys);
     else s.linear_routed(lin, xn, n, rows, ns, ys);
-    if (nk * static_cast<size_t>(ff) < 4096) swiglu_rows(w.moe_g.data(), w.moe_u.data(), static_cast<int64_t>(nk) * ff);
-    else s.parallel(static_cast<int64_t>(nk) * ff, [&](int64_t b, int64_t e) { swiglu_rows(w.moe_g.data() + b, w.moe_u.data() + b, e - b); }, 16);
+    if (nk * static_cast<size_t>(ff) < 4096) act(w.moe_g.data(), w.moe_u.data(), static_cast<int64_t>(nk) * ff);
+    else s.parallel(static_cast<int64_t>(nk) * ff, [&](int64_t b, int64_t e) { act(w.moe_g.data() + b, w.moe_u.data() + b, e - b); }, 16);
     lin.clear(), xs.clear(), ns.clear(), ys.clear();
     for (int64_t e = 0; e < c.n_expert; ++e) {
       const int64_t cnt = rows_of(e), b = w.moe_count[static_cast<size_t>(e)];
@@ -162,7 +171,7 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out) {
       const Expert& ex = L.experts[static_cast<size_t>(e)];
       s.linear(ex.gate, x_of(e), cnt, w.moe_g.data() + b * ff);
       s.linear(ex.up, x_of(e), cnt, w.moe_u.data() + b * ff);
-      swiglu_rows(w.moe_g.data() + b * ff, w.moe_u.data() + b * ff, cnt * ff);
+      act(w.moe_g.data() + b * ff, w.moe_u.data() + b * ff, cnt * ff);
       if (w.obs) w.obs(ex.down.name, w.moe_g.data() + b * ff, cnt, ff);
       s.linear(ex.down, w.moe_g.data() + b * ff, cnt, w.moe_y.data() + b * d);
     }

@@ -6,7 +6,7 @@ namespace nvfp4 {
 
 // The state layer l of a model asks for: a full-attention layer its keys and values (of its own
 // shape and window where the family's layers differ), a linear-attention (Gated DeltaNet) layer
-// its conv window and head matrices.
+// its conv window and head matrices; a KV-shared layer (Gemma 4) nothing: it reads its source's.
 StateSpec layer_state_spec(const ModelConfig& c, int64_t l) {
   StateSpec s;
   if (c.mixer(l) == MixerKind::linear_attention) {
@@ -24,6 +24,10 @@ StateSpec layer_state_spec(const ModelConfig& c, int64_t l) {
     s.head_dim = a.head_dim;
     s.window = a.window;
     if (a.window > 0) s.kind = StateKind::sliding_window;
+    if (a.kv_from >= 0) {
+      s.kind = StateKind::shared_kv;
+      s.source = a.kv_from;
+    }
   }
   return s;
 }
@@ -34,6 +38,11 @@ std::vector<KvGroup> kv_group_map(std::span<const StateSpec> layers, std::vector
   index.assign(layers.size(), -1);
   for (size_t l = 0; l < layers.size(); ++l) {
     const StateSpec& s = layers[l];
+    if (s.kind == StateKind::shared_kv && s.source >= 0 && static_cast<size_t>(s.source) < l) {
+      group[l] = group[static_cast<size_t>(s.source)];  // its source's cache layer: no layer of its own
+      index[l] = index[static_cast<size_t>(s.source)];
+      continue;
+    }
     if (s.kind != StateKind::full_attention && s.kind != StateKind::sliding_window) continue;
     size_t g = 0;
     while (g < groups.size() && !(groups[g].spec.kind == s.kind && groups[g].spec.n_kv == s.n_kv &&

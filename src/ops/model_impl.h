@@ -10,6 +10,7 @@
 #include "nvfp4/linear.h"
 #include "nvfp4/model.h"
 #include "ops/head.h"
+#include "ops/row_table.h"
 #include "kernels/pinned_dense.h"
 
 namespace nvfp4 {
@@ -73,6 +74,15 @@ struct LayerWeights {
   std::vector<float> post_attn_norm, post_ffn_norm;
   std::vector<float> v_norm;  // Gemma 4's value norm has no weight: ones (x * 1 is x)
   float out_scale = 1.0f;
+  // Gemma 4's per-layer input (ModelConfig::n_embd_per_layer > 0): the gate [ple][n_embd], the
+  // projection back [n_embd][ple] and its output's norm [n_embd].
+  MatMul ple_gate, ple_proj;
+  std::vector<float> ple_post_norm;
+  // Gemma 4's MoE beside its dense MLP: the experts' input norm, the norms of the MLP's and the
+  // experts' outputs (before their sum is post_ffn_norm-ed), the router's input scale [n_embd]
+  // (after a weightless norm and hidden^-0.5) and each expert's weight scale [n_expert].
+  std::vector<float> ffn_norm_exp, post_ffn_norm_mlp, post_ffn_norm_exp, router_scale, expert_scale;
+  std::vector<float> router_norm;  // the router's weightless norm: ones
   std::vector<float> q_norm, k_norm;  // [head_dim] (Qwen3) or [q_dim]/[kv_dim] (OLMoE), empty: none
   MatMul q, k, v, o, gate, up, down;  // gate/up/down: the dense FFN (absent in MoE layers)
   // Mixture of experts: the router (float32 logits in the pinned order of PinnedDense), the
@@ -89,15 +99,12 @@ struct LayerWeights {
       for (const MatMul* m : {&lin.qkv, &lin.z, &lin.qkvz, &lin.out, &lin.b, &lin.a, &lin.ba})
         if (m->n_out > 0) out.push_back(m);
     } else {
-      for (const MatMul* m : {&q, &k, &v, &o})
-        if (m->n_out > 0) out.push_back(m);  // (Gemma 4's K=V layers have no v)
+      for (const MatMul* m : {&q, &k, &v, &o, &ple_gate, &ple_proj})
+        if (m->n_out > 0) out.push_back(m);  // (Gemma 4's K=V layers have no v, its KV-shared ones no k)
     }
-    if (experts.empty()) {
-      out.insert(out.end(), {&gate, &up, &down});
-    } else {
-      for (const Expert& e : experts) out.insert(out.end(), {&e.gate, &e.up, &e.down});
-      if (sh_gate.n_out > 0) out.insert(out.end(), {&sh_gate, &sh_up, &sh_down});
-    }
+    if (experts.empty() || gate.n_out > 0) out.insert(out.end(), {&gate, &up, &down});  // (Gemma 4: beside its experts)
+    for (const Expert& e : experts) out.insert(out.end(), {&e.gate, &e.up, &e.down});
+    if (!experts.empty() && sh_gate.n_out > 0) out.insert(out.end(), {&sh_gate, &sh_up, &sh_down});
     return out;
   }
 };
@@ -140,6 +147,11 @@ struct Model::Impl {
   std::vector<int> kv_group;
   std::vector<KvGroup> kv_groups;
   std::vector<float> output_norm;
+  // Gemma 4's per-layer embeddings: the token table [n_vocab][n_layer * ple] (read where the file
+  // holds it), the projection of the scaled embedding [n_layer * ple][n_embd] and its norm [ple].
+  RowTable ple_table;
+  MatMul ple_model_proj;
+  std::vector<float> ple_norm;
   Head embd;      // F16/F32, Q8_0 or NVFP4 (ops/head.h)
   Head head_own;  // used when the head is not tied
   // An MTP module's: the trunk whose embedding and head it shares, and its input side.

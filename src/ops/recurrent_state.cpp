@@ -12,6 +12,7 @@ const char* state_kind_name(StateKind k) {
     case StateKind::full_attention: return "full attention (KV cache)";
     case StateKind::recurrent: return "recurrent";
     case StateKind::sliding_window: return "sliding window (a ring of KV positions)";
+    case StateKind::shared_kv: return "shared KV (reads an earlier layer's keys and values)";
   }
   return "?";
 }

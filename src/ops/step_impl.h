@@ -70,7 +70,11 @@ struct Workspace::Impl {
   };
   std::vector<SeqTokens> seqs;
   std::vector<float> pre;  // the input times a layer's pre_quant_scale (grown on first use)
-  std::vector<float> mtp_cat;  // an MTP step's concat(embedding, hidden) rows [n][2 n_embd]
+  std::vector<float> mtp_cat;
+  // Gemma 4's per-layer inputs [n][n_layer][ple] (made before layer 0) and the step's token ids.
+  std::vector<float> ple;
+  std::vector<float> moe_in, moe_out;  // Gemma 4's MoE: the router's and experts' input rows, the experts' output
+  std::vector<int32_t> token_ids;  // an MTP step's concat(embedding, hidden) rows [n][2 n_embd]
   RopeTable rope;
   std::vector<RopeTable> ropes;  // ModelConfig::ropes (a family's per-layer RoPE: Gemma 4)
   LinearScratch lin;

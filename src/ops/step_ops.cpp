@@ -25,7 +25,7 @@ Workspace::Impl::Impl(const Model::Impl& model, int64_t nb) : m(model), n_batch(
   // The FFN's gate/up rows: the dense MLP (mlp_rows at a time), the experts (one token: k experts
   // side by side) or the shared expert.
   const int64_t mlp = c.n_expert > 0 ? nb : mlp_rows(m.mode, nb);
-  const int64_t ff = std::max({mlp * c.n_ff, nb * c.n_ff_shexp, c.n_expert_used * c.n_ff_exp, nb * c.max_kv_dim()});
+  const int64_t ff = std::max({mlp * std::max(c.n_ff, c.n_ff_kv_shared), nb * c.n_ff_shexp, c.n_expert_used * c.n_ff_exp, nb * c.max_kv_dim(), nb * c.n_embd_per_layer});
   arena.resize(static_cast<size_t>(nb * c.n_embd + 2 * wide + 2 * ff));
   float* p = arena.data();
   const auto take = [&](int64_t n) {

@@ -56,4 +56,22 @@ class SlidingWindowState final : public LayerState {
   int64_t layer_, window_, n_ctx_;
 };
 
+// The shared-KV kind (sequence_state.h): a layer that reads layer `source`'s keys and values and
+// holds nothing; truncate, copy_prefix and rollback are its source's (which the sequence asks too).
+class SharedKvState final : public LayerState {
+ public:
+  explicit SharedKvState(int64_t source) : source_(source) {}
+  StateKind kind() const override { return StateKind::shared_kv; }
+  StateCaps caps() const override { return {true, false, true}; }
+  size_t bytes() const override { return 0; }
+  std::string shape() const override { return "layer " + std::to_string(source_) + "'s keys and values"; }
+  int64_t keepable(int64_t n, int64_t held) const override { return n < held ? n : held; }
+  void go_back(int64_t, int64_t) override {}
+  void snapshot(int64_t, int64_t) override {}
+  void copy_prefix(const LayerState&, int64_t, int64_t) override {}
+
+ private:
+  int64_t source_;
+};
+
 }  // namespace nvfp4

@@ -73,6 +73,12 @@ Sequence::Sequence(std::span<const StateSpec> layers, int64_t n_ctx, KvType kv, 
       case StateKind::sliding_window:
         impl_->layers.push_back(std::make_unique<SlidingWindowState>(impl_->kv_group(group[l]), index[l], s.window, n_ctx));
         break;
+      case StateKind::shared_kv:
+        if (s.source < 0 || static_cast<size_t>(s.source) >= l || group[l] < 0)
+          throw Error(impl_->source, "", "layer " + std::to_string(l) + ": a shared-KV layer's source",
+                      "an earlier attention layer", std::to_string(s.source));
+        impl_->layers.push_back(std::make_unique<SharedKvState>(s.source));
+        break;
       case StateKind::recurrent:
         try {
           impl_->layers.push_back(std::make_unique<RecurrentState>(s.floats, s.max_snapshots));

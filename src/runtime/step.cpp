@@ -35,6 +35,7 @@ size_t Workspace::bytes() const {
     b += v->size() * 4;
   for (const RopeTable& r : w.ropes) b += r.bytes();
   b += w.moe_sel.size() * 4 + (w.moe_count.size() + w.moe_pairs.size()) * 8;
+  b += w.ple.size() * 4 + w.token_ids.size() * 4;
   return b;
 }
 
@@ -58,8 +59,9 @@ void check_sequence(const Model::Impl& m, const Sequence& seq) {
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const LayerState& st = seq.layer(l);
     if (c.mixer(l) == MixerKind::attention) {
-      const bool sliding = !c.attn_layers.empty() && c.attn_layers[static_cast<size_t>(l)].window > 0;
-      if (st.kind() != (sliding ? StateKind::sliding_window : StateKind::full_attention))
+      const AttnLayerConfig* a = c.attn_layers.empty() ? nullptr : &c.attn_layers[static_cast<size_t>(l)];
+      const StateKind want = a && a->kv_from >= 0 ? StateKind::shared_kv : a && a->window > 0 ? StateKind::sliding_window : StateKind::full_attention;
+      if (st.kind() != want)
         refuse("layer " + std::to_string(l) + ": " + state_kind_name(st.kind()));
     } else {
       const auto* r = dynamic_cast<const RecurrentState*>(&st);
@@ -141,6 +143,8 @@ void step(const Model& model, std::span<const StepToken> tokens, const float* h_
     mtp_input(run, tokens, h_in);
   } else {
     for (int64_t t = 0; t < n; ++t) m.embd.row(tokens[static_cast<size_t>(t)].token, ws.x.data() + t * d);
+    ws.token_ids.resize(static_cast<size_t>(n));
+    for (int64_t t = 0; t < n; ++t) ws.token_ids[static_cast<size_t>(t)] = tokens[static_cast<size_t>(t)].token;
     if (c.embd_scale != 0.0f)  // Gemma: the embedding times sqrt(n_embd), in float
       for (int64_t i = 0; i < n * d; ++i) ws.x.data()[i] *= c.embd_scale;
   }
@@ -166,14 +170,53 @@ void step(const Model& model, std::span<const StepToken> tokens, const float* h_
     for (int64_t i = 0; i < rows * c.n_vocab; ++i) logits[i] = static_cast<float>(cap * pinned::tanh(static_cast<double>(logits[i]) / cap));
   }
 }
+
+// A layer that reads a sliding layer's keys and values (Gemma 4's KV sharing) runs after its source
+// stored the whole step: the source's ring must then hold every token's window at once. Such a
+// model's steps run in waves of at most kSlidingSlack tokens of each sequence (contiguous runs of
+// the step, each a step of its own): a token's result does not depend on the step it came in.
+void step_waves(const Model& model, std::span<const StepToken> tokens, Workspace& ws, ThreadPool& pool, float* logits, float* hidden) {
+  const ModelConfig& c = model.config();
+  const bool waves = std::any_of(c.attn_layers.begin(), c.attn_layers.end(), [](const AttnLayerConfig& a) { return a.kv_from >= 0 && a.window > 0; });
+  if (!waves) return step(model, tokens, nullptr, ws, pool, logits, hidden);
+  std::vector<std::pair<const Sequence*, int64_t>> count;
+  std::vector<size_t> ends;
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    auto it = std::find_if(count.begin(), count.end(), [&](const auto& p) { return p.first == tokens[t].seq; });
+    if (it == count.end()) it = count.insert(count.end(), {tokens[t].seq, 0});
+    if (++it->second > kSlidingSlack) {
+      ends.push_back(t);
+      count.assign(1, {tokens[t].seq, 1});
+    }
+  }
+  ends.push_back(tokens.size());
+  if (ends.size() > 1) {
+    // Nothing runs before the whole step is known good (step() checks each wave again, in full).
+    std::vector<std::pair<const Sequence*, int64_t>> next;
+    for (const StepToken& s : tokens) {
+      auto it = std::find_if(next.begin(), next.end(), [&](const auto& p) { return p.first == s.seq; });
+      if (it == next.end() && s.seq) it = next.insert(next.end(), {s.seq, s.seq->pos()});
+      if (!s.seq || s.token < 0 || s.token >= c.n_vocab || s.pos != it->second || s.pos >= s.seq->n_ctx())
+        return step(model, tokens, nullptr, ws, pool, logits, hidden);  // refused there, naming what is wrong
+      ++it->second;
+    }
+  }
+  size_t t0 = 0, rows = 0;
+  for (const size_t t1 : ends) {
+    step(model, tokens.subspan(t0, t1 - t0), nullptr, ws, pool, logits ? logits + rows * static_cast<size_t>(c.n_vocab) : nullptr,
+         hidden ? hidden + t0 * static_cast<size_t>(c.n_embd) : nullptr);
+    for (size_t t = t0; t < t1; ++t) rows += tokens[t].logits;
+    t0 = t1;
+  }
+}
 }  // namespace
 
 void forward(const Model& model, std::span<const StepToken> tokens, Workspace& ws, ThreadPool& pool, float* logits) {
-  step(model, tokens, nullptr, ws, pool, logits, nullptr);
+  step_waves(model, tokens, ws, pool, logits, nullptr);
 }
 
 void forward(const Model& model, std::span<const StepToken> tokens, Workspace& ws, ThreadPool& pool, float* logits, float* hidden) {
-  step(model, tokens, nullptr, ws, pool, logits, hidden);
+  step_waves(model, tokens, ws, pool, logits, hidden);
 }
 
 void forward_mtp(const Model& mtp, std::span<const StepToken> tokens, const float* h_in, Workspace& ws, ThreadPool& pool,
