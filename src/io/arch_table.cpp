@@ -68,6 +68,11 @@ const ArchInfo kArchs[] = {
     {.name = "gemma4", .gguf_name = "gemma4", .hf_model_types = {"gemma4_text", "gemma4"},
      .hf_architectures = {"Gemma4ForCausalLM", "Gemma4ForConditionalGeneration"}, .rope = RopeStyle::neox,
      .qk_norm = Need::required, .block = "gemma4"},
+    // Nemotron-H / Nemotron 3 (src/models/nemotron_h.cpp): Mamba-2, attention without RoPE,
+    // squared-ReLU MLP and MoE layers in a pattern; a sigmoid router with a correction bias.
+    {.name = "nemotron_h", .gguf_name = "nemotron_h", .hf_model_types = {"nemotron_h"},
+     .hf_architectures = {"NemotronHForCausalLM"}, .rope = RopeStyle::neox, .moe = Need::optional,
+     .gating = MoeGating::sigmoid_bias, .norm_topk_default = true, .shared_expert = Need::optional, .block = "nemotron_h"},
 };
 
 const ArchTensor kLayer[] = {
@@ -93,6 +98,16 @@ const ArchTensor kLayer[] = {
     // the FFN's input norm.
     {"post_attention_norm", "post_attention_layernorm", "gemma4"}, {"ffn_norm", "pre_feedforward_layernorm", "gemma4"},
     {"post_ffw_norm", "post_feedforward_layernorm", "gemma4"},
+    // Nemotron-H (backbone.layers.N.* read as model.layers.N.*): one norm and one mixer per layer.
+    {"attn_norm", "norm", "nemotron_h"},              {"ssm_in", "mixer.in_proj", "nemotron_h"},
+    {"ssm_conv1d", "mixer.conv1d", "nemotron_h"},     {"ssm_norm", "mixer.norm", "nemotron_h"},
+    {"ssm_out", "mixer.out_proj", "nemotron_h"},      {"attn_q", "mixer.q_proj", "nemotron_h"},
+    {"attn_k", "mixer.k_proj", "nemotron_h"},         {"attn_v", "mixer.v_proj", "nemotron_h"},
+    {"attn_output", "mixer.o_proj", "nemotron_h"},    {"ffn_up", "mixer.up_proj", "nemotron_h"},
+    {"ffn_down", "mixer.down_proj", "nemotron_h"},    {"ffn_gate_inp", "mixer.gate", "nemotron_h"},
+    {"ffn_up_shexp", "mixer.shared_experts.up_proj", "nemotron_h"},
+    {"ffn_down_shexp", "mixer.shared_experts.down_proj", "nemotron_h"},
+    {"ffn_latent_in", "mixer.fc1_latent_proj", "nemotron_h"}, {"ffn_latent_out", "mixer.fc2_latent_proj", "nemotron_h"},
 };
 
 // The routed experts, one 2-D tensor per expert on the HF side (transformers' own checkpoints and
@@ -110,10 +125,14 @@ const ArchExpertTensor kExpert[] = {
     {"ffn_gate_exps", "block_sparse_moe.experts.*.gate_proj", "mixtral"},
     {"ffn_up_exps", "block_sparse_moe.experts.*.up_proj", "mixtral"},
     {"ffn_down_exps", "block_sparse_moe.experts.*.down_proj", "mixtral"},
+    // Nemotron-H's non-gated experts (up and down only).
+    {"ffn_up_exps", "mixer.experts.*.up_proj", "nemotron_h"},
+    {"ffn_down_exps", "mixer.experts.*.down_proj", "nemotron_h"},
 };
 
 const ArchTensor kGlobal[] = {
-    {"token_embd", "model.embed_tokens"}, {"output_norm", "model.norm"}, {"output", "lm_head"}};
+    {"token_embd", "model.embed_tokens"}, {"output_norm", "model.norm"}, {"output", "lm_head"},
+    {"token_embd", "model.embeddings", "nemotron_h"}, {"output_norm", "model.norm_f", "nemotron_h"}};
 
 }  // namespace
 

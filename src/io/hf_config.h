@@ -23,6 +23,11 @@ using MetaList = std::vector<std::pair<std::string, gguf::Value>>;
 // nvfp4::Error naming `file`, the key and its value.
 MetaList hf_config_meta(const nlohmann::json& config, const std::string& file);
 
+// Nemotron-H's own keys (hf_config_nemotron.cpp) under prefix a ("nemotron_h."): the layer
+// pattern, the Mamba-2 sizes and dt limits, the router's; throws nvfp4::Error naming `file`, the
+// key and its value for what the engine does not run.
+void nemotron_h_meta(const nlohmann::json& config, const std::string& file, const std::string& a, MetaList& out);
+
 // The family of a config.json, nullptr when unknown.
 const ArchInfo* hf_config_arch(const nlohmann::json& config);
 

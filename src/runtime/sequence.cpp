@@ -73,6 +73,9 @@ Sequence::Sequence(std::span<const StateSpec> layers, int64_t n_ctx, KvType kv, 
       case StateKind::sliding_window:
         impl_->layers.push_back(std::make_unique<SlidingWindowState>(impl_->kv_group(group[l]), index[l], s.window, n_ctx));
         break;
+      case StateKind::none:
+        impl_->layers.push_back(std::make_unique<StatelessState>());
+        break;
       case StateKind::recurrent:
         try {
           impl_->layers.push_back(std::make_unique<RecurrentState>(s.floats, s.max_snapshots));

@@ -61,9 +61,11 @@ void check_sequence(const Model::Impl& m, const Sequence& seq) {
       const bool sliding = !c.attn_layers.empty() && c.attn_layers[static_cast<size_t>(l)].window > 0;
       if (st.kind() != (sliding ? StateKind::sliding_window : StateKind::full_attention))
         refuse("layer " + std::to_string(l) + ": " + state_kind_name(st.kind()));
+    } else if (c.mixer(l) == MixerKind::none) {
+      if (st.kind() != StateKind::none) refuse("layer " + std::to_string(l) + ": " + state_kind_name(st.kind()));
     } else {
       const auto* r = dynamic_cast<const RecurrentState*>(&st);
-      if (!r || r->size() != c.linear.state_floats())
+      if (!r || r->size() != c.recurrent_floats(l))
         refuse("layer " + std::to_string(l) + ": " + state_kind_name(st.kind()) + ", " + st.shape());
     }
   }
