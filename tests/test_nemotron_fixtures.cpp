@@ -10,6 +10,7 @@
 
 #include "arch_fixtures.h"
 #include "io/json_config.h"
+#include "nvfp4/safetensors.h"
 #include "step_checks.h"
 
 using namespace nvfp4;
@@ -195,6 +196,39 @@ TEST(NemotronConfig, BadConfigsAreRefusedNamingTheKey) {
     EXPECT_FALSE(why.empty()) << c.name << ": accepted";
     for (const std::string& s : c.says) EXPECT_NE(why.find(s), std::string::npos) << c.name << ": " << why;
   }
+}
+
+}  // namespace
+
+namespace {
+
+// The releases ship MTP layers beside the trunk (mtp.*): listed (set aside) and left out, the
+// trunk's logits unchanged.
+TEST(NemotronConfig, MtpTensorsAreSetAsideAndLeftOut) {
+  namespace fs = std::filesystem;
+  const fs::path src = dir_of("nemotron_h", "float"), dst = fs::temp_directory_path() / "nvfp4_nemotron_mtp";
+  fs::remove_all(dst);
+  fs::create_directories(dst);
+  for (const auto& e : fs::directory_iterator(src))
+    if (e.path().filename() != "model.safetensors") fs::copy(e.path(), dst / e.path().filename());
+  const auto f = safetensors::File::open((src / "model.safetensors").string());
+  std::vector<safetensors::WriteTensor> ts;
+  for (const auto& t : f.tensors()) ts.push_back({t.name, t.dtype, t.shape, t.data, static_cast<size_t>(t.nbytes())});
+  std::vector<uint16_t> w(64 * 128, 0x3c00), n(64, 0x3f80);  // bf16 words
+  ts.push_back({"mtp.layers.0.mixer.q_proj.weight", safetensors::Dtype::BF16, {64, 128}, w.data(), w.size() * 2});
+  ts.push_back({"mtp.layers.0.norm.weight", safetensors::Dtype::BF16, {64}, n.data(), n.size() * 2});
+  safetensors::write((dst / "model.safetensors").string(), ts);
+  auto ck = Checkpoint::open(dst.string());
+  ASSERT_EQ(ck->info().set_aside.size(), 1u);
+  EXPECT_NE(ck->info().set_aside[0].find("mtp."), std::string::npos) << ck->info().set_aside[0];
+  EXPECT_NE(ck->info().set_aside[0].find("2 tensors"), std::string::npos) << ck->info().set_aside[0];
+  for (const TensorEntry& e : ck->tensors()) EXPECT_EQ(e.name.find("mtp"), std::string::npos) << e.name;
+  ThreadPool pool(1);
+  auto m = load_in(*ck, Mode::f32);
+  auto base_ck = Checkpoint::open(src.string());
+  auto base = load_in(*base_ck, Mode::f32);
+  const ArchOracle o("nemotron_h", root());
+  EXPECT_TRUE(same_bits(eval_all(*m, o.ids(1), pool), eval_all(*base, o.ids(1), pool)));
 }
 
 }  // namespace
