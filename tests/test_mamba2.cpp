@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "kernels/mamba2.h"
+#include "kernels/mamba2_scan.h"
+#include "nvfp4/kernels.h"
 #include "nvfp4/error.h"
 
 namespace nvfp4 {
@@ -74,6 +76,43 @@ TEST(Mamba2, GroupsInAnyOrderGiveTheTokensBits) {
     for (int64_t k = 0; k < st.s.conv_kernel - 1; ++k)
       EXPECT_EQ(s1[static_cast<size_t>(c * (st.s.conv_kernel - 1) + k)],
                 in[static_cast<size_t>((12 - (st.s.conv_kernel - 1) + k) * st.s.in_proj_rows() + st.s.inner() + c)]);
+}
+
+TEST(Mamba2, EveryIsaGivesTheScalarBits) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (const auto& [ds, hd] : {std::pair<int64_t, int64_t>{16, 64}, {128, 64}, {7, 13}, {16, 1}}) {
+    std::vector<float> S0(static_cast<size_t>(ds * hd)), x(static_cast<size_t>(hd)), B(static_cast<size_t>(ds)), C(static_cast<size_t>(ds));
+    for (auto* v : {&S0, &x, &B, &C})
+      for (float& f : *v) f = nd(rng);
+    std::vector<float> S_ref = S0, y_ref(static_cast<size_t>(hd)), xdt(static_cast<size_t>(hd));
+    kern::mamba2_scan_scalar(S_ref.data(), x.data(), B.data(), C.data(), 0.37f, 0.81f, 1.3f, xdt.data(), y_ref.data(), ds, hd);
+    int tried = 0;
+    for (Isa isa : compiled_isas()) {
+      if (!isa_supported(isa)) continue;
+      SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::to_string(ds) + "x" + std::to_string(hd));
+      std::vector<float> S = S0, y(static_cast<size_t>(hd));
+      kern::mamba2_scan(isa)(S.data(), x.data(), B.data(), C.data(), 0.37f, 0.81f, 1.3f, xdt.data(), y.data(), ds, hd);
+      EXPECT_EQ(std::memcmp(S.data(), S_ref.data(), S.size() * 4), 0);
+      EXPECT_EQ(std::memcmp(y.data(), y_ref.data(), y.size() * 4), 0);
+      ++tried;
+    }
+    EXPECT_GE(tried, 1);
+  }
+  // The whole mixer under each ISA the machine has: the scalar form's bits.
+  const Layer st(9);
+  const auto in = tokens(st.s, 10, 10);
+  std::vector<float> s_ref, s;
+  force_isa(Isa::scalar);
+  const auto ref = run(st, st.w(), in, 10, {0, 1}, s_ref);
+  for (Isa isa : compiled_isas()) {
+    if (!isa_supported(isa)) continue;
+    force_isa(isa);
+    const auto got = run(st, st.w(), in, 10, {0, 1}, s);
+    EXPECT_EQ(std::memcmp(got.data(), ref.data(), got.size() * 4), 0) << isa_name(isa);
+    EXPECT_EQ(std::memcmp(s.data(), s_ref.data(), s.size() * 4), 0) << isa_name(isa);
+  }
+  clear_forced_isa();
 }
 
 TEST(Mamba2, DtLimitsClamp) {

@@ -1,11 +1,12 @@
-// The scalar form of the Mamba-2 token mixer (mamba2.h has the derivation and the pinned order).
-// It is the reference a vector form must equal bit for bit.
+// The Mamba-2 token mixer (mamba2.h has the derivation and the pinned order); each head's scan in
+// the ISA's form (mamba2_scan.h), every form the scalar one's bits.
 #include "kernels/mamba2.h"
 
 #include <cmath>
 #include <cstring>
 #include <string>
 
+#include "kernels/mamba2_scan.h"
 #include "kernels/pinned_math.h"
 #include "nvfp4/error.h"
 
@@ -31,23 +32,6 @@ void conv_channels(const Mamba2Shape& s, const Mamba2Weights& w, int64_t c0, int
     std::memmove(win, win + 1, static_cast<size_t>(K - 2) * sizeof(float));
     win[K - 2] = in[c];
   }
-}
-
-// One head's state update and output over p (every p its own lane; n ascending).
-void head_scan(float* __restrict S, const float* __restrict x, const float* __restrict B, const float* __restrict C,
-               float dt, float dA, float Dh, float* __restrict xdt, float* __restrict y, int64_t ds, int64_t hd) {
-  for (int64_t p = 0; p < hd; ++p) xdt[p] = x[p] * dt;
-  for (int64_t p = 0; p < hd; ++p) y[p] = 0.0f;
-  for (int64_t n = 0; n < ds; ++n) {
-    float* __restrict row = S + n * hd;
-    const float bn = B[n], cn = C[n];
-    for (int64_t p = 0; p < hd; ++p) {
-      const float r = row[p] * dA + bn * xdt[p];
-      row[p] = r;
-      y[p] = y[p] + r * cn;
-    }
-  }
-  for (int64_t p = 0; p < hd; ++p) y[p] = y[p] + Dh * x[p];
 }
 
 }  // namespace
@@ -79,6 +63,7 @@ void mamba2_group(const Mamba2Shape& s, const Mamba2Weights& w, int64_t g, const
   conv_channels(s, w, inner + g * ds, ds, xbc, conv_state, B);
   conv_channels(s, w, inner + s.n_groups * ds + g * ds, ds, xbc, conv_state, C);
   float* yg = y + g * gw;
+  const kern::Mamba2ScanFn scan = kern::mamba2_scan(active_isa());  // mamba2_scan.h: every form the scalar one's bits
   for (int64_t j = 0; j < hpg; ++j) {
     const int64_t h = g * hpg + j;
     double dt = softplus(static_cast<double>(dt_in[h]) + static_cast<double>(w.dt_bias[h]));
@@ -87,7 +72,7 @@ void mamba2_group(const Mamba2Shape& s, const Mamba2Weights& w, int64_t g, const
     const float dtf = static_cast<float>(dt);
     const double A = -pinned::exp(static_cast<double>(w.A_log[h]));
     const float dA = static_cast<float>(pinned::exp(static_cast<double>(dtf) * A));
-    head_scan(ssm_state + h * ds * hd, x + j * hd, B, C, dtf, dA, w.D[h], xdt, yg + j * hd, ds, hd);
+    scan(ssm_state + h * ds * hd, x + j * hd, B, C, dtf, dA, w.D[h], xdt, yg + j * hd, ds, hd);
   }
   // The gated RMSNorm over the group: v = y * SiLU(z); v * rsqrt(mean v^2 + eps) * norm_w.
   const float* zg = z + g * gw;
@@ -97,6 +82,11 @@ void mamba2_group(const Mamba2Shape& s, const Mamba2Weights& w, int64_t g, const
   const double inv = 1.0 / std::sqrt(ss / static_cast<double>(gw) + static_cast<double>(w.eps));
   const float* nw = w.norm_w + g * gw;
   for (int64_t i = 0; i < gw; ++i) yg[i] = static_cast<float>(yg[i] * inv) * nw[i];
+}
+
+void kern::mamba2_scan_scalar(float* S, const float* x, const float* B, const float* C, float dt, float dA, float Dh, float* xdt,
+                              float* y, int64_t ds, int64_t hd) {
+  mamba2_scan_body(S, x, B, C, dt, dA, Dh, xdt, y, ds, hd);
 }
 
 void mamba2_token(const Mamba2Shape& s, const Mamba2Weights& w, const float* zxbcdt, float* conv_state, float* ssm_state,
