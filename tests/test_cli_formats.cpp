@@ -120,7 +120,7 @@ TEST_P(CliFormats, RunServeBenchInspectQualityConvertVerify) {
     // The text too where it is whole UTF-8: where a token ends inside a UTF-8 sequence, run writes
     // one U+FFFD and the server two (seen on the MoE and W4A16 forms; left to the server's owners).
     const std::string rt = j["text"];
-    if (rt.find("\xEF\xBF\xBD") == std::string::npos) EXPECT_EQ(c.text, rt);
+    if (rt.find("\xEF\xBF\xBD") == std::string::npos) { EXPECT_EQ(c.text, rt); }
     EXPECT_EQ(srv.terminate(), 0) << srv.log();
   }
 

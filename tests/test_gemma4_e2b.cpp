@@ -135,7 +135,7 @@ TEST_F(Gemma4E2b, ModelOptFormRunsNearItsFakeQuant) {
     // Nearer ModelOpt's fake-quantized model than the float model is; not within float noise at a
     // prompt's first position as the base fixture is (0.49 there, 6e-4 on the base fixture: open,
     // see fixtures/gemma4-e2b/README.md).
-    if (mode == Mode::w4a4) EXPECT_LT(d.median(), 0.6 * float_vs.median());
+    if (mode == Mode::w4a4) { EXPECT_LT(d.median(), 0.6 * float_vs.median()); }
   }
 }
 

@@ -38,7 +38,11 @@ enum class Need { none, optional, required };
 //                Qwen3-MoE, OLMoE.
 //   softmax_topk: softmax over the k selected logits (Mixtral). Equal, in exact arithmetic, to
 //                softmax_all renormalised, which is how llama.cpp computes it.
-enum class MoeGating { softmax_all, softmax_topk };
+//   sigmoid_bias: s = sigmoid(l); the k largest s + e_score_correction_bias (within the topk_group
+//                best of n_group groups, a group scored by its two largest); weights s of the k,
+//                divided by their sum when asked, times routed_scaling_factor (Nemotron-H,
+//                DeepSeek-V3's router).
+enum class MoeGating { softmax_all, softmax_topk, sigmoid_bias };
 
 // Where RMSNorm of q and k applies (qk_norm): over each head (Qwen3, weights [head_dim]) or over
 // the whole projection (OLMoE, weights [n_head * head_dim] and [n_head_kv * head_dim]).

@@ -62,8 +62,22 @@ struct RopeLayerConfig {
 };
 
 // What a layer mixes tokens with (its sequence state's kind follows): attention (a KV cache),
-// linear attention (Gated DeltaNet: a recurrent state), Mamba (room for Nemotron-H).
-enum class MixerKind { attention, linear_attention, mamba };
+// linear attention (Gated DeltaNet: a recurrent state), Mamba-2 (Nemotron-H: a recurrent state),
+// or nothing (Nemotron-H's MLP and MoE layers: no state).
+enum class MixerKind { attention, linear_attention, mamba, none };
+
+// A Mamba-2 layer's sizes (Nemotron-H; kernels/mamba2.h): n_heads heads of head_dim channels,
+// n_groups groups of B and C (d_state each) shared by n_heads / n_groups heads, the causal conv's
+// taps, dt clamped to [dt_min, dt_max] (time_step_limit) and the gated RMSNorm's group size.
+struct MambaConfig {
+  int64_t n_heads = 0, head_dim = 0, d_state = 0, n_groups = 0, conv_kernel = 0;
+  double dt_min = 0.0, dt_max = 0.0;  // dt_max <= 0: no upper limit
+  int64_t inner() const { return n_heads * head_dim; }
+  int64_t conv_dim() const { return inner() + 2 * n_groups * d_state; }
+  int64_t norm_group() const { return n_groups > 0 ? inner() / n_groups : 0; }
+  // A sequence's state for one layer: the conv window, then each head's [d_state][head_dim].
+  int64_t state_floats() const { return conv_dim() * (conv_kernel - 1) + n_heads * d_state * head_dim; }
+};
 
 // A Gated DeltaNet layer's sizes (Qwen3.5 / Qwen3.6 / Qwen3-Next; kernels/gated_delta.h).
 struct LinearAttnConfig {
@@ -96,6 +110,7 @@ struct ModelConfig {
   // head's queries, then that head's gate: 2 * q_dim rows).
   std::vector<MixerKind> mixers;
   LinearAttnConfig linear;
+  MambaConfig mamba;
   int64_t n_rot = 0;
   bool attn_out_gate = false;
   // Per-layer attention shapes and their RoPE tables (Gemma 4; empty for every other family), the
@@ -107,6 +122,18 @@ struct ModelConfig {
   // Gemma 4: the MLP width of the KV-shared layers (use_double_wide_mlp: 2 n_ff; 0: n_ff), and the
   // per-layer embeddings' width per layer (hidden_size_per_layer_input; 0: none).
   int64_t n_ff_kv_shared = 0, n_embd_per_layer = 0;
+  // Nemotron-H: attention without RoPE; the router's sigmoid scores with a correction bias
+  // (MoeGating::sigmoid_bias) chosen in n_group groups of which topk_group are kept, the weights
+  // times routed_scale; experts in a latent width (0: n_embd) between two projections.
+  bool no_rope = false;
+  std::string pattern;  // Nemotron-H: each layer's kind, hybrid_override_pattern's letters (M * - E)
+  int64_t n_group = 1, topk_group = 1, moe_latent = 0;
+  float routed_scale = 1.0f;
+  // The recurrent state's floats of layer l (0 for a layer without one).
+  int64_t recurrent_floats(int64_t l) const {
+    const MixerKind k = mixer(l);
+    return k == MixerKind::linear_attention ? linear.state_floats() : k == MixerKind::mamba ? mamba.state_floats() : 0;
+  }
   int64_t max_q_dim() const {
     int64_t q = q_dim();
     for (const AttnLayerConfig& a : attn_layers) q = std::max(q, n_head * a.head_dim);

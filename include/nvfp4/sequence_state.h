@@ -27,6 +27,8 @@ enum class StateKind {
   // A layer that reads another layer's keys and values (Gemma 4's KV sharing,
   // num_kv_shared_layers) and keeps nothing of its own: what its source can do, it can.
   shared_kv,
+  // Nothing (a layer without a token mixer: Nemotron-H's MLP and MoE layers): any prefix.
+  none,
   // Room for, not built: latent (MLA's compressed KV: as full_attention).
 };
 const char* state_kind_name(StateKind k);
@@ -113,6 +115,19 @@ class RecurrentState final : public LayerState {
   std::vector<float> snaps_;      // [max_snapshots][floats], allocated by the first snapshot()
   std::vector<int64_t> snap_pos_; // each slot's position; -1: empty
   int64_t armed_from_ = 0, armed_to_ = -1;  // snapshot() asked for positions (armed_from_, armed_to_]
+};
+
+// The kind of a layer that keeps nothing (StateKind::none): any prefix, no bytes.
+class StatelessState final : public LayerState {
+ public:
+  StateKind kind() const override { return StateKind::none; }
+  StateCaps caps() const override { return {true, false, true}; }
+  size_t bytes() const override { return 0; }
+  std::string shape() const override { return "no state"; }
+  int64_t keepable(int64_t n, int64_t held) const override { return n < held ? n : held; }
+  void go_back(int64_t, int64_t) override {}
+  void snapshot(int64_t, int64_t) override {}
+  void copy_prefix(const LayerState& from, int64_t n, int64_t from_held) override;
 };
 
 }  // namespace nvfp4

@@ -247,7 +247,9 @@ int run(const Opt& o) {
   int64_t n_attn = 0;
   for (int64_t l = 0; l < mc.n_layer; ++l) n_attn += mc.mixer(l) == MixerKind::attention;
   const double kv_per_pos = static_cast<double>(2 * n_attn * mc.kv_dim()) * (o.m.kv == "f16" ? 2.0 : 4.0);  // bytes
-  const double state_bpt = 2.0 * static_cast<double>(mc.n_layer - n_attn) * static_cast<double>(mc.linear.state_floats()) * 4.0;
+  double state_floats = 0;  // every recurrent layer's state (Gated DeltaNet or Mamba-2)
+  for (int64_t l = 0; l < mc.n_layer; ++l) state_floats += static_cast<double>(mc.recurrent_floats(l));
+  const double state_bpt = 2.0 * state_floats * 4.0;
   const double kv_mib = kv_per_pos * static_cast<double>(o.prompt + o.gen) / (1024.0 * 1024.0);
   const double w_mib = static_cast<double>(L.model->weight_bytes()) / (1024.0 * 1024.0);
   // The keys and values a generated token reads from its cache, on average over the timed
@@ -263,7 +265,7 @@ int run(const Opt& o) {
   j["weights_mib"] = w_mib;
   j["kv_mib"] = kv_mib;
   // A hybrid's recurrent states (one sequence, no snapshots: the timed runs do not speculate).
-  const double state_mib = static_cast<double>(mc.n_layer - n_attn) * static_cast<double>(mc.linear.state_floats()) * 4.0 / (1024.0 * 1024.0);
+  const double state_mib = state_floats * 4.0 / (1024.0 * 1024.0);
   j["state_mib"] = state_mib;
   j["peak_rss_vs_weights_kv"] = rss / (w_mib + kv_mib + state_mib);
   j["dispatches_per_token"] = ms.dispatches_per_token;

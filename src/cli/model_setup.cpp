@@ -1,3 +1,4 @@
+#include "io/json_config.h"
 #include "nvfp4/mapped_file.h"
 #include "cli/model_setup.h"
 
@@ -102,8 +103,13 @@ std::string kv_cache_note(const Checkpoint& ck, const std::string& kv) {
   for (const char* name : {"hf_quant_config.json", "config.json"}) {
     const fs::path f = dir / name;
     if (!fs::exists(f)) continue;
-    const auto j = nlohmann::json::parse(read_text_file(f.string()), nullptr, false);
-    if (j.is_discarded() || !j.is_object()) continue;
+    nlohmann::json j;
+    try {  // config.json as Python writes it (bare Infinity: io/json_config.h)
+      j = std::string(name) == "config.json" ? parse_config_json(read_text_file(f.string()), f.string()) : nlohmann::json::parse(read_text_file(f.string()));
+    } catch (const nlohmann::json::exception&) {
+      continue;
+    }
+    if (!j.is_object()) continue;
     const nlohmann::json* q = j.contains("quantization") ? &j["quantization"] : j.contains("quantization_config") ? &j["quantization_config"] : nullptr;
     if (!q || !q->is_object()) continue;
     if (q->contains("kv_cache_quant_algo") && (*q)["kv_cache_quant_algo"].is_string())

@@ -14,6 +14,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "io/json_config.h"
 #include "convert/convert_modelopt.h"
 #include "nvfp4/mapped_file.h"
 #include "text/hf_tokenizer_writer.h"
@@ -223,7 +224,13 @@ ConvertReport convert_to_modelopt_dir(const Checkpoint& ck, const std::string& o
   Json config;
   if (ck.info().container == "safetensors") {
     fs::path dir = fs::is_directory(file) ? fs::path(file) : fs::path(file).parent_path();
-    if (fs::exists(dir / "config.json")) config = Json::parse(read_regular_file((dir / "config.json").string()), nullptr, false);
+    if (fs::exists(dir / "config.json")) {
+      try {  // as Python writes it (bare Infinity: io/json_config.h)
+        config = parse_config_json(read_regular_file((dir / "config.json").string()), (dir / "config.json").string());
+      } catch (const Json::exception&) {
+        config = Json();
+      }
+    }
     if (!config.is_object()) config = config_from_meta(ck);
   } else {
     config = config_from_meta(ck);

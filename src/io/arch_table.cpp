@@ -68,6 +68,11 @@ const ArchInfo kArchs[] = {
     {.name = "gemma4", .gguf_name = "gemma4", .hf_model_types = {"gemma4_text", "gemma4"},
      .hf_architectures = {"Gemma4ForCausalLM", "Gemma4ForConditionalGeneration"}, .rope = RopeStyle::neox,
      .qk_norm = Need::required, .moe = Need::optional, .norm_topk_default = true, .block = "gemma4"},
+    // Nemotron-H / Nemotron 3 (src/models/nemotron_h.cpp): Mamba-2, attention without RoPE,
+    // squared-ReLU MLP and MoE layers in a pattern; a sigmoid router with a correction bias.
+    {.name = "nemotron_h", .gguf_name = "nemotron_h", .hf_model_types = {"nemotron_h"},
+     .hf_architectures = {"NemotronHForCausalLM"}, .rope = RopeStyle::neox, .moe = Need::optional,
+     .gating = MoeGating::sigmoid_bias, .norm_topk_default = true, .shared_expert = Need::optional, .block = "nemotron_h"},
 };
 
 const ArchTensor kLayer[] = {
@@ -99,6 +104,16 @@ const ArchTensor kLayer[] = {
     // Gemma 4's MoE block beside the MLP: the router, the experts' input norm and the two outputs' norms.
     {"ffn_gate_inp", "router.proj", "gemma4"}, {"pre_ffw_norm_2", "pre_feedforward_layernorm_2", "gemma4"},
     {"post_ffw_norm_1", "post_feedforward_layernorm_1", "gemma4"}, {"post_ffw_norm_2", "post_feedforward_layernorm_2", "gemma4"},
+    // Nemotron-H (backbone.layers.N.* read as model.layers.N.*): one norm and one mixer per layer.
+    {"attn_norm", "norm", "nemotron_h"},              {"ssm_in", "mixer.in_proj", "nemotron_h"},
+    {"ssm_conv1d", "mixer.conv1d", "nemotron_h"},     {"ssm_norm", "mixer.norm", "nemotron_h"},
+    {"ssm_out", "mixer.out_proj", "nemotron_h"},      {"attn_q", "mixer.q_proj", "nemotron_h"},
+    {"attn_k", "mixer.k_proj", "nemotron_h"},         {"attn_v", "mixer.v_proj", "nemotron_h"},
+    {"attn_output", "mixer.o_proj", "nemotron_h"},    {"ffn_up", "mixer.up_proj", "nemotron_h"},
+    {"ffn_down", "mixer.down_proj", "nemotron_h"},    {"ffn_gate_inp", "mixer.gate", "nemotron_h"},
+    {"ffn_up_shexp", "mixer.shared_experts.up_proj", "nemotron_h"},
+    {"ffn_down_shexp", "mixer.shared_experts.down_proj", "nemotron_h"},
+    {"ffn_latent_in", "mixer.fc1_latent_proj", "nemotron_h"}, {"ffn_latent_out", "mixer.fc2_latent_proj", "nemotron_h"},
 };
 
 // The routed experts, one 2-D tensor per expert on the HF side (transformers' own checkpoints and
@@ -121,13 +136,17 @@ const ArchExpertTensor kExpert[] = {
     {"ffn_gate_exps", "experts.*.gate_proj", "gemma4"},
     {"ffn_up_exps", "experts.*.up_proj", "gemma4"},
     {"ffn_down_exps", "experts.*.down_proj", "gemma4"},
+    // Nemotron-H's non-gated experts (up and down only).
+    {"ffn_up_exps", "mixer.experts.*.up_proj", "nemotron_h"},
+    {"ffn_down_exps", "mixer.experts.*.down_proj", "nemotron_h"},
 };
 
 const ArchTensor kGlobal[] = {
     {"token_embd", "model.embed_tokens"}, {"output_norm", "model.norm"}, {"output", "lm_head"},
     // Gemma 4's per-layer embeddings (llama.cpp's gemma3n names).
     {"per_layer_token_embd", "model.embed_tokens_per_layer"}, {"per_layer_model_proj", "model.per_layer_model_projection"},
-    {"per_layer_proj_norm", "model.per_layer_projection_norm"}};
+    {"per_layer_proj_norm", "model.per_layer_projection_norm"},
+    {"token_embd", "model.embeddings", "nemotron_h"}, {"output_norm", "model.norm_f", "nemotron_h"}};
 
 }  // namespace
 

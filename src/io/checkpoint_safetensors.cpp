@@ -1,5 +1,6 @@
 #include "nvfp4/mapped_file.h"
 #include "io/checkpoint_safetensors.h"
+#include "io/json_config.h"
 
 #include <algorithm>
 #include <cmath>
@@ -39,10 +40,12 @@ bool ends_with(const std::string& s, const std::string& suf) {
   return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
 }
 
+// config.json is read as Python writes it (bare Infinity / NaN: io/json_config.h); the rest strictly.
 std::optional<Json> read_json(const fs::path& p) {
   if (!fs::exists(p)) return std::nullopt;
   const std::string text = read_regular_file(p.string());  // a FIFO or device is refused, not waited on
   try {
+    if (p.filename() == "config.json") return parse_config_json(text, p.string());
     return Json::parse(text);
   } catch (const Json::exception& e) {
     throw Error(p.string(), "", "not valid JSON", "a JSON document", e.what());
@@ -509,7 +512,7 @@ class StCheckpoint final : public Checkpoint {
   // tower and multi-token-prediction layers: they are listed (info().set_aside) and left out.
   void set_aside_parts(const nlohmann::json& config, std::set<std::string>& used) {
     const ArchInfo* a = hf_config_arch(config);
-    if (!a || !(a->gated_delta || a->block == "gemma4")) return;
+    if (!a || !(a->gated_delta || a->block == "gemma4" || a->block == "nemotron_h")) return;
     static constexpr std::pair<std::string_view, std::string_view> kParts[] = {
         {"model.visual.", "vision tower"}, {"mtp.", "multi-token-prediction (MTP) layers"}};
     // Gemma 4's multimodal release: its vision and audio towers and their embedders.
@@ -519,7 +522,7 @@ class StCheckpoint final : public Checkpoint {
     using Part = std::pair<std::string_view, std::string_view>;
     const std::span<const Part> parts = a->block == "gemma4" ? std::span<const Part>(kGemma4) : std::span<const Part>(kParts);
     for (const auto& [prefix, what] : parts) {
-      if (mtp_ && prefix == "mtp.") {
+      if (mtp_ && prefix == "mtp." && a->block != "nemotron_h") {  // (Nemotron-H's MTP layers: listed, not run yet)
         read_mtp();
         continue;
       }

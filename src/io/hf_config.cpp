@@ -347,11 +347,15 @@ MetaList hf_config_meta(const Json& top, const std::string& file, std::map<std::
   };
   const char* act_fn = arch->block == "gemma4" ? "gelu_pytorch_tanh" : "silu";  // Gemma: GeGLU (gelu with tanh)
   for (const char* act : {"hidden_act", "hidden_activation"})
-    if (c.contains(act) && !c[act].is_null() && c[act] != act_fn) refuse(act, "\"" + std::string(act_fn) + "\"", c[act]);
+    if (arch->block != "nemotron_h" && c.contains(act) && !c[act].is_null() && c[act] != act_fn)
+      refuse(act, "\"" + std::string(act_fn) + "\"", c[act]);
   if (c.contains("mlp_bias") && c["mlp_bias"].is_boolean() && c["mlp_bias"].get<bool>()) refuse("mlp_bias", "false", c["mlp_bias"]);
   if (arch->block == "gemma4") {
     gemma4_meta(c, r, refuse);
     rope = nullptr;  // per layer type, read above
+  } else if (arch->block == "nemotron_h") {
+    nemotron_h_meta(c, file, r.a, out);
+    rope = nullptr;  // no position encoding
   } else if (arch->gated_delta) {
     hybrid_meta(c, r, refuse, rope);
   } else if (c.contains("partial_rotary_factor") && c["partial_rotary_factor"].is_number() &&
@@ -380,7 +384,7 @@ MetaList hf_config_meta(const Json& top, const std::string& file, std::map<std::
     const bool on = c.contains("use_sliding_window") ? c["use_sliding_window"].is_boolean() && c["use_sliding_window"].get<bool>() : true;
     if (on) r.count("sliding_window", "attention.sliding_window");
   }
-  if (arch->moe != Need::none && arch->block != "gemma4") moe_meta(c, r, refuse);
+  if (arch->moe != Need::none && arch->block != "gemma4" && arch->block != "nemotron_h") moe_meta(c, r, refuse);
   if (c.contains("tie_word_embeddings") && c["tie_word_embeddings"].is_boolean()) {
     out.emplace_back("nvfp4.hf.tie_word_embeddings", boolean(c["tie_word_embeddings"].get<bool>()));
   }

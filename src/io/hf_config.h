@@ -27,6 +27,11 @@ using MetaList = std::vector<std::pair<std::string, gguf::Value>>;
 MetaList hf_config_meta(const nlohmann::json& config, const std::string& file,
                         std::map<std::string, std::string>* origin = nullptr);
 
+// Nemotron-H's own keys (hf_config_nemotron.cpp) under prefix a ("nemotron_h."): the layer
+// pattern, the Mamba-2 sizes and dt limits, the router's; throws nvfp4::Error naming `file`, the
+// key and its value for what the engine does not run.
+void nemotron_h_meta(const nlohmann::json& config, const std::string& file, const std::string& a, MetaList& out);
+
 // The family of a config.json, nullptr when unknown.
 const ArchInfo* hf_config_arch(const nlohmann::json& config);
 

@@ -74,18 +74,21 @@ struct WholeName {
 constexpr WholeName kWhole[] = {{"ssm_a_log", "linear_attn.A_log"}, {"ssm_dt.bias", "linear_attn.dt_bias"},
                                 {"layer_output_scale.weight", "layer_scalar"},  // Gemma 4's per-layer output scalar
                                 {"ffn_gate_inp_scale.weight", "router.scale"},  // Gemma 4's router input scale
-                                {"ffn_gate_exps_scale.weight", "router.per_expert_scale"}};
+                                {"ffn_gate_exps_scale.weight", "router.per_expert_scale"},
+                                // Nemotron-H's Mamba-2 parameters (read only: GGUF -> HF names the Gated DeltaNet's)
+                                {"ssm_a_log", "mixer.A_log"}, {"ssm_dt.bias", "mixer.dt_bias"}, {"ssm_d", "mixer.D"}};
 
 // Spellings that belong to their architecture alone in the HF -> GGUF direction: Gemma 4 reuses
 // other families' HF names for other tensors (its post_attention_layernorm is not an FFN norm).
-bool own_spelling(std::string_view arch) { return arch == "gemma4"; }
+bool own_spelling(std::string_view arch) { return arch == "gemma4" || arch == "nemotron_h"; }
 
 // Maps `name` (module + "." + suffix) from one side of the table to the other. The text model of
 // a vision-language release (model.language_model.*) is read as the text model's names.
 std::string map_name(const std::string& name_in, bool to_gguf, std::string_view arch) {
-  static constexpr std::string_view kVlmText = "model.language_model.";
-  const std::string name =
-      to_gguf && name_in.rfind(kVlmText, 0) == 0 ? "model." + name_in.substr(kVlmText.size()) : name_in;
+  static constexpr std::string_view kVlmText = "model.language_model.", kBackbone = "backbone.";
+  const std::string name = to_gguf && name_in.rfind(kVlmText, 0) == 0    ? "model." + name_in.substr(kVlmText.size())
+                           : to_gguf && name_in.rfind(kBackbone, 0) == 0 ? "model." + name_in.substr(kBackbone.size())  // Nemotron-H
+                                                                         : name_in;
   {
     std::string n, rest;
     if (split_layer(name, to_gguf ? "model.layers." : "blk.", n, rest))

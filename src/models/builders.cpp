@@ -43,8 +43,10 @@ void build_attn(StepRun& s, const LayerWeights& L, int64_t l, const float* gate)
   const auto rope_store = [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const AttnToken& tk = w.step.tok[static_cast<size_t>(t)];
-      w.rope.apply(w.q.data() + t * qd, c.n_head, tk.pos);
-      w.rope.apply(w.k.data() + t * kvd, c.n_head_kv, tk.pos);
+      if (!c.no_rope) {  // (Nemotron-H's attention has no position encoding)
+        w.rope.apply(w.q.data() + t * qd, c.n_head, tk.pos);
+        w.rope.apply(w.k.data() + t * kvd, c.n_head_kv, tk.pos);
+      }
       tk.kv->store(kl, tk.pos, w.k.data() + t * kvd, w.v.data() + t * kvd);
     }
   };
@@ -78,6 +80,16 @@ void build_dense_ffn(StepRun& s, const LayerWeights& L) {
   Workspace::Impl& w = s.ws;
   const int64_t n = s.n, d = c.n_embd;
   PartTimer timer(w.prof, StepProfile::mlp, static_cast<double>(L.gate.bytes + L.up.bytes + L.down.bytes));
+  if (L.gate.n_out == 0) {  // Nemotron-H: down(relu(up(xn))^2), mlp_rows tokens a pass
+    const int64_t ff = c.n_ff, rows = mlp_rows(s.m.mode, n);
+    for (int64_t t0 = 0; t0 < n; t0 += rows) {
+      const StepRun r = s.rows(std::min(rows, n - t0));
+      r.run(L.up, w.xn.data() + t0 * d, w.g.data());
+      relu2_rows(w.g.data(), r.n * ff);
+      r.run(L.down, w.g.data(), w.o.data() + t0 * d);
+    }
+    return;
+  }
   // Passes of at most mlp_rows tokens; SwiGLU of each chunk's rows right after its gate and up
   // tiles, in the same dispatch.
   const int64_t ff = c.n_ff, rows = mlp_rows(s.m.mode, n);
@@ -97,6 +109,7 @@ void build_ffn(StepRun& s, const LayerWeights& L) {
   switch (L.ffn) {
     case FfnKind::moe: moe_ffn(s, L, w.xn.data(), w.o.data()); break;
     case FfnKind::dense: build_dense_ffn(s, L); break;
+    case FfnKind::none: return;
   }
   s.residual(w.x.data(), w.o.data(), d);
 }

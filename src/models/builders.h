@@ -32,6 +32,10 @@ void build_qkv_gated(StepRun& s, const LayerWeights& L);
 // xn = RMSNorm(x) * attn_norm, the input projections, the recurrence of each sequence's tokens in
 // step order over its recurrent state (kernels/gated_delta.h), out_proj, and x += out.
 void build_gated_delta(StepRun& s, const LayerWeights& L, int64_t layer);
+// A Mamba-2 layer (Nemotron-H; src/models/mamba_layer.cpp): xn = RMSNorm(x) * attn_norm, in_proj,
+// the scan of each sequence's tokens in step order over its recurrent state (kernels/mamba2.h),
+// out_proj, and x += out.
+void build_mamba(StepRun& s, const LayerWeights& L, int64_t layer);
 // xn = RMSNorm(x) * ffn_norm, the layer's FFN by its kind (dense SwiGLU or mixture of experts),
 // and x += its output.
 void build_ffn(StepRun& s, const LayerWeights& L);
@@ -47,6 +51,14 @@ struct MoeOptions {
 // The mixture-of-experts FFN (src/models/moe_ffn.cpp): out[t] for the step's normed rows xn[t].
 void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out, const MoeOptions& opt = {});
 // The router's choice for one token: sel[j] and weight[j] for j < n_expert_used, in rank order.
-void route(const ModelConfig& c, const float* logits, int32_t* sel, float* weight);
+// bias: MoeGating::sigmoid_bias's e_score_correction_bias [n_expert] (null: none).
+void route(const ModelConfig& c, const float* logits, int32_t* sel, float* weight, const float* bias = nullptr);
+// g[i] = relu(g[i])^2 in float (Nemotron-H's squared ReLU): r = max(g, 0), r * r.
+inline void relu2_rows(float* g, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float r = g[i] > 0.0f ? g[i] : 0.0f;
+    g[i] = r * r;
+  }
+}
 
 }  // namespace nvfp4

@@ -45,4 +45,9 @@ void gemma4_block(StepRun& s, int64_t layer);
 void gemma4_configure(Loader& L, const std::string& a, ModelConfig& c);
 void gemma4_load_layer(const Loader& L, const std::string& b, const ModelConfig& c, LayerWeights& w);
 
+// Nemotron-H / Nemotron 3 (src/models/nemotron_h.cpp).
+void nemotron_h_block(StepRun& s, int64_t layer);
+void nemotron_h_configure(Loader& L, const std::string& a, ModelConfig& c);
+void nemotron_h_load_layer(const Loader& L, const std::string& b, const ModelConfig& c, LayerWeights& w);
+
 }  // namespace nvfp4

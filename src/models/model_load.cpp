@@ -1,6 +1,7 @@
 // Model::load: configuration from GGUF-style metadata, every tensor checked for presence and
 // shape, linear layers prepared for their kernels, refusals before any inference. The family's
 // file (src/models/<family>.cpp) may read its own hyperparameters and layers (families.h).
+#include <algorithm>
 #include <cstdlib>  // defines __GLIBC__ where there is one
 #include <filesystem>
 #if defined(__GLIBC__)
@@ -277,6 +278,8 @@ size_t Model::weight_bytes() const {
     b += (l.attn_norm.size() + l.ffn_norm.size() + l.q_norm.size() + l.k_norm.size()) * 4;
     b += (l.post_attn_norm.size() + l.post_ffn_norm.size() + l.ple_post_norm.size()) * 4;
     b += (l.lin.conv_w.size() + l.lin.A_log.size() + l.lin.dt_bias.size() + l.lin.norm.size()) * 4;
+    b += (l.mamba.conv_w.size() + l.mamba.conv_b.size() + l.mamba.A_log.size() + l.mamba.dt_bias.size() + l.mamba.D.size() +
+          l.mamba.norm.size() + l.exp_bias.size()) * 4;
     b += l.router.bytes() + l.sh_gate_inp.bytes();
     for (const MatMul* mm : l.matmuls()) b += mm->bytes + mm->bias.size() * 4;
   }
@@ -301,6 +304,27 @@ size_t Model::bytes_per_token() const {
 }
 
 namespace {
+// Nemotron-H's layers: ", layers M-M*E: 2 Mamba-2 (8 heads of 16, state 16, 2 groups, conv 4),
+// 1 attention, 1 MLP (squared ReLU), 1 MoE (sigmoid router, 2 groups keep 1, scale 2.5, latent 32)".
+std::string nemotron_text(const ModelConfig& c) {
+  if (c.pattern.empty()) return "";
+  const auto n = [&](char ch) { return std::to_string(std::count(c.pattern.begin(), c.pattern.end(), ch)); };
+  const MambaConfig& m = c.mamba;
+  std::string s = ", layers " + c.pattern + ": " + n('M') + " Mamba-2";
+  if (m.n_heads > 0)
+    s += " (" + std::to_string(m.n_heads) + " heads of " + std::to_string(m.head_dim) + ", state " + std::to_string(m.d_state) + ", " +
+         std::to_string(m.n_groups) + " groups, conv " + std::to_string(m.conv_kernel) + ")";
+  s += ", " + n('*') + " attention, " + n('-') + " MLP (squared ReLU), " + n('E') + " MoE";
+  if (c.n_expert > 0) {
+    s += " (sigmoid router";
+    if (c.n_group > 1) s += ", " + std::to_string(c.n_group) + " groups keep " + std::to_string(c.topk_group);
+    if (c.routed_scale != 1.0f) s += ", scale " + std::to_string(c.routed_scale);
+    if (c.moe_latent > 0) s += ", latent " + std::to_string(c.moe_latent);
+    s += ")";
+  }
+  return s;
+}
+
 // Gemma 4's layers of each attention shape: ", 4 sliding-window layers (window 8, 2 KV heads of 16,
 // RoPE over 16 dimensions) and 2 global (1 KV head of 32, K = V, RoPE over 8 dimensions)".
 std::string attn_layers_text(const ModelConfig& c) {
@@ -340,13 +364,14 @@ std::vector<std::string> Model::describe() const {
                                                                            : c.norm_topk ? ", renormalised" : "") +
                                       (c.n_ff_shexp > 0 ? ", shared expert of " + std::to_string(c.n_ff_shexp) : "") + ")"
                                 : "") +
-                (c.mixers.empty() ? ""
+                (c.mixers.empty() || !c.pattern.empty() ? ""
                                   : ", " + std::to_string(c.n_layer - m.n_kv_layer) + " Gated DeltaNet layers (" +
                                         std::to_string(c.linear.n_k_heads) + " key / " + std::to_string(c.linear.n_v_heads) +
                                         " value heads of " + std::to_string(c.linear.d_k) + "/" + std::to_string(c.linear.d_v) +
                                         ", conv " + std::to_string(c.linear.conv_kernel) + ") and " + std::to_string(m.n_kv_layer) +
                                         " attention layers with output gate") +
-                attn_layers_text(c) + ", RoPE " + (c.rope.style == RopeStyle::neox ? "NeoX" : "adjacent pairs") +
+                nemotron_text(c) + attn_layers_text(c) + (c.no_rope ? ", no RoPE" : ", RoPE ") +
+                (c.no_rope ? "" : c.rope.style == RopeStyle::neox ? "NeoX" : "adjacent pairs") +
                 (c.n_rot > 0 ? " over " + std::to_string(c.n_rot) + " of " + std::to_string(c.head_dim) + " dimensions" : "") +
                 (c.rope.freq_factors.empty() ? "" : " with frequency factors") +
                 (c.rope.linear_factor != 1.0 ? " linear x" + std::to_string(c.rope.linear_factor) : ""));

@@ -34,7 +34,61 @@ float key(float v) { return std::isnan(v) ? -INFINITY : v; }
 
 }  // namespace
 
-void route(const ModelConfig& c, const float* logits, int32_t* sel, float* weight) {
+namespace {
+// MoeGating::sigmoid_bias (Nemotron-H, nvfp4/arch.h): s = float(sigmoid(l)) in double; the choice
+// score s + bias in float; a group scores the sum of its two best choices (float); the topk_group
+// best groups (equal: the lower index) keep their experts, the others drop out; the k best
+// choices (equal: the lower expert index); weights s_j / (sum_j s_j + 1e-20) when renormalised,
+// times routed_scale, in double (the sum in rank order) rounded once.
+void route_sigmoid(const ModelConfig& c, const float* logits, const float* bias, int32_t* sel, float* weight) {
+  const int64_t ne = c.n_expert, k = c.n_expert_used;
+  std::vector<float> sc(static_cast<size_t>(ne)), ch(static_cast<size_t>(ne));
+  for (int64_t e = 0; e < ne; ++e) {
+    sc[static_cast<size_t>(e)] = static_cast<float>(1.0 / (1.0 + pinned::exp(-static_cast<double>(key(logits[e])))));
+    ch[static_cast<size_t>(e)] = key(sc[static_cast<size_t>(e)] + (bias ? bias[e] : 0.0f));
+  }
+  if (c.n_group > 1) {
+    const int64_t gs = ne / c.n_group;
+    std::vector<float> gscore(static_cast<size_t>(c.n_group));
+    for (int64_t g = 0; g < c.n_group; ++g) {
+      float a = -INFINITY, b = -INFINITY;  // the two best of the group
+      for (int64_t e = g * gs; e < (g + 1) * gs; ++e) {
+        const float v = ch[static_cast<size_t>(e)];
+        if (v > a) b = a, a = v;
+        else if (v > b) b = v;
+      }
+      gscore[static_cast<size_t>(g)] = a + b;
+    }
+    std::vector<int32_t> gorder(static_cast<size_t>(c.n_group));
+    std::iota(gorder.begin(), gorder.end(), 0);
+    std::stable_sort(gorder.begin(), gorder.end(), [&](int32_t x, int32_t y) { return key(gscore[static_cast<size_t>(x)]) > key(gscore[static_cast<size_t>(y)]); });
+    for (size_t j = static_cast<size_t>(c.topk_group); j < gorder.size(); ++j)
+      for (int64_t e = gorder[j] * gs; e < (gorder[j] + 1) * gs; ++e) ch[static_cast<size_t>(e)] = -INFINITY;
+  }
+  std::vector<int32_t> order(static_cast<size_t>(ne));
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
+    const float la = ch[static_cast<size_t>(a)], lb = ch[static_cast<size_t>(b)];
+    return la > lb || (la == lb && a < b);
+  });
+  double sum = 0.0;
+  for (int64_t j = 0; j < k; ++j) {
+    sel[j] = order[static_cast<size_t>(j)];
+    sum += static_cast<double>(sc[static_cast<size_t>(sel[j])]);
+  }
+  for (int64_t j = 0; j < k; ++j) {
+    double v = static_cast<double>(sc[static_cast<size_t>(sel[j])]);
+    if (c.norm_topk) v /= sum + 1e-20;
+    weight[j] = static_cast<float>(v * static_cast<double>(c.routed_scale));
+  }
+}
+}  // namespace
+
+void route(const ModelConfig& c, const float* logits, int32_t* sel, float* weight, const float* bias) {
+  if (c.gating == MoeGating::sigmoid_bias) {
+    route_sigmoid(c, logits, bias, sel, weight);
+    return;
+  }
   const int64_t ne = c.n_expert, k = c.n_expert_used;
   std::vector<int32_t> order(static_cast<size_t>(ne));
   std::iota(order.begin(), order.end(), 0);
@@ -61,25 +115,41 @@ void route(const ModelConfig& c, const float* logits, int32_t* sel, float* weigh
   for (int64_t j = 0; j < k; ++j) weight[j] = static_cast<float>(c.norm_topk ? pe[static_cast<size_t>(j)] / sel_sum : pe[static_cast<size_t>(j)]);
 }
 
-void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out, const MoeOptions& opt) {
-  // The experts' activation: SwiGLU, or Gemma 4's GeGLU (gelu with tanh).
-  const auto act = [&](float* g, const float* u, int64_t count) {
+void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn_in, float* out_in, const MoeOptions& opt) {
+  // The gated experts' activation: SwiGLU, or Gemma 4's GeGLU (gelu with tanh).
+  const auto glu = [&](float* g, const float* u, int64_t count) {
     if (!opt.gelu) return swiglu_rows(g, u, count);
     for (int64_t i = 0; i < count; ++i) g[i] = gelu_tanh(g[i]) * u[i];
   };
   const ModelConfig& c = s.m.cfg;
   Workspace::Impl& w = s.ws;
-  const int64_t n = s.n, d = c.n_embd, k = c.n_expert_used, ff = c.n_ff_exp;
+  // LatentMoE: the experts read and write the latent width; lat_in before them, lat_out after.
+  const bool latent = L.lat_in.n_out > 0;
+  const bool gated = L.experts[0].gate.n_out > 0;  // SwiGLU experts; else squared ReLU (Nemotron-H)
+  const int64_t n = s.n, d = latent ? c.moe_latent : c.n_embd, k = c.n_expert_used, ff = c.n_ff_exp;
+  const float* xn = xn_in;
+  float* out = out_in;
+  if (latent) {
+    w.moe_lat.resize(static_cast<size_t>(n * d));
+    w.moe_sum.resize(static_cast<size_t>(n * d));
+    {
+      PartTimer timer(w.prof, StepProfile::experts, static_cast<double>(L.lat_in.bytes));
+      s.run(L.lat_in, xn_in, w.moe_lat.data());
+    }
+    xn = w.moe_lat.data();
+    out = w.moe_sum.data();
+  }
   const size_t nk = static_cast<size_t>(n * k);
   w.moe_logits.resize(static_cast<size_t>(n * c.n_expert));
   w.moe_sel.resize(nk);
   w.moe_w.resize(nk);
   {
     PartTimer timer(w.prof, StepProfile::router, static_cast<double>(L.router.bytes()));
-    s.dense(L.router, opt.router_in ? opt.router_in : xn, n, w.moe_logits.data());
+    s.dense(L.router, opt.router_in ? opt.router_in : xn_in, n, w.moe_logits.data());
+    const float* bias = L.exp_bias.empty() ? nullptr : L.exp_bias.data();
     const auto route_rows = [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
-        route(c, w.moe_logits.data() + t * c.n_expert, w.moe_sel.data() + t * k, w.moe_w.data() + t * k);
+        route(c, w.moe_logits.data() + t * c.n_expert, w.moe_sel.data() + t * k, w.moe_w.data() + t * k, bias);
         if (opt.expert_scale)
           for (int64_t j = 0; j < k; ++j) w.moe_w[static_cast<size_t>(t * k + j)] *= (*opt.expert_scale)[static_cast<size_t>(w.moe_sel[static_cast<size_t>(t * k + j)])];
       }
@@ -106,7 +176,7 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out, con
     if (w.prof && w.moe_count[static_cast<size_t>(e) + 1] > w.moe_count[static_cast<size_t>(e)])
       w.prof->bytes[StepProfile::experts] += static_cast<double>(ex.gate.bytes + ex.up.bytes + ex.down.bytes);
   }
-  if (w.prof && L.sh_gate.n_out > 0)
+  if (w.prof && L.sh_up.n_out > 0)
     w.prof->bytes[StepProfile::experts] += static_cast<double>(L.sh_gate.bytes + L.sh_up.bytes + L.sh_down.bytes + L.sh_gate_inp.bytes());
   w.moe_y.resize(nk * static_cast<size_t>(d));
   w.moe_g.resize(nk * static_cast<size_t>(ff));
@@ -127,7 +197,7 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out, con
     for (int64_t e = 0; e < c.n_expert; ++e)
       if (rows_of(e) > 0) {
         const Expert& ex = L.experts[static_cast<size_t>(e)];
-        w.obs(ex.gate.name, x_of(e), rows_of(e), d);
+        if (gated) w.obs(ex.gate.name, x_of(e), rows_of(e), d);
         w.obs(ex.up.name, x_of(e), rows_of(e), d);
       }
   if (nvfp4) {
@@ -142,15 +212,26 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out, con
       const int64_t cnt = rows_of(e), b = w.moe_count[static_cast<size_t>(e)];
       if (cnt == 0) continue;
       const Expert& ex = L.experts[static_cast<size_t>(e)];
-      lin.insert(lin.end(), {&ex.gate.lin, &ex.up.lin});
-      rows.insert(rows.end(), 2, w.moe_tok.data() + b);
-      ns.insert(ns.end(), {cnt, cnt});
-      ys.insert(ys.end(), {w.moe_g.data() + b * ff, w.moe_u.data() + b * ff});
+      if (gated) {
+        lin.insert(lin.end(), {&ex.gate.lin, &ex.up.lin});
+        rows.insert(rows.end(), 2, w.moe_tok.data() + b);
+        ns.insert(ns.end(), {cnt, cnt});
+        ys.insert(ys.end(), {w.moe_g.data() + b * ff, w.moe_u.data() + b * ff});
+      } else {  // up alone, into g
+        lin.push_back(&ex.up.lin);
+        rows.push_back(w.moe_tok.data() + b);
+        ns.push_back(cnt);
+        ys.push_back(w.moe_g.data() + b * ff);
+      }
     }
     if (one) s.linear_group(lin, xn, 1, ys);
     else s.linear_routed(lin, xn, n, rows, ns, ys);
-    if (nk * static_cast<size_t>(ff) < 4096) act(w.moe_g.data(), w.moe_u.data(), static_cast<int64_t>(nk) * ff);
-    else s.parallel(static_cast<int64_t>(nk) * ff, [&](int64_t b, int64_t e) { act(w.moe_g.data() + b, w.moe_u.data() + b, e - b); }, 16);
+    const auto act = [&](int64_t b, int64_t e) {
+      if (gated) glu(w.moe_g.data() + b, w.moe_u.data() + b, e - b);
+      else relu2_rows(w.moe_g.data() + b, e - b);
+    };
+    if (nk * static_cast<size_t>(ff) < 4096) act(0, static_cast<int64_t>(nk) * ff);
+    else s.parallel(static_cast<int64_t>(nk) * ff, act, 16);
     lin.clear(), xs.clear(), ns.clear(), ys.clear();
     for (int64_t e = 0; e < c.n_expert; ++e) {
       const int64_t cnt = rows_of(e), b = w.moe_count[static_cast<size_t>(e)];
@@ -169,9 +250,14 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out, con
       const int64_t cnt = rows_of(e), b = w.moe_count[static_cast<size_t>(e)];
       if (cnt == 0) continue;
       const Expert& ex = L.experts[static_cast<size_t>(e)];
-      s.linear(ex.gate, x_of(e), cnt, w.moe_g.data() + b * ff);
-      s.linear(ex.up, x_of(e), cnt, w.moe_u.data() + b * ff);
-      act(w.moe_g.data() + b * ff, w.moe_u.data() + b * ff, cnt * ff);
+      if (gated) {
+        s.linear(ex.gate, x_of(e), cnt, w.moe_g.data() + b * ff);
+        s.linear(ex.up, x_of(e), cnt, w.moe_u.data() + b * ff);
+        glu(w.moe_g.data() + b * ff, w.moe_u.data() + b * ff, cnt * ff);
+      } else {
+        s.linear(ex.up, x_of(e), cnt, w.moe_g.data() + b * ff);
+        relu2_rows(w.moe_g.data() + b * ff, cnt * ff);
+      }
       if (w.obs) w.obs(ex.down.name, w.moe_g.data() + b * ff, cnt, ff);
       s.linear(ex.down, w.moe_g.data() + b * ff, cnt, w.moe_y.data() + b * d);
     }
@@ -191,19 +277,35 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn, float* out, con
       else for (int64_t i = 0; i < d; ++i) o[i] = o[i] + wt * y[i];
     }
   }
+  if (latent) {
+    PartTimer t2(w.prof, StepProfile::experts, static_cast<double>(L.lat_out.bytes));
+    s.run(L.lat_out, w.moe_sum.data(), out_in);
+  }
+  xn = xn_in;
+  out = out_in;
+  const int64_t fs = c.n_ff_shexp;
+  if (L.sh_gate.n_out == 0 && L.sh_up.n_out > 0) {
+    // Nemotron-H's shared expert: down(relu(up(n2))^2), added with weight 1.
+    s.run(L.sh_up, xn, w.g.data());
+    relu2_rows(w.g.data(), n * fs);
+    w.moe_y.resize(static_cast<size_t>(n * c.n_embd));
+    s.run(L.sh_down, w.g.data(), w.moe_y.data());
+    for (int64_t i = 0; i < n * c.n_embd; ++i) out[i] = out[i] + w.moe_y[static_cast<size_t>(i)];
+    return;
+  }
   if (L.sh_gate.n_out == 0) return;
   // The shared expert over every token, weighted by sigmoid(g_sh . n2) (float(1 / (1 + exp(-z)))).
-  const int64_t fs = c.n_ff_shexp;
+  const int64_t d_model = c.n_embd;
   s.run_group_rows({{&L.sh_gate, w.g.data()}, {&L.sh_up, w.u.data()}}, xn, [&](int64_t r0, int64_t r1) {
     for (int64_t t = 0; t < n; ++t) swiglu_rows(w.g.data() + t * fs + r0, w.u.data() + t * fs + r0, r1 - r0);
   });
-  w.moe_y.resize(static_cast<size_t>(n * d));
+  w.moe_y.resize(static_cast<size_t>(n * d_model));
   s.run(L.sh_down, w.g.data(), w.moe_y.data());
   w.moe_logits.resize(static_cast<size_t>(n));
   s.dense(L.sh_gate_inp, xn, n, w.moe_logits.data());
   for (int64_t t = 0; t < n; ++t) {
     const float g = static_cast<float>(1.0 / (1.0 + pinned::exp(-static_cast<double>(w.moe_logits[static_cast<size_t>(t)]))));
-    for (int64_t i = 0; i < d; ++i) out[t * d + i] = out[t * d + i] + g * w.moe_y[static_cast<size_t>(t * d + i)];
+    for (int64_t i = 0; i < d_model; ++i) out[t * d_model + i] = out[t * d_model + i] + g * w.moe_y[static_cast<size_t>(t * d_model + i)];
   }
 }
 

@@ -9,10 +9,14 @@ namespace nvfp4 {
 // its conv window and head matrices; a KV-shared layer (Gemma 4) nothing: it reads its source's.
 StateSpec layer_state_spec(const ModelConfig& c, int64_t l) {
   StateSpec s;
-  if (c.mixer(l) == MixerKind::linear_attention) {
+  if (c.mixer(l) == MixerKind::linear_attention || c.mixer(l) == MixerKind::mamba) {
     s.kind = StateKind::recurrent;
-    s.floats = c.linear.state_floats();
+    s.floats = c.recurrent_floats(l);
     s.max_snapshots = kSequenceSnapshots;
+    return s;
+  }
+  if (c.mixer(l) == MixerKind::none) {
+    s.kind = StateKind::none;
     return s;
   }
   s.kind = StateKind::full_attention;

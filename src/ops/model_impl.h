@@ -53,7 +53,10 @@ struct Expert {
 
 // What a layer's FFN is (its mixer: MixerKind, nvfp4/model.h): the kinds a family's block
 // dispatches on (src/models/builders.h).
-enum class FfnKind { dense, moe };
+// none: a layer without an FFN (Nemotron-H's Mamba and attention layers). A dense FFN or an
+// expert without a gate projection (gate.n_out == 0) is Nemotron-H's non-gated squared ReLU:
+// down(relu(up(x))^2).
+enum class FfnKind { dense, moe, none };
 
 // A Gated DeltaNet layer's weights (Qwen3.5 / Qwen3.6: in_proj_qkv, in_proj_z, in_proj_b,
 // in_proj_a; Qwen3-Next: the fused in_proj_qkvz and in_proj_ba, grouped per key head), conv1d
@@ -63,6 +66,14 @@ struct LinearAttnWeights {
   // PinnedDense (the same bits on every ISA, as the routers).
   MatMul qkv, z, qkvz, out, b, a, ba;
   std::vector<float> conv_w, A_log, dt_bias, norm;
+};
+
+// A Mamba-2 layer's weights (Nemotron-H; kernels/mamba2.h): in_proj (z | xBC | dt rows), conv1d
+// [conv_dim][kernel] and its bias (empty: none), A_log, dt_bias and D [n_heads], the gated
+// norm's weight [inner], out_proj.
+struct MambaWeights {
+  MatMul in, out;
+  std::vector<float> conv_w, conv_b, A_log, dt_bias, D, norm;
 };
 
 struct LayerWeights {
@@ -92,19 +103,26 @@ struct LayerWeights {
   MatMul sh_gate, sh_up, sh_down;
   PinnedDense sh_gate_inp;
   LinearAttnWeights lin;  // mixer linear_attention (q, k, v, o then unused)
+  MambaWeights mamba;     // mixer mamba
+  // Nemotron-H's router: e_score_correction_bias [n_expert] (MoeGating::sigmoid_bias), and the
+  // latent projections around the experts (LatentMoE: n_embd -> moe_latent -> n_embd; n_out 0: none).
+  std::vector<float> exp_bias;
+  MatMul lat_in, lat_out;
   // Every linear layer of the layer, for counting and checks.
   std::vector<const MatMul*> matmuls() const {
     std::vector<const MatMul*> out;
-    if (mixer == MixerKind::linear_attention) {
-      for (const MatMul* m : {&lin.qkv, &lin.z, &lin.qkvz, &lin.out, &lin.b, &lin.a, &lin.ba})
-        if (m->n_out > 0) out.push_back(m);
-    } else {
-      for (const MatMul* m : {&q, &k, &v, &o, &ple_gate, &ple_proj})
-        if (m->n_out > 0) out.push_back(m);  // (Gemma 4's K=V layers have no v, its KV-shared ones no k)
+    const auto add = [&](std::initializer_list<const MatMul*> ms) {
+      for (const MatMul* m : ms)
+        if (m->n_out > 0) out.push_back(m);  // (Gemma 4's K=V layers have no v, its KV-shared ones no k; non-gated FFNs no gate)
+    };
+    if (mixer == MixerKind::linear_attention) add({&lin.qkv, &lin.z, &lin.qkvz, &lin.out, &lin.b, &lin.a, &lin.ba});
+    else if (mixer == MixerKind::mamba) add({&mamba.in, &mamba.out});
+    else if (mixer == MixerKind::attention) add({&q, &k, &v, &o, &ple_gate, &ple_proj});
+    if (ffn == FfnKind::dense || gate.n_out > 0) add({&gate, &up, &down});  // (Gemma 4: a dense MLP beside its experts)
+    if (ffn == FfnKind::moe) {
+      for (const Expert& e : experts) add({&e.gate, &e.up, &e.down});
+      add({&sh_gate, &sh_up, &sh_down, &lat_in, &lat_out});
     }
-    if (experts.empty() || gate.n_out > 0) out.insert(out.end(), {&gate, &up, &down});  // (Gemma 4: beside its experts)
-    for (const Expert& e : experts) out.insert(out.end(), {&e.gate, &e.up, &e.down});
-    if (!experts.empty() && sh_gate.n_out > 0) out.insert(out.end(), {&sh_gate, &sh_up, &sh_down});
     return out;
   }
 };

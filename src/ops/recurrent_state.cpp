@@ -13,6 +13,7 @@ const char* state_kind_name(StateKind k) {
     case StateKind::recurrent: return "recurrent";
     case StateKind::sliding_window: return "sliding window (a ring of KV positions)";
     case StateKind::shared_kv: return "shared KV (reads an earlier layer's keys and values)";
+    case StateKind::none: return "none (a layer without a token mixer)";
   }
   return "?";
 }
@@ -112,6 +113,12 @@ void RecurrentState::copy_prefix(const LayerState& from, int64_t n, int64_t from
   std::fill(snap_pos_.begin(), snap_pos_.end(), -1);
   armed_from_ = 0;
   armed_to_ = -1;
+}
+
+void StatelessState::copy_prefix(const LayerState& from, int64_t n, int64_t from_held) {
+  if (from.kind() != StateKind::none || n < 0 || n > from_held)
+    throw Error("", "layer state", "copy a stateless layer's prefix from a stateless layer", "none, 0 .. " + std::to_string(from_held),
+                std::string(state_kind_name(from.kind())) + ", " + std::to_string(n));
 }
 
 }  // namespace nvfp4

@@ -49,7 +49,7 @@ Workspace::Impl::Impl(const Model::Impl& model, int64_t nb) : m(model), n_batch(
 }
 
 const char* StepProfile::name(int part) {
-  static constexpr const char* kNames[n_parts] = {"attention projections", "attention", "recurrent (Gated DeltaNet)", "router", "experts", "mlp", "head"};
+  static constexpr const char* kNames[n_parts] = {"attention projections", "attention", "recurrent (Gated DeltaNet or Mamba-2 layers)", "router", "experts", "mlp", "head"};
   return part >= 0 && part < n_parts ? kNames[part] : "?";
 }
 // ---- the shared pieces of a block -------------------------------------------------------------

@@ -79,6 +79,9 @@ Sequence::Sequence(std::span<const StateSpec> layers, int64_t n_ctx, KvType kv, 
                       "an earlier attention layer", std::to_string(s.source));
         impl_->layers.push_back(std::make_unique<SharedKvState>(s.source));
         break;
+      case StateKind::none:
+        impl_->layers.push_back(std::make_unique<StatelessState>());
+        break;
       case StateKind::recurrent:
         try {
           impl_->layers.push_back(std::make_unique<RecurrentState>(s.floats, s.max_snapshots));

@@ -63,9 +63,11 @@ void check_sequence(const Model::Impl& m, const Sequence& seq) {
       const StateKind want = a && a->kv_from >= 0 ? StateKind::shared_kv : a && a->window > 0 ? StateKind::sliding_window : StateKind::full_attention;
       if (st.kind() != want)
         refuse("layer " + std::to_string(l) + ": " + state_kind_name(st.kind()));
+    } else if (c.mixer(l) == MixerKind::none) {
+      if (st.kind() != StateKind::none) refuse("layer " + std::to_string(l) + ": " + state_kind_name(st.kind()));
     } else {
       const auto* r = dynamic_cast<const RecurrentState*>(&st);
-      if (!r || r->size() != c.linear.state_floats())
+      if (!r || r->size() != c.recurrent_floats(l))
         refuse("layer " + std::to_string(l) + ": " + state_kind_name(st.kind()) + ", " + st.shape());
     }
   }

@@ -1,0 +1,95 @@
+// A tolerant pre-pass over config.json (json_config.h): each bare Infinity, -Infinity or NaN
+// outside a string becomes a marker string ("\u0000Infinity", ...), the text is parsed as strict
+// JSON, and the markers are turned into float values in the tree. Inside strings nothing changes.
+#include "io/json_config.h"
+
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <string_view>
+
+#include "nvfp4/error.h"
+
+namespace nvfp4 {
+
+namespace {
+
+constexpr std::string_view kWords[] = {"-Infinity", "Infinity", "NaN"};
+// The marker a bare word becomes: U+0000, the tag, the word ("\u0000nvfp4:Infinity").
+constexpr std::string_view kTag = "nvfp4:";
+
+bool word_char(char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' || ch == '+' || ch == '-'; }
+
+// Turns the markers back into floats, counting them in n.
+void unmark(nlohmann::json& j, size_t& n) {
+  if (j.is_string()) {
+    const std::string& s = j.get_ref<const std::string&>();
+    if (s.size() < 2 + kTag.size() || s[0] != '\0' || s.compare(1, kTag.size(), kTag) != 0) return;
+    const std::string_view w = std::string_view(s).substr(1 + kTag.size());
+    if (w == "Infinity" || w == "-Infinity" || w == "NaN") ++n;
+    if (w == "Infinity") j = std::numeric_limits<double>::infinity();
+    else if (w == "-Infinity") j = -std::numeric_limits<double>::infinity();
+    else if (w == "NaN") j = std::numeric_limits<double>::quiet_NaN();
+    return;
+  }
+  // transformers 5's own spelling of the same values: {"__float__": "Infinity"}.
+  if (j.is_object() && j.size() == 1 && j.contains("__float__") && j["__float__"].is_string()) {
+    const std::string w = j["__float__"].get<std::string>();
+    if (w == "Infinity") j = std::numeric_limits<double>::infinity();
+    else if (w == "-Infinity") j = -std::numeric_limits<double>::infinity();
+    else if (w == "NaN") j = std::numeric_limits<double>::quiet_NaN();
+    return;
+  }
+  if (j.is_array() || j.is_object())
+    for (auto& v : j) unmark(v, n);
+}
+
+}  // namespace
+
+nlohmann::json parse_config_json(const std::string& text, const std::string& file) {
+  std::string out;
+  out.reserve(text.size() + 32);
+  bool in_string = false;
+  size_t words = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (in_string) {
+      out += ch;
+      if (ch == '\\' && i + 1 < text.size()) {
+        out += text[++i];
+      } else if (ch == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (ch == '"') {
+      in_string = true;
+      out += ch;
+      continue;
+    }
+    bool replaced = false;
+    if (i == 0 || !word_char(text[i - 1]))
+      for (const std::string_view w : kWords)
+        if (text.compare(i, w.size(), w) == 0 && (i + w.size() == text.size() || !word_char(text[i + w.size()]))) {
+          out += "\"\\u0000";
+          out += kTag;
+          out += w;
+          ++words;
+          out += '"';
+          i += w.size() - 1;
+          replaced = true;
+          break;
+        }
+    if (!replaced) out += ch;
+  }
+  nlohmann::json j = nlohmann::json::parse(out);
+  size_t found = 0;
+  unmark(j, found);
+  // A string of the file that spells a marker itself would have been read as a number.
+  if (found != words)
+    throw Error(file, "", "config.json: no string spelling the marker \\u0000" + std::string(kTag) + "<word>",
+                std::to_string(words) + " bare words", std::to_string(found) + " markers");
+  return j;
+}
+
+}  // namespace nvfp4
