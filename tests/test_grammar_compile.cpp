@@ -41,6 +41,7 @@ TEST(GrammarCompile, SentencePieceBytesAndSpecialTokens) {
   d.tokens = {"<unk>", "<s>", "</s>", "▁", "yes", "▁yes", "<0x7B>", "<0x7D>", "{", "[TOOL_CALLS]"};
   d.token_types = {2, 3, 3, 1, 1, 1, 6, 6, 1, 3};
   d.scores.assign(d.tokens.size(), 0.0f);
+  d.merges = {"▁ yes"};
   d.unk = 0;
   d.bos = 1;
   d.eos = 2;

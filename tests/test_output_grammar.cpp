@@ -150,6 +150,18 @@ TEST(OutputGrammar, SchemasXgrammarEnforces) {
   const auto date = schema(R"({"type":"string","format":"date"})");
   EXPECT_TRUE(whole(date, R"("2024-02-29")"));
   EXPECT_FALSE(whole(date, R"("yesterday")"));
+  // Where xgrammar's format regex admits invalid values, the exact pattern (schema_guard.h).
+  EXPECT_FALSE(whole(date, R"("2021-02-31")"));
+  EXPECT_FALSE(whole(date, R"("2023-02-29")"));
+  EXPECT_TRUE(whole(schema(R"({"type":"string","format":"date"})"), R"("2000-02-29")"));
+  const auto ip = schema(R"({"type":"string","format":"ipv4"})");
+  EXPECT_TRUE(whole(ip, R"("91.0.40.4")"));
+  EXPECT_FALSE(whole(ip, R"("91.000.40.4")"));
+  const auto dt = schema(R"({"type":"string","format":"date-time"})");
+  EXPECT_TRUE(whole(dt, R"("2024-01-31T23:59:59.123456+02:00")"));
+  EXPECT_FALSE(whole(dt, R"("2024-01-31T23:59:59.1234567Z")"));
+  EXPECT_EQ(refused(R"({"type":"string","format":"date","pattern":"^2"})"),
+            "response_format.json_schema.schema.format");
   // What xgrammar would drop without enforcing it is refused, naming it.
   const std::string p = "response_format.json_schema.schema";
   EXPECT_EQ(refused(R"({"not":{"type":"string"}})"), p + ".not");
@@ -165,8 +177,7 @@ TEST(OutputGrammar, SchemasXgrammarEnforces) {
 
 TEST(OutputGrammar, GrammarFieldsAndTheirRefusals) {
   const std::string msgs = R"("messages":[{"role":"user","content":"x"}])";
-  const auto g = parse_gen_request("{" + msgs + R"(,"grammar":"root ::= "yes" | "no" ws
-ws ::= [ ]*"})", true).grammar;
+  const auto g = parse_gen_request("{" + msgs + R"(,"grammar":"root ::= \"yes\" | \"no\" ws\nws ::= [ ]*"})", true).grammar;
   ASSERT_NE(g, nullptr);
   EXPECT_TRUE(whole(g, "yes"));
   EXPECT_TRUE(whole(g, "no  "));
@@ -177,12 +188,12 @@ ws ::= [ ]*"})", true).grammar;
   const auto r = parse_gen_request(R"({"prompt":"x","structured_outputs":{"regex":"[0-9]{3}"}})", false).grammar;
   EXPECT_TRUE(whole(r, "123"));
   EXPECT_FALSE(whole(r, "12"));
-  const auto j = parse_gen_request(R"({"prompt":"x","guided_json":"{"type":"boolean"}"})", false).grammar;
+  const auto j = parse_gen_request(R"({"prompt":"x","guided_json":"{\"type\":\"boolean\"}"})", false).grammar;
   EXPECT_TRUE(whole(j, "false"));
   EXPECT_EQ(param_of("{" + msgs + R"(,"grammar":"root ::= undefined_rule"})"), "grammar");
   EXPECT_EQ(param_of("{" + msgs + R"(,"grammar":7})"), "grammar");
   EXPECT_EQ(param_of(R"({"prompt":"x","guided_regex":"(["})", false), "guided_regex");
-  EXPECT_EQ(param_of("{" + msgs + R"(,"response_format":{"type":"json_object"},"grammar":"root ::= "a""})"), "grammar");
+  EXPECT_EQ(param_of("{" + msgs + R"(,"response_format":{"type":"json_object"},"grammar":"root ::= \"a\""})"), "grammar");
 }
 
 }  // namespace

@@ -185,7 +185,7 @@ ASK = "Answer with JSON only."
 def schema_request(c, i, schema, sampled):
     kw = dict(model="m", messages=[{"role": "system", "content": ASK},
                                    {"role": "user", "content": f"Example {i}: fill in the fields."}],
-              max_tokens=160, response_format={"type": "json_schema",
+              max_tokens=256, response_format={"type": "json_schema",
                                                "json_schema": {"name": f"s{i}", "schema": schema, "strict": True}})
     kw.update(temperature=0.9, seed=i) if sampled else kw.update(temperature=0)
     r = c.chat.completions.create(**kw)
@@ -244,16 +244,17 @@ def main():
     try:
         c = client(port)
         jobs = [(i, s, sampled) for i, s in enumerate(schemas) for sampled in (False, True)]
-        with concurrent.futures.ThreadPoolExecutor(8) as ex:
-            got = list(ex.map(lambda a: schema_request(c, *a), jobs))
         failures = []
-        for (i, s, sampled), (text, finish) in zip(jobs, got):
-            try:
-                assert finish == "stop", f"finish {finish}"
-                jsonschema.validate(json.loads(text), s, format_checker=FORMATS)
-                checks += 1
-            except Exception as e:  # noqa: BLE001 (collected, reported together)
-                failures.append((i, sampled, json.dumps(s), text, repr(e)[:300]))
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:
+            for k, ((i, s, sampled), (text, finish)) in enumerate(zip(jobs, ex.map(lambda a: schema_request(c, *a), jobs))):
+                try:
+                    assert finish == "stop", f"finish {finish}"
+                    jsonschema.validate(json.loads(text), s, format_checker=FORMATS)
+                    checks += 1
+                except Exception as e:  # noqa: BLE001 (collected, reported together)
+                    failures.append((i, sampled, json.dumps(s), text, repr(e)[:300]))
+                if (k + 1) % 50 == 0:
+                    print(f"  {k + 1} outputs, {len(failures)} failed", flush=True)
         for f in failures[:10]:
             print("  FAIL", *f, sep="\n    ")
         assert not failures, f"{len(failures)} of {len(jobs)} schema outputs failed"

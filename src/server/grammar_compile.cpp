@@ -8,36 +8,37 @@
 
 namespace nvfp4::server {
 
-OutputCompiler::OutputCompiler(const Tokenizer& tok) : tok_(tok) {}
+OutputCompiler::OutputCompiler(const Tokenizer& tok) : tok_(tok) {
+  for (int32_t id = 0; id < tok_.n_vocab(); ++id) {
+    if (tok_.is_eog(id)) stop_.push_back(id);
+    else if (tok_.is_special(id)) special_.push_back(id);
+  }
+}
 OutputCompiler::~OutputCompiler() = default;
 
 xgrammar::GrammarCompiler& OutputCompiler::compiler_for(const std::string& markers) {
   // The special tokens the markers spell (none for most grammars): one vocabulary per set.
-  std::string kept;
-  std::vector<std::string> vocab(static_cast<size_t>(tok_.n_vocab()));
-  std::vector<int32_t> stop;
-  for (int32_t id = 0; id < tok_.n_vocab(); ++id) {
-    if (tok_.is_eog(id)) {
-      stop.push_back(id);
-      vocab[static_cast<size_t>(id)] = tok_.token_bytes(id);
-    } else if (tok_.is_special(id)) {
-      const std::string t = tok_.token_bytes(id);
-      if (!markers.empty() && !t.empty() && markers.find(t) != std::string::npos) {
-        vocab[static_cast<size_t>(id)] = t;
-        kept += std::to_string(id) + ",";
-      }  // else "": xgrammar never allows it
-    } else {
-      vocab[static_cast<size_t>(id)] = tok_.token_bytes(id);
+  std::vector<int32_t> kept;
+  std::string key;
+  for (int32_t id : special_) {
+    const std::string t = tok_.token_bytes(id);
+    if (!markers.empty() && !t.empty() && markers.find(t) != std::string::npos) {
+      kept.push_back(id);
+      key += std::to_string(id) + ",";
     }
   }
-  auto& c = compilers_[kept];
-  if (!c) {
-    xgrammar::TokenizerInfo info(vocab, xgrammar::VocabType::RAW, tok_.n_vocab(), stop, false);
-    // One thread: the compile runs on the request's HTTP thread, beside the stepping thread. The
-    // cache of compiled grammars (a client that repeats its schema compiles it once) is bounded.
-    c = std::make_unique<xgrammar::GrammarCompiler>(info, /*max_threads=*/1, /*cache_enabled=*/true,
-                                                    /*max_memory_bytes=*/int64_t{256} << 20);
-  }
+  auto& c = compilers_[key];
+  if (c) return *c;
+  std::vector<std::string> vocab(static_cast<size_t>(tok_.n_vocab()));
+  for (int32_t id = 0; id < tok_.n_vocab(); ++id)
+    if (!tok_.is_special(id) || tok_.is_eog(id)) vocab[static_cast<size_t>(id)] = tok_.token_bytes(id);
+  for (int32_t id : kept) vocab[static_cast<size_t>(id)] = tok_.token_bytes(id);
+  // (Other special tokens stay "": xgrammar never allows them.)
+  xgrammar::TokenizerInfo info(vocab, xgrammar::VocabType::RAW, tok_.n_vocab(), stop_, false);
+  // One thread: the compile runs on the request's HTTP thread, beside the stepping thread. The
+  // cache of compiled grammars (a client that repeats its schema compiles it once) is bounded.
+  c = std::make_unique<xgrammar::GrammarCompiler>(info, /*max_threads=*/1, /*cache_enabled=*/true,
+                                                  /*max_memory_bytes=*/int64_t{256} << 20);
   return *c;
 }
 
@@ -50,8 +51,7 @@ std::shared_ptr<const CompiledOutput> OutputCompiler::compile(const GrammarSpec&
   } catch (const std::exception& e) {
     throw ApiError(400, "'" + spec.field + "' cannot be compiled: " + e.what(), spec.field, "invalid_value");
   }
-  for (int32_t id = 0; id < tok_.n_vocab(); ++id)
-    if (tok_.is_eog(id)) out->stop.push_back(id);
+  out->stop = stop_;
   // A grammar whose language is empty allows no first token.
   OutputMatcher m(out);
   std::vector<uint8_t> allowed;

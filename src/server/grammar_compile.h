@@ -41,6 +41,7 @@ class OutputCompiler {
  private:
   xgrammar::GrammarCompiler& compiler_for(const std::string& markers);
   const Tokenizer& tok_;
+  std::vector<int32_t> stop_, special_;  // end-of-generation tokens; the other special ones
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<xgrammar::GrammarCompiler>> compilers_;  // by the special tokens kept
 };

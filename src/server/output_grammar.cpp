@@ -94,16 +94,31 @@ std::shared_ptr<const GrammarSpec> choice_grammar(const OJson& v, const std::str
   return convert(name, "choice", [&] { return xgrammar::Grammar::FromEBNF(ebnf, "root"); });
 }
 
-// Local references of a schema moved under `at` ("#/$defs/x" -> "#" + at + "/$defs/x").
-void move_refs(OJson& s, const std::string& at) {
+// A tool's parameters placed inside the call's schema: its $defs (and definitions) move to the
+// root's $defs under `prefix`, and its local references follow them.
+void hoist_defs(OJson& s, OJson& root_defs, const std::string& prefix) {
+  for (const char* k : {"$defs", "definitions"}) {
+    if (!s.is_object() || !s.contains(k) || !s[k].is_object()) continue;
+    for (auto it = s[k].begin(); it != s[k].end(); ++it) root_defs[prefix + it.key()] = it.value();
+    s.erase(k);
+  }
+}
+void move_refs(OJson& s, const std::string& prefix) {
   if (s.is_object()) {
     for (auto it = s.begin(); it != s.end(); ++it) {
-      if (it.key() == "$ref" && it->is_string() && it->get_ref<const std::string&>().rfind('#', 0) == 0)
-        *it = "#" + at + it->get<std::string>().substr(1);
-      else move_refs(*it, at);
+      if (it.key() == "$ref" && it->is_string()) {
+        const std::string& r = it->get_ref<const std::string&>();
+        for (const char* from : {"#/$defs/", "#/definitions/"})
+          if (r.rfind(from, 0) == 0) {
+            *it = "#/$defs/" + prefix + r.substr(std::string(from).size());
+            break;
+          }
+      } else if (it.key() != "enum" && it.key() != "const") {
+        move_refs(*it, prefix);
+      }
     }
   } else if (s.is_array()) {
-    for (auto& e : s) move_refs(e, at);
+    for (auto& e : s) move_refs(e, prefix);
   }
 }
 
@@ -111,7 +126,7 @@ void move_refs(OJson& s, const std::string& at) {
 
 std::shared_ptr<const GrammarSpec> json_schema_grammar(const OJson& schema, const std::string& path) {
   check_schema_supported(schema, path);
-  return convert(path, "JSON schema", [&] { return schema_of(schema); });
+  return convert(path, "JSON schema", [&] { return schema_of(exact_formats(schema)); });
 }
 
 std::shared_ptr<const GrammarSpec> response_format_grammar(const OJson& rf, const std::string& name, bool flat) {
@@ -191,6 +206,7 @@ std::shared_ptr<const GrammarSpec> tool_call_grammar(ToolFormat f, const std::st
   const OJson tools = OJson::parse(tools_json, nullptr, false);
   if (!tools.is_array()) return nullptr;
   OJson calls = OJson::array();
+  OJson defs = OJson::object();
   for (size_t i = 0; i < tools.size(); ++i) {
     const OJson& fn = tools[i]["function"];
     const std::string& name = fn["name"].get_ref<const std::string&>();
@@ -199,10 +215,12 @@ std::shared_ptr<const GrammarSpec> tool_call_grammar(ToolFormat f, const std::st
     OJson args = {{"type", "object"}, {"additionalProperties", true}};  // no parameters: any object
     if (const OJson* p = field(fn, "parameters")) {
       check_schema_supported(*p, pp);
-      args = *p;
+      args = exact_formats(*p);
       if (args.is_object() && !args.contains("type") && !args.contains("$ref") && !args.contains("anyOf"))
         args["type"] = "object";
-      move_refs(args, "/anyOf/" + std::to_string(calls.size()) + "/properties/" + args_key);
+      const std::string prefix = "tool" + std::to_string(i) + "_";
+      move_refs(args, prefix);  // (the references inside its $defs too, before they move)
+      hoist_defs(args, defs, prefix);
     }
     calls.push_back({{"type", "object"},
                      {"properties", {{"name", {{"const", name}}}, {args_key, args}}},
@@ -213,7 +231,9 @@ std::shared_ptr<const GrammarSpec> tool_call_grammar(ToolFormat f, const std::st
   auto s = convert("tools", "tool schema", [&] {
     std::vector<xgrammar::Grammar> parts;
     if (!prefix.empty()) parts.push_back(xgrammar::Grammar::FromEBNF("root ::= " + ebnf_literal(prefix)));
-    parts.push_back(schema_of(OJson{{"anyOf", calls}}));
+    OJson doc = {{"anyOf", calls}};
+    if (!defs.empty()) doc["$defs"] = defs;
+    parts.push_back(schema_of(doc));
     if (!suffix.empty()) parts.push_back(xgrammar::Grammar::FromEBNF("root ::= " + ebnf_literal(suffix)));
     return parts.size() == 1 ? parts[0] : xgrammar::Grammar::Concat(parts);
   });

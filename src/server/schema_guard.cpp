@@ -150,6 +150,8 @@ void walk(const OJson& s, const OJson& doc, const std::string& path, int depth) 
         refuse(p, "is enforced only as a positive integer on \"type\": \"integer\"");
     }
   }
+  if (s.contains("pattern") && s.contains("format"))
+    refuse(path + ".format", "cannot be enforced beside a pattern (put the format's shape in the pattern)");
   if ((s.contains("pattern") || s.contains("format")) && (s.contains("minLength") || s.contains("maxLength")))
     refuse(path + (s.contains("minLength") ? ".minLength" : ".maxLength"),
            "cannot be enforced beside a pattern or a format (put the length in the pattern)");
@@ -158,5 +160,62 @@ void walk(const OJson& s, const OJson& doc, const std::string& path, int depth) 
 }  // namespace
 
 void check_schema_supported(const OJson& schema, const std::string& path) { walk(schema, schema, path, 0); }
+
+namespace {
+
+const std::string& date_re() {
+  static const std::string leap = "[1-9][0-9](0[48]|[2468][048]|[13579][26])|([2468][048]|[13579][26])00";
+  static const std::string md = "(0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|"
+                                "02-(0[1-9]|1[0-9]|2[0-8])";
+  static const std::string d = "([1-9][0-9]{3}-(" + md + ")|(" + leap + ")-02-29)";
+  return d;
+}
+const std::string& time_re() {
+  static const std::string t =
+      "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]([.][0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])";
+  return t;
+}
+
+std::string exact_pattern(const std::string& format) {
+  static const std::string dec = "(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])";
+  if (format == "date") return "^" + date_re() + "$";
+  if (format == "time") return "^" + time_re() + "$";
+  if (format == "date-time") return "^" + date_re() + "T" + time_re() + "$";
+  if (format == "ipv4") return "^" + dec + "([.]" + dec + "){3}$";
+  return "";
+}
+
+void rewrite(OJson& s) {
+  if (s.is_array()) {
+    for (auto& e : s) rewrite(e);
+    return;
+  }
+  if (!s.is_object()) return;
+  for (auto it = s.begin(); it != s.end(); ++it) {
+    const std::string& k = it.key();
+    if (k == "enum" || k == "const" || k == "default" || k == "examples") continue;  // values, not schemas
+    if (k == "properties" || k == "$defs" || k == "definitions" || k == "patternProperties") {
+      if (it->is_object())
+        for (auto& e : *it) rewrite(e);
+    } else {
+      rewrite(*it);
+    }
+  }
+  if (const auto f = s.find("format"); f != s.end() && f->is_string() && !s.contains("pattern")) {
+    const std::string p = exact_pattern(f->get<std::string>());
+    if (!p.empty()) {
+      s.erase("format");
+      s["pattern"] = p;
+    }
+  }
+}
+
+}  // namespace
+
+OJson exact_formats(const OJson& schema) {
+  OJson s = schema;
+  rewrite(s);
+  return s;
+}
 
 }  // namespace nvfp4::server

@@ -15,4 +15,11 @@ namespace nvfp4::server {
 // Throws ApiError(400) naming e.g. "response_format.json_schema.schema.properties.x.not".
 void check_schema_supported(const nlohmann::ordered_json& schema, const std::string& path);
 
+// The schema with the formats whose xgrammar regex admits invalid values written as exact
+// patterns instead (measured by tools/test_serve_grammar.py against PyPI jsonschema): "date"
+// (xgrammar admits 2021-02-31; ours knows each month's days and leap years, years 1000-9999),
+// "date-time" and "time" (xgrammar lets the fraction of a second run without end; ours takes
+// 1 to 6 digits, no leap second), "ipv4" (xgrammar admits 91.000.40.4; ours no leading zeros).
+nlohmann::ordered_json exact_formats(const nlohmann::ordered_json& schema);
+
 }  // namespace nvfp4::server
