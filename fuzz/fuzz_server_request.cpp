@@ -1,14 +1,15 @@
 // libFuzzer target for the server's request parsing and text stream: any body is parsed as a
-// completion, chat, tokenize, detokenize, Responses (/v1/responses) and Messages (/v1/messages)
-// request, each either accepted or refused with
+// completion, chat, tokenize, detokenize, Responses (/v1/responses), Messages (/v1/messages) and
+// embeddings request, each either accepted or refused with
 // ApiError 400; the same bytes, read as a request head (a method line, then "name: value" lines),
 // go through the framing check (accepted with a length within the limit, or refused 400, 405, 413
 // or 501); cut into tokens, they go through a TextStream with stop strings, whose output must be
 // valid UTF-8. The bytes are also a model's chat reply for the tool call parser of each family
 // (with and without reasoning): the reply parsed whole and pushed in 3-byte pieces must give the
-// same reasoning, content and calls, and every call's arguments must be a JSON object. Fed to the
-// constrained-output checker (json_checker.h) of json_object and of the request's own
-// response_format, the bytes that it calls a whole document must parse as JSON.
+// same reasoning, content and calls, and every call's arguments must be a JSON object. Matched by
+// xgrammar (grammar_compile.h) against the json_object grammar and the request's own constraint
+// (response_format, grammar, guided_*: the body's schema, GBNF or regex parsed by xgrammar), the
+// bytes that json_object calls a whole document must parse as a JSON object.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -17,7 +18,9 @@
 #include <vector>
 
 #include "server/api_error.h"
-#include "server/json_checker.h"
+#include "server/embeddings.h"
+#include "server/grammar_compile.h"
+#include "server/output_grammar.h"
 #include "server/messages_request.h"
 #include "server/request.h"
 #include "server/request_framing.h"
@@ -62,15 +65,13 @@ void check_tool_parsers(const std::string& text) {
   }
 }
 
-// Whatever prefix of `text` the checker takes, a document it calls whole parses (the checker is
-// sound); a json_object document is an object.
-void check_checker(const std::shared_ptr<const nvfp4::server::Grammar>& g, const std::string& text, bool object) {
-  nvfp4::server::JsonChecker c(g);
-  size_t n = 0;
-  while (n < text.size() && !c.done() && c.feed(static_cast<uint8_t>(text[n]))) ++n;
-  if (!c.done() && !c.accepting()) return;
-  const auto j = nlohmann::json::parse(text.substr(0, n), nullptr, false);
-  if (j.is_discarded() || (object && !j.is_object())) std::abort();
+// A text the json_object grammar calls whole parses as an object (xgrammar's JSON is sound); any
+// other grammar (a GBNF, regex or schema from the body, parsed by xgrammar) is matched against
+// the body without crashing.
+void check_grammar(const nvfp4::server::GrammarSpec& g, const std::string& text, bool object) {
+  if (!nvfp4::server::grammar_accepts(g, text) || !object) return;
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) std::abort();
 }
 
 }  // namespace
@@ -78,17 +79,19 @@ void check_checker(const std::shared_ptr<const nvfp4::server::Grammar>& g, const
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace nvfp4::server;
   const std::string body(reinterpret_cast<const char*>(data), size);
-  check_checker(std::make_shared<const Grammar>(json_object_grammar()), body, true);
-  for (int kind = 0; kind < 6; ++kind) {
+  const auto object = response_format_grammar(nlohmann::ordered_json{{"type", "json_object"}}, "f", false);
+  check_grammar(*object, body, true);
+  for (int kind = 0; kind < 7; ++kind) {
     try {
       if (kind < 2) {
         const GenRequest r = parse_gen_request(body, kind == 1);
-        if (r.grammar && r.grammar->prefix < 0) check_checker(r.grammar, body, false);
+        if (r.grammar) check_grammar(*r.grammar, body, false);
       }
       else if (kind == 2) (void)parse_tokenize_request(body);
       else if (kind == 3) (void)parse_detokenize_request(body);
       else if (kind == 4) (void)responses_messages(parse_responses_request(body), {});
-      else (void)parse_messages_request(body);
+      else if (kind == 5) (void)parse_messages_request(body);
+      else (void)parse_embeddings_request(body);
     } catch (const ApiError& e) {
       if (e.status != 400) std::abort();
       (void)error_json(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::strict);

@@ -4,7 +4,8 @@
 # time (NVFP4_FUZZ_SECONDS per target, default 20), then runs every test in both trees with CTest,
 # and `nvfp4 serve` against PyPI's openai and anthropic clients (tools/test_serve_openai.py, tools/test_serve_tools.py,
 # tools/test_serve_agents.py, tools/test_serve_structured.py, tools/test_serve_load.py,
-# tools/test_serve_nginx.py; structured output validated by PyPI's jsonschema).
+# tools/test_serve_nginx.py; structured output validated by PyPI's jsonschema and lark,
+# tools/test_serve_grammar.py; embeddings, tools/test_serve_embeddings.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -44,6 +45,12 @@ echo "== nvfp4 serve's Responses and Messages APIs against PyPI's openai and ant
 build/serve-venv/bin/python tools/test_serve_agents.py build/nvfp4 "$NVFP4_SMOLLM2_GGUF" --quantize
 echo "== nvfp4 serve's structured output (response_format, tool_choice) against PyPI's openai and jsonschema"
 build/serve-venv/bin/python tools/test_serve_structured.py build/nvfp4 "$NVFP4_SMOLLM2_GGUF" --quantize
+# (The first 100 of the corpus's 200 schemas here, to keep CI within its time: the whole corpus,
+# about 2.5 minutes on 2 cores, is the same command without --schemas.)
+echo "== nvfp4 serve's structured output over 100 schemas and 10 GBNF grammars (PyPI jsonschema and lark)"
+build/serve-venv/bin/python tools/test_serve_grammar.py build/nvfp4 "$NVFP4_SMOLLM2_GGUF" --quantize --schemas 100
+echo "== nvfp4 serve's /v1/embeddings against PyPI's openai client"
+build/serve-venv/bin/python tools/test_serve_embeddings.py build/nvfp4 "$NVFP4_SMOLLM2_GGUF" --quantize
 echo "== nvfp4 serve under load: 200 requests at concurrency 8, each equal to itself alone"
 build/serve-venv/bin/python tools/test_serve_load.py build/nvfp4 "$NVFP4_SMOLLM2_GGUF" --quantize
 echo "== nvfp4 serve --spec mtp (the trained SmolLM2 head) under load: 100 requests, each equal to itself alone"

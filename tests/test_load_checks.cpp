@@ -21,7 +21,9 @@
 #include "nvfp4/ggml_types.h"
 #include "nvfp4/gguf_writer.h"
 #include "nvfp4/mapped_file.h"
+#include "nvfp4/model.h"
 #include "nvfp4/safetensors.h"
+#include "nvfp4/tokenizer.h"
 #include "test_util.h"
 
 namespace nvfp4 {
@@ -273,6 +275,72 @@ TEST(LoadFileTypes, FifosAndDevicesAreRefusedWithoutWaiting) {
   // Text files the CLI reads (here a tokenizer.json beside an HF checkpoint) go the same way.
   EXPECT_THROW(read_regular_file(dir.path + "/m.gguf"), Error);
   EXPECT_EQ(read_regular_file(src + "/config.json").substr(0, 1), "{");
+}
+
+}  // namespace
+}  // namespace nvfp4
+
+namespace nvfp4 {
+namespace {
+
+// GGUF metadata of the wrong type, and special-token ids outside the vocabulary, in a real
+// llama.cpp conversion (fixtures/moe/mixtral): each refusal names the file and the key, what was
+// expected and what was found; the model's and the tokenizer's keys alike.
+TEST(LoadGgufMetadata, WrongTypesAndSpecialIdsNameFileAndKey) {
+  const gguf::File src = gguf::File::open(test::fixture_path("moe/mixtral/llamacpp-float.gguf"));
+  test::ScratchDir dir;
+  const auto damaged = [&](const std::string& key, const gguf::Value& v) {
+    gguf::Writer w;
+    for (const auto& [k, val] : src.metadata()) w.set(k, k == key ? v : val);
+    if (!w.find(key)) w.set(key, v);
+    for (const gguf::TensorInfo& t : src.tensors()) w.add_tensor(t.name, t.ne, t.type, t.data, static_cast<size_t>(t.nbytes));
+    const std::string path = dir.path + "/d.gguf";
+    test::write_bytes(path, w.serialize());
+    return path;
+  };
+  const auto load_all = [](const std::string& path) {
+    const auto ck = Checkpoint::open(path);
+    (void)Tokenizer::from_checkpoint(*ck);
+    (void)Model::load(*ck, LoadOptions{});
+  };
+  gguf::Value str, f32, big;
+  str.type = gguf::ValueType::string;
+  str.s = "8k";
+  f32.type = gguf::ValueType::f32;
+  f32.f = 4.0;
+  big.type = gguf::ValueType::u32;
+  big.u = 1u << 20;
+  struct Case {
+    std::string key;
+    gguf::Value v;
+    std::string expected, found;
+  };
+  const std::vector<Case> cases = {
+      {"llama.context_length", str, "an integer", "string"},
+      {"llama.attention.head_count", f32, "an integer", "f32"},
+      {"llama.block_count", str, "an integer", "string"},
+      {"tokenizer.ggml.eos_token_id", str, "an integer", "string"},
+      {"tokenizer.ggml.add_bos_token", f32, "a bool", "f32"},
+      {"tokenizer.ggml.model", f32, "a string", "f32"},
+      {"tokenizer.ggml.eos_token_id", big, "-1 or 0 ..", std::to_string(1u << 20)},
+      {"tokenizer.ggml.bos_token_id", big, "-1 or 0 ..", std::to_string(1u << 20)},
+      {"tokenizer.ggml.padding_token_id", big, "-1 or 0 ..", std::to_string(1u << 20)},
+  };
+  EXPECT_NO_THROW(load_all(damaged("general.name", str)));  // the copy itself loads
+  for (const Case& c : cases) {
+    const std::string path = damaged(c.key, c.v);
+    try {
+      load_all(path);
+      ADD_FAILURE() << c.key << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.file(), path) << e.what();
+      EXPECT_EQ(e.tensor(), c.key) << e.what();
+      EXPECT_NE(std::string(e.what()).find("'" + c.key + "'"), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find("tensor '"), std::string::npos) << e.what();  // a key, not a tensor
+      EXPECT_EQ(e.expected().rfind(c.expected, 0), 0u) << e.what();
+      EXPECT_EQ(e.found(), c.found) << e.what();
+    }
+  }
 }
 
 }  // namespace

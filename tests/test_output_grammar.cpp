@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
-#include "server/json_checker.h"
+#include "server/grammar_compile.h"
 #include "server/output_grammar.h"
 #include "server/request.h"
 
@@ -20,10 +20,7 @@ const char* kTools = R"([{"type":"function","function":{"name":"get_weather","pa
     "properties":{"city":{"type":"string"},"unit":{"enum":["c","f"]}},"required":["city"],"additionalProperties":false}}},
     {"type":"function","function":{"name":"ping"}}])";
 
-bool whole(const std::shared_ptr<const Grammar>& g, const std::string& text) {
-  JsonChecker c(g);
-  return c.feed(text) && c.done();
-}
+bool whole(const std::shared_ptr<const GrammarSpec>& g, const std::string& text) { return grammar_accepts(*g, text); }
 
 std::string param_of(const std::string& body, bool chat = true) {
   try {
@@ -53,7 +50,7 @@ TEST(OutputGrammar, ResponseFormatShapes) {
   EXPECT_EQ(param_of("{" + msgs + R"(,"response_format":{"type":"json_schema","json_schema":{"schema":{}}}})"),
             "response_format.json_schema.name");
   EXPECT_EQ(param_of("{" + msgs + R"(,"response_format":{"type":"json_schema","json_schema":{"name":"n",
-      "schema":{"type":"object","properties":{"d":{"type":"string","format":"date"}}}}}})"),
+      "schema":{"type":"object","properties":{"d":{"type":"string","format":"ipv7"}}}}}})"),
             "response_format.json_schema.schema.properties.d.format");
   // The Responses shape: the json_schema fields beside type.
   const auto flat = response_format_grammar(OJson::parse(R"({"type":"json_schema","name":"n","schema":{"type":"boolean"}})"),
@@ -103,14 +100,100 @@ TEST(OutputGrammar, ToolCallsInEachJsonFormatParseBack) {
   // Formats whose calls are not JSON, and templates with none, stay unconstrained.
   EXPECT_EQ(tool_call_grammar(ToolFormat::QwenXml, kTools, ""), nullptr);
   EXPECT_EQ(tool_call_grammar(ToolFormat::None, kTools, ""), nullptr);
-  // A parameters schema the checker cannot enforce is refused naming it.
+  // A parameters schema the grammar cannot enforce is refused naming it; a pattern is enforced,
+  // and a $ref into the parameters' own $defs still resolves inside the call.
   try {
     (void)tool_call_grammar(ToolFormat::Hermes, R"([{"type":"function","function":{"name":"f","parameters":
-        {"type":"object","properties":{"x":{"type":"string","pattern":"a"}}}}}])", "");
+        {"type":"object","properties":{"x":{"type":"string","not":{"const":"a"}}}}}}])", "");
     ADD_FAILURE();
   } catch (const ApiError& e) {
-    EXPECT_EQ(e.param, "tools[0].function.parameters.properties.x.pattern");
+    EXPECT_EQ(e.param, "tools[0].function.parameters.properties.x.not");
   }
+  const auto pat = tool_call_grammar(ToolFormat::Llama3, R"([{"type":"function","function":{"name":"f","parameters":
+      {"type":"object","properties":{"x":{"$ref":"#/$defs/code"}},"required":["x"],
+       "$defs":{"code":{"type":"string","pattern":"^[A-Z]{3}$"}}}}}])", "");
+  EXPECT_TRUE(whole(pat, R"({"name": "f", "parameters": {"x": "ABC"}})"));
+  EXPECT_FALSE(whole(pat, R"({"name": "f", "parameters": {"x": "abc"}})"));
+}
+
+std::shared_ptr<const GrammarSpec> schema(const std::string& s) {
+  return json_schema_grammar(OJson::parse(s), "response_format.json_schema.schema");
+}
+
+std::string refused(const std::string& s) {
+  try {
+    (void)schema(s);
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 400);
+    return e.param;
+  }
+  return "accepted";
+}
+
+TEST(OutputGrammar, SchemasXgrammarEnforces) {
+  const auto pat = schema(R"({"type":"string","pattern":"^[a-c]+-[0-9]{2}$"})");
+  EXPECT_TRUE(whole(pat, R"("abc-12")"));
+  EXPECT_FALSE(whole(pat, R"("abd-12")"));
+  const auto num = schema(R"({"type":"integer","minimum":3,"maximum":12})");
+  EXPECT_TRUE(whole(num, "12"));
+  EXPECT_FALSE(whole(num, "13"));
+  EXPECT_FALSE(whole(num, "2"));
+  const auto one = schema(R"({"oneOf":[{"type":"string"},{"type":"integer"}]})");
+  EXPECT_TRUE(whole(one, "7"));
+  EXPECT_FALSE(whole(one, "true"));
+  const auto all = schema(R"({"allOf":[{"type":"object","properties":{"a":{"type":"boolean"}},"required":["a"]}]})");
+  EXPECT_TRUE(whole(all, R"({"a": true})"));
+  EXPECT_FALSE(whole(all, R"({"a": 1})"));
+  const auto tup = schema(R"({"type":"array","prefixItems":[{"type":"string"},{"type":"integer"}],"items":false})");
+  EXPECT_TRUE(whole(tup, R"(["x", 1])"));
+  EXPECT_FALSE(whole(tup, R"([1, "x"])"));
+  const auto date = schema(R"({"type":"string","format":"date"})");
+  EXPECT_TRUE(whole(date, R"("2024-02-29")"));
+  EXPECT_FALSE(whole(date, R"("yesterday")"));
+  // Where xgrammar's format regex admits invalid values, the exact pattern (schema_guard.h).
+  EXPECT_FALSE(whole(date, R"("2021-02-31")"));
+  EXPECT_FALSE(whole(date, R"("2023-02-29")"));
+  EXPECT_TRUE(whole(schema(R"({"type":"string","format":"date"})"), R"("2000-02-29")"));
+  const auto ip = schema(R"({"type":"string","format":"ipv4"})");
+  EXPECT_TRUE(whole(ip, R"("91.0.40.4")"));
+  EXPECT_FALSE(whole(ip, R"("91.000.40.4")"));
+  const auto dt = schema(R"({"type":"string","format":"date-time"})");
+  EXPECT_TRUE(whole(dt, R"("2024-01-31T23:59:59.123456+02:00")"));
+  EXPECT_FALSE(whole(dt, R"("2024-01-31T23:59:59.1234567Z")"));
+  EXPECT_EQ(refused(R"({"type":"string","format":"date","pattern":"^2"})"),
+            "response_format.json_schema.schema.format");
+  // What xgrammar would drop without enforcing it is refused, naming it.
+  const std::string p = "response_format.json_schema.schema";
+  EXPECT_EQ(refused(R"({"not":{"type":"string"}})"), p + ".not");
+  EXPECT_EQ(refused(R"({"allOf":[{"type":"object"},{"required":["a"]}]})"), p + ".allOf");
+  EXPECT_EQ(refused(R"({"oneOf":[{"type":"number"},{"type":"integer"}]})"), p + ".oneOf");
+  EXPECT_EQ(refused(R"({"type":"string","pattern":"a+","maxLength":3})"), p + ".maxLength");
+  EXPECT_EQ(refused(R"({"type":"number","multipleOf":0.5})"), p + ".multipleOf");
+  EXPECT_EQ(refused(R"({"type":"array","uniqueItems":true})"), p + ".uniqueItems");
+  EXPECT_EQ(refused(R"({"type":"array","items":[{"type":"string"}]})"), p + ".items");
+  EXPECT_EQ(refused(R"({"type":"strin"})"), p);  // xgrammar's own refusal names the schema
+  EXPECT_EQ(refused(R"(false)"), p);
+}
+
+TEST(OutputGrammar, GrammarFieldsAndTheirRefusals) {
+  const std::string msgs = R"("messages":[{"role":"user","content":"x"}])";
+  const auto g = parse_gen_request("{" + msgs + R"(,"grammar":"root ::= \"yes\" | \"no\" ws\nws ::= [ ]*"})", true).grammar;
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(whole(g, "yes"));
+  EXPECT_TRUE(whole(g, "no  "));
+  EXPECT_FALSE(whole(g, "maybe"));
+  const auto c = parse_gen_request(R"({"prompt":"x","guided_choice":["red","green"]})", false).grammar;
+  EXPECT_TRUE(whole(c, "green"));
+  EXPECT_FALSE(whole(c, "blue"));
+  const auto r = parse_gen_request(R"({"prompt":"x","structured_outputs":{"regex":"[0-9]{3}"}})", false).grammar;
+  EXPECT_TRUE(whole(r, "123"));
+  EXPECT_FALSE(whole(r, "12"));
+  const auto j = parse_gen_request(R"({"prompt":"x","guided_json":"{\"type\":\"boolean\"}"})", false).grammar;
+  EXPECT_TRUE(whole(j, "false"));
+  EXPECT_EQ(param_of("{" + msgs + R"(,"grammar":"root ::= undefined_rule"})"), "grammar");
+  EXPECT_EQ(param_of("{" + msgs + R"(,"grammar":7})"), "grammar");
+  EXPECT_EQ(param_of(R"({"prompt":"x","guided_regex":"(["})", false), "guided_regex");
+  EXPECT_EQ(param_of("{" + msgs + R"(,"response_format":{"type":"json_object"},"grammar":"root ::= \"a\""})"), "grammar");
 }
 
 }  // namespace

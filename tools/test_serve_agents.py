@@ -32,7 +32,8 @@ import openai
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_serve_openai import start  # noqa: E402
-from test_serve_tools import FEW_SHOT, TOOLS, client, stop, user  # noqa: E402
+from serve_client import client, stop  # noqa: E402
+from test_serve_tools import FEW_SHOT, TOOLS, user  # noqa: E402
 
 FN = TOOLS[0]["function"]
 RESP_TOOLS = [{"type": "function", "name": FN["name"], "description": FN["description"], "parameters": FN["parameters"]}]

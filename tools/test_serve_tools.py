@@ -19,13 +19,12 @@ Exit 0 when every check passes.
 """
 import json
 import os
-import signal
-import subprocess
 import sys
 
 import openai
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_client import bad_request as refused, client, stop  # noqa: E402
 from test_serve_openai import start  # noqa: E402
 
 TOOLS = [{"type": "function", "function": {
@@ -44,20 +43,6 @@ def user(city):
 
 
 FEW_SHOT = [user("Paris"), call(1, "Paris"), user("Rome"), call(2, "Rome"), user("Berlin")]
-
-
-def stop(p):
-    p.send_signal(signal.SIGTERM)
-    try:
-        rc = p.wait(60)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        rc = -9
-    assert rc == 0, f"exit status {rc}"
-
-
-def client(port):
-    return openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0, timeout=300)
 
 
 def stream(c, **kw):
@@ -79,13 +64,7 @@ def stream(c, **kw):
 
 
 def bad_request(c, param, **kw):
-    try:
-        c.chat.completions.create(model="m", max_tokens=4, **kw)
-    except openai.BadRequestError as e:
-        assert e.body["param"] == param, (param, e.body)
-        assert e.body["type"] == "invalid_request_error", e.body
-        return 1
-    raise AssertionError(f"accepted: {kw}")
+    return refused(lambda: c.chat.completions.create(model="m", max_tokens=4, **kw), param)
 
 
 def own_template(binary, model, extra):

@@ -29,7 +29,9 @@ class Error : public std::runtime_error {
                              const std::string& found) {
     std::string m;
     if (!file.empty()) m += file + ": ";
-    if (!tensor.empty()) m += "tensor '" + tensor + "': ";
+    // A metadata key or a field quoted in the rule ("metadata 'k' has the wrong type") is not
+    // named a second time as a tensor.
+    if (!tensor.empty() && rule.find("'" + tensor + "'") == std::string::npos) m += "tensor '" + tensor + "': ";
     m += rule;
     if (!expected.empty()) m += " (expected " + expected;
     if (!found.empty()) m += expected.empty() ? " (found " + found : ", found " + found;

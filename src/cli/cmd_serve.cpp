@@ -148,8 +148,10 @@ int serve(ServeArgs a) {
     if (L.tok.eos() >= 0) b->chat_opts.eos_token = L.tok.token_bytes(L.tok.eos());
     b->chat_opts.json_vars = kwargs;
     b->sched = sched.get();
+    b->grammars = std::make_shared<server::OutputCompiler>(L.tok);
     b->speculative = so.spec.on();
     b->n_ctx = a.m.n_ctx;
+    b->n_embd = L.model->config().n_embd;
     b->created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     http.set_backend(std::move(b));
     std::cerr << "nvfp4: serving " << a.parallel << " slots of " << a.m.n_ctx << " positions, " << a.m.n_batch

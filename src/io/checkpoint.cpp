@@ -47,6 +47,7 @@ Error Checkpoint::in_own_names(const Error& e) const {
     return t;
   };
   std::string rule = rename(e.rule()), expected = rename(e.expected()), found = rename(e.found());
+  if (file.empty()) file = info().path;  // a metadata value's error (gguf::Value) names no file
   if (!from_config && tensor == e.tensor() && file == e.file()) return e;
   return Error(file, tensor, rule, expected, found);
 }

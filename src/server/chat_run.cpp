@@ -83,10 +83,11 @@ GenRun start_run(const Backend& b, GenRequest& r, uint64_t id) {
   job.stop = r.stop;
   job.cache_prompt = r.cache_prompt;
   job.top_logprobs = r.top_logprobs;
-  job.grammar = r.grammar;
+  std::shared_ptr<const GrammarSpec> spec = r.grammar;
   // tool_choice "required" or a named function: the reply is one call, in the template's format.
   if (r.chat && (r.tool_choice == "required" || r.tool_choice == "function") && !r.tools_json.empty())
-    if (auto g = tool_call_grammar(tool_format_of(b.chat->text()), r.tools_json, r.tool_choice_name)) job.grammar = g;
+    if (auto g = tool_call_grammar(tool_format_of(b.chat->text()), r.tools_json, r.tool_choice_name)) spec = g;
+  if (spec) job.grammar = b.grammars->compile(*spec);
   b.sched->submit(run.job);
   return run;
 }

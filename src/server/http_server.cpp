@@ -11,6 +11,7 @@
 #include "nvfp4/error.h"
 #include "server/api_error.h"
 #include "server/completions.h"
+#include "server/embeddings.h"
 #include "server/half_close.h"
 #include "server/messages_api.h"
 #include "server/responses_api.h"
@@ -315,6 +316,11 @@ void HttpServer::routes() {
   s.Post("/v1/messages/count_tokens", with_body([this](const Request&, const std::string& body, Response& res) {
     handle_count_tokens(*ready_.load(), body, res);
   }));
+  auto embeddings = with_body([this, counted](const Request& req, const std::string& body, Response& res) {
+    counted([&](std::shared_ptr<void>) { handle_embeddings(*ready_.load(), req, body, res); });
+  });
+  s.Post("/v1/embeddings", embeddings);
+  s.Post("/embeddings", embeddings);
   s.Post("/v1/completions", gen(false));
   s.Post("/completions", gen(false));
   s.Post("/tokenize", with_body([this](const Request&, const std::string& body, Response& res) {

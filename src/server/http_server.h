@@ -43,7 +43,9 @@ struct Backend {
   std::string chat_error;            // why not
   ChatRenderOptions chat_opts;
   Scheduler* sched = nullptr;
+  std::shared_ptr<OutputCompiler> grammars;  // constrained output: grammars compiled for tok
   int64_t n_ctx = 0;
+  int64_t n_embd = 0;                // the hidden state's width (embeddings)
   int64_t created = 0;               // unix time of loading
   bool speculative = false;          // responses carry timings.draft_n, draft_n_accepted
 };

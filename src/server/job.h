@@ -13,7 +13,7 @@
 
 #include "nvfp4/sampler.h"
 #include "server/api_error.h"
-#include "server/json_schema.h"
+#include "server/grammar_compile.h"
 #include "server/logprobs.h"
 
 namespace nvfp4::server {
@@ -26,9 +26,13 @@ struct Job {
   std::vector<std::string> stop;
   bool cache_prompt = true;  // may reuse a slot's KV of a common prefix (when the server allows it)
   int top_logprobs = -1;     // -1: no logprobs; else the logprob of each token and this many best
-  // The output's grammar (json_checker.h): tokens it refuses are masked before sampling, and the
-  // job ends ("stop") when the document is whole. Null: unconstrained.
-  std::shared_ptr<const Grammar> grammar;
+  // The output's grammar (grammar_compile.h): tokens it refuses are masked before sampling, and
+  // the job ends ("stop") when the text is whole and nothing may follow. Null: unconstrained.
+  std::shared_ptr<const CompiledOutput> grammar;
+  // An embedding (embeddings.h): the prompt is run and its final-normed hidden states pooled into
+  // `embedding` (the mean, or the last token's; set under mu before done); nothing is generated.
+  enum class Embed { None, Mean, Last } embed = Embed::None;
+  std::vector<float> embedding;
 
   // The client is gone or the server stops: the scheduler frees the slot at its next step.
   std::atomic<bool> cancelled{false};

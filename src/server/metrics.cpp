@@ -41,6 +41,9 @@ std::string Metrics::render() const {
          static_cast<double>(masks.load()));
   metric("nvfp4_constrained_mask_seconds_total", "counter", "seconds spent computing token masks",
          static_cast<double>(mask_ns.load()) * 1e-9);
+  metric("nvfp4_constrained_mask_refusals_total", "counter",
+         "picks the token mask allowed and the grammar refused (masked and picked again)",
+         static_cast<double>(mask_refusals.load()));
   metric("nvfp4_queue_depth", "gauge", "requests waiting for a slot", static_cast<double>(queue_depth.load()));
   metric("nvfp4_slots_active", "gauge", "slots generating", static_cast<double>(active_slots.load()));
   metric("nvfp4_slots_total", "gauge", "slots (--parallel)", static_cast<double>(slots));

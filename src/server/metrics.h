@@ -24,6 +24,7 @@ struct Metrics {
   std::atomic<int64_t> step_ns{0};           // time in forward() and sampling
   std::atomic<int64_t> masks{0};             // constrained output: token masks computed
   std::atomic<int64_t> mask_ns{0};           // and the time spent on them
+  std::atomic<int64_t> mask_refusals{0};     // picks the mask allowed and the grammar refused (picked again)
   std::atomic<int64_t> queue_depth{0};       // waiting for a slot
   std::atomic<int64_t> active_slots{0};
   int64_t slots = 0;

@@ -1,12 +1,19 @@
 // Requests' output constraints (see output_grammar.h).
 #include "server/output_grammar.h"
 
+#include <xgrammar/grammar.h>
+
 #include "server/api_error.h"
+#include "server/schema_guard.h"
 
 namespace nvfp4::server {
 namespace {
 
 using OJson = nlohmann::ordered_json;
+
+// JSON is written on one line with ", " and ": " between items (OpenAI's strict outputs and
+// models' tool calls look so): free whitespace lets a small model pad runs of newlines between
+// every token (measured on SmolLM2 with xgrammar's any_whitespace: most of a 200-token budget).
 
 [[noreturn]] void bad(const std::string& name, const std::string& msg, const char* code = "invalid_value") {
   throw ApiError(400, "'" + name + "' " + msg, name, code);
@@ -18,18 +25,118 @@ const OJson* field(const OJson& j, const char* name) {
   return &*it;
 }
 
-std::string quoted(const std::string& s) { return OJson(s).dump(-1, ' ', false, OJson::error_handler_t::replace); }
+// xgrammar's message without the source location its errors start with ("[time] file:line: ").
+std::string reason(const std::exception& e) {
+  std::string m = e.what();
+  if (const size_t p = m.find(".cc:"); p != std::string::npos)
+    if (const size_t q = m.find(": ", p); q != std::string::npos) m = m.substr(q + 2);
+  while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+  return m;
+}
+
+// Converts with f; xgrammar's refusal becomes a 400 naming `name`.
+template <class F>
+std::shared_ptr<const GrammarSpec> convert(const std::string& name, const char* what, F&& f) {
+  try {
+    auto s = std::make_shared<GrammarSpec>();
+    s->grammar = std::make_shared<const xgrammar::Grammar>(f());
+    s->field = name;
+    return s;
+  } catch (const ApiError&) {
+    throw;
+  } catch (const std::exception& e) {
+    bad(name, std::string("is not a valid ") + what + ": " + reason(e));
+  }
+}
+
+// An EBNF string literal of `s` (UTF-8 passes as it is).
+std::string ebnf_literal(const std::string& s) {
+  std::string o = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') o += '\\', o += static_cast<char>(c);
+    else if (c == '\n') o += "\\n";
+    else if (c == '\r') o += "\\r";
+    else if (c == '\t') o += "\\t";
+    else if (c < 0x20) {
+      static const char* hex = "0123456789abcdef";
+      o += "\\x";
+      o += hex[c >> 4];
+      o += hex[c & 15];
+    } else o += static_cast<char>(c);
+  }
+  return o + "\"";
+}
+
+xgrammar::Grammar schema_of(const OJson& schema) {
+  return xgrammar::Grammar::FromJSONSchema(schema.dump(), /*any_whitespace=*/false, /*indent=*/std::nullopt,
+                                           std::pair<std::string, std::string>(", ", ": "), /*strict_mode=*/true);
+}
+
+std::shared_ptr<const GrammarSpec> object_grammar(const std::string& name) {
+  // (Strict mode closes objects that do not say otherwise: json_object's is open.)
+  return convert(name, "schema", [] { return schema_of(OJson{{"type", "object"}, {"additionalProperties", true}}); });
+}
+
+std::shared_ptr<const GrammarSpec> string_grammar(const OJson& v, const std::string& name, const char* kind) {
+  if (!v.is_string()) bad(name, "must be a string", "invalid_type");
+  const std::string& s = v.get_ref<const std::string&>();
+  if (std::string(kind) == "regex") return convert(name, "regular expression", [&] { return xgrammar::Grammar::FromRegex(s); });
+  return convert(name, "GBNF grammar", [&] { return xgrammar::Grammar::FromEBNF(s, "root"); });
+}
+
+std::shared_ptr<const GrammarSpec> choice_grammar(const OJson& v, const std::string& name) {
+  if (!v.is_array() || v.empty()) bad(name, "must be a non-empty array of strings", "invalid_type");
+  std::string ebnf = "root ::= ";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is_string()) bad(name + "[" + std::to_string(i) + "]", "must be a string", "invalid_type");
+    ebnf += (i ? " | " : "") + ebnf_literal(v[i].get<std::string>());
+  }
+  return convert(name, "choice", [&] { return xgrammar::Grammar::FromEBNF(ebnf, "root"); });
+}
+
+// A tool's parameters placed inside the call's schema: its $defs (and definitions) move to the
+// root's $defs under `prefix`, and its local references follow them.
+void hoist_defs(OJson& s, OJson& root_defs, const std::string& prefix) {
+  for (const char* k : {"$defs", "definitions"}) {
+    if (!s.is_object() || !s.contains(k) || !s[k].is_object()) continue;
+    for (auto it = s[k].begin(); it != s[k].end(); ++it) root_defs[prefix + it.key()] = it.value();
+    s.erase(k);
+  }
+}
+void move_refs(OJson& s, const std::string& prefix) {
+  if (s.is_object()) {
+    for (auto it = s.begin(); it != s.end(); ++it) {
+      if (it.key() == "$ref" && it->is_string()) {
+        const std::string& r = it->get_ref<const std::string&>();
+        for (const char* from : {"#/$defs/", "#/definitions/"})
+          if (r.rfind(from, 0) == 0) {
+            *it = "#/$defs/" + prefix + r.substr(std::string(from).size());
+            break;
+          }
+      } else if (it.key() != "enum" && it.key() != "const") {
+        move_refs(*it, prefix);
+      }
+    }
+  } else if (s.is_array()) {
+    for (auto& e : s) move_refs(e, prefix);
+  }
+}
 
 }  // namespace
 
-std::shared_ptr<const Grammar> response_format_grammar(const OJson& rf, const std::string& name, bool flat) {
+std::shared_ptr<const GrammarSpec> json_schema_grammar(const OJson& schema, const std::string& path) {
+  check_schema_supported(schema, path);
+  return convert(path, "JSON schema", [&] { return schema_of(exact_formats(schema)); });
+}
+
+std::shared_ptr<const GrammarSpec> response_format_grammar(const OJson& rf, const std::string& name, bool flat) {
   if (!rf.is_object()) bad(name, "must be an object, found " + std::string(rf.type_name()), "invalid_type");
   const OJson* type = field(rf, "type");
   if (!type) bad(name + ".type", "is required", "missing_field");
   if (!type->is_string()) bad(name + ".type", "must be a string", "invalid_type");
   const std::string& t = type->get_ref<const std::string&>();
   if (t == "text") return nullptr;
-  if (t == "json_object") return std::make_shared<const Grammar>(json_object_grammar());
+  if (t == "json_object") return object_grammar(name);
   if (t != "json_schema") bad(name + ".type", "must be \"text\", \"json_object\" or \"json_schema\"");
   const std::string js = flat ? name : name + ".json_schema";
   const OJson* spec = flat ? &rf : field(rf, "json_schema");
@@ -41,18 +148,47 @@ std::shared_ptr<const Grammar> response_format_grammar(const OJson& rf, const st
     bad(js + ".name", "must be a string of 1 to 64 characters");
   if (const OJson* s = field(*spec, "strict"); s && !s->is_boolean()) bad(js + ".strict", "must be a boolean", "invalid_type");
   const OJson* schema = field(*spec, "schema");
-  if (!schema) return std::make_shared<const Grammar>(json_object_grammar());  // OpenAI: any object then
-  return std::make_shared<const Grammar>(json_schema_grammar(*schema, js + ".schema"));
+  if (!schema) return object_grammar(js);  // OpenAI: any object then
+  return json_schema_grammar(*schema, js + ".schema");
 }
 
-std::shared_ptr<const Grammar> body_response_format(const std::string& body) {
+std::shared_ptr<const GrammarSpec> body_output_grammar(const std::string& body) {
   const OJson j = OJson::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) throw ApiError(400, "the request body is not valid JSON", "", "invalid_json");
-  const OJson* rf = field(j, "response_format");
-  return rf ? response_format_grammar(*rf, "response_format", false) : nullptr;
+  std::shared_ptr<const GrammarSpec> out;
+  std::string first;
+  const auto take = [&](const std::string& name, std::shared_ptr<const GrammarSpec> g) {
+    if (!g) return;
+    if (out) bad(name, "constrains the output too; '" + first + "' already does (send one)");
+    out = std::move(g);
+    first = name;
+  };
+  if (const OJson* rf = field(j, "response_format")) take("response_format", response_format_grammar(*rf, "response_format", false));
+  if (const OJson* g = field(j, "grammar")) take("grammar", string_grammar(*g, "grammar", "gbnf"));
+  if (const OJson* s = field(j, "json_schema")) take("json_schema", json_schema_grammar(*s, "json_schema"));
+  if (const OJson* g = field(j, "guided_grammar")) take("guided_grammar", string_grammar(*g, "guided_grammar", "gbnf"));
+  if (const OJson* g = field(j, "guided_regex")) take("guided_regex", string_grammar(*g, "guided_regex", "regex"));
+  if (const OJson* g = field(j, "guided_choice")) take("guided_choice", choice_grammar(*g, "guided_choice"));
+  if (const OJson* s = field(j, "guided_json"))
+    take("guided_json", s->is_string() ? json_schema_grammar(OJson::parse(s->get<std::string>(), nullptr, false), "guided_json")
+                                       : json_schema_grammar(*s, "guided_json"));
+  if (const OJson* so = field(j, "structured_outputs")) {
+    if (!so->is_object()) bad("structured_outputs", "must be an object", "invalid_type");
+    if (const OJson* s = field(*so, "json"))
+      take("structured_outputs.json",
+           s->is_string() ? json_schema_grammar(OJson::parse(s->get<std::string>(), nullptr, false), "structured_outputs.json")
+                          : json_schema_grammar(*s, "structured_outputs.json"));
+    if (const OJson* g = field(*so, "regex")) take("structured_outputs.regex", string_grammar(*g, "structured_outputs.regex", "regex"));
+    if (const OJson* g = field(*so, "grammar"))
+      take("structured_outputs.grammar", string_grammar(*g, "structured_outputs.grammar", "gbnf"));
+    if (const OJson* g = field(*so, "choice")) take("structured_outputs.choice", choice_grammar(*g, "structured_outputs.choice"));
+    if (const OJson* g = field(*so, "json_object"); g && g->is_boolean() && g->get<bool>())
+      take("structured_outputs.json_object", object_grammar("structured_outputs.json_object"));
+  }
+  return out;
 }
 
-std::shared_ptr<const Grammar> tool_call_grammar(ToolFormat f, const std::string& tools_json, const std::string& only) {
+std::shared_ptr<const GrammarSpec> tool_call_grammar(ToolFormat f, const std::string& tools_json, const std::string& only) {
   const char* args_key = "arguments";
   std::string prefix, suffix;
   switch (f) {
@@ -69,47 +205,41 @@ std::shared_ptr<const Grammar> tool_call_grammar(ToolFormat f, const std::string
   }
   const OJson tools = OJson::parse(tools_json, nullptr, false);
   if (!tools.is_array()) return nullptr;
-  auto g = std::make_shared<Grammar>();
-  SchemaNode any_call;
-  any_call.types = 0;
+  OJson calls = OJson::array();
+  OJson defs = OJson::object();
   for (size_t i = 0; i < tools.size(); ++i) {
     const OJson& fn = tools[i]["function"];
     const std::string& name = fn["name"].get_ref<const std::string&>();
     if (!only.empty() && name != only) continue;
     const std::string pp = "tools[" + std::to_string(i) + "].function.parameters";
-    int32_t args = -1;
+    OJson args = {{"type", "object"}, {"additionalProperties", true}};  // no parameters: any object
     if (const OJson* p = field(fn, "parameters")) {
-      args = compile_schema(*g, *p, *p, pp);
-      SchemaNode& a = g->nodes[static_cast<size_t>(args)];
-      if (args == kAnyNode || (a.any_of.empty() && !a.has_literals)) {
-        if (args == kAnyNode) {
-          SchemaNode obj;
-          obj.types = kTypeObject;
-          args = g->add(std::move(obj));
-        } else if (!(a.types & kTypeObject)) {
-          bad(pp + ".type", "must admit an object (a call's arguments are one)");
-        } else {
-          a.types = kTypeObject;
-        }
-      }
-    } else {
-      SchemaNode obj;
-      obj.types = kTypeObject;
-      args = g->add(std::move(obj));
+      check_schema_supported(*p, pp);
+      args = exact_formats(*p);
+      if (args.is_object() && !args.contains("type") && !args.contains("$ref") && !args.contains("anyOf"))
+        args["type"] = "object";
+      const std::string prefix = "tool" + std::to_string(i) + "_";
+      move_refs(args, prefix);  // (the references inside its $defs too, before they move)
+      hoist_defs(args, defs, prefix);
     }
-    SchemaNode call;
-    call.types = kTypeObject;
-    call.prop_names = {"name", args_key};
-    call.prop_nodes = {g->literal(quoted(name)), args};
-    call.required = 3;
-    call.additional = -1;
-    any_call.any_of.push_back(g->add(std::move(call)));
+    calls.push_back({{"type", "object"},
+                     {"properties", {{"name", {{"const", name}}}, {args_key, args}}},
+                     {"required", {"name", args_key}},
+                     {"additionalProperties", false}});
   }
-  if (any_call.any_of.empty()) return nullptr;
-  g->root = any_call.any_of.size() == 1 ? any_call.any_of[0] : g->add(std::move(any_call));
-  if (!prefix.empty()) g->prefix = g->literal(prefix);
-  if (!suffix.empty()) g->suffix = g->literal(suffix);
-  return g;
+  if (calls.empty()) return nullptr;
+  auto s = convert("tools", "tool schema", [&] {
+    std::vector<xgrammar::Grammar> parts;
+    if (!prefix.empty()) parts.push_back(xgrammar::Grammar::FromEBNF("root ::= " + ebnf_literal(prefix)));
+    OJson doc = {{"anyOf", calls}};
+    if (!defs.empty()) doc["$defs"] = defs;
+    parts.push_back(schema_of(doc));
+    if (!suffix.empty()) parts.push_back(xgrammar::Grammar::FromEBNF("root ::= " + ebnf_literal(suffix)));
+    return parts.size() == 1 ? parts[0] : xgrammar::Grammar::Concat(parts);
+  });
+  auto m = std::make_shared<GrammarSpec>(*s);
+  m->markers = prefix + suffix;
+  return m;
 }
 
 }  // namespace nvfp4::server

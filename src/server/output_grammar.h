@@ -1,32 +1,52 @@
-// What a request constrains its output to (json_checker.h): response_format of chat and
-// completions ({"type": "text"}, {"type": "json_object"}, or {"type": "json_schema", "json_schema":
-// {"name", "schema", "strict", "description"}} as OpenAI defines them), the Responses API's
-// text.format (the same with the json_schema fields beside "type"), and a tool call that
-// tool_choice "required" or a named function asks for, in the chat template's own format.
-// Throws ApiError(400) naming the field.
+// What a request constrains its output to, as a grammar of xgrammar (third_party/xgrammar, its
+// C++ core; README "Structured output"): response_format of chat and completions ({"type":
+// "text"}, {"type": "json_object"}, or {"type": "json_schema", "json_schema": {"name", "schema",
+// "strict", "description"}} as OpenAI defines them), the Responses API's text.format (the same
+// with the json_schema fields beside "type"), llama.cpp's `grammar` (GBNF) and `json_schema`,
+// vLLM's `guided_json` / `guided_regex` / `guided_grammar` / `guided_choice` and
+// `structured_outputs` {json, regex, grammar, choice}, and a tool call that tool_choice
+// "required" or a named function asks for, in the chat template's own format.
+// Nothing here needs the model: the grammar is compiled against its vocabulary later
+// (grammar_compile.h). Throws ApiError(400) naming the field.
 #pragma once
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "server/json_schema.h"
 #include "server/tool_calls.h"
+
+namespace xgrammar {
+class Grammar;
+}
 
 namespace nvfp4::server {
 
+struct GrammarSpec {
+  std::shared_ptr<const xgrammar::Grammar> grammar;
+  std::string field;  // the request's field, named in errors found when compiling it
+  // Special tokens whose text a tool call's markers hold ([TOOL_CALLS]) may match those markers.
+  std::string markers;
+};
+
 // `field` is the object's name in errors ("response_format", "text.format"); `flat`: the
 // Responses shape (name and schema beside type). Null for {"type": "text"}.
-std::shared_ptr<const Grammar> response_format_grammar(const nlohmann::ordered_json& rf, const std::string& field,
-                                                       bool flat);
+std::shared_ptr<const GrammarSpec> response_format_grammar(const nlohmann::ordered_json& rf, const std::string& field,
+                                                           bool flat);
 
-// A request body's response_format (null when absent or text).
-std::shared_ptr<const Grammar> body_response_format(const std::string& body);
+// A request body's output constraint, from whichever of the fields above it has (at most one;
+// two are a 400 naming the second). Null when none.
+std::shared_ptr<const GrammarSpec> body_output_grammar(const std::string& body);
+
+// A JSON schema document (`path` names it in errors): refused when it uses what the grammar would
+// not enforce (schema_guard.h), else converted.
+std::shared_ptr<const GrammarSpec> json_schema_grammar(const nlohmann::ordered_json& schema, const std::string& path);
 
 // One call of a tool in `tools_json` (a validated tools array), of the one named `only` when not
 // empty, written as format `f` writes a call: Hermes <tool_call>\n{"name", "arguments"}\n</tool_call>,
 // Llama 3 {"name", "parameters"}, Mistral [TOOL_CALLS][{"name", "arguments"}]. Null for the
 // formats whose calls are not JSON (QwenXml) or when the template shows none: such requests stay
-// unconstrained. The tools' parameters schemas are compiled (400 naming tools[i].function.parameters...).
-std::shared_ptr<const Grammar> tool_call_grammar(ToolFormat f, const std::string& tools_json, const std::string& only);
+// unconstrained. The tools' parameters schemas are converted (400 naming tools[i].function.parameters).
+std::shared_ptr<const GrammarSpec> tool_call_grammar(ToolFormat f, const std::string& tools_json,
+                                                     const std::string& only);
 
 }  // namespace nvfp4::server

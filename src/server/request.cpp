@@ -219,7 +219,7 @@ GenRequest parse_gen_request(const std::string& body, bool chat) {
   } else if (const auto lp = get_int(j, "logprobs")) {
     r.top_logprobs = top_range("logprobs", *lp);
   }
-  if (field(j, "response_format")) r.grammar = body_response_format(body);  // (read again: key order kept)
+  r.grammar = body_output_grammar(body);  // (read again: key order kept)
   r.cache_prompt = get_bool(j, "cache_prompt", true);
   r.return_tokens = get_bool(j, "return_tokens", false);
   return r;

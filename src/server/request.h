@@ -11,7 +11,7 @@
 
 #include "nvfp4/chat.h"
 #include "nvfp4/sampler.h"
-#include "server/json_schema.h"
+#include "server/output_grammar.h"
 
 namespace nvfp4::server {
 
@@ -41,9 +41,9 @@ struct GenRequest {
   // Template variables: chat_template_kwargs, enable_thinking, reasoning_effort, tool_choice
   // (name -> JSON text).
   std::map<std::string, std::string> template_vars;
-  // response_format json_object / json_schema (output_grammar.h): the output is constrained to
-  // it token by token; null: unconstrained.
-  std::shared_ptr<const Grammar> grammar;
+  // response_format, grammar, guided_* (output_grammar.h): the output is constrained to it token
+  // by token; null: unconstrained.
+  std::shared_ptr<const GrammarSpec> grammar;
 };
 
 // Throws ApiError(400) naming the field.

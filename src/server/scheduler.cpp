@@ -39,8 +39,9 @@ struct Scheduler::Slot {
   int32_t next = -1;         // sampled, fed at the next step
   std::optional<Sampler> sampler;
   std::optional<TextStream> text;
-  std::optional<JsonChecker> checker;  // the job's grammar's, when it has one
+  std::optional<OutputMatcher> checker;  // the job's grammar's, when it has one
   SpecSlot spec;
+  std::vector<double> embed_sum;  // an embedding job's pooled hidden states so far
   int index = 0;             // its place in slots_ (its MTP sequence's)
   Slot(const Model& m, int64_t n_ctx, KvType kv) : seq(m, n_ctx, kv) {}
 };
@@ -140,6 +141,7 @@ void Scheduler::finish(Slot& s, const std::string& reason, const std::optional<A
   s.sampler.reset();
   s.text.reset();
   s.checker.reset();
+  s.embed_sum.clear();
 }
 
 bool Scheduler::admit() {
@@ -341,13 +343,16 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
     rows.push_back({&s, n_rows, p0});
     n_rows += 1 + d.size();
   }
+  std::vector<Embedded> embeds;  // embedding jobs' prompt chunks: their hidden rows are pooled
   for (Slot* s : filling) {
     if (budget <= 0) break;
     const auto& p = s->job->prompt;
     const size_t n = std::min<size_t>(static_cast<size_t>(budget), p.size() - s->n_prompt_done);
     const int64_t pos0 = s->seq.pos();
+    const bool embed = s->job->embed != Job::Embed::None;
+    if (embed) embeds.push_back({s, toks.size(), n});
     for (size_t i = 0; i < n; ++i) {
-      const bool last = s->n_prompt_done + i + 1 == p.size();
+      const bool last = s->n_prompt_done + i + 1 == p.size() && !embed;
       toks.push_back({p[s->n_prompt_done + i], &s->seq, pos0 + static_cast<int64_t>(i), last});
       s->cached.push_back(p[s->n_prompt_done + i]);
       if (last) rows.push_back({s, n_rows++, -1});
@@ -360,11 +365,11 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
   try {
     const size_t need = std::max<size_t>(n_rows, 1) * static_cast<size_t>(model_.config().n_vocab);
     if (logits.size() < need) logits.resize(need);
-    if (opt_.spec.mtp) {  // every token's hidden state, to each slot's MTP proposer
+    if (opt_.spec.mtp || !embeds.empty()) {  // every token's hidden state: MTP proposers, embeddings
       hidden_.resize(toks.size() * static_cast<size_t>(model_.config().n_embd));
       forward(model_, toks, ws, pool, logits.data(), hidden_.data());
       const size_t d = static_cast<size_t>(model_.config().n_embd);
-      for (size_t t = 0; t < toks.size();) {
+      for (size_t t = 0; t < toks.size() && opt_.spec.mtp;) {
         size_t e = t + 1;
         while (e < toks.size() && toks[e].seq == toks[t].seq) ++e;
         for (auto& sp : slots_)
@@ -384,6 +389,7 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
     return;
   }
   metrics_.prompt_tokens += n_prompt;
+  pool_embeddings(embeds);
   const size_t nv = static_cast<size_t>(model_.config().n_vocab);
   // The back-off's window sees this step after the requests it ends (finish() judges a window).
   int64_t picks = 0;
@@ -420,9 +426,24 @@ int64_t Scheduler::verify(Slot& s, const float* rows, int64_t p0) {
       return Pick{-1, false, false};
     }
     int32_t tok = s.sampler->sample(pick_row, nv);
-    // The sampler's last resort (rounding at the end of its cumulative sum) may land on a
-    // refused token: the best allowed one instead.
-    if (s.checker && !allowed_[static_cast<size_t>(tok)]) tok = argmax(pick_row, nv);
+    if (s.checker) {
+      // The sampler's last resort (rounding at the end of its cumulative sum) may land on a
+      // refused token: the best allowed one instead.
+      if (!allowed_[static_cast<size_t>(tok)]) tok = argmax(pick_row, nv);
+      // Fail closed: a token the mask allowed but the matcher refuses (a mask wider than the
+      // grammar) is masked too and the pick made again; the grammar walks the pick only.
+      while (!s.checker->accept(tok)) {
+        metrics_.mask_refusals += 1;
+        allowed_[static_cast<size_t>(tok)] = 0;
+        masked_[static_cast<size_t>(tok)] = -INFINITY;
+        if (std::none_of(allowed_.begin(), allowed_.end(), [](uint8_t a) { return a != 0; })) {
+          finish(s, "", ApiError(500, "the output's grammar admits no token here"));
+          return Pick{-1, false, false};
+        }
+        tok = s.sampler->sample(masked_.data(), nv);
+        if (!allowed_[static_cast<size_t>(tok)]) tok = argmax(masked_.data(), nv);
+      }
+    }
     ++picks;
     if (tok_.is_eog(tok)) {
       finish(s, "stop", std::nullopt);
@@ -430,7 +451,9 @@ int64_t Scheduler::verify(Slot& s, const float* rows, int64_t p0) {
     }
     const bool match = i < draft.size() && tok == draft[i];
     const std::string bytes = tok_.token_bytes(tok);
-    const bool whole = s.checker && s.checker->feed(bytes) && s.checker->done();
+    // The grammar advances on the picks only (never on a draft before it is checked), so it
+    // needs no rollback: a draft the grammar refuses differs from the masked pick and ends there.
+    const bool whole = s.checker && s.checker->done();
     const std::string piece = s.text->push(bytes);
     std::optional<TokenLogprob> lp;
     if (j.top_logprobs >= 0) lp = token_logprob(row, nv, tok, j.top_logprobs);
@@ -462,12 +485,36 @@ int64_t Scheduler::verify(Slot& s, const float* rows, int64_t p0) {
   return picks;
 }
 
+void Scheduler::pool_embeddings(const std::vector<Embedded>& chunks) {
+  const size_t d = static_cast<size_t>(model_.config().n_embd);
+  for (const auto& [sp, first, count] : chunks) {
+    Slot& s = *sp;
+    const bool last = s.job->embed == Job::Embed::Last;
+    if (s.embed_sum.empty()) s.embed_sum.assign(d, 0.0);
+    // In token order, whatever the chunks: the same sums (the same bits) however the steps cut it.
+    for (size_t t = last ? first + count - 1 : first; t < first + count; ++t) {
+      const float* h = hidden_.data() + t * d;
+      for (size_t i = 0; i < d; ++i) s.embed_sum[i] = last ? h[i] : s.embed_sum[i] + h[i];
+    }
+    if (s.n_prompt_done < s.job->prompt.size()) continue;
+    const double div = last ? 1.0 : static_cast<double>(s.job->prompt.size());
+    std::vector<float> v(d);
+    for (size_t i = 0; i < d; ++i) v[i] = static_cast<float>(s.embed_sum[i] / div);
+    {
+      std::lock_guard lk(s.job->mu);
+      s.job->embedding = std::move(v);
+      s.job->n_generated = 0;
+    }
+    finish(s, "stop", std::nullopt);
+  }
+}
+
 const float* Scheduler::masked(Slot& s, const float* row) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (!trie_) trie_ = std::make_unique<TokenTrie>(tok_);
   const size_t nv = static_cast<size_t>(model_.config().n_vocab);
-  const int64_t n = trie_->fill(*s.checker, allowed_);
-  allowed_.resize(nv, 0);  // a model row wider than the tokenizer's vocabulary: the rest refused
+  // A model row wider than the tokenizer's vocabulary: the rest refused.
+  const int64_t n = s.checker->fill(allowed_, std::min<int64_t>(tok_.n_vocab(), static_cast<int64_t>(nv)));
+  allowed_.resize(nv, 0);
   masked_.resize(nv);
   for (size_t t = 0; t < nv; ++t) masked_[t] = allowed_[t] ? row[t] : -INFINITY;
   metrics_.masks += 1;

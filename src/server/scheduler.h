@@ -22,7 +22,7 @@
 #include "nvfp4/mtp_draft.h"
 #include "server/spec_draft.h"
 #include "server/spec_slot.h"
-#include "server/token_mask.h"
+#include "server/grammar_compile.h"
 
 namespace nvfp4::server {
 
@@ -67,9 +67,17 @@ class Scheduler {
   // the tokens it sampled (the rows plain decoding would have needed a step each for).
   int64_t verify(Slot& s, const float* rows, int64_t p0);
   void finish(Slot& s, const std::string& reason, const std::optional<ApiError>& err);
-  // A constrained slot's row with the tokens its checker refuses at -inf (in masked_); null when
+  // A constrained slot's row with the tokens its grammar refuses at -inf (in masked_); null when
   // it refuses every token.
   const float* masked(Slot& s, const float* row);
+  // An embedding job's prompt chunk in a step: its tokens [first, first + n) of the step.
+  struct Embedded {
+    Slot* s;
+    size_t first, n;
+  };
+  // Adds the chunks' hidden rows (hidden_) to their jobs' pools; a job whose prompt is done gets
+  // its embedding and ends.
+  void pool_embeddings(const std::vector<Embedded>& chunks);
 
   const Model& model_;
   const Tokenizer& tok_;
@@ -81,9 +89,7 @@ class Scheduler {
   std::vector<float> hidden_;                  // --spec mtp: the step's final-normed hidden rows
   SpecBackoff backoff_;                        // whether the slots may draft now (stepping thread)
   uint64_t admitted_ = 0;
-  // Constrained output (stepping thread): the vocabulary's trie, laid at the first constrained
-  // request; the masked row and the mask of the token being picked.
-  std::unique_ptr<TokenTrie> trie_;
+  // Constrained output (stepping thread): the masked row and the mask of the token being picked.
   std::vector<float> masked_;
   std::vector<uint8_t> allowed_;
 

@@ -65,10 +65,14 @@ Tokenizer Tokenizer::build(TokenizerData data) {
   if (!t.d.token_types.empty() && static_cast<int64_t>(t.d.token_types.size()) != n)
     throw Error(src, "", "tokenizer.ggml.token_type length", std::to_string(n),
                 std::to_string(t.d.token_types.size()));
-  for (int32_t* id : {&t.d.bos, &t.d.eos, &t.d.eot, &t.d.pad, &t.d.unk})
-    if (*id < -1 || *id >= n)
-      throw Error(src, "", "special token id out of range", "-1 or 0 .. " + std::to_string(n - 1),
-                  std::to_string(*id));
+  const std::pair<int32_t, const char*> special[] = {{t.d.bos, "bos"}, {t.d.eos, "eos"}, {t.d.eot, "eot"},
+                                                     {t.d.pad, "padding"}, {t.d.unk, "unknown"}};
+  for (const auto& [id, role] : special)
+    if (id < -1 || id >= n)  // named as GGUF stores it (HF directories' ids are found by their text)
+      throw Error(src, std::string("tokenizer.ggml.") + role + "_token_id",
+                  std::string("special token id 'tokenizer.ggml.") + role + "_token_id' (" + role +
+                      ") out of the vocabulary",
+                  "-1 or 0 .. " + std::to_string(n - 1), std::to_string(id));
   for (int32_t id : t.d.eog_ids)
     if (id < 0 || id >= n)
       throw Error(src, "", "end-of-generation id out of range", "0 .. " + std::to_string(n - 1),

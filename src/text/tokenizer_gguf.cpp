@@ -68,8 +68,18 @@ TokenizerData data_from_meta(const Lookup& find, const std::string& src) {
 }
 }  // namespace
 
+// A metadata value's own errors (gguf::Value: the wrong type) name the key but not the file.
+static TokenizerData data_naming_file(const Lookup& find, const std::string& src) {
+  try {
+    return data_from_meta(find, src);
+  } catch (const Error& e) {
+    if (!e.file().empty()) throw;
+    throw Error(src, e.tensor(), e.rule(), e.expected(), e.found());
+  }
+}
+
 TokenizerData tokenizer_data_from_gguf(const gguf::File& f) {
-  return data_from_meta([&](const std::string& k) { return f.find(k); }, f.path());
+  return data_naming_file([&](const std::string& k) { return f.find(k); }, f.path());
 }
 
 TokenizerData tokenizer_data_from_checkpoint(const Checkpoint& ck) {
@@ -80,7 +90,7 @@ TokenizerData tokenizer_data_from_checkpoint(const Checkpoint& ck) {
     const fs::path p(ck.info().path);
     return tokenizer_data_from_hf((fs::is_directory(p) ? p : p.parent_path()).string());
   }
-  return data_from_meta([&](const std::string& k) { return ck.meta(k); }, ck.info().path);
+  return data_naming_file([&](const std::string& k) { return ck.meta(k); }, ck.info().path);
 }
 
 void forget_tokenizer_arrays(Checkpoint& ck) {
