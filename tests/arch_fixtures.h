@@ -184,6 +184,30 @@ inline double against(const ArchOracle& o, const Model& m, const std::string& se
   return d.max_abs;
 }
 
+// Every prompt of `o` through `m` in steps of 7 with a context of 160 positions (Gemma 4's
+// sliding ring of 71 positions wraps on the 100-token prompt), against the logit set `set`, into d.
+inline void against_stepped(const ArchOracle& o, const Model& m, const std::string& set, ThreadPool& pool, Diff& d) {
+  for (size_t p = 0; p < o.prompts(); ++p) {
+    const auto ids = o.ids(p);
+    ContextOptions co;
+    co.n_ctx = 160;
+    co.n_batch = 7;
+    Context ctx(m, co, pool);
+    std::vector<float> got(ids.size() * static_cast<size_t>(m.config().n_vocab));
+    ctx.eval(ids.data(), static_cast<int64_t>(ids.size()), got.data(), true);
+    d.add(got.data(), o.logits(p, set), ids.size(), o.nv);
+  }
+}
+
+// The fixture's four prompts end to end, the 100-token one first, then the 40-, 5- and 17-token
+// ones: 162 tokens (a sliding ring of 71 positions wraps twice).
+inline std::vector<int32_t> long_ids(const ArchOracle& o) {
+  std::vector<int32_t> ids;
+  for (size_t p : {3u, 2u, 0u, 1u})
+    for (int32_t t : o.ids(p)) ids.push_back(t);
+  return ids;
+}
+
 // Greedy tokens after the prompt compared with `want` while both are clear: the comparison ends at
 // a step whose top two logits are within 1e-3 (a near tie either side may break the other way);
 // returns how far it got.

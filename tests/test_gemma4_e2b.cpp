@@ -26,28 +26,6 @@ std::string root() { return fixture_path("gemma4-e2b"); }
 std::string dir_of(const std::string& form) { return root() + "/" + form; }
 ArchOracle oracle() { return ArchOracle("", root()); }
 
-// Every prompt through `m` in steps of 7, a context of 160 (the sliding ring of 71 wraps).
-void against_long(const ArchOracle& o, const Model& m, const std::string& set, ThreadPool& pool, Diff& d) {
-  for (size_t p = 0; p < o.prompts(); ++p) {
-    const auto ids = o.ids(p);
-    ContextOptions co;
-    co.n_ctx = 160;
-    co.n_batch = 7;
-    Context ctx(m, co, pool);
-    std::vector<float> got(ids.size() * static_cast<size_t>(m.config().n_vocab));
-    ctx.eval(ids.data(), static_cast<int64_t>(ids.size()), got.data(), true);
-    d.add(got.data(), o.logits(p, set), ids.size(), o.nv);
-  }
-}
-
-// The four prompts end to end (162 tokens): the 100-token one first.
-std::vector<int32_t> long_ids(const ArchOracle& o) {
-  std::vector<int32_t> ids;
-  for (size_t p : {3u, 2u, 0u, 1u})
-    for (int32_t t : o.ids(p)) ids.push_back(t);
-  return ids;
-}
-
 class Gemma4E2b : public ::testing::Test {
  protected:
   ThreadPool pool_{2};
@@ -109,7 +87,7 @@ TEST_F(Gemma4E2b, F32MatchesTransformers) {
   auto ck = Checkpoint::open(dir_of("float"));
   auto m = load_in(*ck, Mode::f32);
   Diff d;
-  against_long(o, *m, "float", pool_, d);
+  against_stepped(o, *m, "float", pool_, d);
   std::printf("gemma4-e2b f32 vs transformers: max |diff| %.3g (|logit| <= %.3g), argmax differs %d/%d\n", d.max_abs, d.max_ref,
               d.argmax_differ, d.argmax_checked);
   EXPECT_LE(d.max_abs, kF32Bound);
@@ -129,7 +107,7 @@ TEST_F(Gemma4E2b, ModelOptFormRunsNearItsFakeQuant) {
   for (Mode mode : {Mode::w4a4, Mode::a16q8, Mode::f32}) {
     auto m = load_in(*ck, mode);
     Diff d;
-    against_long(o, *m, "modelopt_nvfp4", pool_, d);
+    against_stepped(o, *m, "modelopt_nvfp4", pool_, d);
     std::printf("gemma4-e2b modelopt-nvfp4 %s vs modelopt_nvfp4: max |diff| %.3g, median %.3g, first positions %.3g (float model: median %.3g)\n",
                 std::string(mode_name(mode)).c_str(), d.max_abs, d.median(), d.first_max, float_vs.median());
     // Nearer ModelOpt's fake-quantized model than the float model is; not within float noise at a

@@ -23,21 +23,6 @@ std::string dir_of(const std::string& form) { return root() + "/" + form; }
 
 ArchOracle oracle() { return ArchOracle("", root()); }
 
-// Every prompt of `o` through `m` in steps of 7 with a context of 160 positions (the sliding
-// layers' ring, 8 - 1 + kSlidingSlack = 71 positions, wraps on the 100-token prompt), into d.
-void against_long(const ArchOracle& o, const Model& m, const std::string& set, ThreadPool& pool, Diff& d) {
-  for (size_t p = 0; p < o.prompts(); ++p) {
-    const auto ids = o.ids(p);
-    ContextOptions co;
-    co.n_ctx = 160;
-    co.n_batch = 7;
-    Context ctx(m, co, pool);
-    std::vector<float> got(ids.size() * static_cast<size_t>(m.config().n_vocab));
-    ctx.eval(ids.data(), static_cast<int64_t>(ids.size()), got.data(), true);
-    d.add(got.data(), o.logits(p, set), ids.size(), o.nv);
-  }
-}
-
 class Gemma4Fixture : public ::testing::Test {
  protected:
   ThreadPool pool_{2};
@@ -81,7 +66,7 @@ TEST_F(Gemma4Fixture, F32MatchesTransformers) {
     auto ck = Checkpoint::open(dir_of(form));
     auto m = load_in(*ck, Mode::f32);
     Diff d;
-    against_long(o, *m, "float", pool_, d);
+    against_stepped(o, *m, "float", pool_, d);
     std::printf("gemma4 %s f32 vs transformers: max |diff| %.3g (|logit| <= %.3g), argmax differs %d/%d\n", form, d.max_abs,
                 d.max_ref, d.argmax_differ, d.argmax_checked);
     EXPECT_LE(d.max_abs, kF32Bound);
@@ -112,7 +97,7 @@ TEST_F(Gemma4Fixture, QuantizedFormsRunNearModelOptFakeQuant) {
     for (Mode mode : {Mode::w4a4, Mode::a16q8, Mode::a16, Mode::f32}) {
       auto m = load_in(*ck, mode);
       Diff d;
-      against_long(o, *m, "modelopt_nvfp4", pool_, d);
+      against_stepped(o, *m, "modelopt_nvfp4", pool_, d);
       std::printf("gemma4 %s %s vs modelopt_nvfp4: max |diff| %.3g, median %.3g, first positions %.3g (float model: median %.3g)\n", form,
                   std::string(mode_name(mode)).c_str(), d.max_abs, d.median(), d.first_max, float_vs.median());
       if (std::string(form) == "modelopt-nvfp4" && mode == Mode::w4a4) {
@@ -156,15 +141,6 @@ TEST_F(Gemma4Fixture, UnsupportedVariantsAreRefusedNamingTheField) {
 }
 
 // ---- the integer-exact modes: the same bits however a prompt is stepped ---------------------
-
-// The 100-token prompt, then the 40-, 5- and 17-token ones: 162 tokens, the sliding layers' ring
-// (71 positions) wrapping twice.
-std::vector<int32_t> long_ids(const ArchOracle& o) {
-  std::vector<int32_t> ids;
-  for (size_t p : {3u, 2u, 0u, 1u})
-    for (int32_t t : o.ids(p)) ids.push_back(t);
-  return ids;
-}
 
 TEST_F(Gemma4Fixture, SlidingLayersHoldARingOfTheirWindow) {
   auto ck = Checkpoint::open(dir_of("modelopt-nvfp4"));

@@ -20,26 +20,6 @@ std::string root() { return fixture_path("gemma4-moe"); }
 std::string dir_of(const std::string& form) { return root() + "/" + form; }
 ArchOracle oracle() { return ArchOracle("", root()); }
 
-void against_long(const ArchOracle& o, const Model& m, const std::string& set, ThreadPool& pool, Diff& d) {
-  for (size_t p = 0; p < o.prompts(); ++p) {
-    const auto ids = o.ids(p);
-    ContextOptions co;
-    co.n_ctx = 160;
-    co.n_batch = 7;
-    Context ctx(m, co, pool);
-    std::vector<float> got(ids.size() * static_cast<size_t>(m.config().n_vocab));
-    ctx.eval(ids.data(), static_cast<int64_t>(ids.size()), got.data(), true);
-    d.add(got.data(), o.logits(p, set), ids.size(), o.nv);
-  }
-}
-
-std::vector<int32_t> long_ids(const ArchOracle& o) {
-  std::vector<int32_t> ids;
-  for (size_t p : {3u, 2u, 0u, 1u})
-    for (int32_t t : o.ids(p)) ids.push_back(t);
-  return ids;
-}
-
 class Gemma4Moe : public ::testing::Test {
  protected:
   ThreadPool pool_{2};
@@ -79,7 +59,7 @@ TEST_F(Gemma4Moe, F32MatchesTransformers) {
   auto ck = Checkpoint::open(dir_of("float"));
   auto m = load_in(*ck, Mode::f32);
   Diff d;
-  against_long(o, *m, "float", pool_, d);
+  against_stepped(o, *m, "float", pool_, d);
   std::printf("gemma4-moe f32 vs transformers: max |diff| %.3g (|logit| <= %.3g), argmax differs %d/%d\n", d.max_abs, d.max_ref,
               d.argmax_differ, d.argmax_checked);
   EXPECT_LE(d.max_abs, kF32Bound);
@@ -99,7 +79,7 @@ TEST_F(Gemma4Moe, ModelOptFormRunsNearItsFakeQuant) {
   for (Mode mode : {Mode::w4a4, Mode::a16q8, Mode::f32}) {
     auto m = load_in(*ck, mode);
     Diff d;
-    against_long(o, *m, "modelopt_nvfp4", pool_, d);
+    against_stepped(o, *m, "modelopt_nvfp4", pool_, d);
     std::printf("gemma4-moe modelopt-nvfp4 %s vs modelopt_nvfp4: max |diff| %.3g, median %.3g, first positions %.3g (float model: median %.3g)\n",
                 std::string(mode_name(mode)).c_str(), d.max_abs, d.median(), d.first_max, float_vs.median());
     // Nearer ModelOpt's fake-quantized model than the float model is; not within float noise at a
