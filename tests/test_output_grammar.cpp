@@ -8,6 +8,7 @@
 
 #include "server/api_error.h"
 #include "server/grammar_compile.h"
+#include "server/messages_api.h"
 #include "server/output_grammar.h"
 #include "server/request.h"
 
@@ -39,6 +40,17 @@ TEST(OutputGrammar, ResponseFormatShapes) {
   ASSERT_NE(obj, nullptr);
   EXPECT_TRUE(whole(obj, R"({"a": [1]})"));
   EXPECT_FALSE(whole(obj, "[1]"));
+  // Compact or pretty-printed (one newline, then up to 16 spaces); no space before ':' or ','.
+  EXPECT_TRUE(whole(obj, "{\n  \"a\": {\"b\": [true, null, -1.5e3]},\n  \"c\": \"\\u00e9t\u00e9\\n\"\n}"));
+  EXPECT_TRUE(whole(obj, "{}"));
+  EXPECT_TRUE(whole(obj, "{\"été\": \"東京 😀\"}"));
+  EXPECT_TRUE(whole(obj, "{ }"));
+  EXPECT_FALSE(whole(obj, "{\"a\" : 1}"));
+  EXPECT_FALSE(whole(obj, "{\"a\": 1 , \"b\": 2}"));
+  EXPECT_FALSE(whole(obj, "{\n\n\"a\": 1}"));
+  EXPECT_FALSE(whole(obj, "{\"a\":" + std::string(17, ' ') + "1}"));
+  EXPECT_FALSE(whole(obj, "{\"a\": 01}"));
+  EXPECT_FALSE(whole(obj, "{\"a\": \"\t\"}"));
   const auto sch = parse_gen_request(R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":
       {"name":"n","strict":true,"schema":{"type":"array","items":{"type":"integer"}}}}})", false).grammar;
   ASSERT_NE(sch, nullptr);
@@ -194,6 +206,26 @@ TEST(OutputGrammar, GrammarFieldsAndTheirRefusals) {
   EXPECT_EQ(param_of("{" + msgs + R"(,"grammar":7})"), "grammar");
   EXPECT_EQ(param_of(R"({"prompt":"x","guided_regex":"(["})", false), "guided_regex");
   EXPECT_EQ(param_of("{" + msgs + R"(,"response_format":{"type":"json_object"},"grammar":"root ::= \"a\""})"), "grammar");
+}
+
+// xgrammar quotes the grammar around a parse error cut at a byte, which can split a character
+// (found by fuzz_server_request): the error bodies still dump as strict JSON, with U+FFFD there.
+TEST(OutputGrammar, RefusalQuotingHalfACharacterIsValidJson) {
+  const std::string body = "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"grammar\":\"# c\\nroot ::= item "
+                           "(\\\",\\\" item\xd2\x84" "0,3y\\nitem ::= [a-z]+ | \\\"(\\\" root \\\")\\\" | num-x\\n"
+                           "num-x ::= [0-9]? [1-9]*\"}";
+  ASSERT_FALSE(nlohmann::json::parse(body, nullptr, false).is_discarded());
+  try {
+    (void)parse_gen_request(body, true);
+    FAIL() << "the grammar was accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.param, "grammar");
+    const auto strict = nlohmann::json::error_handler_t::strict;
+    EXPECT_ANY_THROW((void)nlohmann::json(e.what()).dump(-1, ' ', false, strict)) << "the premise: raw bytes cut mid-character";
+    const std::string out = error_json(e).dump(-1, ' ', false, strict);
+    EXPECT_NE(out.find("grammar"), std::string::npos) << out;
+    EXPECT_NO_THROW((void)anthropic_error_json(e).dump(-1, ' ', false, strict));
+  }
 }
 
 }  // namespace

@@ -22,6 +22,9 @@ struct ApiError : std::runtime_error {
   }
 };
 
+// The message as valid UTF-8 (invalid bytes become U+FFFD).
+std::string message_text(const ApiError& e);
+
 // The body of an error response (param and code are null when empty, as OpenAI sends them).
 nlohmann::json error_json(const ApiError& e);
 nlohmann::json error_json(int status, const std::string& message);

@@ -103,7 +103,7 @@ json anthropic_error_json(const ApiError& e) {
                      : e.status == 503 ? "overloaded_error"
                      : e.status >= 500 ? "api_error"
                                        : "invalid_request_error";
-  return {{"type", "error"}, {"error", {{"type", type}, {"message", e.what()}}}};
+  return {{"type", "error"}, {"error", {{"type", type}, {"message", message_text(e)}}}};
 }
 
 namespace {

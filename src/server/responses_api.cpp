@@ -128,7 +128,7 @@ std::vector<json> ResponsesOutput::end(const RunEnd& e) {
 
 json ResponsesOutput::error_event(const ApiError& e) {
   return event("error", {{"code", e.code.empty() ? json(nullptr) : json(e.code)},
-                         {"message", e.what()},
+                         {"message", message_text(e)},
                          {"param", e.param.empty() ? json(nullptr) : json(e.param)}});
 }
 
