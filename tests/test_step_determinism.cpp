@@ -35,8 +35,8 @@ class StepDeterminism : public test::QuantizedSmolLM2 {
     const char* texts[4] = {
         "The NVFP4 format stores each weight in four bits with a shared eight-bit scale per sixteen values.",
         "def f(x):\n    return [v * 2 for v in x]",
-        "Les modèles de langue prédisent le prochain mot, un jeton après l'autre, pour toujours et à jamais, "
-        "sans jamais se lasser de la tâche qui leur est confiée.",
+        ("Les modèles de langue prédisent le prochain mot, un jeton après l'autre, pour toujours et à jamais, "
+         "sans jamais se lasser de la tâche qui leur est confiée."),
         "你好"};
     const int64_t lens[4] = {kUnderSanitizer ? 7 : 13, 5, kUnderSanitizer ? 11 : 21, 3};
     for (int s = 0; s < 4; ++s) {
