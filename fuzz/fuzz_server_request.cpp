@@ -45,10 +45,16 @@ nvfp4::server::ChatDelta run_parser(const nvfp4::server::ChatParseOptions& o, co
 
 void check_tool_parsers(const std::string& text) {
   using namespace nvfp4::server;
-  for (ToolFormat f : {ToolFormat::None, ToolFormat::Hermes, ToolFormat::QwenXml, ToolFormat::Llama3, ToolFormat::Mistral}) {
+  for (ToolFormat f : {ToolFormat::None, ToolFormat::Hermes, ToolFormat::QwenXml, ToolFormat::Llama3, ToolFormat::Mistral,
+                        ToolFormat::Gemma4}) {
     for (int r = 0; r < 3; ++r) {
       ChatParseOptions o;
       o.tools = f;
+      if (f == ToolFormat::Gemma4) {  // (its reasoning channel and label)
+        o.think_open = "<|channel>";
+        o.think_close = "<channel|>";
+        o.think_label = "thought\n";
+      }
       if (f == ToolFormat::QwenXml)
         o.tools_json = R"([{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{)"
                        R"("s":{"type":"string"},"i":{"type":"integer"},"n":{"type":"number"},"b":{"type":"boolean"},"o":{"type":"object"}}}}}])";

@@ -13,6 +13,7 @@
 #include "nvfp4/chat.h"
 #include "nvfp4/error.h"
 #include "test_util.h"
+#include "text/chat_builtin.h"
 
 using namespace nvfp4;
 
@@ -116,14 +117,14 @@ TEST(ChatTemplate, SnippetsByteEqualToTransformers) {
 
 TEST(ChatTemplate, BuiltinsAreTheFixtureTexts) {
   const auto names = ChatTemplate::builtin_names();
-  for (const char* need : {"chatml", "llama3", "mistral", "qwen3", "qwen3.5", "qwen3.6", "gemma2", "deepseek-r1", "phi3", "smollm2"})
+  for (const char* need : {"chatml", "llama3", "mistral", "qwen3", "qwen3.5", "qwen3.6", "gemma2", "gemma4", "deepseek-r1", "phi3", "smollm2"})
     EXPECT_NE(std::find(names.begin(), names.end(), need), names.end()) << need;
   const auto j = expected();
-  for (const auto& [name, file] : std::map<std::string, std::string>{
-           {"llama3", "llama3.2.jinja"}, {"mistral", "mistral-nemo.jinja"}, {"qwen3", "qwen3.jinja"},
-           {"smollm2", "smollm2.jinja"}, {"chatml", "chatml.jinja"},
-           {"qwen3.5", "qwen3.5.jinja"}, {"qwen3.6", "qwen3.6.jinja"}})
-    EXPECT_EQ(ChatTemplate::builtin(name).text(), read_file(test::fixture_path("chat_templates/" + file))) << name;
+  // Every built-in is its fixture file byte for byte (CMake embeds them: builtins.txt).
+  const auto all = builtin_chat_templates();
+  EXPECT_EQ(all.size(), names.size());
+  for (const auto& b : all)
+    EXPECT_EQ(ChatTemplate::builtin(b.name).text(), read_file(test::fixture_path("chat_templates/" + b.fixture))) << b.name;
   try {
     ChatTemplate::builtin("no-such-template");
     ADD_FAILURE() << "unknown builtin accepted";

@@ -81,6 +81,15 @@ ChatParseOptions xml(bool reasoning = false, bool in_reasoning = false) {
   return o;
 }
 
+// Gemma 4: <|tool_call>call:NAME{...}<tool_call|>, reasoning in <|channel>thought\n...<channel|>.
+ChatParseOptions gemma4(bool reasoning = true, bool in_reasoning = false) {
+  ChatParseOptions o = opts(ToolFormat::Gemma4, reasoning, in_reasoning);
+  o.think_open = "<|channel>";
+  o.think_close = "<channel|>";
+  o.think_label = "thought\n";
+  return o;
+}
+
 }  // namespace
 
 TEST(ToolCalls, ParsesEachFamilyWholeAndInPieces) {
@@ -136,6 +145,31 @@ TEST(ToolCalls, ParsesEachFamilyWholeAndInPieces) {
       {xml(), "<tool_call><function=a b\nc></function></tool_call>", "", "<tool_call><function=a b\nc></function></tool_call>", {}},
       {xml(), "<tool_call><function=f>stray<parameter=k>v</parameter></function></tool_call>", "",
        "<tool_call><function=f>stray<parameter=k>v</parameter></function></tool_call>", {}},
+      // Gemma 4: the channel's label is not reasoning; strings between <|"|> marks are taken as
+      // they are (quotes, braces, commas, newlines); None and null are null; bare text is a string.
+      {gemma4(), "<|channel>thought\nThe user wants weather.<channel|>Let me check.<|tool_call>call:get_weather{city:<|\"|>Paris, \"FR\" {x}<|\"|>,"
+                 "days:3}<tool_call|>",
+       "The user wants weather.", "Let me check.", {{"get_weather", R"({"city":"Paris, \"FR\" {x}","days":3})"}}},
+      {gemma4(), "<|tool_call>call:search_web{filters:{lang:<|\"|>fr<|\"|>,sites:[<|\"|>a.fr<|\"|>,<|\"|>b.fr<|\"|>]},limit:2.5,"
+                 "note:None,query:<|\"|>mus\u00e9es\nlignes<|\"|>,safe:true,n:-1e3,x:null,w:[],o:{},t:false}<tool_call|>"
+                 "<|tool_call>call:ping{}<tool_call|>",
+       "", "", {{"search_web", R"({"filters":{"lang":"fr","sites":["a.fr","b.fr"]},"limit":2.5,"note":null,"query":"musées\nlignes","safe":true,"n":-1000.0,"x":null,"w":[],"o":{},"t":false})"},
+                {"ping", "{}"}}},
+      {gemma4(), "<|tool_call>call:f{<|\"|>quoted key<|\"|>:1, unit : celsius}<tool_call|>", "", "",
+       {{"f", R"({"quoted key":1,"unit":"celsius"})"}}},
+      {gemma4(false), "<|channel>thought\nkept<channel|>", "", "<|channel>thought\nkept<channel|>", {}},
+      {gemma4(true, true), "thought\nalready inside<channel|>\n\nAnswer.", "already inside", "Answer.", {}},
+      {gemma4(true, true), "though it never closes", "though it never closes", "", {}},
+      {gemma4(true, true), "thou", "thou", "", {}},
+      {gemma4(), "<|channel>no label<channel|>x", "no label", "x", {}},
+      // Not Gemma 4's call form: the block stays content.
+      {gemma4(), "a<|tool_call>call:f{city:<|\"|>open}<tool_call|>b", "", "a<|tool_call>call:f{city:<|\"|>open}<tool_call|>b", {}},
+      {gemma4(), "<|tool_call>call:bad name{}<tool_call|>", "", "<|tool_call>call:bad name{}<tool_call|>", {}},
+      {gemma4(), "<|tool_call>f{a:1}<tool_call|>", "", "<|tool_call>f{a:1}<tool_call|>", {}},
+      {gemma4(), "<|tool_call>call:f{a:1}}<tool_call|>", "", "<|tool_call>call:f{a:1}}<tool_call|>", {}},
+      {gemma4(), "<|tool_call>call:f{a:[1,{b:2]}<tool_call|>", "", "<|tool_call>call:f{a:[1,{b:2]}<tool_call|>", {}},
+      {gemma4(), "<|tool_call>call:f{a}<tool_call|>", "", "<|tool_call>call:f{a}<tool_call|>", {}},
+      {gemma4(), "cut <|tool_call>call:f{a:<|\"|>x<|\"|>}", "", "cut ", {{"f", R"({"a":"x"})"}}},
   };
   std::mt19937 rng(7);
   for (const Case& c : cases) {
@@ -175,7 +209,7 @@ TEST(ToolCalls, FamilyFromTheTemplate) {
       {"hermes3-tool-use", ToolFormat::Hermes}, {"llama3.1", ToolFormat::Llama3}, {"llama3.2", ToolFormat::Llama3},
       {"mistral-nemo", ToolFormat::Mistral}, {"mistral-small-3.2", ToolFormat::Mistral},
       {"smollm2", ToolFormat::None},         {"chatml", ToolFormat::None},        {"gemma2", ToolFormat::None},
-      {"phi3.5", ToolFormat::None}};
+      {"phi3.5", ToolFormat::None},          {"gemma4", ToolFormat::Gemma4}};
   for (const auto& [name, f] : want) {
     std::ifstream in(test::fixture_path("chat_templates/" + name + ".jinja"), std::ios::binary);
     std::stringstream ss;
@@ -253,6 +287,58 @@ TEST(ToolCalls, QwenReplyIntoReasoningContentAndCalls) {
   // tool_choice "none" (no tools given to the parser): the text stays content.
   const ChatParseOptions none = chat_parse_options(ChatTemplate::builtin("qwen3.5").text(), "", "x");
   EXPECT_EQ(none.tools, ToolFormat::None);
+}
+
+// Gemma 4's template and its replies: a call in history is written in the form the parser reads
+// back; the generation prompt opens the reasoning channel only with enable_thinking (else it
+// writes an empty one); a reply comes apart into reasoning, content and the call.
+TEST(ToolCalls, Gemma4RoundTripsThroughItsTemplate) {
+  const std::string args = R"({"city":"Paris","days":3,"scale":0.5,"exact":true,"where":{"lat":1.5,"tags":["a","b"]},"tags":[],"none":null})";
+  // (Every parameter typed: the template reads value['type'][0] of one without a type, which
+  // jinja2 refuses as undefined, as it does here.)
+  const std::string tools = R"([{"type":"function","function":{"name":"get_weather","description":"Weather.","parameters":{
+    "type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"},"unit":{"type":"string","enum":["c","f"]},
+    "where":{"type":"object","properties":{"lat":{"type":"number"}}},"tags":{"type":"array","items":{"type":"string"}},
+    "maybe":{"type":["integer","null"]}},"required":["city"]}}}])";
+  const ChatTemplate t = ChatTemplate::builtin("gemma4");
+  for (const bool thinking : {false, true}) {
+    const GenRequest r = parse_gen_request(std::string(R"({"messages":[{"role":"user","content":"weather?"},
+        {"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather",
+        "arguments":)") + nlohmann::json(args).dump() + R"(}}]}],"tools":)" + tools +
+                                               R"(,"chat_template_kwargs":{"enable_thinking":)" + (thinking ? "true" : "false") + "}}",
+                                           true);
+    ChatRenderOptions o;
+    o.tools_json = r.tools_json;
+    for (const auto& [k, v] : r.template_vars) o.json_vars[k] = v;
+    const std::string text = t.render(r.messages, o);
+    const size_t b = text.rfind("<|tool_call>"), e = text.rfind("<turn|>");
+    ASSERT_NE(b, std::string::npos) << text;
+    const ChatParseOptions po = chat_parse_options(t.text(), r.tools_json, text);
+    EXPECT_EQ(po.tools, ToolFormat::Gemma4);
+    EXPECT_EQ(po.think_close, "<channel|>");
+    const ChatDelta d = whole(po, text.substr(b, e - b));
+    ASSERT_EQ(d.calls.size(), 1u) << text;
+    EXPECT_EQ(d.calls[0].name, "get_weather");
+    // The template sorts the keys (dictsort): the same object, in that order.
+    EXPECT_EQ(nlohmann::json::parse(d.calls[0].arguments), nlohmann::json::parse(args)) << text;
+    EXPECT_EQ(d.content, "");
+    std::vector<ChatMessage> user = {r.messages[0]};
+    o.add_generation_prompt = true;
+    const std::string prompt = t.render(user, o);
+    EXPECT_EQ(prompt.ends_with("<|turn>model\n<|channel>thought\n<channel|>"), !thinking) << prompt;
+    const ChatParseOptions pp = chat_parse_options(t.text(), r.tools_json, prompt);
+    EXPECT_FALSE(pp.in_reasoning);
+    const std::string reply = std::string(thinking ? "<|channel>thought\nParis, so call the tool.<channel|>" : "") +
+                              "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>,days:2}<tool_call|>";
+    std::mt19937 rng(5);
+    for (size_t cut : {0, 1, 3, 0}) {
+      const ChatDelta r2 = pieces(pp, reply, cut, rng);
+      EXPECT_EQ(r2.reasoning, thinking ? "Paris, so call the tool." : "");
+      EXPECT_EQ(r2.content, "");
+      ASSERT_EQ(r2.calls.size(), 1u);
+      EXPECT_EQ(r2.calls[0].arguments, R"({"city":"Paris","days":2})");
+    }
+  }
 }
 
 TEST(ToolCalls, ResponseShapes) {

@@ -34,6 +34,7 @@ TEMPLATES = {
     "qwen3.6": ("", "<|im_end|>"),
     "mistral-nemo": ("<s>", "</s>"),
     "gemma2": ("<bos>", "<eos>"),
+    "gemma4": ("<bos>", "<eos>"),
     "deepseek-r1-distill-qwen": ("<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
     "phi3.5": ("<s>", "<|endoftext|>"),
     "chatml": ("", "<|im_end|>"),
@@ -78,6 +79,7 @@ SNIPPET_MESSAGES = [{"role": "user", "content": "u1"}, {"role": "assistant", "co
 THINKING = [{}, {"enable_thinking": False}, {"enable_thinking": True}]
 EXTRAS = {"qwen3": THINKING, "qwen3.5": THINKING, "qwen3.5-small": THINKING,
           "qwen3.6": THINKING + [{"preserve_thinking": True}],
+          "gemma4": THINKING,
           "features": [{}, {"enable_thinking": False}]}
 
 

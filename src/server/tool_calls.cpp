@@ -9,9 +9,10 @@ namespace {
 
 using OJson = nlohmann::ordered_json;
 
-constexpr std::string_view kThinkOpen = "<think>", kThinkClose = "</think>";
 constexpr std::string_view kHermesOpen = "<tool_call>", kHermesClose = "</tool_call>";
 constexpr std::string_view kMistralOpen = "[TOOL_CALLS]", kPythonTag = "<|python_tag|>";
+constexpr std::string_view kGemmaCallOpen = "<|tool_call>", kGemmaCallClose = "<tool_call|>";
+constexpr std::string_view kGemmaThinkOpen = "<|channel>", kGemmaThinkClose = "<channel|>";
 
 bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
@@ -149,6 +150,9 @@ size_t partial_suffix(std::string_view s, std::string_view m) {
   return 0;
 }
 
+// The marker that ends a tool call block of `f` (Hermes's and QwenXml's </tool_call>).
+std::string_view block_close(ToolFormat f) { return f == ToolFormat::Gemma4 ? kGemmaCallClose : kHermesClose; }
+
 bool valid_id(const std::string& id) {
   if (id.size() != 9) return false;
   for (char c : id)
@@ -159,6 +163,7 @@ bool valid_id(const std::string& id) {
 }  // namespace
 
 ToolFormat tool_format_of(const std::string& t) {
+  if (t.find(kGemmaCallOpen) != std::string::npos && t.find(kGemmaCallClose) != std::string::npos) return ToolFormat::Gemma4;
   // Qwen3.5/3.6 write <tool_call> too, with XML-like <function=...><parameter=...> inside.
   if (t.find(kHermesOpen) != std::string::npos && t.find("<function=") != std::string::npos &&
       t.find("<parameter=") != std::string::npos)
@@ -177,6 +182,7 @@ const char* tool_format_name(ToolFormat f) {
     case ToolFormat::QwenXml: return "qwen xml (<tool_call><function=...>)";
     case ToolFormat::Llama3: return "llama3 (JSON)";
     case ToolFormat::Mistral: return "mistral ([TOOL_CALLS])";
+    case ToolFormat::Gemma4: return "gemma4 (<|tool_call>call:NAME{...})";
     default: return "none";
   }
 }
@@ -194,6 +200,7 @@ std::vector<ParsedToolCall> parse_tool_calls(ToolFormat f, std::string_view body
     }
     case ToolFormat::Llama3: return objects_calls(body);
     case ToolFormat::Mistral: return mistral_calls(body);
+    case ToolFormat::Gemma4: return gemma4_calls(body);
     default: return {};
   }
 }
@@ -204,15 +211,24 @@ ChatParseOptions chat_parse_options(const std::string& t, const std::string& too
     o.tools = tool_format_of(t);
     o.tools_json = tools_json;
   }
-  o.reasoning = t.find("</think>") != std::string::npos;
+  if (t.find(kGemmaThinkOpen) != std::string::npos && t.find(kGemmaThinkClose) != std::string::npos) {
+    o.think_open = kGemmaThinkOpen;
+    o.think_close = kGemmaThinkClose;
+    o.think_label = "thought\n";
+  }
+  o.reasoning = t.find(o.think_close) != std::string::npos;
   size_t e = prompt.size();
   while (e > 0 && (prompt[e - 1] == '\n' || prompt[e - 1] == ' ')) --e;
-  o.in_reasoning = o.reasoning && e >= 7 && prompt.compare(e - 7, 7, "<think>") == 0;
+  const size_t n = o.think_open.size();
+  o.in_reasoning = o.reasoning && e >= n && prompt.compare(e - n, n, o.think_open) == 0;
   return o;
 }
 
 ChatOutputParser::ChatOutputParser(ChatParseOptions o, uint64_t id_seed) : o_(std::move(o)), rng_(id_seed) {
-  if (o_.reasoning && o_.in_reasoning) mode_ = Mode::Reasoning;
+  if (o_.reasoning && o_.in_reasoning) {
+    mode_ = Mode::Reasoning;
+    label_pending_ = !o_.think_label.empty();
+  }
   if (o_.tools == ToolFormat::QwenXml) types_ = param_types_of(o_.tools_json);
 }
 
@@ -237,7 +253,7 @@ void ChatOutputParser::emit_content(ChatDelta& d, std::string_view s) {
 void ChatOutputParser::close_block(ChatDelta& d, const std::string& body, bool closed) {
   auto calls = parse_tool_calls(o_.tools, body, types_);
   if (calls.empty()) {
-    emit_content(d, opener_ + body + (closed ? std::string(kHermesClose) : std::string()));
+    emit_content(d, opener_ + body + (closed ? std::string(block_close(o_.tools)) : std::string()));
     return;
   }
   for (auto& c : calls) {
@@ -266,24 +282,38 @@ void ChatOutputParser::run(ChatDelta& d, bool at_end) {
   for (;;) {
     switch (mode_) {
       case Mode::Reasoning: {
-        const size_t p = buf_.find(kThinkClose);
+        if (label_pending_) {
+          // The channel's label opens the reasoning: dropped once it is whole; held while the
+          // text may still become it.
+          const std::string& label = o_.think_label;
+          if (buf_.compare(0, label.size(), label) == 0) {
+            buf_.erase(0, label.size());
+            label_pending_ = false;
+          } else if (!at_end && buf_.size() < label.size() && label.compare(0, buf_.size(), buf_) == 0) {
+            return;
+          } else {
+            label_pending_ = false;
+          }
+        }
+        const size_t p = buf_.find(o_.think_close);
         if (p != std::string::npos) {
           d.reasoning += buf_.substr(0, p);
-          buf_.erase(0, p + kThinkClose.size());
+          buf_.erase(0, p + o_.think_close.size());
           mode_ = Mode::Content;
           strip_ws_ = true;
           continue;
         }
-        const size_t keep = at_end ? 0 : partial_suffix(buf_, kThinkClose);
+        const size_t keep = at_end ? 0 : partial_suffix(buf_, o_.think_close);
         d.reasoning += buf_.substr(0, buf_.size() - keep);
         buf_.erase(0, buf_.size() - keep);
         return;
       }
       case Mode::Block: {
-        const size_t p = buf_.find(kHermesClose);
+        const std::string_view close = block_close(o_.tools);
+        const size_t p = buf_.find(close);
         if (p != std::string::npos) {
           const std::string body = buf_.substr(0, p);
-          buf_.erase(0, p + kHermesClose.size());
+          buf_.erase(0, p + close.size());
           mode_ = Mode::Content;
           close_block(d, body, true);
           continue;
@@ -306,8 +336,9 @@ void ChatOutputParser::run(ChatDelta& d, bool at_end) {
     }
     // Content: the earliest marker that switches mode, or all but what could begin one.
     std::vector<std::string_view> markers;
-    if (o_.reasoning) markers.push_back(kThinkOpen);
+    if (o_.reasoning) markers.push_back(o_.think_open);
     if (o_.tools == ToolFormat::Hermes || o_.tools == ToolFormat::QwenXml) markers.push_back(kHermesOpen);
+    if (o_.tools == ToolFormat::Gemma4) markers.push_back(kGemmaCallOpen);
     if (o_.tools == ToolFormat::Mistral) markers.push_back(kMistralOpen);
     if (o_.tools == ToolFormat::Llama3) {
       markers.push_back(kPythonTag);
@@ -337,9 +368,14 @@ void ChatOutputParser::run(ChatDelta& d, bool at_end) {
       emit_content(d, std::string_view(buf_).substr(0, best));
       buf_.erase(0, best + which.size());
       opener_ = std::string(which);
-      if (which == kThinkOpen) mode_ = Mode::Reasoning;
-      else if (which == kHermesOpen) mode_ = Mode::Block;
-      else mode_ = Mode::Tail;
+      if (o_.reasoning && which == o_.think_open) {
+        mode_ = Mode::Reasoning;
+        label_pending_ = !o_.think_label.empty();
+      } else if (which == kHermesOpen || which == kGemmaCallOpen) {
+        mode_ = Mode::Block;
+      } else {
+        mode_ = Mode::Tail;
+      }
       continue;
     }
     size_t keep = 0;

@@ -19,6 +19,7 @@ enum class ToolFormat {
   QwenXml,  // Qwen3.5/3.6, Qwen3-Coder: <tool_call><function=NAME><parameter=KEY>VALUE</parameter></function></tool_call>
   Llama3,   // Llama 3.1-3.3: the whole reply is {"name": ..., "parameters": {...}} (or <|python_tag|>...)
   Mistral,  // [TOOL_CALLS][{"name": ..., "arguments": {...}}] (Nemo) or [TOOL_CALLS]name[ARGS]{...} (Small 3.2)
+  Gemma4,   // Gemma 4: <|tool_call>call:NAME{key:<|"|>text<|"|>,n:5}<tool_call|>
 };
 
 // The family a chat template's own text shows (its tool call markers); None when it shows none.
@@ -46,14 +47,17 @@ ParamTypes param_types_of(const std::string& tools_json);
 struct ChatParseOptions {
   ToolFormat tools = ToolFormat::None;
   std::string tools_json;     // the request's tools as JSON text (QwenXml: the parameters' types)
-  bool reasoning = false;     // split <think>...</think> off as reasoning
-  bool in_reasoning = false;  // the prompt ends with <think>: the output starts inside it
+  bool reasoning = false;     // split think_open...think_close off as reasoning
+  bool in_reasoning = false;  // the prompt ends with think_open: the output starts inside it
+  // The reasoning's markers: <think> and </think>, or Gemma 4's <|channel> and <channel|> with
+  // the channel's label "thought\n" after the opener (not part of the reasoning).
+  std::string think_open = "<think>", think_close = "</think>", think_label;
 };
 
 // What a chat reply is parsed for: the template's tool call format when the request offers tools
 // (`tools_json` not empty), <think> reasoning when the template knows it (the reply starts inside
 // it when the prompt ends with <think>, as Qwen3.5/3.6's, DeepSeek R1's and QwQ's generation
-// prompts do unless enable_thinking is false).
+// prompts do unless enable_thinking is false), or Gemma 4's <|channel>thought ... <channel|>.
 ChatParseOptions chat_parse_options(const std::string& template_text, const std::string& tools_json,
                                     const std::string& prompt);
 
@@ -77,6 +81,7 @@ class ChatOutputParser {
   std::mt19937_64 rng_;
   std::string buf_;      // text not yet given back
   std::string opener_;   // the marker that began a Block/Tail (given back with it when it does not parse)
+  bool label_pending_ = false;  // reasoning began: its label (think_label) may come first
   Mode mode_ = Mode::Content;
   bool strip_ws_ = false;     // drop whitespace before the next content (after </think>, a call)
   bool said_content_ = false; // content given back already (Llama 3's JSON counts only at the start)
@@ -92,5 +97,9 @@ std::vector<ParsedToolCall> parse_tool_calls(ToolFormat f, std::string_view body
 // the schema does not name) as text, integer/number/boolean as such, others parsed as JSON (left
 // as text when they are not); "null" is null whatever the type.
 std::vector<ParsedToolCall> qwen_xml_calls(std::string_view body, const ParamTypes& types);
+
+// Gemma4's body of one <|tool_call> block: call:NAME{ARGS} in the template's argument format
+// (tool_calls_gemma4.cpp says which), the arguments as a JSON object.
+std::vector<ParsedToolCall> gemma4_calls(std::string_view body);
 
 }  // namespace nvfp4::server

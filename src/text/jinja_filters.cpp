@@ -11,7 +11,7 @@ namespace nvfp4::jinja {
 
 bool known_filter(const std::string& n) {
   for (const char* f : {"trim", "length", "count", "string", "safe", "upper", "lower", "capitalize", "title", "default",
-                        "d", "first", "last", "list", "reverse", "items", "join", "replace", "tojson", "int", "abs",
+                        "d", "first", "last", "list", "reverse", "items", "dictsort", "join", "replace", "tojson", "int", "abs",
                         "indent", "selectattr", "rejectattr", "select", "reject", "map", "escape", "e"})
     if (n == f) return true;
   return false;
@@ -120,6 +120,36 @@ Value apply_filter(Evaluator& ev, const std::string& name, Value v, CallArgs& a,
     if (v.t != Type::Dict) fail(line, "TypeError: items filter needs a mapping", "dict", type_name(v));
     CallArgs none_args;
     return ev.call(method(v, "items", line), none_args, line);
+  }
+  if (name == "dictsort") {
+    // jinja2's do_dictsort: (key, value) pairs sorted by key (by="value": by value), strings
+    // compared lower-cased unless case_sensitive (ASCII; other text is refused, as by `lower`);
+    // sorted() is stable, reverse too.
+    if (v.is_undefined())
+      fail(line, "UndefinedError: " + (v.s.empty() ? std::string("a value") : "'" + v.s + "'") + " is undefined", "",
+           "dictsort of it");
+    if (v.t != Type::Dict) fail(line, "TypeError: dictsort filter needs a mapping", "dict", type_name(v));
+    const bool case_sensitive = truthy(arg(a, 0, "case_sensitive", Value::boolean(false)));
+    const std::string by = to_str(arg(a, 1, "by", Value::str("key")), line);
+    const bool reverse = truthy(arg(a, 2, "reverse", Value::boolean(false)));
+    if (by != "key" && by != "value") fail(line, "FilterArgumentError: You can only sort by either \"key\" or \"value\"");
+    const size_t pos = by == "key" ? 0 : 1;
+    CallArgs none_args;
+    const List items = *ev.call(method(v, "items", line), none_args, line).l;
+    std::vector<Value> keys;
+    keys.reserve(items.size());
+    for (const auto& it : items) {
+      const Value& k = (*it.l)[pos];
+      keys.push_back(!case_sensitive && k.t == Type::Str ? Value::str(ascii_case(k.s, line, 0)) : k);
+    }
+    std::vector<size_t> order(items.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+      return reverse ? compare(keys[y], keys[x], line) < 0 : compare(keys[x], keys[y], line) < 0;
+    });
+    List o;
+    for (size_t i : order) o.push_back(items[i]);
+    return Value::list(std::move(o));
   }
   if (name == "join") {
     const std::string sep = to_str(arg(a, 0, "d", Value::str("")), line);
