@@ -109,6 +109,22 @@ TEST(OutputGrammar, ToolCallsInEachJsonFormatParseBack) {
   const auto ping = tool_call_grammar(ToolFormat::Llama3, kTools, "ping");
   EXPECT_TRUE(whole(ping, R"({"name": "ping", "parameters": {"anything": [1]}})"));
   EXPECT_FALSE(whole(ping, R"({"name": "ping", "parameters": []})"));
+  // Gemma 4: a call of an offered tool (the named one) in its own syntax, which its parser reads
+  // back; its arguments' schema is not enforced yet.
+  const auto g4 = tool_call_grammar(ToolFormat::Gemma4, kTools, "");
+  const std::string g4call = "<|tool_call>call:get_weather{city:<|\"|>Paris, FR<|\"|>,unit:<|\"|>c<|\"|>,n:-1.5,"
+                             "o:{a:[1,true,null,<|\"|>x<|\"|>]},e:[]}<tool_call|>";
+  EXPECT_TRUE(whole(g4, g4call));
+  EXPECT_TRUE(whole(g4, "<|tool_call>call:ping{}<tool_call|>"));
+  const auto g4calls = parse_tool_calls(ToolFormat::Gemma4, g4call.substr(12, g4call.size() - 12 - 12));
+  ASSERT_EQ(g4calls.size(), 1u);
+  EXPECT_EQ(OJson::parse(g4calls[0].arguments), OJson::parse(R"({"city":"Paris, FR","unit":"c","n":-1.5,"o":{"a":[1,true,null,"x"]},"e":[]})"));
+  EXPECT_FALSE(whole(g4, "Sure! " + g4call));
+  EXPECT_FALSE(whole(g4, "<|tool_call>call:other{}<tool_call|>"));
+  EXPECT_FALSE(whole(g4, "<|tool_call>call:get_weather{city:Paris}<tool_call|>"));
+  EXPECT_FALSE(whole(g4, "<|tool_call>call:get_weather{city:<|\"|>a<b<|\"|>}<tool_call|>"));
+  EXPECT_FALSE(whole(tool_call_grammar(ToolFormat::Gemma4, kTools, "ping"), g4call));
+  EXPECT_EQ(tool_call_grammar(ToolFormat::Gemma4, kTools, "ping")->markers.find("<|tool_call>"), 0u);
   // Formats whose calls are not JSON, and templates with none, stay unconstrained.
   EXPECT_EQ(tool_call_grammar(ToolFormat::QwenXml, kTools, ""), nullptr);
   EXPECT_EQ(tool_call_grammar(ToolFormat::None, kTools, ""), nullptr);

@@ -203,7 +203,39 @@ std::shared_ptr<const GrammarSpec> body_output_grammar(const std::string& body) 
   return out;
 }
 
+// Gemma 4's call: one of the offered names (the named one), then arguments in the template's own
+// syntax (tool_calls_gemma4.cpp reads them back): the call and its syntax are enforced, the
+// arguments' schema is not yet (strings hold no '<', so that a string cannot run into a marker).
+constexpr const char* kGemma4ArgsEbnf = R"(
+members ::= member ( "," member )*
+member ::= key ":" value
+key ::= [A-Za-z_] [A-Za-z0-9_.\-]*
+value ::= string | number | "true" | "false" | "null" | object | array
+object ::= "{" members? "}"
+array ::= "[" ( value ( "," value )* )? "]"
+string ::= "<|\"|>" [^<]* "<|\"|>"
+number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )?
+)";
+
+std::shared_ptr<const GrammarSpec> gemma4_call_grammar(const std::string& tools_json, const std::string& only) {
+  const OJson tools = OJson::parse(tools_json, nullptr, false);
+  if (!tools.is_array()) return nullptr;
+  std::string names;
+  for (const OJson& t : tools) {
+    const std::string& name = t["function"]["name"].get_ref<const std::string&>();
+    if (!only.empty() && name != only) continue;
+    names += (names.empty() ? "" : " | ") + ebnf_literal(name);
+  }
+  if (names.empty()) return nullptr;
+  const std::string ebnf = "root ::= \"<|tool_call>call:\" ( " + names + " ) \"{\" members? \"}<tool_call|>\"\n" + kGemma4ArgsEbnf;
+  auto s = convert("tools", "tool schema", [&] { return xgrammar::Grammar::FromEBNF(ebnf, "root"); });
+  auto m = std::make_shared<GrammarSpec>(*s);
+  m->markers = "<|tool_call><tool_call|><|\"|>";
+  return m;
+}
+
 std::shared_ptr<const GrammarSpec> tool_call_grammar(ToolFormat f, const std::string& tools_json, const std::string& only) {
+  if (f == ToolFormat::Gemma4) return gemma4_call_grammar(tools_json, only);
   const char* args_key = "arguments";
   std::string prefix, suffix;
   switch (f) {
