@@ -210,6 +210,11 @@ TEST_F(Gemma4Fixture, IntegerModesGiveTheSameBitsHoweverAPromptIsStepped) {
         EXPECT_FALSE(same_bits(f16, ref));
         EXPECT_TRUE(same_bits(stepped(*m, ids, {1}, pool_, 0, KvType::f16), f16)) << "F16, token by token";
         EXPECT_TRUE(same_bits(stepped(*m, ids, {5, 70, 2}, pool_, 2 * n, KvType::f16), f16)) << "F16, chunks";
+        // An FP8 cache: the sliding layers' rings gather E4M3 bytes as stored.
+        const auto fp8 = stepped(*m, ids, {n}, one, 0, KvType::fp8);
+        EXPECT_FALSE(same_bits(fp8, f16));
+        EXPECT_TRUE(same_bits(stepped(*m, ids, {1}, pool_, 0, KvType::fp8), fp8)) << "FP8, token by token";
+        EXPECT_TRUE(same_bits(stepped(*m, ids, {5, 70, 2}, pool_, 2 * n, KvType::fp8), fp8)) << "FP8, chunks";
       }
       // A context the whole ring fits (every position held): the same bits as the ring's.
       {

@@ -26,40 +26,16 @@
 #include "nvfp4/safetensors.h"
 #include "nvfp4/thread_pool.h"
 #include "test_util.h"
+#include "st_variant.h"
 
 using namespace nvfp4;
+using namespace nvfp4::test::stv;
 namespace st = nvfp4::safetensors;
 namespace fs = std::filesystem;
 
 namespace {
 
 const std::string kDir = "mixed/qwen3/modelopt-mixed";
-
-// The fixture's tensors, changed by `edit`, written with its JSON files into `out`.
-using Tensors = std::map<std::string, std::pair<st::Dtype, std::pair<std::vector<int64_t>, std::vector<uint8_t>>>>;
-std::string variant(const std::string& out, const std::function<void(Tensors&)>& edit, const std::string& from = kDir) {
-  const std::string src = test::fixture_path(from);
-  Tensors t;
-  const auto f = st::File::open(src + "/model.safetensors");
-  for (const auto& x : f.tensors()) t[x.name] = {x.dtype, {x.shape, std::vector<uint8_t>(x.data, x.data + x.nbytes())}};
-  edit(t);
-  fs::create_directories(out);
-  std::vector<st::WriteTensor> w;
-  for (const auto& [n, x] : t) w.push_back({n, x.first, x.second.first, x.second.second.data(), x.second.second.size()});
-  st::write(out + "/model.safetensors", w);
-  for (const char* j : {"config.json", "hf_quant_config.json", "tokenizer.json", "tokenizer_config.json"})
-    if (fs::exists(src + "/" + j)) fs::copy_file(src + "/" + j, out + "/" + j, fs::copy_options::overwrite_existing);
-  return out;
-}
-
-void scale_f32(Tensors& t, const std::string& name, float by) {
-  auto& b = t.at(name).second.second;
-  ASSERT_EQ(b.size(), 4u) << name;
-  float v;
-  std::memcpy(&v, b.data(), 4);
-  v *= by;
-  std::memcpy(b.data(), &v, 4);
-}
 
 std::vector<float> logits(const std::string& dir, Mode mode, std::vector<int32_t> ids = {17, 250, 3, 99, 402, 7}) {
   const auto ck = Checkpoint::open(dir);
@@ -75,21 +51,13 @@ std::vector<float> logits(const std::string& dir, Mode mode, std::vector<int32_t
   return out;
 }
 
-struct Tree {
-  test::ScratchDir d;
-  ~Tree() {
-    std::error_code ec;
-    for (const auto& e : d.entries()) fs::remove_all(d / e, ec);
-  }
-};
-
 }  // namespace
 
 TEST(MixedCheckpoints, Nvfp4LmHeadHonoursItsScale2) {
   const auto ck = Checkpoint::open(test::fixture_path(kDir));
   ASSERT_EQ(ck->tensor("output.weight").storage, Storage::nvfp4);
   Tree tmp;
-  const std::string doubled = variant(tmp.d / "doubled", [](Tensors& t) { scale_f32(t, "lm_head.weight_scale_2", 2.0f); });
+  const std::string doubled = variant(tmp.d / "doubled", [](Tensors& t) { scale_f32(t, "lm_head.weight_scale_2", 2.0f); }, kDir);
   for (const Mode mode : {Mode::a16q8, Mode::f32}) {
     const auto a = logits(test::fixture_path(kDir), mode), b = logits(doubled, mode);
     ASSERT_EQ(a.size(), b.size());
@@ -107,11 +75,11 @@ TEST(MixedCheckpoints, Nvfp4EmbeddingHonoursItsScale2) {
     for (const char* s : {"", "_scale", "_scale_2"})
       t[std::string("model.embed_tokens.weight") + s] = t.at(std::string("lm_head.weight") + s);
   };
-  const std::string plain = variant(tmp.d / "emb", as_embedding);
+  const std::string plain = variant(tmp.d / "emb", as_embedding, kDir);
   const std::string doubled = variant(tmp.d / "emb2", [&](Tensors& t) {
     as_embedding(t);
     scale_f32(t, "model.embed_tokens.weight_scale_2", 2.0f);
-  });
+  }, kDir);
   for (const std::string& d : {plain, doubled}) {
     nlohmann::json h;
     std::ifstream(d + "/hf_quant_config.json") >> h;
@@ -173,7 +141,7 @@ TEST(MixedCheckpoints, MalformedCsfScalesRefusedByName) {
     t[m + ".nvfp4_csf_fixed"] = {st::Dtype::U8, {{8}, std::vector<uint8_t>(8, 1)}};
     t[m + ".nvfp4_csf_exceptions"] = {st::Dtype::U32, {{1}, std::vector<uint8_t>(4, 0)}};
     t.erase(m);
-  });
+  }, kDir);
   try {
     Checkpoint::open(d);
     FAIL() << "accepted";
@@ -188,7 +156,7 @@ TEST(MixedCheckpoints, MalformedCsfScalesRefusedByName) {
 // says so at load instead of ignoring it without a word.
 TEST(MixedCheckpoints, DeclaredFp8KvCacheIsNamedAtLoad) {
   Tree tmp;
-  const std::string d = variant(tmp.d / "kv", [](Tensors&) {});
+  const std::string d = variant(tmp.d / "kv", [](Tensors&) {}, kDir);
   nlohmann::json h;
   std::ifstream(d + "/hf_quant_config.json") >> h;
   h["quantization"]["kv_cache_quant_algo"] = "FP8";

@@ -235,7 +235,7 @@ TEST(SequenceState, ModelSequenceIsFullAttentionPerLayer) {
   auto ck = Checkpoint::open(std::string(NVFP4_FIXTURES) + "/arch/llama/modelopt-nvfp4");
   auto model = Model::load(*ck, LoadOptions{});
   const ModelConfig& c = model->config();
-  for (const KvType kv : {KvType::f32, KvType::f16}) {
+  for (const KvType kv : {KvType::f32, KvType::f16, KvType::fp8}) {
     Sequence seq(*model, 40, kv);
     ASSERT_EQ(seq.n_layer(), c.n_layer);
     for (int64_t l = 0; l < c.n_layer; ++l) {
@@ -247,7 +247,7 @@ TEST(SequenceState, ModelSequenceIsFullAttentionPerLayer) {
     const int64_t tiles = (40 + kKeyTile - 1) / kKeyTile;
     EXPECT_EQ(seq.bytes(), seq.impl().kv.bytes());
     EXPECT_EQ(seq.bytes(), static_cast<size_t>(c.n_layer * c.n_head_kv * c.head_dim * (tiles * kKeyTile + 40)) *
-                               (kv == KvType::f32 ? 4u : 2u));
+                               (kv == KvType::f32 ? 4u : kv == KvType::f16 ? 2u : 1u));
     ThreadPool pool(1);
     Workspace ws(*model, 8);
     std::vector<float> logits(static_cast<size_t>(c.n_vocab));

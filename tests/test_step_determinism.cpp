@@ -155,11 +155,11 @@ class StepDeterminism : public test::QuantizedSmolLM2 {
 TEST_F(StepDeterminism, SequencesSteppedTogetherEqualEachAlone) {
   int compared = 0;
   const Isa best = detect_isa();
-  for (const KvType kv : {KvType::f32, KvType::f16}) {
+  for (const KvType kv : {KvType::f32, KvType::f16, KvType::fp8}) {
     std::vector<std::vector<float>> ref;
     for (int s = 0; s < 4; ++s) ref.push_back(alone(s, 2, kv));
     for (const Isa isa : supported_isas()) {
-      if (isa != best && kv == KvType::f16) continue;
+      if (isa != best && kv != KvType::f32) continue;
       IsaEnv env(isa);
       for (const int threads : {1, 2}) {
         if ((kUnderSanitizer || isa != best) && threads == 1) continue;
@@ -171,13 +171,13 @@ TEST_F(StepDeterminism, SequencesSteppedTogetherEqualEachAlone) {
             EXPECT_EQ(0, std::memcmp(got[static_cast<size_t>(s)].data(), ref[static_cast<size_t>(s)].data(),
                                      ref[static_cast<size_t>(s)].size() * 4))
                 << what << ", sequence " << s << ", " << isa_name(isa) << ", " << threads << " threads, KV "
-                << (kv == KvType::f16 ? "f16" : "f32");
+                << (kv == KvType::f16 ? "f16" : kv == KvType::fp8 ? "fp8" : "f32");
           }
         }
       }
     }
   }
-  EXPECT_GE(compared, kUnderSanitizer ? 4 * 3 : 4 * 4 * 2 * 2);
+  EXPECT_GE(compared, kUnderSanitizer ? 4 * 4 : 4 * 4 * 2 * 3);
 }
 
 TEST_F(StepDeterminism, StepsAreValidatedBeforeAnythingRuns) {
@@ -229,9 +229,9 @@ TEST_F(StepDeterminism, CopiedPrefixContinuesAsComputingItAgain) {
   for (const Isa isa : supported_isas()) {
     if (kUnderSanitizer && isa != best) continue;  // the sanitizer build: the best ISA only (scalar takes minutes)
     IsaEnv scope(isa);
-    for (KvType kv : {KvType::f32, KvType::f16}) {
-      if (isa != best && kv == KvType::f16) continue;  // other ISAs: the F32 cache (test_attention_f16.cpp holds F16 to it on each)
-      SCOPED_TRACE(std::string(isa_name(isa)) + (kv == KvType::f16 ? " f16" : " f32"));
+    for (KvType kv : {KvType::f32, KvType::f16, KvType::fp8}) {
+      if (isa != best && kv != KvType::f32) continue;  // other ISAs: the F32 cache (test_attention_f16.cpp holds F16 and FP8 to it on each)
+      SCOPED_TRACE(std::string(isa_name(isa)) + (kv == KvType::f16 ? " f16" : kv == KvType::fp8 ? " fp8" : " f32"));
       const std::vector<float> ref = alone(2, 2, kv);
       ThreadPool pool(2);
       Workspace ws(*model_, n);
@@ -254,8 +254,9 @@ TEST_F(StepDeterminism, CopiedPrefixContinuesAsComputingItAgain) {
             << "position " << i;
     }
   }
-  Sequence a(*model_, 16), b(*model_, 32), c(*model_, 16, KvType::f16);
+  Sequence a(*model_, 16), b(*model_, 32), c(*model_, 16, KvType::f16), d(*model_, 16, KvType::fp8);
   EXPECT_THROW(b.copy_prefix(a, 0), Error);
   EXPECT_THROW(c.copy_prefix(a, 0), Error);
+  EXPECT_THROW(d.copy_prefix(c, 0), Error);
   EXPECT_THROW(a.copy_prefix(a, 1), Error);  // holds nothing yet
 }

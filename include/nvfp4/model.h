@@ -166,7 +166,11 @@ struct LoadOptions {
   const Checkpoint* mtp_source = nullptr;
 };
 
-enum class KvType { f32, f16 };
+// The KV cache's element: float, IEEE half, or FP8 E4M3 (`--kv fp8`: each attention layer's keys
+// divided by its k scale and values by its v scale, rounded to E4M3 saturating at +-448, and read
+// back as the byte's value times the scale; the scales are the checkpoint's calibrated k_scale /
+// v_scale where it has them, else 1.0, as vLLM's default).
+enum class KvType { f32, f16, fp8 };
 
 struct ContextOptions {
   int64_t n_ctx = 2048;   // KV cache positions
@@ -191,6 +195,10 @@ class Model {
   // Human-readable lines: mode, storage and kernel of each kind of layer, weight bytes.
   std::vector<std::string> describe() const;
   size_t weight_bytes() const;  // bytes of the weights as the kernels hold them
+  // Whether the checkpoint has calibrated FP8 KV cache scales (ModelOpt k_proj.k_scale /
+  // v_proj.v_scale, compressed-tensors self_attn.k_scale / v_scale), which an FP8 cache
+  // (KvType::fp8) uses; without them it uses 1.0.
+  bool kv_scales_calibrated() const;
   // Bytes of weights read per generated token (every linear layer, norms, the head).
   size_t bytes_per_token() const;
   // The MTP module loaded with LoadOptions::mtp (nullptr otherwise): a model of one layer of the

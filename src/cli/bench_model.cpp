@@ -246,7 +246,7 @@ int run(const Opt& o) {
   // states a token reads and writes in those (float32).
   int64_t n_attn = 0;
   for (int64_t l = 0; l < mc.n_layer; ++l) n_attn += mc.mixer(l) == MixerKind::attention;
-  const double kv_per_pos = static_cast<double>(2 * n_attn * mc.kv_dim()) * (o.m.kv == "f16" ? 2.0 : 4.0);  // bytes
+  const double kv_per_pos = static_cast<double>(2 * n_attn * mc.kv_dim()) * (o.m.kv == "f16" ? 2.0 : o.m.kv == "fp8" ? 1.0 : 4.0);  // bytes
   double state_floats = 0;  // every recurrent layer's state (Gated DeltaNet or Mamba-2)
   for (int64_t l = 0; l < mc.n_layer; ++l) state_floats += static_cast<double>(mc.recurrent_floats(l));
   const double state_bpt = 2.0 * state_floats * 4.0;

@@ -17,7 +17,7 @@ namespace {
 
 struct QualityArgs {
   ModelArgs m;
-  std::string ref, ref_precision = "f32", file;
+  std::string ref, ref_precision = "f32", ref_kv, file;
   bool json = false;
 };
 
@@ -54,7 +54,9 @@ int run(const QualityArgs& a) {
   ThreadPool pool(M.threads);
   ContextOptions co = context_options(a.m);
   co.n_ctx = ctx;
-  Context cm(*M.model, co, pool), cr(*R.model, co, pool);
+  ContextOptions cro = co;
+  if (!a.ref_kv.empty()) cro.kv = kv_type(a.ref_kv);  // the reference's own cache (--ref-kv; default the model's --kv)
+  Context cm(*M.model, co, pool), cr(*R.model, cro, pool);
   std::vector<float> lm(static_cast<size_t>(ctx * nv)), lr(lm.size());
   std::vector<double> kls, pm, pr;
   double nll = 0, nll_ref = 0;
@@ -91,6 +93,8 @@ int run(const QualityArgs& a) {
   j["ref"] = a.ref;
   j["precision"] = std::string(mode_name(M.mode));
   j["ref_precision"] = std::string(mode_name(R.mode));
+  j["kv"] = a.m.kv;
+  j["ref_kv"] = a.ref_kv.empty() ? a.m.kv : a.ref_kv;
   j["ctx"] = ctx;
   j["tokens"] = kls.size();
   j["same_top_pct"] = 100.0 * static_cast<double>(same) / n;
@@ -107,7 +111,8 @@ int run(const QualityArgs& a) {
   } else {
     std::printf("scored tokens        %lld (%lld windows of %lld)\n", static_cast<long long>(kls.size()),
                 static_cast<long long>(windows), static_cast<long long>(ctx));
-    std::printf("precision            %s vs reference %s\n", mode_name(M.mode).data(), mode_name(R.mode).data());
+    std::printf("precision            %s, KV %s vs reference %s, KV %s\n", mode_name(M.mode).data(), a.m.kv.c_str(),
+                mode_name(R.mode).data(), (a.ref_kv.empty() ? a.m.kv : a.ref_kv).c_str());
     std::printf("same top token       %.3f %%\n", j["same_top_pct"].get<double>());
     std::printf("mean KL divergence   %.6f\n", j["kl_mean"].get<double>());
     std::printf("median KL            %.6f\n", j["kl_median"].get<double>());
@@ -127,6 +132,8 @@ const Registrar reg("quality", "compare a model with a reference over a text (KL
   app.add_option("--ref", a->ref, "reference checkpoint (e.g. the float model)")->required();
   app.add_option("--ref-precision", a->ref_precision, "precision of the reference's NVFP4 layers")
       ->check(CLI::IsMember({"a16q8", "a16", "w4a4", "f32"}));
+  app.add_option("--ref-kv", a->ref_kv, "the reference's KV cache type (default: the model's --kv; e.g. --kv fp8 --ref-kv f32 measures the FP8 cache)")
+      ->check(CLI::IsMember({"f32", "f16", "fp8"}));
   app.add_option("-f,--file", a->file, "text file")->required();
   app.add_flag("--json", a->json, "print one JSON object");
   return [a] { return run(*a); };

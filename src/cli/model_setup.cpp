@@ -30,14 +30,22 @@ void ModelArgs::add(CLI::App& app, bool model_required) {
   app.add_option("-t,--threads", threads, "threads (default: all cores)")->check(CLI::Range(0, 1024));
   app.add_option("--ctx", n_ctx, "context size (KV cache positions)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--batch", n_batch, "prompt tokens per forward pass")->check(CLI::Range(int64_t{1}, int64_t{4096}));
-  app.add_option("--kv", kv, "KV cache type (default f16, as llama.cpp's; f32 doubles the cache and the bytes decode attention reads)")->check(CLI::IsMember({"f32", "f16"}));
+  app.add_option("--kv", kv, "KV cache type: f16 (default, as llama.cpp's), f32 (twice the bytes), fp8 (E4M3 at the checkpoint's calibrated k/v scales, else 1.0; half of f16)")
+      ->check(CLI::IsMember({"f32", "f16", "fp8"}));
+}
+
+KvType kv_type(const std::string& name) {
+  if (name == "f16") return KvType::f16;
+  if (name == "fp8") return KvType::fp8;
+  if (name == "f32") return KvType::f32;
+  throw Error("", "", "KV cache type (--kv)", "f32, f16 or fp8", name);
 }
 
 ContextOptions context_options(const ModelArgs& a) {
   ContextOptions co;
   co.n_ctx = a.n_ctx;
   co.n_batch = a.n_batch;
-  co.kv = a.kv == "f16" ? KvType::f16 : KvType::f32;
+  co.kv = kv_type(a.kv);
   return co;
 }
 
@@ -92,37 +100,48 @@ SamplerOptions generation_defaults(const Checkpoint& ck, SamplerOptions s, bool 
 }
 
 namespace {
-// A checkpoint's quantized KV cache (ModelOpt kv_cache_quant_algo, compressed-tensors
-// kv_cache_scheme) is not applied: said at load rather than ignored without a word.
-std::string kv_cache_note(const Checkpoint& ck, const std::string& kv) {
+// What the checkpoint declares of a quantized KV cache (ModelOpt kv_cache_quant_algo,
+// compressed-tensors kv_cache_scheme) and whether its scales are loaded, beside the cache this
+// run uses: said at load rather than left unsaid.
+std::string kv_cache_note(const Checkpoint& ck, const Model& m, const std::string& kv) {
   namespace fs = std::filesystem;
-  if (ck.info().container != "safetensors") return "";
-  const fs::path p = ck.info().path;
-  const fs::path dir = fs::is_directory(p) ? p : p.parent_path();
   std::string declared;
-  for (const char* name : {"hf_quant_config.json", "config.json"}) {
-    const fs::path f = dir / name;
-    if (!fs::exists(f)) continue;
-    nlohmann::json j;
-    try {  // config.json as Python writes it (bare Infinity: io/json_config.h)
-      j = std::string(name) == "config.json" ? parse_config_json(read_text_file(f.string()), f.string()) : nlohmann::json::parse(read_text_file(f.string()));
-    } catch (const nlohmann::json::exception&) {
-      continue;
-    }
-    if (!j.is_object()) continue;
-    const nlohmann::json* q = j.contains("quantization") ? &j["quantization"] : j.contains("quantization_config") ? &j["quantization_config"] : nullptr;
-    if (!q || !q->is_object()) continue;
-    if (q->contains("kv_cache_quant_algo") && (*q)["kv_cache_quant_algo"].is_string())
-      declared = "kv_cache_quant_algo " + (*q)["kv_cache_quant_algo"].get<std::string>();
-    else if (q->contains("kv_cache_scheme") && (*q)["kv_cache_scheme"].is_object())
-      declared = "kv_cache_scheme " + (*q)["kv_cache_scheme"].dump();
-    if (!declared.empty()) {
-      declared = f.filename().string() + " declares " + declared;
-      break;
+  if (ck.info().container == "safetensors") {
+    const fs::path p = ck.info().path;
+    const fs::path dir = fs::is_directory(p) ? p : p.parent_path();
+    for (const char* name : {"hf_quant_config.json", "config.json"}) {
+      const fs::path f = dir / name;
+      if (!fs::exists(f)) continue;
+      nlohmann::json j;
+      try {  // config.json as Python writes it (bare Infinity: io/json_config.h)
+        j = std::string(name) == "config.json" ? parse_config_json(read_text_file(f.string()), f.string()) : nlohmann::json::parse(read_text_file(f.string()));
+      } catch (const nlohmann::json::exception&) {
+        continue;
+      }
+      if (!j.is_object()) continue;
+      const nlohmann::json* q = j.contains("quantization") ? &j["quantization"] : j.contains("quantization_config") ? &j["quantization_config"] : nullptr;
+      if (!q || !q->is_object()) continue;
+      if (q->contains("kv_cache_quant_algo") && (*q)["kv_cache_quant_algo"].is_string())
+        declared = "kv_cache_quant_algo " + (*q)["kv_cache_quant_algo"].get<std::string>();
+      else if (q->contains("kv_cache_scheme") && (*q)["kv_cache_scheme"].is_object()) {
+        const nlohmann::json& k = (*q)["kv_cache_scheme"];  // its type, bits and strategy, as the scheme's name says them
+        const auto field = [&](const char* f) { return k.contains(f) && (k[f].is_string() || k[f].is_number()) ? k[f].dump() : std::string("?"); };
+        declared = "kv_cache_scheme {type " + field("type") + ", num_bits " + field("num_bits") + ", strategy " + field("strategy") + "}";
+      }
+      if (!declared.empty()) {
+        declared = f.filename().string() + " declares " + declared;
+        break;
+      }
     }
   }
-  if (declared.empty()) return "";
-  return "note: " + declared + "; a quantized KV cache is not implemented, the cache is " + kv + " (its k/v scales are not used)";
+  const bool calibrated = m.kv_scales_calibrated();
+  if (kv == "fp8")
+    return std::string("KV cache FP8 E4M3 at ") +
+           (calibrated ? "the checkpoint's calibrated k/v scales" : "k/v scale 1.0 (the checkpoint has none; vLLM's default)") +
+           (declared.empty() ? "" : " (" + declared + ")");
+  if (declared.empty() && !calibrated) return "";
+  return "note: " + (declared.empty() ? std::string("the checkpoint has k/v cache scales") : declared) + "; the cache is " + kv +
+         " (--kv fp8 stores it as FP8 E4M3 at " + (calibrated ? "its calibrated scales" : "scale 1.0") + ")";
 }
 }  // namespace
 
@@ -182,7 +201,7 @@ Loaded load_model(const ModelArgs& a, bool quiet) {
               << ", " << L.ck->info().algorithm << ")" << (a.quantize ? ", quantized to NVFP4 at load" : "") << "\n";
     for (const auto& line : L.ck->info().set_aside) std::cerr << "nvfp4: left out: " << line << "\n";
     for (const auto& line : L.model->describe()) std::cerr << "nvfp4: " << line << "\n";
-    if (const std::string n = kv_cache_note(*L.ck, a.kv); !n.empty()) std::cerr << "nvfp4: " << n << "\n";
+    if (const std::string n = kv_cache_note(*L.ck, *L.model, a.kv); !n.empty()) std::cerr << "nvfp4: " << n << "\n";
     std::cerr << "nvfp4: precision " << mode_name(L.mode) << ", " << L.threads << " threads, loaded in "
               << static_cast<int>(L.load_s * 1000) << " ms\n";
   }

@@ -48,6 +48,8 @@ void check_tokenizer_fits(const Checkpoint& ck, const Tokenizer& tok);
 // Opens, validates and prepares; logs (to stderr unless quiet) what runs: mode, kernels, memory.
 Loaded load_model(const ModelArgs& a, bool quiet);
 ContextOptions context_options(const ModelArgs& a);
+// The KV cache type of a --kv name (f32, f16, fp8; anything else: nvfp4::Error).
+KvType kv_type(const std::string& name);
 double peak_rss_mib();
 // The process's resident memory now (VmRSS), MiB: the weights as held once the mapped file's pages
 // are released, plus the KV cache and scratch touched so far.

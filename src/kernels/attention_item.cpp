@@ -1,4 +1,4 @@
-// attention_item and swiglu at baseline x86-64 (an F16 cache widened one value at a time), and
+// attention_item and swiglu at baseline x86-64 (an F16 or E4M3 cache widened one value at a time), and
 // swiglu_rows, which runs the active ISA's variant from the dispatch table.
 #include "kernels/attention_item.h"
 #include "kernels/attention_kernels.h"
@@ -18,13 +18,20 @@ namespace {
 inline void widen16_scalar(const uint16_t* h, float* f) {
   for (int i = 0; i < 16; ++i) f[i] = half_to_float(h[i]);
 }
+// 16 E4M3 bytes widened one by one at mul = 256 * scale (attention_item.h).
+struct WidenE4m3Scalar {
+  float mul;
+  void operator()(const uint8_t* b, float* f) const {
+    for (int i = 0; i < 16; ++i) f[i] = e4m3_widened(b[i], mul);
+  }
+};
 }  // namespace
 
 void attention_item_scalar(const void* it) {
-  attention_item<32, 16>(*static_cast<const AttnItem*>(it), exp_shifted_scalar_body, widen16_scalar);
+  attention_item<32, 16, WidenE4m3Scalar>(*static_cast<const AttnItem*>(it), exp_shifted_scalar_body, widen16_scalar);
 }
 void attention_phase_scalar(const void* it, int phase, int64_t b, int64_t e) {
-  attention_phase<32, 16>(*static_cast<const AttnItem*>(it), static_cast<AttnPhase>(phase), b, e,
+  attention_phase<32, 16, WidenE4m3Scalar>(*static_cast<const AttnItem*>(it), static_cast<AttnPhase>(phase), b, e,
                           exp_shifted_scalar_body, widen16_scalar);
 }
 

@@ -4,11 +4,16 @@
 // elementwise loops at each width. The pinned exp does not auto-vectorize (its clamps and int64
 // conversion stay scalar), so each copy passes its own softmax-numerator step: the scalar loop
 // below, or pinned_exp_avx2.h / pinned_exp_avx512.h, which do the same IEEE operations per lane.
-// The KV cache is read as it is stored, F32 or F16: an F16 cache's keys and values are widened
-// in registers, 16 at a time, right before the products that use them, by the widening each copy
-// passes (F16C's vcvtph2ps in the avx2/avx512 files, half_to_float in the baseline one, all
-// exact: every F16 value is a float). Each product and sum is then the same IEEE operation on the
-// same float values in the same order as with an F32 cache holding the widened values.
+// The KV cache is read as it is stored, F32, F16 or FP8 E4M3: an F16 cache's keys and values are
+// widened in registers, 16 at a time, right before the products that use them, by the widening
+// each copy passes (F16C's vcvtph2ps in the avx2/avx512 files, half_to_float in the baseline one,
+// all exact: every F16 value is a float). An E4M3 byte b is widened as its bits placed in an F16
+// (e4m3_as_half: exponent and mantissa shifted left by 7, the sign to bit 15), which is b's value
+// times 2^-8 exactly (normal and subnormal alike), then multiplied by 256 * scale: one float
+// rounding of value(b) * scale, the same in every copy (for every byte but the NaNs 0x7F/0xFF,
+// which the cache never stores for a finite input: kv_fp8_byte saturates). Each product and sum
+// is then the same IEEE operation on the same float values in the same order as with an F32
+// cache holding the widened values.
 // Grouping heads only lets one load of a key or value row serve several heads and gives more
 // independent add chains; each head's arithmetic is the one-head order below.
 // No loop here reassociates a sum (the build forbids contraction and fast-math), so every copy
@@ -35,11 +40,15 @@ inline constexpr int64_t kTile = 16;  // positions per key tile (attention.h kKe
 // positions: 8.9 of 14.3 GB/s on one thread, the weight matrices at 100%).
 inline constexpr int64_t kPrefetchRows = 16;
 
+// The cache's element (AttnItem::elem).
+enum AttnElem : int { kElemF32 = 0, kElemF16 = 1, kElemE4m3 = 2 };
+
 struct AttnItem {
-  // The cache's keys and values as stored: float, or uint16_t (F16) when f16.
+  // The cache's keys and values as stored: float, uint16_t (F16) or uint8_t (E4M3), per elem.
   const void* K;  // tiled: key d of position j at K[((j / kTile) * hd + d) * kTile + j % kTile]
   const void* V;  // [len][hd]
-  bool f16;
+  int elem;
+  float k_mul, v_mul;  // E4M3: 256 * the layer's k and v scales (see above)
   int g;           // heads in this item, 1..kMaxGroup
   const float* q[kMaxGroup];  // [hd] each
   int64_t len, hd;
@@ -53,23 +62,33 @@ inline void exp_shifted_scalar_body(const float* s, float mx, float* out, int64_
   for (int64_t j = 0; j < n; ++j) out[j] = static_cast<float>(pinned::exp(static_cast<double>(s[j] - mx)));
 }
 
-// Widen: a functor, widen(h, f) sets f[0, 16) to the 16 F16 values at h, exactly.
+// An E4M3 byte's bits as an F16 whose value is the byte's times 2^-8 (exact for every byte but
+// the NaNs), and the byte's widened value at mul = 256 * scale: what every copy's 16-wide
+// widening computes per lane.
+inline uint16_t e4m3_as_half(uint8_t b) { return static_cast<uint16_t>(((b & 0x7F) << 7) | ((b & 0x80) << 8)); }
+inline float e4m3_widened(uint8_t b, float mul) { return half_to_float(e4m3_as_half(b)) * mul; }
+
+// Widen: a functor, widen(h, f) sets f[0, 16) to the 16 F16 values at h, exactly, or to the 16
+// E4M3 values at h widened at its scale.
 // widen_rows: an F16 chunk's n rows of 16 (row r at p + r * stride) widened into buf[r * 16 ..];
 // nothing for a float cache. row: where the loops read row r, the cache itself (float) or buf.
 // (The rows are widened before the products, not through an array of row pointers: with one,
 // GCC kept the accumulators on the stack.)
 template <int64_t N, class Widen>
 inline void widen_rows(const float*, int64_t, float*, Widen) {}
-template <int64_t N, class Widen>
-inline void widen_rows(const uint16_t* p, int64_t stride, float* buf, Widen widen) {
+template <int64_t N, class E, class Widen>
+inline void widen_rows(const E* p, int64_t stride, float* buf, Widen widen) {
   for (int64_t r = 0; r < N; ++r) widen(p + r * stride, buf + r * 16);
 }
 inline const float* row(const float* p, const float*) { return p; }
-inline const float* row(const uint16_t*, const float* buf) { return buf; }
+template <class E>
+inline const float* row(const E*, const float* buf) { return buf; }
 
-// Element i of a row as float (the tails: fewer than 16 values left in a value row).
-inline float elem(const float* p, int64_t i) { return p[i]; }
-inline float elem(const uint16_t* p, int64_t i) { return half_to_float(p[i]); }
+// Element i of a row as float (the tails: fewer than 16 values left in a value row); mul: an
+// E4M3 cache's 256 * scale.
+inline float elem(const float* p, int64_t i, float) { return p[i]; }
+inline float elem(const uint16_t* p, int64_t i, float) { return half_to_float(p[i]); }
+inline float elem(const uint8_t* p, int64_t i, float mul) { return e4m3_widened(p[i], mul); }
 
 // Elements of E in one 64-byte line (the prefetch step).
 template <class E>
@@ -88,9 +107,9 @@ __attribute__((noinline)) void score_chunk(const AttnItem& a, int64_t j0, Widen 
     for (int64_t t = 0; t < NT; ++t)
       for (int64_t jj = 0; jj < T; ++jj) acc[h][t][jj] = 0.0f;
   for (int64_t d = 0; d < a.hd; ++d) {
-    // The same row of the next chunk's tiles (one 64-byte line per tile and float row, or per
-    // two F16 rows): a chunk's C x hd keys ahead.
-    if (sizeof(E) == 4 || d % 2 == 0)
+    // The same row of the next chunk's tiles (one 64-byte line per tile and float row, per two
+    // F16 rows or per four E4M3 rows): a chunk's C x hd keys ahead.
+    if (sizeof(E) == 4 || d % (4 / static_cast<int64_t>(sizeof(E))) == 0)
       for (int64_t t = 0; t < NT; ++t) __builtin_prefetch(kt + ((NT + t) * a.hd + d) * kTile, 0, 3);
     float buf[NT][T];  // an F16 chunk's rows at d, widened
     widen_rows<NT>(kt + d * kTile, a.hd * kTile, buf[0], widen);
@@ -211,7 +230,7 @@ inline void output_range(const AttnItem& a, int64_t d0, int64_t d1, Widen widen)
   for (int64_t j = 0; j < a.len; ++j) {
     const E* vj = static_cast<const E*>(a.V) + j * a.hd + d0;
     float v[16];
-    for (int64_t d = 0; d < n; ++d) v[d] = elem(vj, d);
+    for (int64_t d = 0; d < n; ++d) v[d] = elem(vj, d, a.v_mul);
     for (int h = 0; h < G; ++h) {
       const float w = a.s[h][j];
       float* __restrict o = a.o[h] + d0;
@@ -224,26 +243,26 @@ inline void output_range(const AttnItem& a, int64_t d0, int64_t d1, Widen widen)
 // chosen per ISA (8 x 16 lanes of keys on AVX-512, 8 x 8 on AVX2, 8 x 4 on SSE2); with G heads
 // the key chunk is halved to fit the registers. The order per key and per dimension never
 // changes, however the keys and dimensions are cut into ranges and chunks.
-template <int G, int64_t kKeys, int64_t kDims, class E, class ExpShifted, class Widen>
-inline void attention_group(const AttnItem& a, ExpShifted exp_shifted, Widen widen) {
-  scores_range<G, kKeys, E>(a, 0, a.len, widen);  // for each key j, sum over d ascending of q[d] * K[d][j]
+template <int G, int64_t kKeys, int64_t kDims, class E, class ExpShifted, class WidenK, class WidenV>
+inline void attention_group(const AttnItem& a, ExpShifted exp_shifted, WidenK widen_k, WidenV widen_v) {
+  scores_range<G, kKeys, E>(a, 0, a.len, widen_k);  // for each key j, sum over d ascending of q[d] * K[d][j]
   softmax_rows<G>(a.s, a.len, a.scale, exp_shifted);
-  output_range<G, kDims, E>(a, 0, a.hd, widen);  // for each value row j ascending, o[d] += w[j] * V[j][d]
+  output_range<G, kDims, E>(a, 0, a.hd, widen_v);  // for each value row j ascending, o[d] += w[j] * V[j][d]
 }
 
 // The three phases alone, for decoding one token split across threads by keys, by heads and by
 // dimensions (attention.cpp): the same arithmetic as attention_group.
 enum class AttnPhase { scores, softmax, output };
-template <int64_t kKeys, int64_t kDims, class E, class ExpShifted, class Widen>
+template <int64_t kKeys, int64_t kDims, class E, class ExpShifted, class WidenK, class WidenV>
 inline void attention_phase_typed(const AttnItem& a, AttnPhase phase, int64_t b, int64_t e, ExpShifted exp_shifted,
-                                  Widen widen) {
+                                  WidenK widen_k, WidenV widen_v) {
   switch (phase) {
     case AttnPhase::scores:
       switch (a.g) {
-        case 1: scores_range<1, kKeys, E>(a, b, e, widen); break;
-        case 2: scores_range<2, kKeys, E>(a, b, e, widen); break;
-        case 3: scores_range<3, kKeys, E>(a, b, e, widen); break;
-        default: scores_range<4, kKeys, E>(a, b, e, widen); break;
+        case 1: scores_range<1, kKeys, E>(a, b, e, widen_k); break;
+        case 2: scores_range<2, kKeys, E>(a, b, e, widen_k); break;
+        case 3: scores_range<3, kKeys, E>(a, b, e, widen_k); break;
+        default: scores_range<4, kKeys, E>(a, b, e, widen_k); break;
       }
       break;
     case AttnPhase::softmax:
@@ -256,36 +275,41 @@ inline void attention_phase_typed(const AttnItem& a, AttnPhase phase, int64_t b,
       break;
     case AttnPhase::output:
       switch (a.g) {
-        case 1: output_range<1, kDims, E>(a, b, e, widen); break;
-        case 2: output_range<2, kDims, E>(a, b, e, widen); break;
-        case 3: output_range<3, kDims, E>(a, b, e, widen); break;
-        default: output_range<4, kDims, E>(a, b, e, widen); break;
+        case 1: output_range<1, kDims, E>(a, b, e, widen_v); break;
+        case 2: output_range<2, kDims, E>(a, b, e, widen_v); break;
+        case 3: output_range<3, kDims, E>(a, b, e, widen_v); break;
+        default: output_range<4, kDims, E>(a, b, e, widen_v); break;
       }
       break;
   }
 }
 
-template <int64_t kKeys, int64_t kDims, class ExpShifted, class Widen>
+// Widen16: widens 16 F16 values (a function); Widen8: a functor type built from a float mul
+// (256 * scale) whose call widens 16 E4M3 bytes at it, one for the keys and one for the values.
+template <int64_t kKeys, int64_t kDims, class Widen8, class ExpShifted, class Widen16>
 inline void attention_phase(const AttnItem& a, AttnPhase phase, int64_t b, int64_t e, ExpShifted exp_shifted,
-                            Widen widen) {
-  if (a.f16) attention_phase_typed<kKeys, kDims, uint16_t>(a, phase, b, e, exp_shifted, widen);
-  else attention_phase_typed<kKeys, kDims, float>(a, phase, b, e, exp_shifted, widen);
+                            Widen16 widen16) {
+  if (a.elem == kElemF16) attention_phase_typed<kKeys, kDims, uint16_t>(a, phase, b, e, exp_shifted, widen16, widen16);
+  else if (a.elem == kElemE4m3)
+    attention_phase_typed<kKeys, kDims, uint8_t>(a, phase, b, e, exp_shifted, Widen8{a.k_mul}, Widen8{a.v_mul});
+  else attention_phase_typed<kKeys, kDims, float>(a, phase, b, e, exp_shifted, widen16, widen16);
 }
 
-template <int64_t kKeys, int64_t kDims, class E, class ExpShifted, class Widen>
-inline void attention_item_typed(const AttnItem& a, ExpShifted exp_shifted, Widen widen) {
+template <int64_t kKeys, int64_t kDims, class E, class ExpShifted, class WidenK, class WidenV>
+inline void attention_item_typed(const AttnItem& a, ExpShifted exp_shifted, WidenK widen_k, WidenV widen_v) {
   switch (a.g) {
-    case 1: attention_group<1, kKeys, kDims, E>(a, exp_shifted, widen); break;
-    case 2: attention_group<2, kKeys, kDims, E>(a, exp_shifted, widen); break;
-    case 3: attention_group<3, kKeys, kDims, E>(a, exp_shifted, widen); break;
-    default: attention_group<4, kKeys, kDims, E>(a, exp_shifted, widen); break;
+    case 1: attention_group<1, kKeys, kDims, E>(a, exp_shifted, widen_k, widen_v); break;
+    case 2: attention_group<2, kKeys, kDims, E>(a, exp_shifted, widen_k, widen_v); break;
+    case 3: attention_group<3, kKeys, kDims, E>(a, exp_shifted, widen_k, widen_v); break;
+    default: attention_group<4, kKeys, kDims, E>(a, exp_shifted, widen_k, widen_v); break;
   }
 }
 
-template <int64_t kKeys, int64_t kDims, class ExpShifted, class Widen>
-inline void attention_item(const AttnItem& a, ExpShifted exp_shifted, Widen widen) {
-  if (a.f16) attention_item_typed<kKeys, kDims, uint16_t>(a, exp_shifted, widen);
-  else attention_item_typed<kKeys, kDims, float>(a, exp_shifted, widen);
+template <int64_t kKeys, int64_t kDims, class Widen8, class ExpShifted, class Widen16>
+inline void attention_item(const AttnItem& a, ExpShifted exp_shifted, Widen16 widen16) {
+  if (a.elem == kElemF16) attention_item_typed<kKeys, kDims, uint16_t>(a, exp_shifted, widen16, widen16);
+  else if (a.elem == kElemE4m3) attention_item_typed<kKeys, kDims, uint8_t>(a, exp_shifted, Widen8{a.k_mul}, Widen8{a.v_mul});
+  else attention_item_typed<kKeys, kDims, float>(a, exp_shifted, widen16, widen16);
 }
 
 // SwiGLU in place: g[i] = silu(g[i]) * u[i] (pinned SiLU, float product).

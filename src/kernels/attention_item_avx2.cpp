@@ -1,4 +1,4 @@
-// attention_item (an F16 cache widened with F16C) and swiglu compiled for avx2 (flags from the
+// attention_item (an F16 or E4M3 cache widened with F16C) and swiglu compiled for avx2 (flags from the
 // file name, see CMakeLists.txt).
 #include <immintrin.h>
 
@@ -13,13 +13,26 @@ inline void widen16_avx2(const uint16_t* h, float* f) {
   _mm256_storeu_ps(f, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h))));
   _mm256_storeu_ps(f + 8, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + 8))));
 }
+// 16 E4M3 bytes widened at mul = 256 * scale (attention_item.h): each byte's bits placed in an
+// F16 (e4m3_as_half), widened with F16C, times mul.
+struct WidenE4m3Avx2 {
+  float mul;
+  void operator()(const uint8_t* b, float* f) const {
+    const __m256i w = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
+    const __m256i h = _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x7F)), 7),
+                                      _mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x80)), 8));
+    const __m256 m = _mm256_set1_ps(mul);
+    _mm256_storeu_ps(f, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), m));
+    _mm256_storeu_ps(f + 8, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)), m));
+  }
+};
 }  // namespace
 
 void attention_item_avx2(const void* item) {
-  attention_item<64, 32>(*static_cast<const AttnItem*>(item), pinned::exp_shifted_avx2, widen16_avx2);
+  attention_item<64, 32, WidenE4m3Avx2>(*static_cast<const AttnItem*>(item), pinned::exp_shifted_avx2, widen16_avx2);
 }
 void attention_phase_avx2(const void* item, int phase, int64_t b, int64_t e) {
-  attention_phase<64, 32>(*static_cast<const AttnItem*>(item), static_cast<AttnPhase>(phase), b, e,
+  attention_phase<64, 32, WidenE4m3Avx2>(*static_cast<const AttnItem*>(item), static_cast<AttnPhase>(phase), b, e,
                             pinned::exp_shifted_avx2, widen16_avx2);
 }
 void swiglu_avx2(float* g, const float* u, int64_t n) { pinned::swiglu_avx2_body(g, u, n); }

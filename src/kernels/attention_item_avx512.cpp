@@ -1,4 +1,4 @@
-// attention_item (an F16 cache widened with F16C) and swiglu compiled for avx512 (flags from the
+// attention_item (an F16 or E4M3 cache widened with F16C) and swiglu compiled for avx512 (flags from the
 // file name, see CMakeLists.txt).
 #include <immintrin.h>
 
@@ -12,13 +12,24 @@ namespace {
 inline void widen16_avx512(const uint16_t* h, float* f) {
   _mm512_storeu_ps(f, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h))));
 }
+// 16 E4M3 bytes widened at mul = 256 * scale (attention_item.h): each byte's bits placed in an
+// F16 (e4m3_as_half), widened with F16C, times mul.
+struct WidenE4m3Avx512 {
+  float mul;
+  void operator()(const uint8_t* b, float* f) const {
+    const __m256i w = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
+    const __m256i h = _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x7F)), 7),
+                                      _mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x80)), 8));
+    _mm512_storeu_ps(f, _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(mul)));
+  }
+};
 }  // namespace
 
 void attention_item_avx512(const void* item) {
-  attention_item<128, 64>(*static_cast<const AttnItem*>(item), pinned::exp_shifted_avx512, widen16_avx512);
+  attention_item<128, 64, WidenE4m3Avx512>(*static_cast<const AttnItem*>(item), pinned::exp_shifted_avx512, widen16_avx512);
 }
 void attention_phase_avx512(const void* item, int phase, int64_t b, int64_t e) {
-  attention_phase<128, 64>(*static_cast<const AttnItem*>(item), static_cast<AttnPhase>(phase), b, e,
+  attention_phase<128, 64, WidenE4m3Avx512>(*static_cast<const AttnItem*>(item), static_cast<AttnPhase>(phase), b, e,
                             pinned::exp_shifted_avx512, widen16_avx512);
 }
 void swiglu_avx512(float* g, const float* u, int64_t n) { pinned::swiglu_avx512_body(g, u, n); }

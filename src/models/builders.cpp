@@ -55,7 +55,7 @@ void build_attn(StepRun& s, const LayerWeights& L, int64_t l, const float* gate)
     double kv_bytes = 0;
     if (w.prof)
       for (const AttnToken& tk : w.step.tok)
-        kv_bytes += static_cast<double>(tk.pos + 1) * static_cast<double>(2 * kvd) * (tk.kv->is_f16() ? 2.0 : 4.0);
+        kv_bytes += static_cast<double>(tk.pos + 1) * static_cast<double>(2 * kvd) * static_cast<double>(tk.kv->elem_bytes());
     PartTimer timer(w.prof, StepProfile::attention, kv_bytes);
     if (n < 16) rope_store(0, n);
     else s.parallel(n, rope_store);  // tokens are independent (each its own cache position)

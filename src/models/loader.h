@@ -245,6 +245,13 @@ void load_attention(const Loader& L, const std::string& b, const ModelConfig& c,
 // A layer of the Llama-like families (norms, experts or dense FFN, attention).
 void load_default_layer(const Loader& L, const std::string& b, const ModelConfig& c, LayerWeights& w);
 
+// Each attention layer's FP8 KV cache scales into m.kv_scales (2 per layer: k, v) for layers
+// [0, c.n_layer) of blocks first_block..: ModelOpt's blk.N.attn_k.k_scale / blk.N.attn_v.v_scale
+// (HF self_attn.k_proj.k_scale / v_proj.v_scale) or compressed-tensors' self_attn.k_scale /
+// v_scale, one float each, finite and > 0. Every layer with its own KV cache has both or none
+// has any (else nvfp4::Error naming the missing tensor); none: 1.0 each.
+void load_kv_scales(const Loader& L, const ModelConfig& c, int64_t first_block, Model::Impl& m);
+
 struct Family;
 // The trunk's MTP module (src/models/mtp_load.cpp) into `mtp`: from L.opt.mtp_source when set,
 // else from L's checkpoint (whose tensors it marks used).

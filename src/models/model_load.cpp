@@ -94,6 +94,50 @@ void load_attention(const Loader& L, const std::string& b, const ModelConfig& c,
   }
 }
 
+void load_kv_scales(const Loader& L, const ModelConfig& c, int64_t first_block, Model::Impl& m) {
+  m.kv_scales.assign(static_cast<size_t>(2 * c.n_layer), 1.0f);
+  m.kv_scales_calibrated = false;
+  // The scale tensor of layer block's k or v under either producer's name, or null.
+  const auto find = [&](int64_t block, bool v) -> const TensorEntry* {
+    const std::string n = std::to_string(block);
+    for (const std::string& name : {"blk." + n + (v ? ".attn_v.v_scale" : ".attn_k.k_scale"),
+                                    "model.layers." + n + (v ? ".self_attn.v_scale" : ".self_attn.k_scale")})
+      if (const TensorEntry* e = L.ck.find(name)) return e;
+    return nullptr;
+  };
+  int64_t with = 0, without = -1;  // layers with scales; a layer without them
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const bool own_kv = c.mixer(l) == MixerKind::attention && (c.attn_layers.empty() || c.attn_layers[static_cast<size_t>(l)].kv_from < 0);
+    if (!own_kv) continue;
+    const TensorEntry* k = find(first_block + l, false);
+    const TensorEntry* v = find(first_block + l, true);
+    if (!k && !v) {
+      if (without < 0) without = l;
+      continue;
+    }
+    for (const TensorEntry* e : {k, v})
+      if (!e)
+        throw Error(L.path, "blk." + std::to_string(first_block + l) + (k ? ".attn_v.v_scale" : ".attn_k.k_scale"),
+                    "an FP8 KV cache scale: a layer with a k scale has a v scale and the reverse", "present", "absent");
+    for (int i = 0; i < 2; ++i) {
+      const TensorEntry* e = i == 0 ? k : v;
+      int64_t n = 1;
+      for (const int64_t d : e->shape) n *= d;
+      if (n != 1) throw Error(L.path, e->name, "a KV cache scale: one value", "1 element", std::to_string(n));
+      L.used.insert(e->name);
+      const float x = L.ck.to_f32(e->name)[0];
+      if (!(std::isfinite(x) && x > 0.0f)) throw Error(L.path, e->name, "a KV cache scale", "finite and > 0", std::to_string(x));
+      m.kv_scales[static_cast<size_t>(2 * l + i)] = x;
+    }
+    ++with;
+  }
+  if (with > 0 && without >= 0)
+    throw Error(L.path, "blk." + std::to_string(first_block + without) + ".attn_k.k_scale",
+                "FP8 KV cache scales: every attention layer has them or none does", "present (as on " + std::to_string(with) + " other layers)",
+                "absent");
+  m.kv_scales_calibrated = with > 0;
+}
+
 void load_ffn(const Loader& L, const std::string& b, const ModelConfig& c, LayerWeights& w) {
   if (c.n_expert > 0) {
     load_moe_layer(L, b, c, w);
@@ -239,6 +283,7 @@ std::unique_ptr<Model> Model::build(const Checkpoint& ck, const LoadOptions& opt
                       "an input scale (a W4A4 checkpoint, or calibrated scales)", "none");
     m.layers.push_back(std::move(w));
   }
+  load_kv_scales(L, c, 0, m);
   {  // each attention layer's KV group and its layer there (one group unless the family's layers differ)
     std::vector<StateSpec> specs;
     for (int64_t i = 0; i < c.n_layer; ++i) specs.push_back(layer_state_spec(c, i));
@@ -267,6 +312,7 @@ std::unique_ptr<Model> Model::build(const Checkpoint& ck, const LoadOptions& opt
 
 const ModelConfig& Model::config() const { return impl_->cfg; }
 const Model* Model::mtp() const { return impl_->mtp.get(); }
+bool Model::kv_scales_calibrated() const { return impl_->kv_scales_calibrated; }
 Mode Model::mode() const { return impl_->mode; }
 
 size_t Model::weight_bytes() const {

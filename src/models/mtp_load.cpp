@@ -47,6 +47,7 @@ void load_into(const Loader& M, const Family& family, const Model::Impl& trunk, 
         throw Error(M.path, mm->name + ".weight", "mode w4a4 needs an activation scale (input_scale) for every NVFP4 layer of the MTP module",
                     "an input scale", "none");
   mtp.layers.push_back(std::move(w));
+  load_kv_scales(M, c, index, mtp);
   const StateSpec spec = layer_state_spec(c, 0);
   mtp.kv_groups = kv_group_map(std::span<const StateSpec>(&spec, 1), mtp.kv_group, mtp.kv_layer);
   mtp.n_kv_layer = 1;

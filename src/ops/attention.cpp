@@ -23,26 +23,49 @@ void KvCache::init(int64_t n_layer, int64_t n_kv, int64_t head_dim, int64_t n_ct
   k_ctx_ = key_tiles(n_ctx) * kKeyTile;
   type_ = type;
   const size_t total = static_cast<size_t>(n_layer * layer_size());
+  f_.clear();
+  h_.clear();
+  b_.clear();
   if (type == KvType::f32) f_.assign(total, 0.0f);
-  else h_.assign(total, 0);
+  else if (type == KvType::f16) h_.assign(total, 0);
+  else b_.assign(total, 0);
+  scales_.assign(static_cast<size_t>(2 * n_layer), 1.0f);
+}
+
+void KvCache::set_scales(int64_t l, float k_scale, float v_scale) {
+  if (l < 0 || l >= n_layer_) throw Error("", "KV cache", "set an FP8 cache layer's scales", "layer 0 .. " + std::to_string(n_layer_ - 1), std::to_string(l));
+  for (const float s : {k_scale, v_scale})
+    if (!(std::isfinite(s) && s > 0.0f))
+      throw Error("", "KV cache layer " + std::to_string(l), "an FP8 cache's k/v scale", "finite and > 0",
+                  std::to_string(k_scale) + " / " + std::to_string(v_scale));
+  scales_[static_cast<size_t>(2 * l)] = k_scale;
+  scales_[static_cast<size_t>(2 * l + 1)] = v_scale;
+}
+
+uint8_t kv_fp8_byte(float x, float scale) {
+  const float y = x / scale;
+  if (std::isnan(y)) return float_to_e4m3(y);
+  return float_to_e4m3(std::clamp(y, -448.0f, 448.0f));
 }
 
 void KvCache::store(int64_t l, int64_t pos, const float* k, const float* v) {
   const int64_t base = l * layer_size(), vbase = base + n_kv_ * hd_ * k_ctx_;
   const int64_t tile = base + (pos / kKeyTile) * hd_ * kKeyTile + pos % kKeyTile;
+  const float ks = k_scale(l), vs = v_scale(l);
   for (int64_t h = 0; h < n_kv_; ++h)
     for (int64_t d = 0; d < hd_; ++d) {
       const size_t ki = static_cast<size_t>(tile + h * hd_ * k_ctx_ + d * kKeyTile);
       const size_t vi = static_cast<size_t>(vbase + (h * n_ctx_ + pos) * hd_ + d);
       const float kv = k[h * hd_ + d], vv = v[h * hd_ + d];
       if (type_ == KvType::f32) { f_[ki] = kv; f_[vi] = vv; }
-      else { h_[ki] = float_to_half(kv); h_[vi] = float_to_half(vv); }
+      else if (type_ == KvType::f16) { h_[ki] = float_to_half(kv); h_[vi] = float_to_half(vv); }
+      else { b_[ki] = kv_fp8_byte(kv, ks); b_[vi] = kv_fp8_byte(vv, vs); }
     }
 }
 
 std::string KvCache::layer_shape() const {
   return std::to_string(n_kv_) + " KV heads of " + std::to_string(hd_) + ", " + std::to_string(n_ctx_) + " positions, " +
-         (type_ == KvType::f32 ? "F32" : "F16");
+         (type_ == KvType::f32 ? "F32" : type_ == KvType::f16 ? "F16" : "FP8 E4M3");
 }
 
 void KvCache::copy_prefix(int64_t l, const KvCache& src, int64_t src_l, int64_t n) {
@@ -52,10 +75,15 @@ void KvCache::copy_prefix(int64_t l, const KvCache& src, int64_t src_l, int64_t 
     throw Error("", "KV cache", "copy a KV cache layer's prefix: layers of the caches",
                 "0 .. " + std::to_string(n_layer_ - 1) + " and 0 .. " + std::to_string(src.n_layer_ - 1),
                 std::to_string(l) + " and " + std::to_string(src_l));
+  if (src.k_scale(src_l) != k_scale(l) || src.v_scale(src_l) != v_scale(l))
+    throw Error("", "KV cache", "copy an FP8 KV cache layer's prefix from a layer of the same k/v scales",
+                std::to_string(k_scale(l)) + " / " + std::to_string(v_scale(l)),
+                std::to_string(src.k_scale(src_l)) + " / " + std::to_string(src.v_scale(src_l)));
   if (n < 0 || n > n_ctx_) throw Error("", "KV cache", "copy a KV cache's prefix", "0 .. " + std::to_string(n_ctx_), std::to_string(n));
   const auto copy = [&](int64_t dst_off, int64_t src_off, int64_t count) {
     if (type_ == KvType::f32) std::copy_n(src.f_.data() + src_off, count, f_.data() + dst_off);
-    else std::copy_n(src.h_.data() + src_off, count, h_.data() + dst_off);
+    else if (type_ == KvType::f16) std::copy_n(src.h_.data() + src_off, count, h_.data() + dst_off);
+    else std::copy_n(src.b_.data() + src_off, count, b_.data() + dst_off);
   };
   for (int64_t h = 0; h < n_kv_; ++h) {
     const int64_t k_off = h * hd_ * k_ctx_, v_off = n_kv_ * hd_ * k_ctx_ + h * n_ctx_ * hd_;
@@ -67,13 +95,15 @@ void KvCache::copy_prefix(int64_t l, const KvCache& src, int64_t src_l, int64_t 
 const void* KvCache::keys(int64_t l, int64_t h) const {
   const int64_t off = l * layer_size() + h * hd_ * k_ctx_;
   if (type_ == KvType::f32) return f_.data() + off;
-  return h_.data() + off;
+  if (type_ == KvType::f16) return h_.data() + off;
+  return b_.data() + off;
 }
 
 const void* KvCache::values(int64_t l, int64_t h) const {
   const int64_t off = l * layer_size() + n_kv_ * hd_ * k_ctx_ + h * n_ctx_ * hd_;
   if (type_ == KvType::f32) return f_.data() + off;
-  return h_.data() + off;
+  if (type_ == KvType::f16) return h_.data() + off;
+  return b_.data() + off;
 }
 
 void AttnStep::set(std::span<const AttnToken> tokens) {
@@ -84,6 +114,13 @@ void AttnStep::set(std::span<const AttnToken> tokens) {
 
 
 namespace {
+
+// The item's element and, for an FP8 cache, 256 times layer l's scales (attention_item.h).
+void set_elem(AttnItem& a, const KvCache& kv, int64_t l) {
+  a.elem = kv.type() == KvType::f16 ? kElemF16 : kv.type() == KvType::fp8 ? kElemE4m3 : kElemF32;
+  a.k_mul = kv.k_scale(l) * 256.0f;
+  a.v_mul = kv.v_scale(l) * 256.0f;
+}
 
 // One step's view of the caches and buffers: builds the item of (token t, KV head, part).
 struct Call {
@@ -99,9 +136,9 @@ struct Call {
     const AttnToken& tk = st.tok[static_cast<size_t>(t)];
     const KvCache* kv = tk.cache(v.group);
     AttnItem a;
-    a.K = kv->keys(layer, kvh);  // read as stored, F32 or F16
+    a.K = kv->keys(layer, kvh);  // read as stored, F32, F16 or E4M3
     a.V = kv->values(layer, kvh);
-    a.f16 = kv->is_f16();
+    set_elem(a, *kv, layer);
     a.g = static_cast<int>(std::min(gs, group - part * gs));
     for (int k = 0; k < a.g; ++k) {
       const int64_t h = kvh * group + part * gs + k;
@@ -117,7 +154,8 @@ struct Call {
 };
 
 // The window's keys and values of one (token, KV head), gathered in position order: keys tiled as
-// the cache tiles them (the last tile's unused keys zero), values as rows. E: float or uint16_t.
+// the cache tiles them (the last tile's unused keys zero), values as rows. E: float, uint16_t or
+// uint8_t, the cache's element.
 template <class E>
 void gather_window(const KvCache& kv, int64_t layer, int64_t kvh, int64_t first, int64_t len, int64_t hd, E* K, E* V) {
   const E* ks = static_cast<const E*>(kv.keys(layer, kvh));
@@ -173,13 +211,19 @@ void attention_window(const AttnView& v, const AttnStep& st, const float* q, flo
         const KvCache& kv = *tk.cache(v.group);
         const int64_t len = std::min(tk.pos + 1, W), first = tk.pos + 1 - len;
         AttnItem a;
-        a.f16 = kv.is_f16();
-        if (a.f16) {  // the F16 values gathered as stored: the kernel widens them as it would the cache's
+        set_elem(a, kv, v.layer);
+        if (a.elem == kElemF16) {  // the F16 values gathered as stored: the kernel widens them as it would the cache's
           auto* K16 = reinterpret_cast<uint16_t*>(kbuf);
           auto* V16 = reinterpret_cast<uint16_t*>(vbuf);
           gather_window(kv, v.layer, kvh, first, len, hd, K16, V16);
           a.K = K16;
           a.V = V16;
+        } else if (a.elem == kElemE4m3) {  // the E4M3 bytes likewise
+          auto* K8 = reinterpret_cast<uint8_t*>(kbuf);
+          auto* V8 = reinterpret_cast<uint8_t*>(vbuf);
+          gather_window(kv, v.layer, kvh, first, len, hd, K8, V8);
+          a.K = K8;
+          a.V = V8;
         } else {
           gather_window(kv, v.layer, kvh, first, len, hd, kbuf, vbuf);
           a.K = kbuf;

@@ -23,20 +23,28 @@ inline int64_t key_tiles(int64_t n) { return (n + kKeyTile - 1) / kKeyTile; }
 class KvCache {
  public:
   void init(int64_t n_layer, int64_t n_kv, int64_t head_dim, int64_t n_ctx, KvType type);
+  // An FP8 cache's scales of layer l (finite and > 0, else nvfp4::Error naming the layer): keys
+  // are stored as E4M3(k / k_scale), values as E4M3(v / v_scale) (kv_fp8_byte), and read as
+  // the byte's value times the scale. 1.0 until set. Set them before storing.
+  void set_scales(int64_t l, float k_scale, float v_scale);
+  float k_scale(int64_t l) const { return scales_[static_cast<size_t>(2 * l)]; }
+  float v_scale(int64_t l) const { return scales_[static_cast<size_t>(2 * l + 1)]; }
   // Stores the k and v vectors ([n_kv * head_dim] each) of layer l at position pos.
   void store(int64_t l, int64_t pos, const float* k, const float* v);
   // Copies positions [0, n) of layer src_l of src into layer l (the same heads, head size,
-  // positions and type, else nvfp4::Error naming both shapes).
+  // positions, type and scales, else nvfp4::Error naming both shapes).
   void copy_prefix(int64_t l, const KvCache& src, int64_t src_l, int64_t n);
   // Keys of KV head h of layer l, tiled as above (whole tiles: key_tiles(n_ctx) * kKeyTile * hd
   // elements), and its values as [j * head_dim + d], in place: float for an F32 cache, uint16_t
-  // (F16) for an F16 one; attention widens F16 in registers as it reads.
+  // (F16) for an F16 one, uint8_t (E4M3) for an FP8 one; attention widens them in registers as it
+  // reads.
   const void* keys(int64_t l, int64_t h) const;
   const void* values(int64_t l, int64_t h) const;
-  size_t bytes() const { return f_.size() * 4 + h_.size() * 2; }
-  size_t layer_bytes() const { return static_cast<size_t>(layer_size()) * (type_ == KvType::f32 ? 4 : 2); }
+  size_t bytes() const { return f_.size() * 4 + h_.size() * 2 + b_.size(); }
+  size_t layer_bytes() const { return static_cast<size_t>(layer_size()) * elem_bytes(); }
+  size_t elem_bytes() const { return type_ == KvType::f32 ? 4 : type_ == KvType::f16 ? 2 : 1; }
   std::string layer_shape() const;  // "3 KV heads of 64, 256 positions, F16"
-  bool is_f16() const { return type_ == KvType::f16; }
+  KvType type() const { return type_; }
   int64_t n_ctx() const { return n_ctx_; }
   // Whether it holds n_layer layers of n_kv heads of head_dim (a sequence made for this model).
   bool fits(int64_t n_layer, int64_t n_kv, int64_t head_dim) const { return n_layer_ == n_layer && n_kv_ == n_kv && hd_ == head_dim; }
@@ -46,8 +54,14 @@ class KvCache {
   KvType type_ = KvType::f32;
   HugeVector<float> f_;     // per layer: K [n_kv][tiles][hd][kKeyTile], then V [n_kv][n_ctx][hd]
   HugeVector<uint16_t> h_;  // the same in F16
+  HugeVector<uint8_t> b_;   // the same in E4M3
+  std::vector<float> scales_;  // per layer: k_scale, v_scale (FP8)
   int64_t layer_size() const { return n_kv_ * hd_ * (k_ctx_ + n_ctx_); }
 };
+
+// An FP8 cache's byte for x at scale s: x / s in float, rounded to nearest E4M3 (ties to even),
+// saturated at +-448 as vLLM's FP8 cache writes do; NaN stays NaN (0x7F with its sign).
+uint8_t kv_fp8_byte(float x, float scale);
 
 // The tokens of a step as attention sees them: each reads its own sequence's cache, keys
 // [0, pos] (causal; the step's own keys are stored before attention runs).

@@ -164,6 +164,10 @@ struct Model::Impl {
   // the groups: one, of every attention layer, for all families but those whose layers differ.
   std::vector<int> kv_group;
   std::vector<KvGroup> kv_groups;
+  // Each layer's FP8 KV cache scales (k_scale, v_scale: the checkpoint's calibrated ones, else
+  // 1.0), 2 per layer; what a sequence's FP8 cache (KvType::fp8) divides by and reads back at.
+  std::vector<float> kv_scales;
+  bool kv_scales_calibrated = false;  // read from the checkpoint (else all 1.0)
   std::vector<float> output_norm;
   // Gemma 4's per-layer embeddings: the token table [n_vocab][n_layer * ple] (read where the file
   // holds it), the projection of the scaled embedding [n_layer * ple][n_embd] and its norm [ple].

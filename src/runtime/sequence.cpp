@@ -42,7 +42,23 @@ std::vector<StateSpec> model_state_specs(const Model& model, int64_t n_ctx) {
 }  // namespace
 
 Sequence::Sequence(const Model& model, int64_t n_ctx, KvType kv)
-    : Sequence(model_state_specs(model, n_ctx), n_ctx, kv, model.impl().source) {}
+    : Sequence(model_state_specs(model, n_ctx), n_ctx, kv, model.impl().source) {
+  // An FP8 cache divides each layer's keys and values by the model's scales for that layer (a
+  // KV-shared layer stores nothing: its source's scales hold).
+  const Model::Impl& m = model.impl();
+  if (kv != KvType::fp8 || m.kv_scales.empty()) return;
+  const ModelConfig& c = m.cfg;
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const size_t li = static_cast<size_t>(l);
+    if (li >= m.kv_group.size() || m.kv_group[li] < 0 || m.kv_layer[li] < 0) continue;
+    if (!c.attn_layers.empty() && c.attn_layers[li].kv_from >= 0) continue;
+    try {
+      impl_->kv_group(m.kv_group[li]).set_scales(m.kv_layer[li], m.kv_scales[2 * li], m.kv_scales[2 * li + 1]);
+    } catch (const Error& e) {
+      throw Error(impl_->source, "", "layer " + std::to_string(l) + ": " + e.rule(), e.expected(), e.found());
+    }
+  }
+}
 
 Sequence::Sequence(std::span<const StateSpec> layers, int64_t n_ctx, KvType kv, std::string source)
     : impl_(std::make_unique<Impl>()) {
