@@ -95,9 +95,11 @@ inline int32_t argmax(const float* row, int64_t nv) {
 }
 
 // n tokens by argmax after the prompt (no EOS stop), as the generator script does.
-inline std::vector<int32_t> greedy(const Model& m, const std::vector<int32_t>& ids, int n, ThreadPool& pool) {
+inline std::vector<int32_t> greedy(const Model& m, const std::vector<int32_t>& ids, int n, ThreadPool& pool,
+                                   KvType kv = KvType::f32) {
   ContextOptions co;
   co.n_ctx = static_cast<int64_t>(ids.size()) + n;
+  co.kv = kv;
   Context ctx(m, co, pool);
   const int64_t nv = m.config().n_vocab;
   std::vector<float> row(static_cast<size_t>(nv));

@@ -12,7 +12,6 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -25,6 +24,8 @@
 #include "nvfp4/safetensors.h"
 #include "nvfp4/thread_pool.h"
 #include "ops/model_impl.h"
+#include "arch_fixtures.h"
+#include "cli_util.h"
 #include "st_variant.h"
 #include "test_util.h"
 
@@ -73,17 +74,6 @@ std::unique_ptr<Model> load(const std::string& dir, Mode mode = Mode::f32) {
   return Model::load(*ck, lo);
 }
 
-std::string run_cli(const std::string& args, int* rc) {
-  const std::string cmd = std::string(NVFP4_BINARY) + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  *rc = ::pclose(p);
-  return out;
-}
-
 }  // namespace
 
 TEST(KvFp8Checkpoint, ScalesAreTheExportsAndLogitsMatchModelOpt) {
@@ -114,19 +104,7 @@ TEST(KvFp8Checkpoint, ScalesAreTheExportsAndLogitsMatchModelOpt) {
   EXPECT_GT(max_diff(fp8, f32), 0.0);
   // Greedy tokens as ModelOpt's (each of its from a full forward of the sequence so far).
   ThreadPool pool(2);
-  ContextOptions co;
-  co.n_ctx = 64;
-  co.kv = KvType::fp8;
-  Context ctx(*m, co, pool);
-  const int64_t nv = m->config().n_vocab;
-  std::vector<float> row(static_cast<size_t>(nv));
-  ctx.eval(ids.data(), static_cast<int64_t>(ids.size()), row.data());
-  std::vector<int32_t> greedy;
-  for (int k = 0; k < 8; ++k) {
-    const int32_t t = static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
-    greedy.push_back(t);
-    ctx.eval(&t, 1, row.data());
-  }
+  const std::vector<int32_t> greedy = test::greedy(*m, ids, 8, pool, KvType::fp8);
   EXPECT_EQ(greedy, ref["greedy"].get<std::vector<int32_t>>());
 }
 
@@ -194,13 +172,12 @@ TEST(KvFp8Checkpoint, ScalesAreCheckedByName) {
 }
 
 TEST(KvFp8Checkpoint, RunSaysWhichScales) {
-  int rc = 0;
-  const std::string with = run_cli("run -m " + test::fixture_path(kDir) + " -p hi -n 2 --ctx 32 -t 1 --kv fp8", &rc);
-  EXPECT_EQ(rc, 0) << with;
-  EXPECT_NE(with.find("KV cache FP8 E4M3 at the checkpoint's calibrated k/v scales"), std::string::npos) << with;
-  const std::string f16 = run_cli("run -m " + test::fixture_path(kDir) + " -p hi -n 2 --ctx 32 -t 1", &rc);
-  EXPECT_EQ(rc, 0) << f16;
-  EXPECT_NE(f16.find("the cache is f16 (--kv fp8 stores it as FP8 E4M3 at its calibrated scales)"), std::string::npos) << f16;
-  const std::string bad = run_cli("run -m " + test::fixture_path(kDir) + " -p hi -n 2 --kv fp4", &rc);
-  EXPECT_NE(rc, 0) << bad;
+  const test::Result with = test::cli("run -m " + test::fixture_path(kDir) + " -p hi -n 2 --ctx 32 -t 1 --kv fp8", true);
+  EXPECT_EQ(with.rc, 0) << with.out;
+  EXPECT_NE(with.out.find("KV cache FP8 E4M3 at the checkpoint's calibrated k/v scales"), std::string::npos) << with.out;
+  const test::Result f16 = test::cli("run -m " + test::fixture_path(kDir) + " -p hi -n 2 --ctx 32 -t 1", true);
+  EXPECT_EQ(f16.rc, 0) << f16.out;
+  EXPECT_NE(f16.out.find("the cache is f16 (--kv fp8 stores it as FP8 E4M3 at its calibrated scales)"), std::string::npos) << f16.out;
+  const test::Result bad = test::cli("run -m " + test::fixture_path(kDir) + " -p hi -n 2 --kv fp4", true);
+  EXPECT_NE(bad.rc, 0) << bad.out;
 }

@@ -27,8 +27,12 @@
 #include "nvfp4/safetensors.h"
 #include "nvfp4/thread_pool.h"
 #include "test_util.h"
+#include "st_variant.h"
 
 using namespace nvfp4;
+using nvfp4::test::stv::Tensors;
+using nvfp4::test::stv::Tree;
+namespace stv = nvfp4::test::stv;
 namespace st = nvfp4::safetensors;
 namespace fs = std::filesystem;
 
@@ -51,30 +55,9 @@ const Form kForms[] = {
 
 std::string dir_of(const std::string& form) { return test::fixture_path("mixed/qwen3/" + form); }
 
-using Tensors = std::map<std::string, std::pair<st::Dtype, std::pair<std::vector<int64_t>, std::vector<uint8_t>>>>;
-// The fixture's tensors changed by `edit`, written with its JSON files into `out`.
 std::string variant(const std::string& out, const std::string& form, const std::function<void(Tensors&)>& edit) {
-  const std::string src = dir_of(form);
-  Tensors t;
-  const auto f = st::File::open(src + "/model.safetensors");
-  for (const auto& x : f.tensors()) t[x.name] = {x.dtype, {x.shape, std::vector<uint8_t>(x.data, x.data + x.nbytes())}};
-  edit(t);
-  fs::create_directories(out);
-  std::vector<st::WriteTensor> w;
-  for (const auto& [n, x] : t) w.push_back({n, x.first, x.second.first, x.second.second.data(), x.second.second.size()});
-  st::write(out + "/model.safetensors", w);
-  for (const char* j : {"config.json", "hf_quant_config.json", "tokenizer.json", "tokenizer_config.json"})
-    if (fs::exists(src + "/" + j)) fs::copy_file(src + "/" + j, out + "/" + j, fs::copy_options::overwrite_existing);
-  return out;
+  return stv::variant(out, edit, "mixed/qwen3/" + form);
 }
-
-struct Tree {
-  test::ScratchDir d;
-  ~Tree() {
-    std::error_code ec;
-    for (const auto& e : d.entries()) fs::remove_all(d / e, ec);
-  }
-};
 
 // Opening and loading `dir` fails with an Error naming the tensor and holding each text.
 void expect_refused(const std::string& dir, const std::string& tensor, const std::vector<std::string>& texts) {

@@ -18,9 +18,10 @@ inline void widen16_avx2(const uint16_t* h, float* f) {
 struct WidenE4m3Avx2 {
   float mul;
   void operator()(const uint8_t* b, float* f) const {
-    const __m256i w = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
-    const __m256i h = _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x7F)), 7),
-                                      _mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x80)), 8));
+    // Sign-extended to 16 bits and shifted left by 7: exponent and mantissa land in bits 7..13,
+    // the sign's copies in bits 14..15; clearing bit 14 leaves e4m3_as_half's bits.
+    const __m256i w = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
+    const __m256i h = _mm256_and_si256(_mm256_slli_epi16(w, 7), _mm256_set1_epi16(static_cast<short>(0xBFFF)));
     const __m256 m = _mm256_set1_ps(mul);
     _mm256_storeu_ps(f, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), m));
     _mm256_storeu_ps(f + 8, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)), m));
