@@ -51,6 +51,9 @@ const Form kForms[] = {
     {"mixed/qwen3/ct-fp8-block", "arch/qwen3/float", "F8_E4M3 128x128", "F8_E4M3 128x128", false},
     {"mixed/qwen3/modelopt-fp8-block", "arch/qwen3/float", "F8_E4M3 128x128", "F8_E4M3 128x128", false},
     {"mixed/qwen3/modelopt-mixed-csf", "arch/qwen3/float", "F8_E4M3", "NVFP4", false},
+    // With an FP8 KV cache's calibrated scales (tools/gen_kv_fp8_fixture.py): GGUF output leaves them out.
+    {"kv_fp8/qwen3/modelopt-w4a16-kvfp8", "arch/qwen3/float", "NVFP4", "NVFP4", true},
+    {"kv_fp8/qwen3/ct-nvfp4a16-kvfp8", "arch/qwen3/float", "NVFP4", "NVFP4", true},
     // MoE with an expert width of 64 (llama.cpp's NVFP4 GGUF needs n_in % 64 == 0).
     {"moe/qwen3_moe_i64/modelopt-nvfp4", "moe/qwen3_moe_i64/float", "NVFP4", "NVFP4", true},
     {"moe/qwen3_moe_i64/modelopt-w4a16", "moe/qwen3_moe_i64/float", "NVFP4", "NVFP4", true},

@@ -7,7 +7,7 @@
 // - the scales are checked: a k scale without its v scale, a scale of 0 or NaN, a layer without
 //   scales beside one with them are refused naming the tensor; a checkpoint without scales runs
 //   at 1.0;
-// - `run --kv fp8` says which scales it uses.
+// - `run --kv fp8` says which scales it uses; `convert` to GGUF says it leaves them out.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -180,4 +180,13 @@ TEST(KvFp8Checkpoint, RunSaysWhichScales) {
   EXPECT_NE(f16.out.find("the cache is f16 (--kv fp8 stores it as FP8 E4M3 at its calibrated scales)"), std::string::npos) << f16.out;
   const test::Result bad = test::cli("run -m " + test::fixture_path(kDir) + " -p hi -n 2 --kv fp4", true);
   EXPECT_NE(bad.rc, 0) << bad.out;
+  // GGUF has no place for the scales: convert says it leaves them out, and the GGUF runs at 1.0.
+  Tree tmp;
+  const std::string gguf = (tmp.d / "kv.gguf");
+  const test::Result conv = test::cli("convert " + test::fixture_path(kDir) + " " + gguf, true);
+  EXPECT_EQ(conv.rc, 0) << conv.out;
+  EXPECT_NE(conv.out.find("4 FP8 KV cache scales (k_scale / v_scale) not written"), std::string::npos) << conv.out;
+  const test::Result g = test::cli("run -m " + gguf + " -p hi -n 2 --ctx 32 -t 1 --kv fp8", true);
+  EXPECT_EQ(g.rc, 0) << g.out;
+  EXPECT_NE(g.out.find("KV cache FP8 E4M3 at k/v scale 1.0"), std::string::npos) << g.out;
 }

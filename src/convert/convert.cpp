@@ -184,6 +184,12 @@ std::vector<Recipe> stack_experts(std::vector<Recipe> in, const std::string& fil
   return out;
 }
 
+int64_t elements_of(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (const int64_t d : shape) n *= d;
+  return n;
+}
+
 std::vector<Recipe> plan(const Checkpoint& ck, const ConvertOptions& opt, std::shared_ptr<const WeightQuantizer> wq,
                          ConvertReport& rep) {
   const uint32_t keep_type = keep_ggml_type(opt.keep_type);
@@ -191,8 +197,15 @@ std::vector<Recipe> plan(const Checkpoint& ck, const ConvertOptions& opt, std::s
   std::vector<Recipe> out;
   const Checkpoint* c = &ck;
   const bool hf_input = ck.info().container != "gguf";
+  int64_t kv_scales = 0;  // FP8 KV cache scales left out (see below)
   for (const TensorEntry& e : ck.tensors()) {
     const std::string name = e.name;
+    // An FP8 KV cache's k/v scales (ModelOpt k_proj.k_scale, compressed-tensors self_attn.k_scale):
+    // GGUF has no place for them (llama.cpp has no FP8 cache and refuses tensors it does not know).
+    if (name.size() > 8 && (name.ends_with(".k_scale") || name.ends_with(".v_scale")) && elements_of(e.shape) == 1) {
+      ++kv_scales;
+      continue;
+    }
     const auto ne = ggml_ne(e.shape);
     const int64_t n_in = e.shape.empty() ? 1 : e.shape.back();
     int64_t elements = 1;
@@ -291,6 +304,9 @@ std::vector<Recipe> plan(const Checkpoint& ck, const ConvertOptions& opt, std::s
     out.push_back({name, ne, type, nb, [c, name, type](uint8_t* dst) { from_f32(c->to_f32(name), type, dst); }});
     ++rep.retyped;
   }
+  if (kv_scales > 0)
+    rep.notes.push_back(std::to_string(kv_scales) + " FP8 KV cache scales (k_scale / v_scale) not written: GGUF has no place for them "
+                        "(llama.cpp has no FP8 cache); `--kv fp8` on the GGUF stores at scale 1.0");
   return out;
 }
 
