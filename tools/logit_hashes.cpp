@@ -7,6 +7,7 @@
 //
 // Paths (the same token ids for every checkpoint: (7919 i + 13) mod n_vocab):
 //   run     Context::eval of 24 tokens in windows of 5, every position's logits (as `run` does).
+//   run-kv-fp8  the same with an FP8 KV cache (`--kv fp8`, at the checkpoint's k/v scales).
 //   serve   forward() over 3 sequences whose prompts (11, 7, 16 tokens) are cut into steps of
 //           different compositions, then 4 decode steps of all three together (as `serve` does);
 //           every logits row in step order.
@@ -49,12 +50,12 @@ std::vector<int32_t> ids(int64_t n, int64_t n_vocab, int64_t offset = 0) {
   return v;
 }
 
-uint64_t run_path(const Model& m, ThreadPool& pool) {
+uint64_t run_path(const Model& m, ThreadPool& pool, KvType kv = KvType::f16) {
   const int64_t nv = m.config().n_vocab;
   ContextOptions co;
   co.n_ctx = 64;
   co.n_batch = 5;
-  co.kv = KvType::f16;
+  co.kv = kv;
   Context ctx(m, co, pool);
   const auto p = ids(24, nv);
   std::vector<float> out(p.size() * static_cast<size_t>(nv));
@@ -170,6 +171,7 @@ int main(int argc, char** argv) {
       const std::string tail = exact ? "" : " isa=" + isa;
       const std::string head = path + " " + std::string(mode_name(mode));
       std::printf("%s run %016llx%s\n", head.c_str(), static_cast<unsigned long long>(run_path(*m, pool)), tail.c_str());
+      std::printf("%s run-kv-fp8 %016llx%s\n", head.c_str(), static_cast<unsigned long long>(run_path(*m, pool, KvType::fp8)), tail.c_str());
       std::printf("%s serve %016llx%s\n", head.c_str(), static_cast<unsigned long long>(serve_path(*m, pool)), tail.c_str());
       if (mode == Mode::f32) std::printf("%s spec n/a\n", head.c_str());
       else std::printf("%s spec %016llx%s\n", head.c_str(), static_cast<unsigned long long>(spec_path(*m, pool)), tail.c_str());
