@@ -7,7 +7,8 @@
 // - the scales are checked: a k scale without its v scale, a scale of 0 or NaN, a layer without
 //   scales beside one with them are refused naming the tensor; a checkpoint without scales runs
 //   at 1.0;
-// - `run --kv fp8` says which scales it uses; `convert` to GGUF says it leaves them out.
+// - `run --kv fp8` says which scales it uses; `convert` to GGUF says it leaves them out;
+// - `serve --kv fp8` gives run --kv fp8's tokens, alone and beside another request.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -16,6 +17,7 @@
 #include <fstream>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "nvfp4/checkpoint.h"
@@ -26,6 +28,7 @@
 #include "ops/model_impl.h"
 #include "arch_fixtures.h"
 #include "cli_util.h"
+#include "serve_util.h"
 #include "st_variant.h"
 #include "test_util.h"
 
@@ -189,4 +192,30 @@ TEST(KvFp8Checkpoint, RunSaysWhichScales) {
   const test::Result g = test::cli("run -m " + gguf + " -p hi -n 2 --ctx 32 -t 1 --kv fp8", true);
   EXPECT_EQ(g.rc, 0) << g.out;
   EXPECT_NE(g.out.find("KV cache FP8 E4M3 at k/v scale 1.0"), std::string::npos) << g.out;
+}
+
+TEST(KvFp8Checkpoint, ServeGivesRunsTokens) {
+  const std::string m = test::fixture_path(kDir);
+  const std::string prompt = "The capital of France is";
+  const test::Result r = test::cli("run -m " + m + " -p '" + prompt + "' -n 12 --ctx 64 -t 2 --kv fp8 --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto ids = test::ids_of(r);
+  ASSERT_EQ(ids.size(), 12u) << r.out;
+  const test::Result f16 = test::cli("run -m " + m + " -p '" + prompt + "' -n 12 --ctx 64 -t 2 --json");
+  std::printf("fp8 ids == f16 ids: %s\n", test::ids_of(f16) == ids ? "yes" : "no");
+  test::ServeProcess srv({"serve", "-m", m, "--port", "0", "-t", "2", "--ctx", "64", "--parallel", "2", "--kv", "fp8"});
+  ASSERT_TRUE(srv.ready(std::chrono::seconds(120))) << srv.log();
+  EXPECT_NE(srv.log().find("KV cache FP8 E4M3 at the checkpoint's calibrated k/v scales"), std::string::npos) << srv.log();
+  const nlohmann::json req = {{"prompt", prompt}, {"max_tokens", 12}, {"temperature", 0}, {"return_tokens", true}};
+  const auto alone = test::complete(srv.port(), req, false);
+  ASSERT_EQ(alone.status, 200) << srv.log();
+  EXPECT_EQ(alone.tokens, ids);
+  // Two at once (one step holds both sequences' tokens): each the same.
+  std::vector<int32_t> other;
+  std::thread t([&] { other = test::complete(srv.port(), {{"prompt", "Once upon a time"}, {"max_tokens", 12}, {"temperature", 0}, {"return_tokens", true}}, false).tokens; });
+  const auto together = test::complete(srv.port(), req, false);
+  t.join();
+  EXPECT_EQ(together.tokens, ids);
+  EXPECT_EQ(other.size(), 12u);
+  EXPECT_EQ(srv.terminate(), 0) << srv.log();
 }
