@@ -110,21 +110,55 @@ TEST(OutputGrammar, ToolCallsInEachJsonFormatParseBack) {
   EXPECT_TRUE(whole(ping, R"({"name": "ping", "parameters": {"anything": [1]}})"));
   EXPECT_FALSE(whole(ping, R"({"name": "ping", "parameters": []})"));
   // Gemma 4: a call of an offered tool (the named one) in its own syntax, which its parser reads
-  // back; its arguments' schema is not enforced yet.
+  // back. A tool without parameters takes any arguments in the syntax.
   const auto g4 = tool_call_grammar(ToolFormat::Gemma4, kTools, "");
-  const std::string g4call = "<|tool_call>call:get_weather{city:<|\"|>Paris, FR<|\"|>,unit:<|\"|>c<|\"|>,n:-1.5,"
-                             "o:{a:[1,true,null,<|\"|>x<|\"|>]},e:[]}<tool_call|>";
-  EXPECT_TRUE(whole(g4, g4call));
+  const std::string g4any = "<|tool_call>call:ping{city:<|\"|>Paris, FR<|\"|>,unit:<|\"|>c<|\"|>,n:-1.5,"
+                            "o:{a:[1,true,null,<|\"|>x<|\"|>]},e:[]}<tool_call|>";
+  EXPECT_TRUE(whole(g4, g4any));
   EXPECT_TRUE(whole(g4, "<|tool_call>call:ping{}<tool_call|>"));
-  const auto g4calls = parse_tool_calls(ToolFormat::Gemma4, g4call.substr(12, g4call.size() - 12 - 12));
+  const auto g4calls = parse_tool_calls(ToolFormat::Gemma4, g4any.substr(12, g4any.size() - 12 - 12));
   ASSERT_EQ(g4calls.size(), 1u);
   EXPECT_EQ(OJson::parse(g4calls[0].arguments), OJson::parse(R"({"city":"Paris, FR","unit":"c","n":-1.5,"o":{"a":[1,true,null,"x"]},"e":[]})"));
+  // get_weather's arguments follow its schema: city (required) and unit (enum), in the order the
+  // template writes keys, nothing else.
+  const std::string g4call = "<|tool_call>call:get_weather{city:<|\"|>Paris, FR<|\"|>,unit:<|\"|>c<|\"|>}<tool_call|>";
+  EXPECT_TRUE(whole(g4, g4call));
+  EXPECT_TRUE(whole(g4, "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}<tool_call|>"));
+  EXPECT_FALSE(whole(g4, "<|tool_call>call:get_weather{unit:<|\"|>c<|\"|>}<tool_call|>"));  // city missing
+  EXPECT_FALSE(whole(g4, "<|tool_call>call:get_weather{unit:<|\"|>c<|\"|>,city:<|\"|>Paris<|\"|>}<tool_call|>"));
+  EXPECT_FALSE(whole(g4, "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>,unit:<|\"|>k<|\"|>}<tool_call|>"));
+  EXPECT_FALSE(whole(g4, "<|tool_call>call:get_weather{city:1}<tool_call|>"));
+  EXPECT_FALSE(whole(g4, "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>,n:1}<tool_call|>"));
+  EXPECT_FALSE(whole(g4, "<|tool_call>call:get_weather{}<tool_call|>"));
   EXPECT_FALSE(whole(g4, "Sure! " + g4call));
   EXPECT_FALSE(whole(g4, "<|tool_call>call:other{}<tool_call|>"));
   EXPECT_FALSE(whole(g4, "<|tool_call>call:get_weather{city:Paris}<tool_call|>"));
   EXPECT_FALSE(whole(g4, "<|tool_call>call:get_weather{city:<|\"|>a<b<|\"|>}<tool_call|>"));
   EXPECT_FALSE(whole(tool_call_grammar(ToolFormat::Gemma4, kTools, "ping"), g4call));
   EXPECT_EQ(tool_call_grammar(ToolFormat::Gemma4, kTools, "ping")->markers.find("<|tool_call>"), 0u);
+  // Each type of the schema subset, nested.
+  const char* typed = R"([{"type":"function","function":{"name":"book","parameters":{"type":"object","properties":{
+      "Zone":{"type":["string","null"]},"count":{"type":"integer"},"price":{"type":"number"},"ok":{"type":"boolean"},
+      "tags":{"type":"array","items":{"type":"string"}},"when":{"type":"object","properties":{"day":{"const":3},"b":{"type":"boolean"}},
+      "required":["day"]},"alt":{"anyOf":[{"type":"integer"},{"enum":["x",null]}]}},"required":["count","tags"]}}}])";
+  const auto gb = tool_call_grammar(ToolFormat::Gemma4, typed, "");
+  ASSERT_NE(gb, nullptr);
+  const std::string full = "<|tool_call>call:book{alt:7,count:-3,ok:true,price:2.5,tags:[<|\"|>a<|\"|>,<|\"|>b<|\"|>],"
+                           "when:{b:false,day:3},Zone:null}<tool_call|>";  // dictsort: case-insensitive, so Zone last
+  EXPECT_TRUE(whole(gb, full));
+  const auto booked = parse_tool_calls(ToolFormat::Gemma4, full.substr(12, full.size() - 24));
+  ASSERT_EQ(booked.size(), 1u);
+  EXPECT_EQ(OJson::parse(booked[0].arguments)["when"], OJson::parse(R"({"b":false,"day":3})"));
+  EXPECT_TRUE(whole(gb, "<|tool_call>call:book{count:0,tags:[]}<tool_call|>"));
+  EXPECT_TRUE(whole(gb, "<|tool_call>call:book{count:0,tags:[],Zone:None}<tool_call|>"));  // the template's null
+  EXPECT_TRUE(whole(gb, "<|tool_call>call:book{alt:<|\"|>x<|\"|>,count:0,tags:[],Zone:<|\"|>z<|\"|>}<tool_call|>"));
+  EXPECT_FALSE(whole(gb, "<|tool_call>call:book{count:1.5,tags:[]}<tool_call|>"));  // integer
+  EXPECT_FALSE(whole(gb, "<|tool_call>call:book{count:1,tags:[1]}<tool_call|>"));   // items: string
+  EXPECT_FALSE(whole(gb, "<|tool_call>call:book{count:1,ok:1,tags:[]}<tool_call|>"));
+  EXPECT_FALSE(whole(gb, "<|tool_call>call:book{count:1,tags:[],when:{day:4}}<tool_call|>"));  // const
+  EXPECT_FALSE(whole(gb, "<|tool_call>call:book{count:1,tags:[],when:{}}<tool_call|>"));       // day required
+  EXPECT_FALSE(whole(gb, "<|tool_call>call:book{alt:<|\"|>y<|\"|>,count:1,tags:[]}<tool_call|>"));
+  EXPECT_FALSE(whole(gb, "<|tool_call>call:book{count:1}<tool_call|>"));  // tags required
   // Formats whose calls are not JSON, and templates with none, stay unconstrained.
   EXPECT_EQ(tool_call_grammar(ToolFormat::QwenXml, kTools, ""), nullptr);
   EXPECT_EQ(tool_call_grammar(ToolFormat::None, kTools, ""), nullptr);

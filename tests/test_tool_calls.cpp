@@ -9,6 +9,8 @@
 
 #include "server/api_error.h"
 #include "server/chat_output.h"
+#include "server/grammar_compile.h"
+#include "server/output_grammar.h"
 #include "server/request.h"
 #include "server/tool_calls.h"
 #include "nvfp4/chat.h"
@@ -339,6 +341,27 @@ TEST(ToolCalls, Gemma4RoundTripsThroughItsTemplate) {
       EXPECT_EQ(r2.calls[0].arguments, R"({"city":"Paris","days":2})");
     }
   }
+  // A call of the schema's own keys as the template writes it (dictsort, its number and literal
+  // forms) is what tool_choice's grammar admits; the same call with a key out of order is not.
+  const std::string own = R"({"unit":"f","city":"Paris","where":{"lat":-1.25},"tags":["a","b"],"maybe":null,"days":3})";
+  const GenRequest r = parse_gen_request(std::string(R"({"messages":[{"role":"user","content":"weather?"},
+      {"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather",
+      "arguments":)") + nlohmann::json(own).dump() + R"(}}]}],"tools":)" + tools + "}", true);
+  ChatRenderOptions o;
+  o.tools_json = r.tools_json;
+  const std::string text = t.render(r.messages, o);
+  const size_t b = text.rfind("<|tool_call>"), e = text.rfind("<tool_call|>");
+  ASSERT_NE(e, std::string::npos) << text;
+  const std::string call = text.substr(b, e + 12 - b);
+  const auto g = server::tool_call_grammar(ToolFormat::Gemma4, r.tools_json, "");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(server::grammar_accepts(*g, call)) << call;
+  std::string swapped = call;
+  const size_t c = swapped.find("city:"), d = swapped.find(",days:");
+  ASSERT_TRUE(c != std::string::npos && d != std::string::npos) << call;
+  swapped = swapped.substr(0, c) + swapped.substr(d + 1, swapped.find(',', d + 1) - d - 1) + "," +
+            swapped.substr(c, d - c) + swapped.substr(swapped.find(',', d + 1));
+  EXPECT_FALSE(server::grammar_accepts(*g, swapped)) << swapped;
 }
 
 TEST(ToolCalls, ResponseShapes) {

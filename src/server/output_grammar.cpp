@@ -4,6 +4,7 @@
 #include <xgrammar/grammar.h>
 
 #include "server/api_error.h"
+#include "server/gemma4_call_ebnf.h"
 #include "server/schema_guard.h"
 
 namespace nvfp4::server {
@@ -47,24 +48,6 @@ std::shared_ptr<const GrammarSpec> convert(const std::string& name, const char* 
   } catch (const std::exception& e) {
     bad(name, std::string("is not a valid ") + what + ": " + reason(e));
   }
-}
-
-// An EBNF string literal of `s` (UTF-8 passes as it is).
-std::string ebnf_literal(const std::string& s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') o += '\\', o += static_cast<char>(c);
-    else if (c == '\n') o += "\\n";
-    else if (c == '\r') o += "\\r";
-    else if (c == '\t') o += "\\t";
-    else if (c < 0x20) {
-      static const char* hex = "0123456789abcdef";
-      o += "\\x";
-      o += hex[c >> 4];
-      o += hex[c & 15];
-    } else o += static_cast<char>(c);
-  }
-  return o + "\"";
 }
 
 xgrammar::Grammar schema_of(const OJson& schema) {
@@ -203,31 +186,13 @@ std::shared_ptr<const GrammarSpec> body_output_grammar(const std::string& body) 
   return out;
 }
 
-// Gemma 4's call: one of the offered names (the named one), then arguments in the template's own
-// syntax (tool_calls_gemma4.cpp reads them back): the call and its syntax are enforced, the
-// arguments' schema is not yet (strings hold no '<', so that a string cannot run into a marker).
-constexpr const char* kGemma4ArgsEbnf = R"(
-members ::= member ( "," member )*
-member ::= key ":" value
-key ::= [A-Za-z_] [A-Za-z0-9_.\-]*
-value ::= string | number | "true" | "false" | "null" | object | array
-object ::= "{" members? "}"
-array ::= "[" ( value ( "," value )* )? "]"
-string ::= "<|\"|>" [^<]* "<|\"|>"
-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )?
-)";
-
+// Gemma 4's call in its own syntax (gemma4_call_ebnf.h): one of the offered tools (the named
+// one), its arguments held to the tool's parameters where the schema says their types.
 std::shared_ptr<const GrammarSpec> gemma4_call_grammar(const std::string& tools_json, const std::string& only) {
   const OJson tools = OJson::parse(tools_json, nullptr, false);
   if (!tools.is_array()) return nullptr;
-  std::string names;
-  for (const OJson& t : tools) {
-    const std::string& name = t["function"]["name"].get_ref<const std::string&>();
-    if (!only.empty() && name != only) continue;
-    names += (names.empty() ? "" : " | ") + ebnf_literal(name);
-  }
-  if (names.empty()) return nullptr;
-  const std::string ebnf = "root ::= \"<|tool_call>call:\" ( " + names + " ) \"{\" members? \"}<tool_call|>\"\n" + kGemma4ArgsEbnf;
+  const std::string ebnf = gemma4_call_ebnf(tools, only);
+  if (ebnf.empty()) return nullptr;
   auto s = convert("tools", "tool schema", [&] { return xgrammar::Grammar::FromEBNF(ebnf, "root"); });
   auto m = std::make_shared<GrammarSpec>(*s);
   m->markers = "<|tool_call><tool_call|><|\"|>";
