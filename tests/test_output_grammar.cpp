@@ -76,6 +76,63 @@ TEST(OutputGrammar, ResponseFormatShapes) {
   }
 }
 
+// Qwen3.5 / Qwen3.6's XML call: one call of an offered tool (the named one), its parameters in
+// the schema's order, typed as the parser converts them, values free of the parser's end markers.
+TEST(OutputGrammar, QwenXmlToolCalls) {
+  const auto g = tool_call_grammar(ToolFormat::QwenXml, kTools, "");
+  ASSERT_NE(g, nullptr);
+  const auto call = [](const std::string& name, const std::string& params) {
+    return "<tool_call>\n<function=" + name + ">\n" + params + "</function>\n</tool_call>";
+  };
+  const auto param = [](const std::string& k, const std::string& v) { return "<parameter=" + k + ">\n" + v + "\n</parameter>\n"; };
+  const std::string paris = call("get_weather", param("city", "Paris, FR") + param("unit", "c"));
+  EXPECT_TRUE(whole(g, paris));
+  EXPECT_TRUE(whole(g, call("get_weather", param("city", "if a < b:\n  return \"<p>\" </par"))));  // '<' in text
+  EXPECT_TRUE(whole(g, call("get_weather", param("city", "ends in </parameter"))));
+  EXPECT_FALSE(whole(g, call("get_weather", param("city", "a </parameter> b"))));
+  EXPECT_FALSE(whole(g, call("get_weather", param("city", "a <parameter=unit> b"))));
+  EXPECT_FALSE(whole(g, call("get_weather", param("unit", "c"))));                        // city required
+  EXPECT_FALSE(whole(g, call("get_weather", param("city", "P") + param("unit", "k"))));  // enum
+  EXPECT_FALSE(whole(g, call("get_weather", param("unit", "c") + param("city", "P"))));  // order
+  EXPECT_FALSE(whole(g, call("get_weather", param("city", "P") + param("x", "1"))));
+  EXPECT_FALSE(whole(g, "Sure! " + paris));
+  EXPECT_TRUE(whole(g, call("ping", param("anything", "at all") + param("n", "2"))));
+  EXPECT_TRUE(whole(g, call("ping", "")));
+  EXPECT_FALSE(whole(tool_call_grammar(ToolFormat::QwenXml, kTools, "ping"), paris));
+  // After a prompt that leaves "<think>\n" open (Qwen3.5/3.6 thinking): reasoning, its close, then
+  // the call; the call alone still; no call inside the reasoning instead.
+  const auto gt = tool_call_grammar(ToolFormat::QwenXml, kTools, "", "</think>");
+  EXPECT_TRUE(whole(gt, "The user wants Paris <b>now</b>.\n</think>\n\n" + paris));
+  EXPECT_TRUE(whole(gt, "</think>" + paris));
+  EXPECT_FALSE(whole(gt, paris));
+  EXPECT_FALSE(whole(gt, "a </think> b </think>\n" + paris));
+  EXPECT_FALSE(whole(gt, "thinking\n</think>\n\nSure! " + paris));
+  EXPECT_NE(gt->markers.find("</think>"), std::string::npos);
+  // What the parser gives back.
+  const ParamTypes types = param_types_of(kTools);
+  const auto calls = parse_tool_calls(ToolFormat::QwenXml, paris.substr(11, paris.size() - 11 - 12), types);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(OJson::parse(calls[0].arguments), OJson::parse(R"({"city":"Paris, FR","unit":"c"})"));
+  // Typed values.
+  const char* typed = R"([{"type":"function","function":{"name":"book","parameters":{"type":"object","properties":{
+      "count":{"type":"integer"},"price":{"type":["number","null"]},"ok":{"type":"boolean"},"tags":{"type":"array"},
+      "when":{"type":"object"},"note":{"type":"string"}},"required":["count"]}}}])";
+  const auto gb = tool_call_grammar(ToolFormat::QwenXml, typed, "");
+  ASSERT_NE(gb, nullptr);
+  const std::string full = call("book", param("count", "-3") + param("price", "2.5e-3") + param("ok", "True") +
+                                            param("tags", "[\"a\", 1]") + param("when", "{\"day\": 3, \"x\": [true, null]}") +
+                                            param("note", "free\ntext"));
+  EXPECT_TRUE(whole(gb, full));
+  const auto booked = parse_tool_calls(ToolFormat::QwenXml, full.substr(11, full.size() - 23), param_types_of(typed));
+  ASSERT_EQ(booked.size(), 1u);
+  EXPECT_EQ(OJson::parse(booked[0].arguments),
+            OJson::parse(R"({"count":-3,"price":0.0025,"ok":true,"tags":["a",1],"when":{"day":3,"x":[true,null]},"note":"free\ntext"})"));
+  EXPECT_FALSE(whole(gb, call("book", param("count", "1.5"))));
+  EXPECT_FALSE(whole(gb, call("book", param("count", "1") + param("ok", "yes"))));
+  EXPECT_FALSE(whole(gb, call("book", param("count", "1") + param("tags", "a, b"))));
+  EXPECT_FALSE(whole(gb, call("book", param("count", "1") + param("when", "{day: 3}"))));
+}
+
 TEST(OutputGrammar, ToolCallsInEachJsonFormatParseBack) {
   struct Case {
     ToolFormat f;
@@ -159,8 +216,7 @@ TEST(OutputGrammar, ToolCallsInEachJsonFormatParseBack) {
   EXPECT_FALSE(whole(gb, "<|tool_call>call:book{count:1,tags:[],when:{}}<tool_call|>"));       // day required
   EXPECT_FALSE(whole(gb, "<|tool_call>call:book{alt:<|\"|>y<|\"|>,count:1,tags:[]}<tool_call|>"));
   EXPECT_FALSE(whole(gb, "<|tool_call>call:book{count:1}<tool_call|>"));  // tags required
-  // Formats whose calls are not JSON, and templates with none, stay unconstrained.
-  EXPECT_EQ(tool_call_grammar(ToolFormat::QwenXml, kTools, ""), nullptr);
+  // Templates with no call format stay unconstrained.
   EXPECT_EQ(tool_call_grammar(ToolFormat::None, kTools, ""), nullptr);
   // A parameters schema the grammar cannot enforce is refused naming it; a pattern is enforced,
   // and a $ref into the parameters' own $defs still resolves inside the call.

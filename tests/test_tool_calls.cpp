@@ -244,6 +244,12 @@ TEST(ToolCalls, QwenXmlRoundTripsThroughTheTemplates) {
     EXPECT_EQ(d.calls[0].name, "get_weather");
     EXPECT_EQ(d.calls[0].arguments, args) << name << ": " << text;
     EXPECT_EQ(d.content, "");
+    // The call as the template writes it (typed values as Python prints them, JSON for the
+    // object and array) is what tool_choice's grammar admits.
+    const std::string call = text.substr(b, text.find("</tool_call>", b) + 12 - b);
+    const auto g = server::tool_call_grammar(ToolFormat::QwenXml, r.tools_json, "");
+    ASSERT_NE(g, nullptr);
+    EXPECT_TRUE(server::grammar_accepts(*g, call)) << name << ": " << call;
     // The generation prompt: thinking closed when chat_template_kwargs says so, open by default.
     std::vector<ChatMessage> user = {r.messages[0]};
     o.add_generation_prompt = true;

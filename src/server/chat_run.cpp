@@ -58,9 +58,11 @@ GenRun start_run(const Backend& b, GenRequest& r, uint64_t id) {
   Job& job = *run.job;
   const std::string field = !r.prompt_field.empty() ? r.prompt_field : r.chat ? "messages" : "prompt";
   job.prompt = prompt_tokens(b, r, field, run.prompt_text);
+  std::string reasoning_close;  // the prompt left a reasoning block open: what closes it
   if (r.chat) {
     const ChatParseOptions po =
         chat_parse_options(b.chat->text(), r.tool_choice == "none" ? std::string() : r.tools_json, run.prompt_text);
+    if (po.in_reasoning) reasoning_close = po.think_close;
     run.parser.emplace(po, (uint64_t{std::random_device{}()} << 32) ^ id);
   }
   run.n_prompt = static_cast<int64_t>(job.prompt.size());
@@ -86,7 +88,7 @@ GenRun start_run(const Backend& b, GenRequest& r, uint64_t id) {
   std::shared_ptr<const GrammarSpec> spec = r.grammar;
   // tool_choice "required" or a named function: the reply is one call, in the template's format.
   if (r.chat && (r.tool_choice == "required" || r.tool_choice == "function") && !r.tools_json.empty())
-    if (auto g = tool_call_grammar(tool_format_of(b.chat->text()), r.tools_json, r.tool_choice_name)) spec = g;
+    if (auto g = tool_call_grammar(tool_format_of(b.chat->text()), r.tools_json, r.tool_choice_name, reasoning_close)) spec = g;
   if (spec) job.grammar = b.grammars->compile(*spec);
   b.sched->submit(run.job);
   return run;

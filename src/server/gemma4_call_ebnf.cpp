@@ -1,29 +1,14 @@
 // See gemma4_call_ebnf.h.
 #include "server/gemma4_call_ebnf.h"
 
+#include "server/ebnf_literal.h"
+
 #include <algorithm>
 #include <cctype>
 #include <utility>
 #include <vector>
 
 namespace nvfp4::server {
-
-std::string ebnf_literal(const std::string& s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') o += '\\', o += static_cast<char>(c);
-    else if (c == '\n') o += "\\n";
-    else if (c == '\r') o += "\\r";
-    else if (c == '\t') o += "\\t";
-    else if (c < 0x20) {
-      static const char* hex = "0123456789abcdef";
-      o += "\\x";
-      o += hex[c >> 4];
-      o += hex[c & 15];
-    } else o += static_cast<char>(c);
-  }
-  return o + "\"";
-}
 
 namespace {
 

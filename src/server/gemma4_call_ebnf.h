@@ -7,9 +7,6 @@
 
 namespace nvfp4::server {
 
-// An EBNF string literal of `s` (UTF-8 passes as it is; quotes, backslashes and controls escaped).
-std::string ebnf_literal(const std::string& s);
-
 // The grammar (root rule "root") of one call of a tool of `tools` (OpenAI's tools array), or of
 // `only` when it is not empty; empty when no tool is left. Each tool's arguments follow its
 // `parameters` where the schema says their shape: an object's properties in the order Gemma's

@@ -4,7 +4,9 @@
 #include <xgrammar/grammar.h>
 
 #include "server/api_error.h"
+#include "server/ebnf_literal.h"
 #include "server/gemma4_call_ebnf.h"
+#include "server/qwen_xml_call_ebnf.h"
 #include "server/schema_guard.h"
 
 namespace nvfp4::server {
@@ -199,8 +201,43 @@ std::shared_ptr<const GrammarSpec> gemma4_call_grammar(const std::string& tools_
   return m;
 }
 
-std::shared_ptr<const GrammarSpec> tool_call_grammar(ToolFormat f, const std::string& tools_json, const std::string& only) {
+// Qwen3.5 / Qwen3.6's XML call (qwen_xml_call_ebnf.h): one of the offered tools (the named one),
+// its parameters by the tool's schema.
+std::shared_ptr<const GrammarSpec> qwen_xml_call_grammar(const std::string& tools_json, const std::string& only) {
+  const OJson tools = OJson::parse(tools_json, nullptr, false);
+  if (!tools.is_array()) return nullptr;
+  const std::string ebnf = qwen_xml_call_ebnf(tools, only);
+  if (ebnf.empty()) return nullptr;
+  auto s = convert("tools", "tool schema", [&] { return xgrammar::Grammar::FromEBNF(ebnf, "root"); });
+  auto m = std::make_shared<GrammarSpec>(*s);
+  m->markers = "<tool_call></tool_call>";
+  return m;
+}
+
+static std::shared_ptr<const GrammarSpec> call_grammar(ToolFormat f, const std::string& tools_json, const std::string& only);
+
+// `call` after an open reasoning block: reasoning without `close`, `close`, blank space, the call.
+// (A marker whose first character recurs in it cannot be written so; the call alone then.)
+static std::shared_ptr<const GrammarSpec> after_reasoning(std::shared_ptr<const GrammarSpec> call, const std::string& close) {
+  if (!call || close.size() < 2 || close.find(close[0], 1) != std::string::npos) return call;
+  auto s = convert("tools", "tool schema", [&] {
+    const auto pre = xgrammar::Grammar::FromEBNF(
+        "root ::= reasoning " + ebnf_literal(close) + " [ \\n]*\n" + ebnf_text_without("reasoning", {close}), "root");
+    return xgrammar::Grammar::Concat({pre, *call->grammar});
+  });
+  auto m = std::make_shared<GrammarSpec>(*s);
+  m->markers = call->markers + close;
+  return m;
+}
+
+std::shared_ptr<const GrammarSpec> tool_call_grammar(ToolFormat f, const std::string& tools_json, const std::string& only,
+                                                     const std::string& reasoning_close) {
+  return reasoning_close.empty() ? call_grammar(f, tools_json, only) : after_reasoning(call_grammar(f, tools_json, only), reasoning_close);
+}
+
+static std::shared_ptr<const GrammarSpec> call_grammar(ToolFormat f, const std::string& tools_json, const std::string& only) {
   if (f == ToolFormat::Gemma4) return gemma4_call_grammar(tools_json, only);
+  if (f == ToolFormat::QwenXml) return qwen_xml_call_grammar(tools_json, only);
   const char* args_key = "arguments";
   std::string prefix, suffix;
   switch (f) {

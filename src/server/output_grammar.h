@@ -43,10 +43,13 @@ std::shared_ptr<const GrammarSpec> json_schema_grammar(const nlohmann::ordered_j
 
 // One call of a tool in `tools_json` (a validated tools array), of the one named `only` when not
 // empty, written as format `f` writes a call: Hermes <tool_call>\n{"name", "arguments"}\n</tool_call>,
-// Llama 3 {"name", "parameters"}, Mistral [TOOL_CALLS][{"name", "arguments"}]. Null for the
-// formats whose calls are not JSON (QwenXml) or when the template shows none: such requests stay
-// unconstrained. The tools' parameters schemas are converted (400 naming tools[i].function.parameters).
+// Llama 3 {"name", "parameters"}, Mistral [TOOL_CALLS][{"name", "arguments"}], Gemma 4's
+// <|tool_call>call:NAME{...}<tool_call|> (gemma4_call_ebnf.h), Qwen3.5/3.6's XML call
+// (qwen_xml_call_ebnf.h). Null when the template shows no call format: such requests stay
+// unconstrained. The JSON formats' parameters schemas are converted (400 naming
+// tools[i].function.parameters). `reasoning_close`: the prompt left a reasoning block open (Qwen3.5's
+// "<think>\n"): any reasoning first, then this marker (e.g. "</think>") and blank space, then the call.
 std::shared_ptr<const GrammarSpec> tool_call_grammar(ToolFormat f, const std::string& tools_json,
-                                                     const std::string& only);
+                                                     const std::string& only, const std::string& reasoning_close = "");
 
 }  // namespace nvfp4::server

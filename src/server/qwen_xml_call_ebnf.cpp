@@ -1,0 +1,93 @@
+// See qwen_xml_call_ebnf.h.
+#include "server/qwen_xml_call_ebnf.h"
+
+#include <vector>
+
+#include "server/ebnf_literal.h"
+
+namespace nvfp4::server {
+namespace {
+
+using OJson = nlohmann::ordered_json;
+
+constexpr const char* kValueEbnf = R"(
+integer ::= "-"? [0-9]+
+number ::= "-"? [0-9]+ ( "." [0-9]+ )? ( [eE] [+\-]? [0-9]+ )?
+boolean ::= "true" | "false" | "True" | "False"
+jv ::= jobj | jarr | jstr | jnum | "true" | "false" | "null"
+jobj ::= "{" jws ( jstr jws ":" jws jv jws ( "," jws jstr jws ":" jws jv jws )* )? "}"
+jarr ::= "[" jws ( jv jws ( "," jws jv jws )* )? "]"
+jstr ::= "\"" ( [^"\\\n] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] ) )* "\""
+jnum ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [+\-]? [0-9]+ )?
+jws ::= [ ]?
+pname ::= [^<>\n=]+
+anyparam ::= "<parameter=" pname ">\n" text "\n</parameter>\n"
+)";
+
+// The value rule for a property's schema, as the parser converts it.
+std::string value_rule(const OJson& schema, std::vector<std::string>& extra, const std::string& prefix) {
+  if (!schema.is_object()) return "text";
+  if (const auto e = schema.find("enum"); e != schema.end() && e->is_array() && !e->empty()) {
+    std::string alts;
+    for (const OJson& v : *e) {
+      const std::string t = v.is_string() ? v.get<std::string>() : v.dump();
+      if (t.find('<') != std::string::npos || t.find('\n') != std::string::npos) return "text";
+      alts += (alts.empty() ? "" : " | ") + ebnf_literal(t);
+    }
+    const std::string name = prefix + "e" + std::to_string(extra.size());
+    extra.push_back(name + " ::= " + alts);
+    return name;
+  }
+  std::string type;
+  if (const auto t = schema.find("type"); t != schema.end()) {
+    if (t->is_string()) type = t->get<std::string>();
+    else if (t->is_array())  // ["integer", "null"]: the first that is not null, as the parser reads it
+      for (const OJson& x : *t)
+        if (x.is_string() && x.get<std::string>() != "null") {
+          type = x.get<std::string>();
+          break;
+        }
+  }
+  if (type == "integer") return "integer";
+  if (type == "number") return "number";
+  if (type == "boolean") return "boolean";
+  if (type == "object" || type == "array") return "jv";
+  return "text";
+}
+
+}  // namespace
+
+std::string qwen_xml_call_ebnf(const OJson& tools, const std::string& only) {
+  std::string calls;
+  std::vector<std::string> extra;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const OJson& fn = tools[i]["function"];
+    const std::string& name = fn["name"].get_ref<const std::string&>();
+    if (!only.empty() && name != only) continue;
+    const std::string prefix = "t" + std::to_string(i) + "_";
+    std::string params = "anyparam*";
+    const auto p = fn.find("parameters");
+    if (p != fn.end() && p->is_object() && p->contains("properties") && (*p)["properties"].is_object()) {
+      const OJson& props = (*p)["properties"];
+      const OJson* req = p->contains("required") ? &(*p)["required"] : nullptr;
+      params.clear();
+      for (auto it = props.begin(); it != props.end(); ++it) {
+        bool required = false;
+        if (req && req->is_array())
+          for (const OJson& x : *req) required = required || (x.is_string() && x.get<std::string>() == it.key());
+        const std::string param = ebnf_literal("<parameter=" + it.key() + ">\n") + " " + value_rule(it.value(), extra, prefix) + " " +
+                                  ebnf_literal("\n</parameter>\n");
+        params += (params.empty() ? "" : " ") + (required ? param : "( " + param + " )?");
+      }
+      if (params.empty()) params = "\"\"";
+    }
+    calls += (calls.empty() ? "" : " | ") + ebnf_literal(name + ">\n") + " " + params;
+  }
+  if (calls.empty()) return "";
+  std::string out = "root ::= \"<tool_call>\\n<function=\" ( " + calls + " ) \"</function>\\n</tool_call>\"\n";
+  for (const std::string& e : extra) out += e + "\n";
+  // Text ends where the parser ends a value: at "</parameter>" or at the next "<parameter=".
+  return out + ebnf_text_without("text", {"</parameter>", "<parameter="}) + kValueEbnf;
+}
+
+}  // namespace nvfp4::server

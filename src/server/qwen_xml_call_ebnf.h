@@ -1,0 +1,20 @@
+// The EBNF of a Qwen3.5 / Qwen3.6 / Qwen3-Coder tool call as their templates write it
+//   <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n...</function>\n</tool_call>
+// (tool_calls_xml.cpp reads it back), for tool_choice "required" or a named tool.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace nvfp4::server {
+
+// The grammar (root rule "root") of one call of a tool of `tools` (OpenAI's tools array), or of
+// `only` when it is not empty; empty when no tool is left. A tool's parameters are its schema's
+// properties in the order the schema lists them, the required ones present, no others; each value
+// as the parser converts it (vLLM's qwen3_coder): an integer, a number, true/false (or Python's
+// True/False, as the template prints them), an enum's values, JSON for an object or array, and
+// text for a string or anything else. Text may hold any character but never "</parameter>" or
+// "<parameter=", where the parser would end the value. A tool without listed properties takes any
+// parameters.
+std::string qwen_xml_call_ebnf(const nlohmann::ordered_json& tools, const std::string& only);
+
+}  // namespace nvfp4::server
