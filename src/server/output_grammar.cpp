@@ -188,29 +188,19 @@ std::shared_ptr<const GrammarSpec> body_output_grammar(const std::string& body) 
   return out;
 }
 
-// Gemma 4's call in its own syntax (gemma4_call_ebnf.h): one of the offered tools (the named
-// one), its arguments held to the tool's parameters where the schema says their types.
-std::shared_ptr<const GrammarSpec> gemma4_call_grammar(const std::string& tools_json, const std::string& only) {
+// A call in a syntax of its own, from its EBNF builder (gemma4_call_ebnf.h: Gemma 4's
+// <|tool_call>call:NAME{...}; qwen_xml_call_ebnf.h: Qwen3.5/3.6's XML): one of the offered tools
+// (the named one), its arguments held to the tool's parameters. `markers`: the special tokens'
+// texts the call holds.
+static std::shared_ptr<const GrammarSpec> ebnf_call_grammar(std::string (*build)(const OJson&, const std::string&), const char* markers,
+                                                     const std::string& tools_json, const std::string& only) {
   const OJson tools = OJson::parse(tools_json, nullptr, false);
   if (!tools.is_array()) return nullptr;
-  const std::string ebnf = gemma4_call_ebnf(tools, only);
+  const std::string ebnf = build(tools, only);
   if (ebnf.empty()) return nullptr;
   auto s = convert("tools", "tool schema", [&] { return xgrammar::Grammar::FromEBNF(ebnf, "root"); });
   auto m = std::make_shared<GrammarSpec>(*s);
-  m->markers = "<|tool_call><tool_call|><|\"|>";
-  return m;
-}
-
-// Qwen3.5 / Qwen3.6's XML call (qwen_xml_call_ebnf.h): one of the offered tools (the named one),
-// its parameters by the tool's schema.
-std::shared_ptr<const GrammarSpec> qwen_xml_call_grammar(const std::string& tools_json, const std::string& only) {
-  const OJson tools = OJson::parse(tools_json, nullptr, false);
-  if (!tools.is_array()) return nullptr;
-  const std::string ebnf = qwen_xml_call_ebnf(tools, only);
-  if (ebnf.empty()) return nullptr;
-  auto s = convert("tools", "tool schema", [&] { return xgrammar::Grammar::FromEBNF(ebnf, "root"); });
-  auto m = std::make_shared<GrammarSpec>(*s);
-  m->markers = "<tool_call></tool_call>";
+  m->markers = markers;
   return m;
 }
 
@@ -236,8 +226,8 @@ std::shared_ptr<const GrammarSpec> tool_call_grammar(ToolFormat f, const std::st
 }
 
 static std::shared_ptr<const GrammarSpec> call_grammar(ToolFormat f, const std::string& tools_json, const std::string& only) {
-  if (f == ToolFormat::Gemma4) return gemma4_call_grammar(tools_json, only);
-  if (f == ToolFormat::QwenXml) return qwen_xml_call_grammar(tools_json, only);
+  if (f == ToolFormat::Gemma4) return ebnf_call_grammar(gemma4_call_ebnf, "<|tool_call><tool_call|><|\"|>", tools_json, only);
+  if (f == ToolFormat::QwenXml) return ebnf_call_grammar(qwen_xml_call_ebnf, "<tool_call></tool_call>", tools_json, only);
   const char* args_key = "arguments";
   std::string prefix, suffix;
   switch (f) {
