@@ -3,7 +3,7 @@
 # is missing). Run as root or with sudo available.
 set -euo pipefail
 pkgs=(cmake ninja-build g++ clang libclang-rt-14-dev libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
-      libbenchmark-dev python3 python3-venv nginx)
+      libbenchmark-dev python3 python3-venv nginx ccache)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -14,7 +14,12 @@ NVFP4_SMOLLM2_GGUF="$(bash scripts/model-path.sh)"
 export NVFP4_SMOLLM2_GGUF
 # ccache where the machine has it (its cache outlives a clean clone): the same sources build once.
 launch=()
-if command -v ccache >/dev/null; then launch=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache); fi
+# CI clones into a new folder each time: paths are hashed relative to the checkout (CCACHE_BASEDIR)
+# and the -g tree's working directory is left out of the hash, so a clone elsewhere hits the cache.
+if command -v ccache >/dev/null; then
+  launch=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
+fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${launch[@]}" >/dev/null
 cmake --build build -j "$jobs"
 # A build-asan/ left by an older g++ configuration cannot switch compilers: start it afresh.
