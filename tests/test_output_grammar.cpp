@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
+#include "server/ebnf_literal.h"
 #include "server/grammar_compile.h"
 #include "server/messages_api.h"
 #include "server/output_grammar.h"
@@ -131,6 +132,60 @@ TEST(OutputGrammar, QwenXmlToolCalls) {
   EXPECT_FALSE(whole(gb, call("book", param("count", "1") + param("ok", "yes"))));
   EXPECT_FALSE(whole(gb, call("book", param("count", "1") + param("tags", "a, b"))));
   EXPECT_FALSE(whole(gb, call("book", param("count", "1") + param("when", "{day: 3}"))));
+}
+
+// A string's minLength / maxLength are enforced (in characters, none of them '<'), and numbers stay
+// within what the parsers convert back: a 19-digit integer or a 10^400 came back as a string (or a
+// null) where the schema asks for a number, so the grammars no longer admit them.
+TEST(OutputGrammar, CallFormatsBoundStringsAndNumbersAsTheParsersRead) {
+  const char* tools = R"([{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{
+      "city":{"type":"string","minLength":2,"maxLength":5},"n":{"type":"integer"},"x":{"type":"number"},
+      "free":{"type":"string"}},"required":["city"]}}}])";
+  const auto q = tool_call_grammar(ToolFormat::QwenXml, tools, "");
+  ASSERT_NE(q, nullptr);
+  const auto call = [](const std::string& params) { return "<tool_call>\n<function=f>\n" + params + "</function>\n</tool_call>"; };
+  const auto param = [](const std::string& k, const std::string& v) { return "<parameter=" + k + ">\n" + v + "\n</parameter>\n"; };
+  EXPECT_TRUE(whole(q, call(param("city", "Paris"))));
+  EXPECT_TRUE(whole(q, call(param("city", "Köln"))));  // 4 characters, 5 bytes
+  EXPECT_TRUE(whole(q, call(param("city", "ab"))));
+  EXPECT_FALSE(whole(q, call(param("city", "a"))));
+  EXPECT_FALSE(whole(q, call(param("city", "Parisx"))));
+  EXPECT_FALSE(whole(q, call(param("city", "a<b"))));
+  EXPECT_TRUE(whole(q, call(param("city", "ab") + param("free", std::string(300, 'z') + "<b>"))));  // unbounded: text
+  EXPECT_TRUE(whole(q, call(param("city", "ab") + param("n", "-" + std::string(18, '9')))));
+  EXPECT_FALSE(whole(q, call(param("city", "ab") + param("n", std::string(19, '9')))));
+  EXPECT_TRUE(whole(q, call(param("city", "ab") + param("x", "-1.5e99"))));
+  EXPECT_FALSE(whole(q, call(param("city", "ab") + param("x", "9E1269220635803842206164"))));  // seen from a model
+  EXPECT_FALSE(whole(q, call(param("city", "ab") + param("x", "1e400"))));
+  // Every number the grammar admits at its bounds converts back to a number.
+  const ParamTypes types = param_types_of(tools);
+  for (const std::string& v : {"-" + std::string(18, '9'), std::string(18, '9') + "." + std::string(18, '9') + "e99",
+                               std::string("-0.000000000000000001e-99")}) {
+    const std::string text = call(param("city", "ab") + param(v.find('.') == std::string::npos && v.find('e') == std::string::npos ? "n" : "x", v));
+    ASSERT_TRUE(whole(q, text)) << v;
+    const auto calls = parse_tool_calls(ToolFormat::QwenXml, text.substr(11, text.size() - 23), types);
+    ASSERT_EQ(calls.size(), 1u);
+    const OJson args = OJson::parse(calls[0].arguments);
+    EXPECT_TRUE(args.size() == 2 && (args.contains("n") ? args["n"] : args["x"]).is_number()) << calls[0].arguments;
+  }
+  const auto g = tool_call_grammar(ToolFormat::Gemma4, tools, "");
+  ASSERT_NE(g, nullptr);
+  const auto gcall = [](const std::string& members) { return "<|tool_call>call:f{" + members + "}<tool_call|>"; };
+  const auto str = [](const std::string& v) { return "<|\"|>" + v + "<|\"|>"; };
+  EXPECT_TRUE(whole(g, gcall("city:" + str("Paris"))));
+  EXPECT_TRUE(whole(g, gcall("city:" + str("Köln"))));
+  EXPECT_FALSE(whole(g, gcall("city:" + str("a"))));
+  EXPECT_FALSE(whole(g, gcall("city:" + str("Parisx"))));
+  EXPECT_TRUE(whole(g, gcall("city:" + str("ab") + ",free:" + str(std::string(300, 'z')))));
+  EXPECT_TRUE(whole(g, gcall("city:" + str("ab") + ",n:-" + std::string(18, '9'))));
+  EXPECT_FALSE(whole(g, gcall("city:" + str("ab") + ",n:" + std::string(19, '9'))));
+  EXPECT_TRUE(whole(g, gcall("city:" + str("ab") + ",x:" + std::string(18, '9') + "." + std::string(18, '9'))));
+  EXPECT_FALSE(whole(g, gcall("city:" + str("ab") + ",x:1" + std::string(400, '0'))));
+  // Bounds past what is enforced, or none, leave the string free.
+  for (const char* s : {R"({"type":"string","maxLength":100000})", R"({"type":"string","minLength":-1})",
+                        R"({"type":"string","minLength":3,"maxLength":2})", R"({"type":"string"})"})
+    EXPECT_EQ(ebnf_bounded_chars(OJson::parse(s)), "") << s;
+  EXPECT_EQ(ebnf_bounded_chars(OJson::parse(R"({"minLength":3})")), "[^<]{3,}");
 }
 
 TEST(OutputGrammar, ToolCallsInEachJsonFormatParseBack) {

@@ -21,8 +21,8 @@ import urllib.request
 import openai
 
 
-def start(binary, model, extra, parallel=4, port=0, threads=2):
-    cmd = [binary, "serve", "-m", model, "--port", str(port), "--ctx", "512", "--parallel", str(parallel),
+def start(binary, model, extra, parallel=4, port=0, threads=2, ctx=512):
+    cmd = [binary, "serve", "-m", model, "--port", str(port), "--ctx", str(ctx), "--parallel", str(parallel),
            "--api-key", "k", "-t", str(threads)] + extra
     p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     port = None

@@ -18,6 +18,11 @@ MODEL is the bundled SmolLM2-135M-Instruct. Two servers in turn:
 3. `--chat-template qwen3` (Hermes tool calls): tool_choice "required" on a prompt the model answers
    in text otherwise, and a named function among two tools: the reply is that call, its
    arguments valid against the tool's parameters.
+4. The tiny Qwen3.5 and Gemma 4 checkpoints (fixtures/, random weights) with their families' own
+   templates (`--chat-template-file`): tool_choice "required" and named, greedy and sampled, gives
+   one call in the family's format (Qwen's XML parameters, Gemma 4's), parsed back into tool_calls
+   whose arguments validate against typed parameters (bounded strings, integers, numbers, enums),
+   and streamed deltas that add up to the same call.
 Exit 0 when every check passes.
 """
 import concurrent.futures
@@ -251,12 +256,76 @@ def qwen3_template(binary, model, extra):
     return checks
 
 
+# Typed parameters, as the families' own call formats write them (not JSON: Qwen3.5's XML
+# parameters, Gemma 4's bare values and <|"|> strings).
+TYPED = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "Weather in a city over some days",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string", "minLength": 2, "maxLength": 12},
+                                                        "days": {"type": "integer"},
+                                                        "unit": {"type": "string", "enum": ["c", "f"]}},
+                       "required": ["city", "days", "unit"]}}},
+    {"type": "function", "function": {
+        "name": "add", "description": "Adds two numbers",
+        "parameters": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"},
+                                                        "exact": {"type": "boolean"}},
+                       "required": ["a", "b"]}}},
+]
+# The tiny random-weight checkpoints of each family (exported by ModelOpt) with the family's
+# published chat template: the model's own code, the template's call format, its grammar and its
+# parser, end to end. Random weights say nothing useful: only the constraint makes the call.
+FAMILIES = [("fixtures/hybrid/qwen3_5/modelopt-nvfp4", "fixtures/chat_templates/qwen3.5.jinja", "qwen xml"),
+            ("fixtures/gemma4/modelopt-nvfp4", "fixtures/chat_templates/gemma4.jinja", "gemma4")]
+
+
+def family_templates(binary):
+    checks = 0
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    params = {t["function"]["name"]: t["function"]["parameters"] for t in TYPED}
+    for model, template, fmt in FAMILIES:
+        p, port = start(binary, os.path.join(root, model), ["--chat-template-file", os.path.join(root, template)],
+                        parallel=2, ctx=2048)
+        try:
+            c = client(port)
+            ask = [{"role": "user", "content": "What is the weather in Paris this week?"}]
+            kw = {"extra_body": {"chat_template_kwargs": {"enable_thinking": False}}}
+            for choice, want in (("required", None), ({"type": "function", "function": {"name": "add"}}, "add"),
+                                 ({"type": "function", "function": {"name": "get_weather"}}, "get_weather")):
+                for temp, seed in ((0, None), (0.8, 5), (1.0, 11)):
+                    r = c.chat.completions.create(model="m", messages=ask, tools=TYPED, tool_choice=choice,
+                                                  max_tokens=400, temperature=temp, seed=seed, **kw)
+                    ch = r.choices[0]
+                    assert ch.finish_reason == "tool_calls" and len(ch.message.tool_calls or []) == 1, (fmt, choice, r)
+                    f = ch.message.tool_calls[0].function
+                    assert want is None or f.name == want, (fmt, want, f)
+                    jsonschema.validate(json.loads(f.arguments), params[f.name])
+                    checks += 1
+                    if temp == 0:  # streamed: the deltas add up to the same call
+                        got = c.chat.completions.create(model="m", messages=ask, tools=TYPED, tool_choice=choice,
+                                                        max_tokens=400, temperature=0, stream=True, **kw)
+                        name, args, finish = "", "", None
+                        for chunk in got:
+                            if not chunk.choices:
+                                continue
+                            for tc in chunk.choices[0].delta.tool_calls or []:
+                                name += (tc.function.name or "") if tc.function else ""
+                                args += (tc.function.arguments or "") if tc.function else ""
+                            finish = chunk.choices[0].finish_reason or finish
+                        assert (name, json.loads(args), finish) == (f.name, json.loads(f.arguments), "tool_calls"), (fmt, name, args)
+                        checks += 1
+            print(f"  {fmt}: tool_choice calls valid against their schemas ({model})")
+        finally:
+            stop(p)
+    return checks
+
+
 def main():
     binary, model, extra = sys.argv[1], sys.argv[2], sys.argv[3:]
     alone = []
     n = own_template(binary, model, extra, alone)
     n += speculation(binary, model, extra, alone)
     n += qwen3_template(binary, model, extra)
+    n += family_templates(binary)
     print(f"test_serve_structured: {n} checks passed")
 
 

@@ -53,4 +53,22 @@ std::string ebnf_text_without(const std::string& name, const std::vector<std::st
   return r;
 }
 
+std::string ebnf_bounded_chars(const nlohmann::ordered_json& schema) {
+  if (!schema.is_object()) return "";
+  const auto bound = [&](const char* key, long long& out) {
+    const auto it = schema.find(key);
+    if (it == schema.end()) return true;
+    if (!it->is_number_integer() && !it->is_number_unsigned()) return false;
+    const long long v = it->get<long long>();
+    if (v < 0 || v > kMaxBoundedLength) return false;
+    out = v;
+    return true;
+  };
+  long long lo = 0, hi = -1;
+  if (!bound("minLength", lo) || !bound("maxLength", hi)) return "";
+  if (lo == 0 && hi < 0) return "";
+  if (hi >= 0 && lo > hi) return "";
+  return "[^<]{" + std::to_string(lo) + "," + (hi >= 0 ? std::to_string(hi) : std::string()) + "}";
+}
+
 }  // namespace nvfp4::server

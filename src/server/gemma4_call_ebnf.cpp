@@ -24,8 +24,8 @@ value ::= string | number | "true" | "false" | null | object | array
 object ::= "{" members? "}"
 array ::= "[" ( value ( "," value )* )? "]"
 string ::= "<|\"|>" [^<]* "<|\"|>"
-number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )?
-integer ::= "-"? ( "0" | [1-9] [0-9]* )
+number ::= "-"? ( "0" | [1-9] [0-9]{0,17} ) ( "." [0-9]{1,18} )?
+integer ::= "-"? ( "0" | [1-9] [0-9]{0,17} )
 boolean ::= "true" | "false"
 null ::= "null" | "None"
 )";
@@ -125,7 +125,10 @@ std::string value_rule(const OJson& schema, Rules& r, int depth) {
   }
   if (!t->is_string()) return "value";
   const std::string& type = t->get_ref<const std::string&>();
-  if (type == "string") return "string";
+  if (type == "string") {
+    const std::string chars = ebnf_bounded_chars(schema);
+    return chars.empty() ? "string" : r.add(ebnf_literal("<|\"|>") + " " + chars + " " + ebnf_literal("<|\"|>"));
+  }
   if (type == "integer") return "integer";
   if (type == "number") return "number";
   if (type == "boolean") return "boolean";

@@ -11,8 +11,8 @@ namespace {
 using OJson = nlohmann::ordered_json;
 
 constexpr const char* kValueEbnf = R"(
-integer ::= "-"? [0-9]+
-number ::= "-"? [0-9]+ ( "." [0-9]+ )? ( [eE] [+\-]? [0-9]+ )?
+integer ::= "-"? [0-9]{1,18}
+number ::= "-"? [0-9]{1,18} ( "." [0-9]{1,18} )? ( [eE] [+\-]? [0-9]{1,2} )?
 boolean ::= "true" | "false" | "True" | "False"
 jv ::= jobj | jarr | jstr | jnum | "true" | "false" | "null"
 jobj ::= "{" jws ( jstr jws ":" jws jv jws ( "," jws jstr jws ":" jws jv jws )* )? "}"
@@ -24,7 +24,8 @@ pname ::= [^<>\n=]+
 anyparam ::= "<parameter=" pname ">\n" text "\n</parameter>\n"
 )";
 
-// The value rule for a property's schema, as the parser converts it.
+// The value rule for a property's schema, as the parser converts it: integers and numbers in the
+// range the parser converts (ebnf_literal.h), strings of a bounded length as the schema bounds them.
 std::string value_rule(const OJson& schema, std::vector<std::string>& extra, const std::string& prefix) {
   if (!schema.is_object()) return "text";
   if (const auto e = schema.find("enum"); e != schema.end() && e->is_array() && !e->empty()) {
@@ -52,6 +53,15 @@ std::string value_rule(const OJson& schema, std::vector<std::string>& extra, con
   if (type == "number") return "number";
   if (type == "boolean") return "boolean";
   if (type == "object" || type == "array") return "jv";
+  if (type == "string" || type.empty()) {
+    // minLength / maxLength: that many characters, none of them '<' (which begins both end markers).
+    const std::string chars = ebnf_bounded_chars(schema);
+    if (!chars.empty()) {
+      const std::string name = prefix + "s" + std::to_string(extra.size());
+      extra.push_back(name + " ::= " + chars);
+      return name;
+    }
+  }
   return "text";
 }
 
