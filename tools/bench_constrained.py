@@ -31,7 +31,10 @@ import openai
 from test_serve_openai import start
 
 
-def schema(min_chars):
+def schema(kind, min_chars):
+    if kind == "person":  # tools/test_serve_structured.py's: keys, enums, a const, a pattern, a $ref, arrays
+        from test_serve_structured import PERSON
+        return {"type": "json_schema", "json_schema": {"name": "person", "strict": True, "schema": PERSON}}
     return {"type": "json_schema", "json_schema": {"name": "story", "strict": True, "schema": {
         "type": "object", "additionalProperties": False, "required": ["title", "story"],
         "properties": {"title": {"type": "string", "maxLength": 40},
@@ -84,6 +87,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--min-chars", type=int, default=2000)
+    ap.add_argument("--schema", choices=["story", "person"], default="story",
+                    help="story: one long string (the request runs to max_tokens); person: test_serve_structured's "
+                         "nine-key object (structure in every few tokens; the request ends with the object)")
     ap.add_argument("--nvfp4-flags", default="")
     ap.add_argument("--out")
     a = ap.parse_args()
@@ -94,7 +100,7 @@ def main():
     try:
         c = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0, timeout=600)
         name = c.models.list().data[0].id
-        fmt = schema(a.min_chars)
+        fmt = schema(a.schema, a.min_chars)
         one(c, name, 0, 8, None)  # warm-up
         one(c, name, 0, 8, fmt)
         for r in range(a.rounds):
@@ -123,7 +129,7 @@ def main():
     finally:
         p.terminate()
         p.wait()
-    out = {"model": a.model, "threads": a.threads, "tokens": a.tokens, "concurrency": a.concurrency,
+    out = {"model": a.model, "schema": a.schema, "threads": a.threads, "tokens": a.tokens, "concurrency": a.concurrency,
            "flags": a.nvfp4_flags, "rounds": a.rounds, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            **{k: spread(v) for k, v in res.items()}, "completion_tokens": toks}
     out["ratio_1"] = out["schema_1"]["median"] / out["free_1"]["median"]
@@ -131,7 +137,7 @@ def main():
     if a.out:
         with open(a.out, "w") as fh:
             json.dump(out, fh, indent=1)
-    print(f"| {a.model} | -t {a.threads} | one at a time: {out['free_1']['median']:.1f} "
+    print(f"| {a.model} | {a.schema} | -t {a.threads} | one at a time: {out['free_1']['median']:.1f} "
           f"({out['free_1']['min']:.1f}-{out['free_1']['max']:.1f}) / {out['schema_1']['median']:.1f} "
           f"({out['schema_1']['min']:.1f}-{out['schema_1']['max']:.1f}) tok/s, ratio {out['ratio_1']:.3f} | "
           f"mask {out['mask_ms']['median']:.3f} ms/token | concurrency {a.concurrency}: "

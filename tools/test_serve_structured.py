@@ -27,6 +27,7 @@ Exit 0 when every check passes.
 """
 import concurrent.futures
 import json
+import math
 import os
 import sys
 import urllib.request
@@ -159,6 +160,21 @@ def own_template(binary, model, extra, alone):
                                          temperature=temp, seed=seed)
             assert isinstance(r.choices[0].message.parsed, Person), r
             checks += 1
+        # Logprobs of a constrained request are over the tokens the grammar admits: at the first
+        # position of a schema's output only tokens that begin "{" have any probability, and the
+        # picked token's logprob is the masked row's (higher than the free row gives "{").
+        r = c.chat.completions.create(model="m", messages=ASK, max_tokens=4, temperature=0, logprobs=True,
+                                      top_logprobs=5, response_format={"type": "json_schema", "json_schema": {
+                                          "name": "person", "strict": True, "schema": PERSON}})
+        first = r.choices[0].logprobs.content[0]
+        assert first.token.startswith("{"), first
+        for t in first.top_logprobs:
+            assert t.token.startswith("{") or t.logprob <= -9999, first
+        assert sum(math.exp(t.logprob) for t in first.top_logprobs) <= 1 + 1e-6, first
+        free = c.chat.completions.create(model="m", messages=ASK, max_tokens=1, temperature=0, logprobs=True,
+                                         top_logprobs=20).choices[0].logprobs.content[0]
+        assert first.logprob > max([t.logprob for t in free.top_logprobs if t.token == first.token] + [-1e9]), (first, free)
+        checks += 1
         # The Responses API's text.format.
         r = c.responses.create(model="m", input=ASK[1]["content"], instructions=ASK[0]["content"],
                                max_output_tokens=300, temperature=0,

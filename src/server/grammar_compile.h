@@ -62,6 +62,10 @@ class OutputMatcher {
   bool accept(int32_t tok);
   // The text is whole and nothing but the end of generation may follow.
   bool done();
+  // Computes the mask of the current state ahead of fill() (which then only reads it): the
+  // scheduler calls it on a helper thread while the forward pass runs. Not to be called while
+  // another call on this matcher runs.
+  void prepare() { compute(); }
 
  private:
   void compute();

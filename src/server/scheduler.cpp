@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <iostream>
 
 #include "nvfp4/error.h"
@@ -362,6 +363,34 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
     n_prompt += static_cast<int64_t>(n);
   }
   if (toks.empty()) return;
+  // A constrained slot's next mask depends only on the picks made so far: a helper thread fills
+  // the masks of this step's first rows while the forward pass runs, and masked() finds them
+  // ready (the masks of later draft rows follow the picks, on this thread). The matchers are
+  // touched by nothing else until the helper is joined, before the picks.
+  std::vector<OutputMatcher*> ahead;
+  for (const Rows& r : rows)
+    if (r.s->checker) ahead.push_back(&*r.s->checker);
+  std::future<void> masks;
+  if (!ahead.empty())
+    masks = std::async(std::launch::async, [this, &ahead] {
+      const auto tm = std::chrono::steady_clock::now();
+      for (OutputMatcher* m : ahead) {
+        try {
+          m->prepare();
+        } catch (const std::exception&) {  // left stale: masked() computes it again, and fails there
+        }
+      }
+      metrics_.mask_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - tm).count();
+    });
+  struct Join {
+    std::future<void>& f;
+    void operator()() {
+      if (f.valid()) f.get();
+    }
+    ~Join() {
+      if (f.valid()) f.wait();
+    }
+  } join{masks};
   try {
     const size_t need = std::max<size_t>(n_rows, 1) * static_cast<size_t>(model_.config().n_vocab);
     if (logits.size() < need) logits.resize(need);
@@ -380,6 +409,7 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
       forward(model_, toks, ws, pool, logits.data());
     }
   } catch (const std::exception& e) {
+    join();
     std::lock_guard lk(mu_);
     for (auto& sp : slots_) {
       if (sp->job) finish(*sp, "", ApiError(500, std::string("inference failed: ") + e.what()));
@@ -388,6 +418,7 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
     }
     return;
   }
+  join();
   metrics_.prompt_tokens += n_prompt;
   pool_embeddings(embeds);
   const size_t nv = static_cast<size_t>(model_.config().n_vocab);
@@ -419,7 +450,9 @@ int64_t Scheduler::verify(Slot& s, const float* rows, int64_t p0) {
   int64_t picks = 0;
   const Verdict v = verify_drafts(draft, [&](size_t i) {
     const float* row = rows + i * static_cast<size_t>(nv);
-    // Constrained: the sampler sees the row with the refused tokens at -inf (logprobs the row).
+    // Constrained: the sampler sees the row with the refused tokens at -inf, and so do the
+    // logprobs (as vLLM's, whose grammar bitmask is applied before its sampler computes them):
+    // they are over the tokens the grammar admits, a refused token's -inf sent as -9999.
     const float* pick_row = s.checker ? masked(s, row) : row;
     if (!pick_row) {
       finish(s, "", ApiError(500, "the output's grammar admits no token here"));
@@ -456,7 +489,7 @@ int64_t Scheduler::verify(Slot& s, const float* rows, int64_t p0) {
     const bool whole = s.checker && s.checker->done();
     const std::string piece = s.text->push(bytes);
     std::optional<TokenLogprob> lp;
-    if (j.top_logprobs >= 0) lp = token_logprob(row, nv, tok, j.top_logprobs);
+    if (j.top_logprobs >= 0) lp = token_logprob(s.checker ? masked_.data() : row, nv, tok, j.top_logprobs);
     int64_t n_gen = 0;
     {
       std::lock_guard lk(j.mu);
