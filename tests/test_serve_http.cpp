@@ -67,6 +67,11 @@ Gen request(int i, int max_tokens) {
   else g.body["prompt"] = kPrompts[i % 8];
   g.body["max_tokens"] = max_tokens;
   g.body["return_tokens"] = true;
+  // Some constrained (their masks filled on the scheduler's helper thread during the forward).
+  if (i % 4 == 1 || i % 4 == 2)
+    g.body["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "pair"}, {"schema", json::parse(R"({
+        "type": "object", "properties": {"a": {"type": "string", "maxLength": 8}, "n": {"type": "integer"}},
+        "required": ["a", "n"], "additionalProperties": false})")}}}};
   if (i % 2 == 0) {
     g.body["temperature"] = 0;
   } else {
@@ -120,6 +125,7 @@ TEST_F(ServeHttp, ConcurrentRequestsGiveTheTokensOfEachAlone) {
     alone.push_back(run(port_, g, false));
     ASSERT_EQ(alone.back().status, 200);
     ASSERT_FALSE(alone.back().tokens.empty());
+    if (g.body.contains("response_format")) EXPECT_EQ(alone.back().text.substr(0, 2), "{\"") << alone.back().text;
   }
   // All at once (more than --parallel: some wait, prompts are prefilled beside running decodes),
   // half of them streamed; then again in the reverse order.
