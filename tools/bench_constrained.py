@@ -5,11 +5,12 @@ openai client (issue 31's speed bars: constrained decoding within 10% of generat
 concurrency 8 at least 90% of the unconstrained throughput).
 
     python tools/bench_constrained.py build/nvfp4 MODEL.gguf [--threads 2] [--tokens 128]
-        [--rounds 3] [--concurrency 8] [--nvfp4-flags=--quantize] [--out out.json]
+        [--rounds 3] [--concurrency 8] [--schema story|person] [--nvfp4-flags=--quantize] [--out out.json]
 
-The schema is an object with one string of at least --min-chars characters, so a constrained request
-writes JSON until max_tokens ends it ("length"), as the unconstrained one writes prose: both decode
-about --tokens tokens. One at a time the figure is the decode rate of a streamed request (tokens
+The default schema (story) is an object with one string of at least --min-chars characters, so a
+constrained request writes JSON until max_tokens ends it ("length"), as the unconstrained one writes
+prose: both decode about --tokens tokens. `--schema person` is test_serve_structured.py's nine-key
+object instead (structure every few tokens; the request ends with the object). One at a time the figure is the decode rate of a streamed request (tokens
 after the first over the time from the first to the last); at the concurrency, completion tokens
 of all requests over the wave's wall time. The mask's own time per constrained token comes from the
 server's /metrics (nvfp4_constrained_mask_seconds_total / nvfp4_constrained_masks_total). Each
