@@ -14,6 +14,8 @@
 #include "server/grammar_compile.h"
 #include "server/output_grammar.h"
 #include "server/request.h"
+#include "server/ebnf_literal.h"
+#include "server/schema_guard.h"
 
 namespace nvfp4::server {
 namespace {
@@ -102,6 +104,64 @@ TEST(GrammarCompile, ByteLevelBpe) {
 // std::regex's ECMAScript on every string up to 5 characters over each pattern's alphabet:
 // optional groups with bounded repetitions inside (xgrammar 0.2.8 took the first repetition's
 // end as the group's skip; tools/xgrammar-patches/0001), alternations and nested optionals.
+// Every string over `alphabet` up to `max_len` characters (UTF-8 sequences count as one).
+std::vector<std::string> all_strings(const std::vector<std::string>& alphabet, int max_len) {
+  std::vector<std::string> out = {""}, level = {""};
+  for (int len = 1; len <= max_len; ++len) {
+    std::vector<std::string> next;
+    for (const std::string& s : level)
+      for (const std::string& c : alphabet) next.push_back(s + c);
+    out.insert(out.end(), next.begin(), next.end());
+    level = std::move(next);
+  }
+  return out;
+}
+
+// A string's minLength/maxLength reach xgrammar as a pattern (schema_guard.cpp, length_pattern)
+// and the call formats' bounded text as Regex("[^<]{m,n}") (ebnf_literal.cpp), whose masks
+// xgrammar caches, instead of its counted repetition. The languages must be the ones the
+// repetition gives: xgrammar's own bounded string is "\"" [^"\\\r\n]{m,n} "\"" (no escapes),
+// compared here on every string up to max + 1 characters over an alphabet with the characters
+// each class refuses (quote, backslash, newline, '<'), a raw control character and a two-byte one.
+TEST(GrammarCompile, LengthBoundsAsPatternsKeepTheRepetitionsLanguage) {
+  const std::vector<std::string> alphabet = {"a", "\xc3\xa9", "\"", "\\", "\n", "\x01", "<"};
+  for (const auto& [lo, hi] : std::vector<std::pair<int, int>>{{0, 2}, {1, 3}, {2, -1}}) {
+    OJson schema = {{"type", "string"}};
+    if (lo) schema["minLength"] = lo;
+    if (hi >= 0) schema["maxLength"] = hi;
+    const std::string rep = "{" + std::to_string(lo) + "," + (hi >= 0 ? std::to_string(hi) : "") + "}";
+    const auto ours = json_schema_grammar(schema, "schema");
+    const auto repetition = gbnf("root ::= \"\\\"\" [^\"\\\\\\r\\n]" + rep + " \"\\\"\"");
+    const auto call_text = gbnf("root ::= \"(\" " + ebnf_bounded_chars(schema) + " \")\"");
+    const auto call_repetition = gbnf("root ::= \"(\" [^<]" + rep + " \")\"");
+    ASSERT_NE(ebnf_bounded_chars(schema).find("Regex("), std::string::npos);
+    int n_ours = 0, n_call = 0;
+    for (const std::string& s : all_strings(alphabet, (hi >= 0 ? hi : lo) + 1)) {
+      const bool want = grammar_accepts(*repetition, "\"" + s + "\"");
+      n_ours += want;
+      EXPECT_EQ(grammar_accepts(*ours, "\"" + s + "\""), want) << rep << " on " << s;
+      const bool want_call = grammar_accepts(*call_repetition, "(" + s + ")");
+      n_call += want_call;
+      EXPECT_EQ(grammar_accepts(*call_text, "(" + s + ")"), want_call) << rep << " on (" << s << ")";
+    }
+    EXPECT_GT(n_ours, 3) << rep;
+    EXPECT_GT(n_call, 3) << rep;
+  }
+  // In a nullable string (a type list) the pattern holds for the string branch only.
+  const auto nullable = json_schema_grammar(OJson::parse(R"({"type":["string","null"],"maxLength":2})"), "schema");
+  EXPECT_TRUE(grammar_accepts(*nullable, "null"));
+  EXPECT_TRUE(grammar_accepts(*nullable, "\"ab\""));
+  EXPECT_FALSE(grammar_accepts(*nullable, "\"abc\""));
+  // Past 128 the counted repetition stays (xgrammar counts at run time either way).
+  EXPECT_EQ(ebnf_bounded_chars(OJson::parse(R"({"maxLength":129})")), "[^<]{0,129}");
+  EXPECT_EQ(exact_formats(OJson::parse(R"({"type":"string","maxLength":129})")).dump(), R"({"type":"string","maxLength":129})");
+  EXPECT_EQ(exact_formats(OJson::parse(R"({"type":"string","maxLength":3})")).dump(),
+            R"({"type":"string","pattern":"^[^\"\\\\\\r\\n]{0,3}$"})");
+  // Values are not schemas: a const or enum holding such an object is left as it is.
+  const OJson c = OJson::parse(R"({"const":{"type":"string","maxLength":3}})");
+  EXPECT_EQ(exact_formats(c), c);
+}
+
 TEST(GrammarCompile, PatternsAgreeWithEcmaScriptRegexOnEveryShortString) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"^5(ab{1,2})?Z$", "5abZ"},       {"^(a|b{2,3})?c$", "abc"},     {"^x([.][0-9]{1,2})?(Z|-)$", "x.1Z-"},

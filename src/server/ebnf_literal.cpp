@@ -68,7 +68,13 @@ std::string ebnf_bounded_chars(const nlohmann::ordered_json& schema) {
   if (!bound("minLength", lo) || !bound("maxLength", hi)) return "";
   if (lo == 0 && hi < 0) return "";
   if (hi >= 0 && lo > hi) return "";
-  return "[^<]{" + std::to_string(lo) + "," + (hi >= 0 ? std::to_string(hi) : std::string()) + "}";
+  const std::string rep = "[^<]{" + std::to_string(lo) + "," + (hi >= 0 ? std::to_string(hi) : std::string()) + "}";
+  // Up to 128 repetitions as xgrammar's Regex(...): compiled into automaton states whose token
+  // masks it caches. Its EBNF repetition keeps a run-time counter instead and checks the
+  // vocabulary's text tokens one by one at each position (SmolLM2: up to 8 ms for the token
+  // before a 24-character bound's end, 0.15 ms as the Regex). The language is the same.
+  if ((hi >= 0 ? hi : lo) <= kRegexMaxRepeat) return "Regex(\"" + rep + "\")";
+  return rep;
 }
 
 }  // namespace nvfp4::server

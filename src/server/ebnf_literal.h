@@ -21,7 +21,10 @@ std::string ebnf_text_without(const std::string& name, const std::vector<std::st
 // "[^<]{m,}"), any character but '<', which begins every end marker of the call formats that use
 // it. Empty when the schema bounds nothing or bounds it past what is enforced (then the caller's
 // unbounded text rule applies).
+// Bounds up to kRegexMaxRepeat are written Regex("[^<]{m,n}"), whose masks xgrammar caches
+// (ebnf_literal.cpp).
 inline constexpr long long kMaxBoundedLength = 4096;
+inline constexpr long long kRegexMaxRepeat = 128;
 std::string ebnf_bounded_chars(const nlohmann::ordered_json& schema);
 
 // (Numbers in the call grammars are bounded the same way, to what the parsers convert back to int64

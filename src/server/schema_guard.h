@@ -20,6 +20,8 @@ void check_schema_supported(const nlohmann::ordered_json& schema, const std::str
 // (xgrammar admits 2021-02-31; ours knows each month's days and leap years, years 1000-9999),
 // "date-time" and "time" (xgrammar lets the fraction of a second run without end; ours takes
 // 1 to 6 digits, no leap second), "ipv4" (xgrammar admits 91.000.40.4; ours no leading zeros).
+// And a string's minLength/maxLength (up to 128) as the pattern of the same language, whose
+// masks xgrammar caches (schema_guard.cpp, length_pattern).
 nlohmann::ordered_json exact_formats(const nlohmann::ordered_json& schema);
 
 }  // namespace nvfp4::server
