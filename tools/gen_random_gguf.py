@@ -2,6 +2,7 @@
 """Random-weight NVFP4 GGUFs at real model shapes, in llama.cpp's layout, for benchmarks.
 
   python tools/gen_random_gguf.py SHAPE OUT.gguf --tokenizer-from SMOLLM2.gguf [--seed N]
+  python tools/gen_random_gguf.py SHAPE OUT.gguf --tokenizer-from SMOLLM2.gguf --float f16
   python tools/gen_random_gguf.py --list
 
 SHAPE is one of SHAPES below: the dense Llama 3.x shapes (llama arch; tied or untied head as the
@@ -21,6 +22,10 @@ Layout, as `nvfp4 convert` and llama.cpp's convert_hf_to_gguf.py write NVFP4:
     for qwen3moe).
 Block scales are drawn from E4M3 0.5..1.875 (bytes 0x30..0x3F: finite, sign clear), nibbles
 uniformly, and scale2 = 1 / (3 * sqrt(n_in)), so activations stay finite and of order one.
+
+--float f16 writes the same shape as an F16 source instead (file type MOSTLY_F16, no `.scale`
+companions): every linear weight F16 drawn from N(0, 1/n_in), for quantizers to turn into their own
+4-bit files side by side (scripts/bench-vs-ik.sh: `nvfp4 convert` and ik_llama.cpp's llama-quantize).
 
 Streamed: the header and tensor table first, then one tensor at a time (the largest held is one
 stacked expert tensor or the embedding, a few hundred MB), so 8B/30B files need no RAM to match.
@@ -80,7 +85,7 @@ def nvfp4_bytes(rng, lead_shape, n_in):
     return raw.reshape(*lead_shape, (n_in // 64) * 36)
 
 
-def plan(shape, vocab):
+def plan(shape, vocab, linear="nvfp4"):
     """The tensors in file order: (name, numpy shape, kind, n_in) with kind nvfp4|f16|f32|scale."""
     s = SHAPES[shape]
     h, hd, L = s["hidden"], s["head_dim"], s["layers"]
@@ -89,6 +94,9 @@ def plan(shape, vocab):
     moe = "experts" in s
 
     def lin(name, n_out, n_in, lead=()):
+        if linear == "f16":
+            t.append((name + ".weight", (*lead, n_out, n_in), "lin16", n_in))
+            return
         t.append((name + ".weight", (*lead, n_out), "nvfp4", n_in))
         t.append((name + ".scale", lead if lead else (1,), "scale", n_in))
 
@@ -158,6 +166,14 @@ def tensor_data(rng, kind, shp, n_in):
         return (rng.standard_normal(shp) / math.sqrt(n_in)).astype(np.float32)
     if kind == "ssm_a":  # llama.cpp stores -exp(A_log): negative decay rates
         return (-np.exp(rng.uniform(-1.0, 1.0, shp))).astype(np.float32)
+    if kind == "lin16":  # a float linear weight: N(0, 1 / n_in), rows of unit RMS times 1/sqrt(n_in)
+        out = np.empty(shp, dtype=np.float16)
+        flat = out.reshape(-1, shp[-1])
+        step = max(1, (1 << 24) // shp[-1])
+        for r in range(0, flat.shape[0], step):
+            n = min(step, flat.shape[0] - r)
+            flat[r:r + n] = rng.standard_normal((n, shp[-1]), dtype=np.float32) / np.float32(math.sqrt(n_in))
+        return out
     if kind == "f16":  # embedding rows of unit RMS
         out = np.empty(shp, dtype=np.float16)
         step = max(1, (1 << 24) // shp[-1])
@@ -184,13 +200,13 @@ def copy_tokenizer(w, src):
     return n_vocab
 
 
-def write(shape, out, tok_src, seed):
+def write(shape, out, tok_src, seed, linear="nvfp4"):
     s = SHAPES[shape]
     arch = s["arch"]
     tmp = out + ".part"
     w = gguf.GGUFWriter(tmp, arch)
     w.add_name(f"random {shape}")
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_NVFP4)
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if linear == "f16" else gguf.LlamaFileType.MOSTLY_NVFP4)
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
     w.add_block_count(s["layers"])
     w.add_context_length(s["ctx"])
@@ -224,7 +240,7 @@ def write(shape, out, tok_src, seed):
         w.add_rope_dimension_sections([11, 11, 10, 0])
     vocab = copy_tokenizer(w, tok_src)
     w.add_vocab_size(vocab)
-    tensors = plan(shape, vocab)
+    tensors = plan(shape, vocab, linear)
     total = 0
     for name, shp, kind, n_in in tensors:
         if kind == "nvfp4":
@@ -232,7 +248,7 @@ def write(shape, out, tok_src, seed):
             nbytes = int(np.prod(byte_shape))
             w.add_tensor_info(name, byte_shape, np.dtype(np.uint8), nbytes, raw_dtype=NVFP4)
         else:
-            dt = np.float16 if kind == "f16" else np.float32
+            dt = np.float16 if kind in ("f16", "lin16") else np.float32
             nbytes = int(np.prod(shp)) * np.dtype(dt).itemsize
             w.add_tensor_info(name, shp, np.dtype(dt), nbytes)
         total += nbytes
@@ -259,6 +275,7 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--layers", type=int, default=0,
                     help="fewer layers than the shape has (a quick check of the layout; 0: all)")
+    ap.add_argument("--float", choices=["f16"], help="write an F16 source of the shape, not NVFP4")
     ap.add_argument("--list", action="store_true", help="print the shapes and exit")
     a = ap.parse_args()
     if a.list:
@@ -269,7 +286,7 @@ def main():
         ap.error("SHAPE, OUT and --tokenizer-from are required")
     if a.layers:
         SHAPES[a.shape] = dict(SHAPES[a.shape], layers=a.layers)
-    write(a.shape, a.out, a.tokenizer_from, a.seed)
+    write(a.shape, a.out, a.tokenizer_from, a.seed, a.float or "nvfp4")
     return 0
 
 
