@@ -5,6 +5,7 @@
 #include <set>
 
 #include "server/api_error.h"
+#include "server/ebnf_literal.h"
 
 namespace nvfp4::server {
 namespace {
@@ -187,11 +188,12 @@ std::string exact_pattern(const std::string& format) {
 
 // A string's minLength/maxLength as a pattern of as many characters of the class xgrammar 0.2.8
 // gives a bounded string ([^"\\\r\n], no escapes): the same language, but xgrammar compiles a
-// pattern of at most 128 repetitions into automaton states whose token masks it caches, where
-// it walks a bounded repetition with a run-time counter and checks the vocabulary's string
-// tokens one by one at every position (measured on SmolLM2's 49k tokens: 0.1 to 1.5 ms a token
-// inside a maxLength-24 string, 0.06 ms as the pattern). Left alone above 128 (xgrammar keeps
-// a counter then either way), beside enum or const, or when the type may not be a string.
+// pattern of at most kRegexMaxRepeat (128, ebnf_literal.h) repetitions into automaton states
+// whose token masks it caches, where it walks a bounded repetition with a run-time counter and
+// checks the vocabulary's string tokens one by one at every position (measured on SmolLM2's 49k
+// tokens: 0.1 to 1.5 ms a token inside a maxLength-24 string, 0.06 ms as the pattern). Left alone
+// above that (xgrammar keeps a counter then either way), beside enum or const, or when the type
+// may not be a string.
 void length_pattern(OJson& s) {
   if (s.contains("pattern") || s.contains("format") || s.contains("enum") || s.contains("const")) return;
   const auto t = s.find("type");
@@ -206,7 +208,7 @@ void length_pattern(OJson& s) {
   const uint64_t m = lo == s.end() ? 0 : lo->get<uint64_t>();
   const bool bounded = hi != s.end();
   const uint64_t n = bounded ? hi->get<uint64_t>() : 0;
-  if ((bounded ? n : m) > 128 || (bounded && m > n)) return;
+  if ((bounded ? n : m) > static_cast<uint64_t>(kRegexMaxRepeat) || (bounded && m > n)) return;
   s["pattern"] = "^[^\"\\\\\\r\\n]{" + std::to_string(m) + "," + (bounded ? std::to_string(n) : "") + "}$";
   s.erase("minLength");
   s.erase("maxLength");
