@@ -2,7 +2,7 @@
 # ThreadSanitizer over the tests that run threads: the pool, the linear layers' dispatches, MoE and
 # multi-sequence steps, and the server (HTTP threads beside the stepping thread). Not in CI (the
 # build alone takes longer than CI's budget on 2 cores); run it after touching the pool or the
-# server. Exit 1 on any report. scripts/tsan.supp lists the one known report and why it stays.
+# server. Exit 1 on any report. scripts/tsan.supp lists the known reports and why they stay.
 #   bash scripts/tsan.sh [GTEST_FILTER]
 set -euo pipefail
 cd "$(dirname "$0")/.."
