@@ -125,7 +125,9 @@ TEST_F(ServeHttp, ConcurrentRequestsGiveTheTokensOfEachAlone) {
     alone.push_back(run(port_, g, false));
     ASSERT_EQ(alone.back().status, 200);
     ASSERT_FALSE(alone.back().tokens.empty());
-    if (g.body.contains("response_format")) EXPECT_EQ(alone.back().text.substr(0, 2), "{\"") << alone.back().text;
+    if (g.body.contains("response_format")) {
+      EXPECT_EQ(alone.back().text.substr(0, 2), "{\"") << alone.back().text;
+    }
   }
   // All at once (more than --parallel: some wait, prompts are prefilled beside running decodes),
   // half of them streamed; then again in the reverse order.
