@@ -54,16 +54,18 @@ struct HeadQ8 {
   size_t bytes() const { return q.size() + d.size() * 2; }
 };
 
-// Software prefetch kPrefetchBytes ahead in both of a group's streams, once per 32-block: the
-// codes' 8 lines (512 bytes) and the scales' line (32 bytes a block, so kPrefetchBytes / 16
+// Software prefetch kHeadPrefetchBytes ahead in both of a group's streams, once per 32-block: the
+// codes' 8 lines (512 bytes) and the scales' line (32 bytes a block, so kHeadPrefetchBytes / 16
 // ahead: the same lead in time). As the packed stream's prefetch_record (packed.h): without it
 // the head streamed at 50-80% of the read bandwidth.
+// (The head streams at 84-88% of the DRAM read with this one distance: BENCHMARKS 26's profile.)
 // Always inlined, as every prefetch helper here: GCC may find an out-of-line one "pure" and delete
 // its calls (src/kernels/pinned_dense.h, RowAhead).
+inline constexpr int64_t kHeadPrefetchBytes = 2048;
 [[gnu::always_inline]] inline void prefetch_head_block(const HeadQ8& w, int64_t g, int64_t j) {
-  const char* c = reinterpret_cast<const char*>(w.codes(g, j)) + kPrefetchBytes;
+  const char* c = reinterpret_cast<const char*>(w.codes(g, j)) + kHeadPrefetchBytes;
   for (int k = 0; k < 8; ++k) __builtin_prefetch(c + k * kHeadUnit, 0, 3);
-  __builtin_prefetch(reinterpret_cast<const char*>(w.scales(g, j)) + kPrefetchBytes / 16, 0, 3);
+  __builtin_prefetch(reinterpret_cast<const char*>(w.scales(g, j)) + kHeadPrefetchBytes / 16, 0, 3);
 }
 
 // off[t * w.blocks + j] = -128 * sum of column t's 32 codes of block j: the integer that turns

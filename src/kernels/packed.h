@@ -50,25 +50,34 @@ struct Packed {
   const uint8_t* emin_at(int64_t t, int64_t b) const { return emin.data() + (t * blocks + b) * kTileRows; }
   int narrow_at(int64_t t, int64_t b) const { return narrow[static_cast<size_t>(t * blocks + b)]; }
 };
-// Software prefetch of the record kPrefetchBytes ahead of rec in a tile's stream (the tiles of a
-// thread lie back to back, so this runs on into the next tile). A record is 144 bytes and starts
+// Software prefetch of the records ahead of rec in a tile's stream (the tiles of a thread lie back
+// to back, so this runs on into the next tile), at two distances: kPrefetchNearBytes ahead into L1
+// (prefetcht0) and kPrefetchFarBytes ahead into L2 (prefetcht1). A record is 144 bytes and starts
 // at offset 16k mod 64, so it touches 3 cache lines, at +0, +64 and +128 (the last byte, +143,
-// lies at most 48 + 143 = 191 bytes past its first line's start: in the third line). Two
-// prefetches a record (+0, +128) missed every other line of the stream: 10 of each 18 lines were
-// prefetched and the rest was left to the hardware prefetcher.
-// The distance: 2 KiB. Measured side by side on the Llama-1B shape (BENCHMARKS 14, SPR-class
-// guest, AVX-512): generation +3-4% at one thread and +5-8% at two against 8 KiB (1 KiB: +4-7%
-// at one thread, parity at two; 4 KiB between). tools/stream_compute_probe.cpp shows the same on
-// a bare stream: one core read 19.0 GB/s prefetching 2 KiB ahead, 16.3 at 8 KiB, and with work
-// interleaved (30-65% of the stream's time) 94-102% of the best bare stream at 2 KiB but 58-107%
-// at 8 KiB.
-inline constexpr int64_t kPrefetchBytes = 2048;
+// lies at most 48 + 143 = 191 bytes past its first line's start: in the third line); each
+// distance prefetches all three. (Two prefetches a record, +0 and +128, missed every other line of
+// the stream: 10 of each 18 lines were prefetched and the rest was left to the hardware
+// prefetcher.)
+// The distances. One distance into L1 (2 KiB, BENCHMARKS 14: best of 1-8 KiB on the SPR-class
+// guest) left the Zen 4 guest of BENCHMARKS 26 streaming at 17 GB/s from DRAM while the same
+// kernel ran at 41 GB/s from cache and the host read 27 GB/s: compute and memory took turns. Far
+// lines requested into L2 do not hold L1's few miss buffers, so the lead can be long enough to
+// cover DRAM's latency at the kernel's compute rate; the near ones bring them on into L1. Measured
+// side by side there (bench kernels, 8192x2048 and 2048x8192, one column): one thread 20.7-22.4
+// GB/s (74-93% of the DRAM read) against 6-19 (23-84%), two threads parity or better; Llama-1B
+// generation +20% at one thread, +10% at two (BENCHMARKS 26, which also has the grid tried).
+inline constexpr int64_t kPrefetchNearBytes = 1024;
+inline constexpr int64_t kPrefetchFarBytes = 6144;
 // Always inlined: GCC may find an out-of-line prefetch helper "pure" and delete its calls.
 [[gnu::always_inline]] inline void prefetch_record(const uint8_t* rec) {
-  const char* p = reinterpret_cast<const char*>(rec + kPrefetchBytes);
-  __builtin_prefetch(p, 0, 3);
-  __builtin_prefetch(p + 64, 0, 3);
-  __builtin_prefetch(p + 128, 0, 3);
+  const char* n = reinterpret_cast<const char*>(rec + kPrefetchNearBytes);
+  const char* f = reinterpret_cast<const char*>(rec + kPrefetchFarBytes);
+  __builtin_prefetch(f, 0, 2);
+  __builtin_prefetch(f + 64, 0, 2);
+  __builtin_prefetch(f + 128, 0, 2);
+  __builtin_prefetch(n, 0, 3);
+  __builtin_prefetch(n + 64, 0, 3);
+  __builtin_prefetch(n + 128, 0, 3);
 }
 // E of q9 = M * 2^E for a scale byte (see above).
 inline int scale_e(uint8_t v) { return std::max((v >> 3) - 1, 0); }
