@@ -3,7 +3,6 @@
 #include <httplib.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -91,13 +90,8 @@ void ConnGuard::scan() {
   std::set<std::string> seen;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
-    const std::string name = e.path().filename().string();
-    char* endp = nullptr;
-    const long lfd = std::strtol(name.c_str(), &endp, 10);
-    if (endp == name.c_str() || *endp != '\0' || lfd < 0) continue;
-    const int fd = static_cast<int>(lfd);
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    const int fd = proc_fd_socket(e.path().c_str(), e.path().filename().string());
+    if (fd < 0) continue;
     const std::string key = socket_key(fd, port_);
     if (key.empty()) continue;
     seen.insert(key);

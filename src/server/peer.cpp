@@ -4,12 +4,14 @@
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 namespace nvfp4::server {
 namespace {
@@ -44,19 +46,25 @@ std::string request_key(const httplib::Request& req) {
   return req.remote_addr + "|" + std::to_string(req.remote_port) + "|" + req.local_addr;
 }
 
+int proc_fd_socket(const char* entry_path, const std::string& name) {
+  char* end = nullptr;
+  const long fd = std::strtol(name.c_str(), &end, 10);
+  if (end == name.c_str() || *end != '\0' || fd < 0 || fd > INT_MAX) return -1;
+  char target[32];
+  const ssize_t len = ::readlink(entry_path, target, sizeof target);
+  if (len < 7 || std::string_view(target, 7) != "socket:") return -1;
+  return static_cast<int>(fd);
+}
+
 PeerWatch::PeerWatch(const httplib::Request& req) {
   if (req.remote_port < 0 || req.local_port < 0) return;
   const std::string want = request_key(req);
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
-    const std::string name = e.path().filename().string();
-    char* end = nullptr;
-    const long fd = std::strtol(name.c_str(), &end, 10);
-    if (end == name.c_str() || *end != '\0' || fd < 0) continue;
-    struct stat st {};
-    if (::fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-    if (socket_key(static_cast<int>(fd), req.local_port) == want) {
-      fd_ = static_cast<int>(fd);
+    const int fd = proc_fd_socket(e.path().c_str(), e.path().filename().string());
+    if (fd < 0) continue;
+    if (socket_key(fd, req.local_port) == want) {
+      fd_ = fd;
       return;
     }
   }
