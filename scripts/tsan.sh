@@ -7,7 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 filter=${1:-'ThreadPool.*:Linear.*:Moe*:StepDeterminism*:Server*:Serve*:Hybrid/*'}
-CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNVFP4_TSAN=ON >/dev/null
+launch=()
+command -v ccache >/dev/null && launch=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNVFP4_TSAN=ON "${launch[@]}" >/dev/null
 cmake --build build-tsan -j"$(nproc)" --target nvfp4_tests
 export NVFP4_SMOLLM2_GGUF=${NVFP4_SMOLLM2_GGUF:-$(bash scripts/model-path.sh)}
 log=$(mktemp)
