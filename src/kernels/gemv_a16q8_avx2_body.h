@@ -209,14 +209,15 @@ inline void narrow_both(const uint8_t* p, int64_t count, const uint8_t* emin, co
 // record streams walked side by side, each group's activation broadcasts shared by the two
 // tiles. The same integer sums as narrow_both, per tile.
 template <bool kVnni>
-inline void narrow_both_pair(const uint8_t* p0, const uint8_t* p1, int64_t count, const uint8_t* emin0,
+inline void narrow_both_pair(const uint8_t* p0, const uint8_t* p1, const uint8_t* end0, int64_t stride,
+                             int64_t count, const uint8_t* emin0,
                              const uint8_t* emin1, const int8_t* qb, const int32_t* cb, __m256 t[2][2]) {
   const __m256i base0 = _mm256_add_epi16(row_words(emin0), _mm256_set1_epi16(1));
   const __m256i base1 = _mm256_add_epi16(row_words(emin1), _mm256_set1_epi16(1));
   __m256i a00 = _mm256_setzero_si256(), a01 = a00, a10 = a00, a11 = a00;
   for (int64_t g = 0; g < count; ++g, p0 += kRecordBytes, p1 += kRecordBytes, qb += kQStride, cb += ActQ8::kChunk) {
-    prefetch_record(p0);
-    prefetch_record(p1);
+    prefetch_record_paired(p0, end0, stride);
+    prefetch_record_paired(p1, end0 + stride, stride);
     const Bcast x = bcast(qb, cb);
     const Mults m0 = scale_mults<kVnni>(p0 + 128, base0);
     a00 = accumulate<kVnni>(a00, group_sum<kVnni>(decode(p0), x), m0.m0);
@@ -332,13 +333,14 @@ void pair_pass(const Packed& w, const ActQ8& a, int64_t tile, float* y) {
   alignas(32) float acc[2][1][16] = {};
   const uint8_t* p = w.tile(tile);
   const int64_t stride = w.tile(tile + 1) - p;
+  const uint8_t* end0 = p + stride;  // tile `tile` ends where tile + 1 begins
   for (int64_t b = 0; b < a.blocks; ++b) {
     const int64_t g0 = b * kBlockGroups;
     const int64_t count = std::min<int64_t>(a.groups, g0 + kBlockGroups) - g0;
     __m256 tt[2][2][1];
     if (w.narrow_at(tile, b) == 3 && w.narrow_at(tile + 1, b) == 3) {
       __m256 t4[2][2];
-      narrow_both_pair<kVnni>(p, p + stride, count, w.emin_at(tile, b), w.emin_at(tile + 1, b), a.qg(g0, 0),
+      narrow_both_pair<kVnni>(p, p + stride, end0, stride, count, w.emin_at(tile, b), w.emin_at(tile + 1, b), a.qg(g0, 0),
                               kVnni ? a.corrg(g0, 0) : a.corr16g(g0, 0), t4);
       for (int u = 0; u < 2; ++u) for (int h = 0; h < 2; ++h) tt[u][h][0] = t4[u][h];
     } else {

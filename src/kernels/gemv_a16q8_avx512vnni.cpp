@@ -207,6 +207,8 @@ void pair_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
   const __m512i lut = lut64();
   alignas(64) float acc[2][NC][16] = {};
   const uint8_t* p[2] = {w.tile(tile), w.tile(tile + 1)};
+  const int64_t stride = w.groups * kRecordBytes;
+  const uint8_t* end[2] = {p[0] + stride, p[1] + stride};
   constexpr int64_t qstride = ActQ8::kChunk * kGroup;
   for (int64_t b = 0; b < a.blocks; ++b) {
     __m512 t[2][NC];
@@ -224,7 +226,7 @@ void pair_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
         Decoded d[2];
         __m512i mult[2];
         for (int u = 0; u < 2; ++u) {
-          prefetch_record(p[u]);
+          prefetch_record_paired(p[u], end[u], stride);
           d[u] = decode(p[u], lut);
           mult[u] = scale_mult(p[u] + 128, base[u]);
           p[u] += kRecordBytes;

@@ -79,6 +79,25 @@ inline constexpr int64_t kPrefetchFarBytes = 6144;
   __builtin_prefetch(n + 64, 0, 3);
   __builtin_prefetch(n + 128, 0, 3);
 }
+// prefetch_record for one of two tiles' streams walked side by side (the pair passes of decode):
+// the other stream's tile lies right after this one's, so a lead that runs past this tile's end
+// (`end`) jumps the other tile (`skip` bytes, the tile stride) to the tile this stream takes next.
+// (Plain prefetch_record there fetched lines of the other tile that its own stream had just read,
+// and left the next pair's second tile to the hardware.)
+[[gnu::always_inline]] inline void prefetch_record_paired(const uint8_t* rec, const uint8_t* end, int64_t skip) {
+  const uint8_t* nb = rec + kPrefetchNearBytes;
+  const uint8_t* fb = rec + kPrefetchFarBytes;
+  if (nb >= end) nb += skip;
+  if (fb >= end) fb += skip;
+  const char* n = reinterpret_cast<const char*>(nb);
+  const char* f = reinterpret_cast<const char*>(fb);
+  __builtin_prefetch(f, 0, 2);
+  __builtin_prefetch(f + 64, 0, 2);
+  __builtin_prefetch(f + 128, 0, 2);
+  __builtin_prefetch(n, 0, 3);
+  __builtin_prefetch(n + 64, 0, 3);
+  __builtin_prefetch(n + 128, 0, 3);
+}
 // E of q9 = M * 2^E for a scale byte (see above).
 inline int scale_e(uint8_t v) { return std::max((v >> 3) - 1, 0); }
 
