@@ -68,10 +68,11 @@ struct Packed {
 // generation +20% at one thread, +10% at two (BENCHMARKS 26, which also has the grid tried).
 inline constexpr int64_t kPrefetchNearBytes = 1024;
 inline constexpr int64_t kPrefetchFarBytes = 6144;
-// Always inlined: GCC may find an out-of-line prefetch helper "pure" and delete its calls.
-[[gnu::always_inline]] inline void prefetch_record(const uint8_t* rec) {
-  const char* n = reinterpret_cast<const char*>(rec + kPrefetchNearBytes);
-  const char* f = reinterpret_cast<const char*>(rec + kPrefetchFarBytes);
+// The three lines of the record at far into L2 and those of the record at near into L1. Always
+// inlined: GCC may find an out-of-line prefetch helper "pure" and delete its calls.
+[[gnu::always_inline]] inline void prefetch_lines(const uint8_t* near, const uint8_t* far) {
+  const char* n = reinterpret_cast<const char*>(near);
+  const char* f = reinterpret_cast<const char*>(far);
   __builtin_prefetch(f, 0, 2);
   __builtin_prefetch(f + 64, 0, 2);
   __builtin_prefetch(f + 128, 0, 2);
@@ -79,24 +80,18 @@ inline constexpr int64_t kPrefetchFarBytes = 6144;
   __builtin_prefetch(n + 64, 0, 3);
   __builtin_prefetch(n + 128, 0, 3);
 }
+[[gnu::always_inline]] inline void prefetch_record(const uint8_t* rec) {
+  prefetch_lines(rec + kPrefetchNearBytes, rec + kPrefetchFarBytes);
+}
 // prefetch_record for one of two tiles' streams walked side by side (the pair passes of decode):
 // the other stream's tile lies right after this one's, so a lead that runs past this tile's end
 // (`end`) jumps the other tile (`skip` bytes, the tile stride) to the tile this stream takes next.
 // (Plain prefetch_record there fetched lines of the other tile that its own stream had just read,
 // and left the next pair's second tile to the hardware.)
 [[gnu::always_inline]] inline void prefetch_record_paired(const uint8_t* rec, const uint8_t* end, int64_t skip) {
-  const uint8_t* nb = rec + kPrefetchNearBytes;
-  const uint8_t* fb = rec + kPrefetchFarBytes;
-  if (nb >= end) nb += skip;
-  if (fb >= end) fb += skip;
-  const char* n = reinterpret_cast<const char*>(nb);
-  const char* f = reinterpret_cast<const char*>(fb);
-  __builtin_prefetch(f, 0, 2);
-  __builtin_prefetch(f + 64, 0, 2);
-  __builtin_prefetch(f + 128, 0, 2);
-  __builtin_prefetch(n, 0, 3);
-  __builtin_prefetch(n + 64, 0, 3);
-  __builtin_prefetch(n + 128, 0, 3);
+  const uint8_t* near = rec + kPrefetchNearBytes;
+  const uint8_t* far = rec + kPrefetchFarBytes;
+  prefetch_lines(near >= end ? near + skip : near, far >= end ? far + skip : far);
 }
 // E of q9 = M * 2^E for a scale byte (see above).
 inline int scale_e(uint8_t v) { return std::max((v >> 3) - 1, 0); }
