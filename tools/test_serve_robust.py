@@ -389,8 +389,11 @@ def drain(binary, model, extra):
         idle = connect(port)  # kept alive, silent
         half = connect(port)
         half.sendall(b"GET /hea")
-        # A stream nobody reads.
-        data = json.dumps({"prompt": "Once upon a time", "max_tokens": 200, "stream": True}).encode()
+        # A stream nobody reads: what keeps the server draining. Greedy, so it cannot end early
+        # (a sampled end-of-text left nothing in flight once, the server exited at SIGTERM, and
+        # the routes below got no answer); greedy from this prompt runs all 200 tokens.
+        data = json.dumps({"prompt": "Once upon a time", "max_tokens": 200, "temperature": 0,
+                           "stream": True}).encode()
         unread = connect(port)
         unread.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         unread.sendall(f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
