@@ -155,6 +155,14 @@ def error_shape(j, status):
             and {"message", "type", "param", "code"} <= set(j["error"]) and isinstance(j["error"]["message"], str))
 
 
+def metric(port, name):
+    st, _, raw = request(port, "GET", "/metrics")
+    for ln in raw.decode().splitlines():
+        if ln.startswith(name + " "):
+            return float(ln.split()[1])
+    raise AssertionError(f"/metrics has no {name}: {st} {raw[:200]!r}")
+
+
 def still_serves(port, what):
     st, j, raw = request(port, "POST", "/tokenize", json.dumps({"content": "Hello world"}).encode())
     check(st == 200 and j and j.get("tokens"), f"after {what}: /tokenize answers 200, got {st} {raw[:200]!r}")
@@ -330,6 +338,39 @@ def clients(srv):
         check(st == 200 and (b"[DONE]" in raw if stream else "choices" in json.loads(raw)),
               f"half-closed client (stream {stream}) gets its answer, got {st} {raw[:200]!r}")
         s.close()
+    # Half-closed while the events flow (the end of stream comes after the stream began, at any
+    # point of it): the rest still comes, to [DONE] (httplib alone cut it where the FIN arrived).
+    for path, b in (("/v1/completions", {"prompt": "Once upon a time"}),
+                    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "Tell me a story"}]})):
+        for delay in (0.05, 0.3):
+            b.update({"max_tokens": 64, "ignore_eos": True, "temperature": 0, "stream": True,
+                      "stream_options": {"include_usage": True}})
+            data = json.dumps(b).encode()
+            s = connect(port)
+            s.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
+            time.sleep(delay)
+            s.shutdown(socket.SHUT_WR)
+            st, _, raw = read_response(s, timeout=60)
+            check(st == 200 and b"[DONE]" in raw and b'"completion_tokens":64' in raw,
+                  f"{path} half-closed {delay} s into the stream: its 64 tokens and [DONE], got {st} {raw[-200:]!r}")
+            s.close()
+    # A stream's client that leaves mid-stream: the generation is cancelled and its slot freed.
+    before = metric(port, "nvfp4_generations_cancelled_total")
+    s = connect(port)
+    data = json.dumps({"prompt": "Once upon a time", "max_tokens": 200, "ignore_eos": True, "stream": True}).encode()
+    s.sendall(f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
+    s.settimeout(30)
+    s.recv(4096)
+    time.sleep(0.3)
+    s.close()
+    t0 = time.time()
+    while time.time() - t0 < 10 and (metric(port, "nvfp4_slots_active") != 0 or
+                                      metric(port, "nvfp4_generations_cancelled_total") == before):
+        time.sleep(0.1)
+    after, active = metric(port, "nvfp4_generations_cancelled_total"), metric(port, "nvfp4_slots_active")
+    check(after >= before + 1 and active == 0,
+          f"a stream's client that left: its generation cancelled, no slot active; cancelled {before} -> {after}, "
+          f"{active} slots active")
     # A client that leaves mid-request.
     s = connect(port)
     data = json.dumps({"prompt": "Once upon a time", "max_tokens": 100}).encode()

@@ -8,6 +8,7 @@
 
 #include "nvfp4/error.h"
 #include "server/output_grammar.h"
+#include "server/half_close.h"
 #include "server/peer.h"
 
 namespace nvfp4::server {
@@ -150,13 +151,12 @@ namespace {
 struct RunStream {
   GenRun run;
   std::shared_ptr<ChatEvents> ev;
-  PeerWatch peer;
+  std::shared_ptr<StreamOut> out;  // the events, on past a half-close
   bool begun = false, finished = false;
   std::shared_ptr<void> guard;
-  explicit RunStream(const httplib::Request& req) : peer(req) {}
+  explicit RunStream(const httplib::Request& req) : out(std::make_shared<StreamOut>(req)) {}
 };
 
-bool write(httplib::DataSink& sink, const std::string& s) { return s.empty() || sink.write(s.data(), s.size()); }
 }  // namespace
 
 void stream_run(GenRun run, const httplib::Request& req, httplib::Response& res, std::shared_ptr<ChatEvents> ev,
@@ -168,14 +168,14 @@ void stream_run(GenRun run, const httplib::Request& req, httplib::Response& res,
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [st](size_t, httplib::DataSink& sink) {
+      stream_provider(st->out, [st](httplib::DataSink& sink) {
         if (st->finished) {
-          sink.done();
+          st->out->done(sink);
           return true;
         }
         if (!st->begun) {
           st->begun = true;
-          return write(sink, st->ev->begin());
+          return st->out->write(sink, st->ev->begin());
         }
         JobUpdate u = take(*st->run.job, 50ms);
         ChatDelta d = st->run.parser->push(u.text);
@@ -183,21 +183,21 @@ void stream_run(GenRun run, const httplib::Request& req, httplib::Response& res,
         bool ok = true;
         const std::string out = d.empty() ? std::string() : st->ev->delta(d);
         if (!out.empty()) {
-          ok = write(sink, out);
-        } else if (!u.done && st->peer.gone()) {
+          ok = st->out->write(sink, out);
+        } else if (!u.done && st->out->peer().gone()) {
           return false;  // the client left while nothing was written
-        } else if (!u.done && !st->peer.probed() && st->peer.eof()) {
+        } else if (!u.done && !st->out->peer().probed() && st->out->peer().eof()) {
           // Half-closed or closed: an SSE comment (ignored by clients) tells which (a reset follows).
-          ok = write(sink, ": probe\n\n");
-          (void)st->peer.probe("");
+          ok = st->out->write(sink, ": probe\n\n");
+          (void)st->out->peer().probe("");
         }
         if (ok && u.done) {
-          ok = write(sink, u.error ? st->ev->error(*u.error) : st->ev->end(run_end(st->run, u)));
+          ok = st->out->write(sink, u.error ? st->ev->error(*u.error) : st->ev->end(run_end(st->run, u)));
           st->finished = true;
-          if (ok) sink.done();
+          if (ok) st->out->done(sink);
         }
         return ok;
-      },
+      }),
       // However the stream ends (done, client gone, server stopping), the slot is freed.
       [st](bool) { st->run.job->cancelled = true; });
 }

@@ -11,6 +11,7 @@
 #include "server/chat_run.h"
 #include "server/logprobs.h"
 #include "server/openai_json.h"
+#include "server/half_close.h"
 #include "server/peer.h"
 #include "server/request.h"
 
@@ -23,14 +24,14 @@ struct Stream {
   std::shared_ptr<Job> job;
   ResponseIds ids;
   const Tokenizer* tok = nullptr;
-  PeerWatch peer;
+  std::shared_ptr<StreamOut> out;  // the events, on past a half-close
   int64_t n_prompt = 0;
   bool include_usage = false, return_tokens = false, logprobs = false;
   bool first = true, finished = false, speculative = false;
   int64_t text_offset = 0;  // completions' logprobs.text_offset
   std::optional<ChatOutputParser> parser;  // chat: reasoning and tool calls split off
   std::shared_ptr<void> guard;
-  explicit Stream(const httplib::Request& req) : peer(req) {}
+  explicit Stream(const httplib::Request& req) : out(std::make_shared<StreamOut>(req)) {}
 };
 
 // The choice's logprobs of these tokens, or null when not asked for.
@@ -40,7 +41,6 @@ nlohmann::json logprobs_of(bool asked, bool chat, const std::vector<TokenLogprob
   return chat ? chat_logprobs_json(lp, tok) : completion_logprobs_json(lp, tok, offset);
 }
 
-bool write(httplib::DataSink& sink, const std::string& s) { return sink.write(s.data(), s.size()); }
 
 // llama-server's per-response speculation counts (its `timings` object's draft fields).
 void add_timings(nlohmann::json& j, bool speculative, const JobUpdate& u) {
@@ -107,14 +107,14 @@ void handle_generation(const Backend& b, const httplib::Request& req, const std:
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [st](size_t, httplib::DataSink& sink) {
+      stream_provider(st->out, [st](httplib::DataSink& sink) {
         if (st->finished) {
-          sink.done();
+          st->out->done(sink);
           return true;
         }
         if (st->first && st->ids.chat) {
           st->first = false;
-          return write(sink, sse(chunk_json(st->ids, "", nullptr, true, st->include_usage, nullptr, nullptr)));
+          return st->out->write(sink, sse(chunk_json(st->ids, "", nullptr, true, st->include_usage, nullptr, nullptr)));
         }
         JobUpdate u = take(*st->job, 50ms);
         bool ok = true;
@@ -126,44 +126,44 @@ void handle_generation(const Backend& b, const httplib::Request& req, const std:
           if (u.done && !u.error) append(d, st->parser->finish());
           // (a token whose text is held back still sends its id or logprobs when asked for)
           if (!d.empty() || (st->return_tokens && !u.tokens.empty()) || (st->logprobs && !u.logprobs.empty())) {
-            ok = write(sink, sse(chat_delta_chunk(st->ids, d, first_index, st->first, st->include_usage,
+            ok = st->out->write(sink, sse(chat_delta_chunk(st->ids, d, first_index, st->first, st->include_usage,
                                                   st->return_tokens ? &u.tokens : nullptr,
                                                   logprobs_of(st->logprobs, true, u.logprobs, *st->tok, st->text_offset))));
             st->first = false;
-          } else if (!u.done && st->peer.gone()) {
+          } else if (!u.done && st->out->peer().gone()) {
             return false;
           }
         } else if (!u.text.empty() || !u.tokens.empty()) {
-          ok = write(sink, sse(chunk_json(st->ids, u.text, nullptr, st->first, st->include_usage,
+          ok = st->out->write(sink, sse(chunk_json(st->ids, u.text, nullptr, st->first, st->include_usage,
                                           st->return_tokens ? &u.tokens : nullptr,
                                           logprobs_of(st->logprobs, st->ids.chat, u.logprobs, *st->tok,
                                                       st->text_offset))));
           st->first = false;
-        } else if (!u.done && st->peer.gone()) {
+        } else if (!u.done && st->out->peer().gone()) {
           return false;  // the client left while nothing was written: noticed now, not at the next write
-        } else if (!u.done && !st->peer.probed() && st->peer.eof()) {
+        } else if (!u.done && !st->out->peer().probed() && st->out->peer().eof()) {
           // Half-closed or closed: an SSE comment (ignored by clients) tells which (a reset follows).
-          ok = write(sink, ": probe\n\n");
-          (void)st->peer.probe("");
+          ok = st->out->write(sink, ": probe\n\n");
+          (void)st->out->peer().probe("");
         }
         if (ok && u.done) {
           if (u.error) {
-            ok = write(sink, sse(error_json(*u.error)));
+            ok = st->out->write(sink, sse(error_json(*u.error)));
           } else {
             const std::string finish =
                 st->parser ? chat_finish_reason(u.finish_reason, st->parser->n_calls()) : u.finish_reason;
             nlohmann::json last = chunk_json(st->ids, "", &finish, st->first, st->include_usage, nullptr, nullptr);
             add_timings(last, st->speculative, u);
-            ok = write(sink, sse(last));
+            ok = st->out->write(sink, sse(last));
             if (ok && st->include_usage)
-              ok = write(sink, sse(usage_chunk_json(st->ids, {st->n_prompt, u.n_generated, u.n_cached})));
+              ok = st->out->write(sink, sse(usage_chunk_json(st->ids, {st->n_prompt, u.n_generated, u.n_cached})));
           }
-          if (ok) ok = write(sink, "data: [DONE]\n\n");
+          if (ok) ok = st->out->write(sink, "data: [DONE]\n\n");
           st->finished = true;
-          if (ok) sink.done();
+          if (ok) st->out->done(sink);
         }
         return ok;
-      },
+      }),
       // However the stream ends (done, client gone, server stopping), the slot is freed.
       [st](bool) { st->job->cancelled = true; });
 }
