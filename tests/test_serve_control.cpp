@@ -118,6 +118,21 @@ TEST(ServeControl, ExitsOneWhenTheModelDoesNotLoad) {
   EXPECT_NE(s.log().find("/nonexistent/model.gguf"), std::string::npos) << s.log();
 }
 
+// A port another server listens on is refused (exit 1, naming the address), not shared: httplib's
+// default SO_REUSEPORT let two servers split one port's connections between them.
+TEST(ServeControl, APortInUseIsRefused) {
+  NVFP4_REQUIRE_SMOLLM2(model);
+  ServeProcess first({"serve", "-m", model, "--quantize", "--port", "0", "--ctx", "64"});
+  ASSERT_GT(first.port(), 0) << first.log();
+  const std::string port = std::to_string(first.port());
+  ServeProcess second({"serve", "-m", model, "--quantize", "--port", port, "--ctx", "64"}, std::chrono::seconds(20));
+  EXPECT_EQ(second.port(), 0) << second.log();
+  EXPECT_EQ(second.terminate_wait(std::chrono::seconds(30)), 1) << second.log();
+  EXPECT_NE(second.log().find("127.0.0.1:" + port), std::string::npos) << second.log();
+  EXPECT_NE(second.log().find("cannot listen"), std::string::npos) << second.log();
+  ASSERT_TRUE(first.ready()) << first.log();
+}
+
 }  // namespace
 }  // namespace nvfp4::test
 

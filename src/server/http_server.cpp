@@ -147,6 +147,12 @@ HttpServer::HttpServer(const ServerOptions& opt, Metrics& metrics)
   const auto longest = std::max(opt_.deadlines.head, opt_.deadlines.body) + std::chrono::seconds(1);
   svr_->set_read_timeout(std::chrono::duration_cast<std::chrono::seconds>(longest).count() + 1);
   svr_->set_write_timeout(30);
+  // SO_REUSEADDR (a restart binds at once past TIME_WAIT), not httplib 0.11's default SO_REUSEPORT,
+  // which let a second server bind the same port and take a share of the first one's connections.
+  svr_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   routes();
 }
 
