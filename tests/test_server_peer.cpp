@@ -18,7 +18,7 @@ namespace {
 std::set<int> proc_sockets() {
   std::set<int> out;
   for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
-    const int fd = proc_fd_socket(e.path().c_str(), e.path().filename().string());
+    const int fd = proc_fd_socket(e.path().string());
     if (fd >= 0) out.insert(fd);
   }
   return out;
@@ -36,11 +36,11 @@ TEST(ServerPeer, ProcFdSocketFindsSocketsAndOnlySockets) {
   EXPECT_FALSE(s.count(file));
   EXPECT_FALSE(s.count(pipefd[0]) || s.count(pipefd[1]));
   // Names that are not descriptors, and a descriptor closed since its entry was listed.
-  EXPECT_EQ(proc_fd_socket("/proc/self/fd/x", "x"), -1);
-  EXPECT_EQ(proc_fd_socket("/proc/self/fd/-1", "-1"), -1);
+  EXPECT_EQ(proc_fd_socket("/proc/self/fd/x"), -1);
+  EXPECT_EQ(proc_fd_socket("/proc/self/fd/-1"), -1);
   const std::string gone = std::to_string(sv[1]);
   ::close(sv[1]);
-  EXPECT_EQ(proc_fd_socket(("/proc/self/fd/" + gone).c_str(), gone), -1);
+  EXPECT_EQ(proc_fd_socket("/proc/self/fd/" + gone), -1);
   ::close(sv[0]);
   ::close(file);
   ::close(pipefd[0]);

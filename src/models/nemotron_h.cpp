@@ -117,7 +117,8 @@ void load_moe(const Loader& L, const std::string& b, const ModelConfig& c, Layer
   w.exp_bias = L.vec(b + "ffn_gate_inp.e_score_correction_bias", c.n_expert);
   for (int64_t x = 0; x < c.n_expert; ++x) {
     Expert ex;
-    const std::string e = "." + std::to_string(x);
+    std::string e = ".";  // (not "." + to_string: GCC 12's -Wrestrict false positive there)
+    e += std::to_string(x);
     ex.up = L.linear(b + "ffn_up_exps" + e, c.n_ff_exp, de);
     ex.down = L.linear(b + "ffn_down_exps" + e, de, c.n_ff_exp);
     w.experts.push_back(std::move(ex));

@@ -90,7 +90,7 @@ void ConnGuard::scan() {
   std::set<std::string> seen;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
-    const int fd = proc_fd_socket(e.path().c_str(), e.path().filename().string());
+    const int fd = proc_fd_socket(e.path().string());
     if (fd < 0) continue;
     const std::string key = socket_key(fd, port_);
     if (key.empty()) continue;

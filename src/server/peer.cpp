@@ -46,12 +46,13 @@ std::string request_key(const httplib::Request& req) {
   return req.remote_addr + "|" + std::to_string(req.remote_port) + "|" + req.local_addr;
 }
 
-int proc_fd_socket(const char* entry_path, const std::string& name) {
+int proc_fd_socket(const std::string& entry_path) {
+  const std::string name = entry_path.substr(entry_path.rfind('/') + 1);
   char* end = nullptr;
   const long fd = std::strtol(name.c_str(), &end, 10);
-  if (end == name.c_str() || *end != '\0' || fd < 0 || fd > INT_MAX) return -1;
+  if (name.empty() || end == name.c_str() || *end != '\0' || fd < 0 || fd > INT_MAX) return -1;
   char target[32];
-  const ssize_t len = ::readlink(entry_path, target, sizeof target);
+  const ssize_t len = ::readlink(entry_path.c_str(), target, sizeof target);
   if (len < 7 || std::string_view(target, 7) != "socket:") return -1;
   return static_cast<int>(fd);
 }
@@ -61,7 +62,7 @@ PeerWatch::PeerWatch(const httplib::Request& req) {
   const std::string want = request_key(req);
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
-    const int fd = proc_fd_socket(e.path().c_str(), e.path().filename().string());
+    const int fd = proc_fd_socket(e.path().string());
     if (fd < 0) continue;
     if (socket_key(fd, req.local_port) == want) {
       fd_ = fd;

@@ -18,12 +18,12 @@ namespace nvfp4::server {
 std::string socket_key(int fd, int port);
 // The same key for the connection of a request.
 std::string request_key(const httplib::Request& req);
-// The descriptor of a /proc/self/fd entry ("/proc/self/fd/N") when it is a socket, else -1, told
+// The descriptor N of a /proc/self/fd entry ("/proc/self/fd/N") when it is a socket, else -1, told
 // by the link's target ("socket:[inode]"): readlink reads /proc, so the other descriptors (model
 // files, the directory being listed) are never touched. (An fstat on each was also what made
 // ThreadSanitizer's runtime fail a CHECK reporting a descriptor it had not seen opened:
 // ServeSpec.RefusedInF32... under scripts/tsan.sh.)
-int proc_fd_socket(const char* entry_path, const std::string& name);
+int proc_fd_socket(const std::string& entry_path);
 
 // A client that half-closes its side after sending its request (`nc -N`, shutdown(SHUT_WR)) is
 // still there: end of stream alone is not "gone". It is told apart from one that closed its socket
