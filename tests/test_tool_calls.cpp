@@ -261,10 +261,11 @@ TEST(ToolCalls, QwenXmlRoundTripsThroughTheTemplates) {
   }
 }
 
-// A request as an agent sends it to a Qwen3.5/3.6 model, the prompt the template makes, and the
-// reply as the model writes it: reasoning, content and an OpenAI tool call come apart.
+// A request as an agent sends it to a Qwen3.5/3.6 or Nemotron 3 model (the same <tool_call>
+// <function=...> form), the prompt the template makes, and the reply as the model writes it:
+// reasoning, content and an OpenAI tool call come apart.
 TEST(ToolCalls, QwenReplyIntoReasoningContentAndCalls) {
-  for (const char* name : {"qwen3.5", "qwen3.6"}) {
+  for (const char* name : {"qwen3.5", "qwen3.6", "nemotron3"}) {
     for (const bool thinking : {true, false}) {
       const GenRequest r = parse_gen_request(std::string(R"({"messages":[{"role":"user","content":"weather in Paris?"}],"tools":)") +
                                                  kXmlTools + R"(,"chat_template_kwargs":{"enable_thinking":)" +

@@ -35,6 +35,7 @@ TEMPLATES = {
     "mistral-nemo": ("<s>", "</s>"),
     "gemma2": ("<bos>", "<eos>"),
     "gemma4": ("<bos>", "<eos>"),
+    "nemotron-3-nano": ("", "<|im_end|>"),
     "deepseek-r1-distill-qwen": ("<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
     "phi3.5": ("<s>", "<|endoftext|>"),
     "chatml": ("", "<|im_end|>"),
@@ -80,6 +81,7 @@ THINKING = [{}, {"enable_thinking": False}, {"enable_thinking": True}]
 EXTRAS = {"qwen3": THINKING, "qwen3.5": THINKING, "qwen3.5-small": THINKING,
           "qwen3.6": THINKING + [{"preserve_thinking": True}],
           "gemma4": THINKING,
+          "nemotron-3-nano": THINKING + [{"truncate_history_thinking": False}],
           "features": [{}, {"enable_thinking": False}]}
 
 

@@ -37,6 +37,7 @@ TEMPLATES = {
     "mistral-nemo": ("<s>", "</s>"),
     "mistral-small-3.2": ("<s>", "</s>"),
     "nemotron-nano-v2": ("", "<SPECIAL_12>"),
+    "nemotron-3-nano": ("", "<|im_end|>"),
     "gemma4": ("<bos>", "<eos>"),
     "deepseek-r1-distill-qwen": ("<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
     "smollm2": ("<|im_start|>", "<|im_end|>"),
@@ -102,6 +103,7 @@ EXTRAS = {"qwen3": [{}, {"enable_thinking": False}],
           "qwen3.5-small": [{}, {"enable_thinking": True}],
           "qwen3.6": [{}, {"enable_thinking": False}, {"preserve_thinking": True}],
           "nemotron-nano-v2": [{}, {"enable_thinking": False}],
+          "nemotron-3-nano": [{}, {"enable_thinking": False}, {"truncate_history_thinking": False}],
           "gemma4": [{}, {"enable_thinking": True}]}
 
 
