@@ -58,6 +58,11 @@ SHAPES = {
     "olmoe-1b-7b": dict(arch="olmoe", layers=16, hidden=2048, heads=16, kv=16, head_dim=128, ff=1024,
                         experts=64, used=8, expert_ff=None, qk_norm="full",
                         tied=False, rope=10000.0, eps=1e-5, ctx=4096),
+    # OLMoE-1B-7B's shape in the qwen3moe layout (q/k norms per head, not full width), for peers
+    # without the olmoe architecture (ik_llama.cpp 8337e4cd refuses it): the same bytes a token.
+    "olmoe-1b-7b-qwen3moe": dict(arch="qwen3moe", layers=16, hidden=2048, heads=16, kv=16, head_dim=128,
+                                 ff=1024, experts=64, used=8, expert_ff=1024, qk_norm="head",
+                                 tied=False, rope=10000.0, eps=1e-5, ctx=4096),
     # Qwen3-30B-A3B: intermediate_size 6144 (unused by the MoE layers), moe_intermediate_size 768.
     "qwen3-30b-a3b": dict(arch="qwen3moe", layers=48, hidden=2048, heads=32, kv=4, head_dim=128, ff=6144,
                           experts=128, used=8, expert_ff=768, qk_norm="head",
