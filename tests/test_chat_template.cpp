@@ -117,7 +117,7 @@ TEST(ChatTemplate, SnippetsByteEqualToTransformers) {
 
 TEST(ChatTemplate, BuiltinsAreTheFixtureTexts) {
   const auto names = ChatTemplate::builtin_names();
-  for (const char* need : {"chatml", "llama3", "mistral", "qwen3", "qwen3.5", "qwen3.6", "gemma2", "gemma4", "deepseek-r1", "phi3", "smollm2"})
+  for (const char* need : {"chatml", "llama3", "mistral", "qwen3", "qwen3.5", "qwen3.6", "gemma2", "gemma4", "deepseek-r1", "phi3", "smollm2", "nemotron3"})
     EXPECT_NE(std::find(names.begin(), names.end(), need), names.end()) << need;
   const auto j = expected();
   // Every built-in is its fixture file byte for byte (CMake embeds them: builtins.txt).
@@ -125,6 +125,13 @@ TEST(ChatTemplate, BuiltinsAreTheFixtureTexts) {
   EXPECT_EQ(all.size(), names.size());
   for (const auto& b : all)
     EXPECT_EQ(ChatTemplate::builtin(b.name).text(), read_file(test::fixture_path("chat_templates/" + b.fixture))) << b.name;
+  // A template read from elsewhere is told apart from, or matched to, a built-in by its text (the
+  // load logs say which).
+  const ChatTemplate own = ChatTemplate::parse(read_file(test::fixture_path("chat_templates/nemotron-3-nano.jinja")), "x.gguf");
+  EXPECT_EQ(own.builtin_name(), "nemotron3");
+  EXPECT_EQ(own.describe(), "from x.gguf (the text of built-in 'nemotron3')");
+  EXPECT_EQ(ChatTemplate::parse(own.text() + " ", "y").builtin_name(), "");
+  EXPECT_EQ(ChatTemplate::builtin("qwen3.5").describe(), "built-in chat template 'qwen3.5'");
   try {
     ChatTemplate::builtin("no-such-template");
     ADD_FAILURE() << "unknown builtin accepted";

@@ -84,6 +84,10 @@ class ChatTemplate {
   // Whether the template uses `tools` at all (a template that does not ignores them).
   bool takes_tools() const;
   const std::string& source() const { return source_; }
+  // The name of the built-in template with exactly this text (a checkpoint's own may be one), or "".
+  std::string builtin_name() const;
+  // For logs: where the template came from, and the built-in it equals.
+  std::string describe() const;
 
  private:
   std::shared_ptr<const jinja::Program> prog_;

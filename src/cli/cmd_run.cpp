@@ -71,6 +71,7 @@ int run(RunArgs& a) {
   if (chat) {
     const ChatTemplate t = a.chat_template.empty() ? ChatTemplate::parse(L.tok.chat_template(), a.m.model)
                                                    : ChatTemplate::builtin(a.chat_template);
+    if (!a.json) std::cerr << "nvfp4: chat template: " << t.describe() << "\n";
     ChatRenderOptions o;  // bos/eos as text; the template places them (as apply_chat_template)
     if (L.tok.bos() >= 0) o.bos_token = L.tok.token_bytes(L.tok.bos());
     if (L.tok.eos() >= 0) o.eos_token = L.tok.token_bytes(L.tok.eos());

@@ -139,7 +139,7 @@ int serve(ServeArgs a) {
       }
     }
     if (b->chat)
-      std::cerr << "nvfp4: chat: "
+      std::cerr << "nvfp4: chat template: " << b->chat->describe() << "\nnvfp4: chat: "
                 << (b->chat->takes_tools() ? "" : "the template does not use tools (requests' tools are ignored), ")
                 << "tool calls parsed as " << server::tool_format_name(server::tool_format_of(b->chat->text()))
                 << ", reasoning (<think>) " << (b->chat->text().find("</think>") != std::string::npos ? "split off" : "not split")

@@ -169,6 +169,18 @@ std::vector<std::string> ChatTemplate::builtin_names() {
   return names;
 }
 
+std::string ChatTemplate::builtin_name() const {
+  for (const auto& b : builtin_chat_templates())
+    if (b.text == text_) return b.name;
+  return "";
+}
+
+std::string ChatTemplate::describe() const {
+  const std::string b = builtin_name();
+  if (source_.starts_with("built-in")) return source_;
+  return "from " + source_ + (b.empty() ? "" : " (the text of built-in '" + b + "')");
+}
+
 ChatTemplate ChatTemplate::builtin(const std::string& name) {
   for (const auto& b : builtin_chat_templates())
     if (b.name == name) return parse(b.text, "built-in chat template '" + name + "'");
