@@ -7,8 +7,8 @@
 #include <random>
 
 #include "nvfp4/error.h"
-#include "server/output_grammar.h"
 #include "server/half_close.h"
+#include "server/output_grammar.h"
 #include "server/peer.h"
 
 namespace nvfp4::server {

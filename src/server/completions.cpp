@@ -9,10 +9,9 @@
 #include "nvfp4/error.h"
 #include "server/chat_output.h"
 #include "server/chat_run.h"
+#include "server/half_close.h"
 #include "server/logprobs.h"
 #include "server/openai_json.h"
-#include "server/half_close.h"
-#include "server/peer.h"
 #include "server/request.h"
 
 namespace nvfp4::server {
@@ -40,7 +39,6 @@ nlohmann::json logprobs_of(bool asked, bool chat, const std::vector<TokenLogprob
   if (!asked) return nullptr;
   return chat ? chat_logprobs_json(lp, tok) : completion_logprobs_json(lp, tok, offset);
 }
-
 
 // llama-server's per-response speculation counts (its `timings` object's draft fields).
 void add_timings(nlohmann::json& j, bool speculative, const JobUpdate& u) {
@@ -127,17 +125,18 @@ void handle_generation(const Backend& b, const httplib::Request& req, const std:
           // (a token whose text is held back still sends its id or logprobs when asked for)
           if (!d.empty() || (st->return_tokens && !u.tokens.empty()) || (st->logprobs && !u.logprobs.empty())) {
             ok = st->out->write(sink, sse(chat_delta_chunk(st->ids, d, first_index, st->first, st->include_usage,
-                                                  st->return_tokens ? &u.tokens : nullptr,
-                                                  logprobs_of(st->logprobs, true, u.logprobs, *st->tok, st->text_offset))));
+                                                           st->return_tokens ? &u.tokens : nullptr,
+                                                           logprobs_of(st->logprobs, true, u.logprobs, *st->tok,
+                                                                       st->text_offset))));
             st->first = false;
           } else if (!u.done && st->out->peer().gone()) {
             return false;
           }
         } else if (!u.text.empty() || !u.tokens.empty()) {
           ok = st->out->write(sink, sse(chunk_json(st->ids, u.text, nullptr, st->first, st->include_usage,
-                                          st->return_tokens ? &u.tokens : nullptr,
-                                          logprobs_of(st->logprobs, st->ids.chat, u.logprobs, *st->tok,
-                                                      st->text_offset))));
+                                                   st->return_tokens ? &u.tokens : nullptr,
+                                                   logprobs_of(st->logprobs, st->ids.chat, u.logprobs, *st->tok,
+                                                               st->text_offset))));
           st->first = false;
         } else if (!u.done && st->out->peer().gone()) {
           return false;  // the client left while nothing was written: noticed now, not at the next write
