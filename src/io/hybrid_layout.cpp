@@ -1,8 +1,6 @@
-// llama.cpp's GGUF layout of the Gated DeltaNet hybrids <-> ours (io/hybrid_layout.h): a view
-// over a checkpoint whose tensors are the underlying ones renamed, with rows picked (value heads
-// reordered, fused projections split), column blocks permuted (out_proj) and values mapped
-// (A_log <-> -exp(A_log), the norms' + 1). Rows, column blocks and NVFP4 bytes move exactly;
-// a tensor whose values are mapped is F32.
+// llama.cpp's GGUF layout of the Gated DeltaNet hybrids <-> ours (io/hybrid_layout.h), as a
+// LayoutView (io/layout_view.h): value heads reordered, fused projections split, out_proj's
+// column blocks permuted, A_log <-> -exp(A_log), the norms' + 1.
 #include "io/hybrid_layout.h"
 
 #include <algorithm>
@@ -11,24 +9,12 @@
 #include <cmath>
 #include <map>
 
+#include "io/layout_view.h"
 #include "nvfp4/error.h"
 
 namespace nvfp4 {
 
 namespace {
-
-enum class Fn { none, plus_one, neg_exp, log_neg };
-
-struct Source {
-  std::string base;               // the underlying tensor
-  std::vector<int64_t> rows;      // row r of this tensor is base row rows[r]; empty: all, in order
-  int64_t col_block = 0;          // columns moved in blocks of this width:
-  std::vector<int64_t> col_perm;  //   block j of this tensor is base block col_perm[j]
-  Fn fn = Fn::none;
-  bool f32 = false;               // presented as F32 (values mapped, or llama.cpp stores it so)
-  std::vector<float> exact;       // ssm_a_log read from the exact key (checked against ssm_a)
-  bool identity() const { return rows.empty() && col_perm.empty() && fn == Fn::none && !f32; }
-};
 
 struct Dims {
   std::string arch;
@@ -36,14 +22,9 @@ struct Dims {
   bool reorder = false;  // qwen35 / qwen35moe with nk != nv: value heads tiled in the GGUF
 };
 
-std::string arch_of(const Checkpoint& ck) {
-  const gguf::Value* a = ck.meta("general.architecture");
-  return a && a->type == gguf::ValueType::string ? a->s : std::string();
-}
-
 Dims dims_of(const Checkpoint& ck) {
   Dims d;
-  d.arch = arch_of(ck);
+  d.arch = layout_arch(ck);
   const std::string& path = ck.info().path;
   const auto get = [&](const std::string& k) {
     const std::string key = d.arch + "." + k;
@@ -67,17 +48,6 @@ Dims dims_of(const Checkpoint& ck) {
   d.rep = d.nv / d.nk;
   d.reorder = d.arch != "qwen3next" && d.nk != d.nv;
   return d;
-}
-
-// "blk.12.ssm_a" -> (12, "ssm_a"); false for a name outside the layers.
-bool split_layer(const std::string& name, int64_t& n, std::string& rest) {
-  if (name.rfind("blk.", 0) != 0) return false;
-  size_t k = 4;
-  while (k < name.size() && std::isdigit(static_cast<unsigned char>(name[k]))) ++k;
-  if (k == 4 || k >= name.size() || name[k] != '.' || k - 4 > 9) return false;
-  n = std::stoll(name.substr(4, k - 4));
-  rest = name.substr(k + 1);
-  return true;
 }
 
 // The rows of nv heads of hd rows each, grouped <-> tiled (llama.cpp's _reorder_v_heads): grouped
@@ -129,184 +99,6 @@ std::vector<int64_t> ba_rows(const Dims& d, bool a) {
   return rows;
 }
 
-float neg_exp(float a) { return static_cast<float>(-std::exp(static_cast<double>(a))); }
-
-class View final : public Checkpoint {
- public:
-  View(const Checkpoint& base, std::unique_ptr<Checkpoint> owned) : base_(base), owned_(std::move(owned)), info_(base.info()) {}
-
-  const CheckpointInfo& info() const override { return info_; }
-  const gguf::Value* meta(const std::string& key) const override {
-    const auto it = extra_.find(key);
-    return it != extra_.end() ? &it->second : base_.meta(key);
-  }
-  void forget_meta(const std::string& key) override {
-    if (owned_) owned_->forget_meta(key);
-  }
-  std::vector<std::string> meta_keys() const override {
-    std::vector<std::string> k = base_.meta_keys();
-    for (const auto& [key, v] : extra_)
-      if (!base_.meta(key)) k.push_back(key);
-    return k;
-  }
-  const std::vector<TensorEntry>& tensors() const override { return entries_; }
-
-  RowMatrix nvfp4(const std::string& name) const override {
-    const Source& s = src(name);
-    RowMatrix m = base_.nvfp4(s.base);
-    if (s.fn != Fn::none) throw Error(path(), name, "values mapped on an NVFP4 tensor", "a float tensor", "NVFP4");
-    const int64_t cb = m.n_in / 2, sb = m.n_in / kGroup;
-    if (!s.rows.empty()) {
-      RowMatrix o = m;
-      o.n_out = static_cast<int64_t>(s.rows.size());
-      o.codes.resize(static_cast<size_t>(o.n_out * cb));
-      o.scales.resize(static_cast<size_t>(o.n_out * sb));
-      for (int64_t r = 0; r < o.n_out; ++r) {
-        const int64_t from = s.rows[static_cast<size_t>(r)];
-        std::copy_n(m.codes.begin() + from * cb, cb, o.codes.begin() + r * cb);
-        std::copy_n(m.scales.begin() + from * sb, sb, o.scales.begin() + r * sb);
-      }
-      m = std::move(o);
-    }
-    if (!s.col_perm.empty()) {
-      if (s.col_block % kGroup != 0)
-        throw Error(path(), name, "NVFP4 columns move in whole 16-value blocks: the value head width", "a multiple of 16",
-                    std::to_string(s.col_block));
-      const int64_t bc = s.col_block / 2, bs = s.col_block / kGroup;
-      RowMatrix o = m;
-      for (int64_t r = 0; r < m.n_out; ++r)
-        for (size_t j = 0; j < s.col_perm.size(); ++j) {
-          const int64_t from = s.col_perm[j];
-          std::copy_n(m.codes.begin() + r * cb + from * bc, bc, o.codes.begin() + r * cb + static_cast<int64_t>(j) * bc);
-          std::copy_n(m.scales.begin() + r * sb + from * bs, bs, o.scales.begin() + r * sb + static_cast<int64_t>(j) * bs);
-        }
-      m = std::move(o);
-    }
-    return m;
-  }
-
-  std::vector<float> pre_quant_scale(const std::string& name) const override {
-    const Source& s = src(name);
-    std::vector<float> p = base_.pre_quant_scale(s.base);
-    if (!p.empty() && !s.col_perm.empty())
-      throw Error(path(), name, "a pre_quant_scale on a tensor whose columns are reordered", "none", "present");
-    return p;
-  }
-
-  std::vector<float> to_f32(const std::string& name) const override {
-    const Source& s = src(name);
-    if (!s.exact.empty()) return s.exact;
-    std::vector<float> v = base_.to_f32(s.base);
-    const TensorEntry& be = base_.tensor(s.base);
-    const int64_t n_rows = be.shape.empty() ? 1 : be.shape[0];
-    const int64_t w = n_rows > 0 ? static_cast<int64_t>(v.size()) / n_rows : 0;  // conv1d [C, 1, K]: K
-    if (!s.rows.empty()) {
-      std::vector<float> o(s.rows.size() * static_cast<size_t>(w));
-      for (size_t r = 0; r < s.rows.size(); ++r)
-        std::copy_n(v.begin() + s.rows[r] * w, w, o.begin() + static_cast<int64_t>(r) * w);
-      v = std::move(o);
-    }
-    if (!s.col_perm.empty()) {
-      std::vector<float> o(v.size());
-      const int64_t rows = static_cast<int64_t>(v.size()) / w;
-      for (int64_t r = 0; r < rows; ++r)
-        for (size_t j = 0; j < s.col_perm.size(); ++j)
-          std::copy_n(v.begin() + r * w + s.col_perm[j] * s.col_block, s.col_block,
-                      o.begin() + r * w + static_cast<int64_t>(j) * s.col_block);
-      v = std::move(o);
-    }
-    for (float& x : v) {
-      switch (s.fn) {
-        case Fn::none: break;
-        case Fn::plus_one: x += 1.0f; break;  // in float, as transformers' (1.0 + w.float())
-        case Fn::neg_exp: x = neg_exp(x); break;
-        case Fn::log_neg:
-          if (!(x < 0.0f) || !std::isfinite(x))
-            throw Error(path(), s.base, "ssm_a holds -exp(A_log): every value negative and finite", "< 0", std::to_string(x));
-          x = static_cast<float>(std::log(-static_cast<double>(x)));
-          break;
-      }
-    }
-    return v;
-  }
-
-  bool raw_float(const std::string& name, DType& dtype, const void*& data) const override {
-    const Source& s = src(name);
-    return s.identity() && base_.raw_float(s.base, dtype, data);
-  }
-  bool raw_ggml(const std::string& name, uint32_t& type, const void*& data) const override {
-    const Source& s = src(name);
-    return s.identity() && base_.raw_ggml(s.base, type, data);
-  }
-  void release(const std::string& name) const override {
-    const auto it = src_.find(name);
-    if (it != src_.end()) base_.release(it->second.base);
-  }
-  void release_all() const override { base_.release_all(); }
-
-  // Adds tensor `name` of shape `shape` made from base tensor `s.base`.
-  void add(const std::string& name, Source s, std::vector<int64_t> shape = {}) {
-    TensorEntry e = base_.tensor(s.base);
-    // The rows and column blocks the layout moves must be there (the loader checks the shapes it
-    // sees, which are this view's: a short base tensor is refused here, before any read).
-    const auto dims = [](const std::vector<int64_t>& v) {
-      std::string o = "[";
-      for (size_t i = 0; i < v.size(); ++i) o += (i ? ", " : "") + std::to_string(v[i]);
-      return o + "]";
-    };
-    const int64_t base_rows = e.shape.empty() ? 1 : e.shape[0];
-    const int64_t need = s.rows.empty() ? 0 : *std::max_element(s.rows.begin(), s.rows.end()) + 1;
-    if (need > base_rows)
-      throw Error(path(), s.base, "rows of a Gated DeltaNet tensor that this layout reorders or splits (ssm.* metadata)",
-                  "at least " + std::to_string(need) + " rows", dims(e.shape));
-    if (!s.col_perm.empty() &&
-        (e.shape.size() != 2 || e.shape[1] != s.col_block * static_cast<int64_t>(s.col_perm.size())))
-      throw Error(path(), s.base, "columns of out_proj: one block per value head (ssm.* metadata)",
-                  "[n, " + std::to_string(s.col_block * static_cast<int64_t>(s.col_perm.size())) + "]", dims(e.shape));
-    e.name = name;
-    if (!shape.empty()) e.shape = std::move(shape);
-    if (!s.rows.empty()) e.shape[0] = static_cast<int64_t>(s.rows.size());
-    if (s.f32) {
-      if (e.storage == Storage::nvfp4) throw Error(path(), s.base, "an NVFP4 tensor where llama.cpp keeps F32", "a float tensor", "NVFP4");
-      e.storage = Storage::f32;
-      e.storage_name = "F32";
-      e.bits_per_weight = 32;
-    }
-    entries_.push_back(std::move(e));
-    src_[name] = std::move(s);
-  }
-  std::map<std::string, gguf::Value> extra_;
-
- private:
-  const std::string& path() const { return base_.info().path; }
-  const Source& src(const std::string& name) const {
-    const auto it = src_.find(name);
-    if (it == src_.end()) throw Error(path(), name, "required tensor missing", "present", "absent");
-    return it->second;
-  }
-
-  const Checkpoint& base_;
-  std::unique_ptr<Checkpoint> owned_;
- public:
-  CheckpointInfo info_;  // the base's, with the MTP layers set aside
-
- private:
-  std::vector<TensorEntry> entries_;
-  std::map<std::string, Source> src_;
-};
-
-Source plain(const std::string& base) {
-  Source s;
-  s.base = base;
-  return s;
-}
-Source rows_of(const std::string& base, std::vector<int64_t> rows, bool f32 = false) {
-  Source s = plain(base);
-  s.rows = std::move(rows);
-  s.f32 = f32;
-  return s;
-}
-
 std::string exact_key(const std::string& arch) { return arch + ".ssm.a_log_exact"; }
 
 }  // namespace
@@ -314,10 +106,10 @@ std::string exact_key(const std::string& arch) { return arch + ".ssm.a_log_exact
 bool is_hybrid_gguf_arch(const std::string& a) { return a == "qwen35" || a == "qwen35moe" || a == "qwen3next"; }
 
 std::unique_ptr<Checkpoint> hybrid_from_llamacpp(std::unique_ptr<Checkpoint> ck, bool mtp) {
-  if (ck->info().container != "gguf" || !is_hybrid_gguf_arch(arch_of(*ck))) return ck;
+  if (ck->info().container != "gguf" || !is_hybrid_gguf_arch(layout_arch(*ck))) return ck;
   const Dims d = dims_of(*ck);
   const Checkpoint& base = *ck;
-  auto v = std::make_unique<View>(base, std::move(ck));
+  auto v = std::make_unique<LayoutView>(base, std::move(ck));
   // Our writer's exact A_log values, layer by layer (the layers holding ssm_a, ascending).
   const gguf::Value* exact = base.meta(exact_key(d.arch));
   if (exact && exact->type != gguf::ValueType::array)
@@ -338,21 +130,21 @@ std::unique_ptr<Checkpoint> hybrid_from_llamacpp(std::unique_ptr<Checkpoint> ck,
     gguf::Value b;
     b.type = gguf::ValueType::u32;
     b.u = static_cast<uint64_t>(n_main);
-    v->extra_[a + "block_count"] = b;
+    v->extra[a + "block_count"] = b;
     if (const gguf::Value* r = base.meta(a + "attention.recurrent_layers"); r && r->type == gguf::ValueType::array && static_cast<int64_t>(r->arr.size()) == blocks) {
       gguf::Value t;
       t.type = gguf::ValueType::array;
       t.arr = gguf::Array(r->arr.elem_type());
       for (int64_t l = 0; l < n_main; ++l) t.arr.push_back(r->arr.at(static_cast<size_t>(l)));
-      v->extra_[a + "attention.recurrent_layers"] = std::move(t);
+      v->extra[a + "attention.recurrent_layers"] = std::move(t);
     }
   }
   size_t exact_at = 0;
   for (const TensorEntry& e : base.tensors()) {
     int64_t n = 0;
     std::string rest;
-    if (!split_layer(e.name, n, rest)) {
-      v->add(e.name, plain(e.name));
+    if (!layout_split_layer(e.name, n, rest)) {
+      v->add(e.name, layout_plain(e.name));
       continue;
     }
     if (n_main >= 0 && n >= n_main && !mtp) {
@@ -362,10 +154,10 @@ std::unique_ptr<Checkpoint> hybrid_from_llamacpp(std::unique_ptr<Checkpoint> ck,
     const std::string b = "blk." + std::to_string(n) + ".";
     const bool ro = d.reorder;
     if (rest == "post_attention_norm.weight") {
-      v->add(b + "ffn_norm.weight", plain(e.name));
+      v->add(b + "ffn_norm.weight", layout_plain(e.name));
     } else if (rest == "ssm_a") {
-      Source s = rows_of(e.name, ro ? head_rows(d, 1, false) : std::vector<int64_t>{}, true);
-      s.fn = Fn::log_neg;
+      LayoutSource s = layout_rows(e.name, ro ? head_rows(d, 1, false) : std::vector<int64_t>{}, true);
+      s.fn = LayoutFn::log_neg;
       if (exact) {
         const std::string key = exact_key(d.arch);
         if (exact->arr.size() < exact_at + static_cast<size_t>(d.nv))
@@ -378,35 +170,35 @@ std::unique_ptr<Checkpoint> hybrid_from_llamacpp(std::unique_ptr<Checkpoint> ck,
         for (int64_t h = 0; h < d.nv; ++h) a[static_cast<size_t>(h)] = file[static_cast<size_t>(s.rows.empty() ? h : s.rows[static_cast<size_t>(h)])];
         for (int64_t h = 0; h < d.nv; ++h) {
           const float x = static_cast<float>(exact->arr.as_float(exact_at + static_cast<size_t>(h), key));
-          if (std::bit_cast<uint32_t>(neg_exp(x)) != std::bit_cast<uint32_t>(a[static_cast<size_t>(h)]))
+          if (std::bit_cast<uint32_t>(layout_neg_exp(x)) != std::bit_cast<uint32_t>(a[static_cast<size_t>(h)]))
             throw Error(base.info().path, key, "exact A_log value disagrees with " + e.name + " (value head " + std::to_string(h) + ")",
-                        std::to_string(a[static_cast<size_t>(h)]) + " = -exp(A_log)", std::to_string(neg_exp(x)));
+                        std::to_string(a[static_cast<size_t>(h)]) + " = -exp(A_log)", std::to_string(layout_neg_exp(x)));
           s.exact.push_back(x);
         }
         exact_at += static_cast<size_t>(d.nv);
       }
       v->add(b + "ssm_a_log", std::move(s));
     } else if (ro && rest == "ssm_dt.bias") {
-      v->add(e.name, rows_of(e.name, head_rows(d, 1, false)));
+      v->add(e.name, layout_rows(e.name, head_rows(d, 1, false)));
     } else if (ro && (rest == "attn_qkv.weight" || rest == "ssm_conv1d.weight")) {
-      v->add(e.name, rows_of(e.name, qkv_rows(d, false)));
+      v->add(e.name, layout_rows(e.name, qkv_rows(d, false)));
     } else if (ro && rest == "attn_gate.weight") {
-      v->add(e.name, rows_of(e.name, head_rows(d, d.dv, false)));
+      v->add(e.name, layout_rows(e.name, head_rows(d, d.dv, false)));
     } else if (ro && (rest == "ssm_beta.weight" || rest == "ssm_alpha.weight")) {
-      v->add(e.name, rows_of(e.name, head_rows(d, 1, false)));
+      v->add(e.name, layout_rows(e.name, head_rows(d, 1, false)));
     } else if (ro && rest == "ssm_out.weight") {
-      Source s = plain(e.name);
+      LayoutSource s = layout_plain(e.name);
       s.col_block = d.dv;
       s.col_perm = head_rows(d, 1, false);
       v->add(e.name, std::move(s));
     } else if (d.arch == "qwen3next" && rest == "ssm_ba.weight") {
-      v->add(b + "ssm_beta.weight", rows_of(e.name, ba_rows(d, false)));
-      v->add(b + "ssm_alpha.weight", rows_of(e.name, ba_rows(d, true)));
+      v->add(b + "ssm_beta.weight", layout_rows(e.name, ba_rows(d, false)));
+      v->add(b + "ssm_alpha.weight", layout_rows(e.name, ba_rows(d, true)));
     } else if (d.arch == "qwen3next" && rest == "ssm_in.weight") {  // llama.cpp's older qwen3next files
-      v->add(b + "attn_qkv.weight", rows_of(e.name, qkvz_rows(d, false)));
-      v->add(b + "attn_gate.weight", rows_of(e.name, qkvz_rows(d, true)));
+      v->add(b + "attn_qkv.weight", layout_rows(e.name, qkvz_rows(d, false)));
+      v->add(b + "attn_gate.weight", layout_rows(e.name, qkvz_rows(d, true)));
     } else {
-      v->add(e.name, plain(e.name));
+      v->add(e.name, layout_plain(e.name));
     }
   }
   if (n_mtp_tensors > 0)
@@ -419,26 +211,26 @@ std::unique_ptr<Checkpoint> hybrid_from_llamacpp(std::unique_ptr<Checkpoint> ck,
 }
 
 std::unique_ptr<Checkpoint> hybrid_to_llamacpp(const Checkpoint& ck) {
-  const std::string arch = arch_of(ck);
+  const std::string arch = layout_arch(ck);
   if (!is_hybrid_gguf_arch(arch)) return nullptr;
   const Dims d = dims_of(ck);
-  auto v = std::make_unique<View>(ck, nullptr);
+  auto v = std::make_unique<LayoutView>(ck, nullptr);
   const bool plus_one = ck.info().container != "gguf";  // HF's zero-centred norms; a GGUF's hold the 1
   gguf::Value exact;
   exact.type = gguf::ValueType::array;
   exact.arr = gguf::Array(gguf::ValueType::f32);
   const auto norm = [&](const std::string& from, const std::string& to) {
-    Source s = plain(from);
+    LayoutSource s = layout_plain(from);
     s.f32 = true;
-    if (plus_one) s.fn = Fn::plus_one;
+    if (plus_one) s.fn = LayoutFn::plus_one;
     v->add(to, std::move(s));
   };
   for (const TensorEntry& e : ck.tensors()) {
     int64_t n = 0;
     std::string rest;
-    if (!split_layer(e.name, n, rest)) {
+    if (!layout_split_layer(e.name, n, rest)) {
       if (e.name == "output_norm.weight") norm(e.name, e.name);
-      else v->add(e.name, plain(e.name));
+      else v->add(e.name, layout_plain(e.name));
       continue;
     }
     const std::string b = "blk." + std::to_string(n) + ".";
@@ -454,33 +246,33 @@ std::unique_ptr<Checkpoint> hybrid_to_llamacpp(const Checkpoint& ck) {
         f.f = x;
         exact.arr.push_back(f);
       }
-      Source s = rows_of(e.name, ro ? head_rows(d, 1, true) : std::vector<int64_t>{}, true);
-      s.fn = Fn::neg_exp;
+      LayoutSource s = layout_rows(e.name, ro ? head_rows(d, 1, true) : std::vector<int64_t>{}, true);
+      s.fn = LayoutFn::neg_exp;
       v->add(b + "ssm_a", std::move(s));
     } else if (rest == "ssm_dt.bias") {
-      v->add(e.name, rows_of(e.name, ro ? head_rows(d, 1, true) : std::vector<int64_t>{}, true));
+      v->add(e.name, layout_rows(e.name, ro ? head_rows(d, 1, true) : std::vector<int64_t>{}, true));
     } else if (rest == "ssm_conv1d.weight") {
       const int64_t kernel = e.shape.back();
-      v->add(e.name, rows_of(e.name, ro ? qkv_rows(d, true) : std::vector<int64_t>{}, true), {e.shape[0], kernel});
+      v->add(e.name, layout_rows(e.name, ro ? qkv_rows(d, true) : std::vector<int64_t>{}, true), {e.shape[0], kernel});
     } else if (ro && rest == "attn_qkv.weight") {
-      v->add(e.name, rows_of(e.name, qkv_rows(d, true)));
+      v->add(e.name, layout_rows(e.name, qkv_rows(d, true)));
     } else if (ro && rest == "attn_gate.weight") {
-      v->add(e.name, rows_of(e.name, head_rows(d, d.dv, true)));
+      v->add(e.name, layout_rows(e.name, head_rows(d, d.dv, true)));
     } else if (ro && (rest == "ssm_beta.weight" || rest == "ssm_alpha.weight")) {
-      v->add(e.name, rows_of(e.name, head_rows(d, 1, true)));
+      v->add(e.name, layout_rows(e.name, head_rows(d, 1, true)));
     } else if (ro && rest == "ssm_out.weight") {
-      Source s = plain(e.name);
+      LayoutSource s = layout_plain(e.name);
       s.col_block = d.dv;
       s.col_perm = head_rows(d, 1, true);
       v->add(e.name, std::move(s));
     } else if (arch == "qwen3next" && rest == "ssm_in.weight") {
-      v->add(b + "attn_qkv.weight", rows_of(e.name, qkvz_rows(d, false)));
-      v->add(b + "attn_gate.weight", rows_of(e.name, qkvz_rows(d, true)));
+      v->add(b + "attn_qkv.weight", layout_rows(e.name, qkvz_rows(d, false)));
+      v->add(b + "attn_gate.weight", layout_rows(e.name, qkvz_rows(d, true)));
     } else {
-      v->add(e.name, plain(e.name));
+      v->add(e.name, layout_plain(e.name));
     }
   }
-  if (!exact.arr.empty()) v->extra_[exact_key(arch)] = std::move(exact);
+  if (!exact.arr.empty()) v->extra[exact_key(arch)] = std::move(exact);
   // Which layers are recurrent, as llama.cpp's converter writes it beside full_attention_interval.
   const std::string recurrent = arch + ".attention.recurrent_layers";
   if (const gguf::Value* bc = ck.meta(arch + ".block_count"); bc && !ck.meta(recurrent)) {
@@ -493,7 +285,7 @@ std::unique_ptr<Checkpoint> hybrid_to_llamacpp(const Checkpoint& ck) {
       e.u = ck.find("blk." + std::to_string(l) + ".ssm_a_log") ? 1 : 0;
       r.arr.push_back(e);
     }
-    v->extra_[recurrent] = std::move(r);
+    v->extra[recurrent] = std::move(r);
   }
   // llama.cpp's qwen35 / qwen35moe loaders require rope.dimension_sections. Its converter writes
   // [11, 11, 10, 0] when the config has no mrope_section (the releases' sections: 32 pairs = 64
@@ -514,7 +306,7 @@ std::unique_ptr<Checkpoint> hybrid_to_llamacpp(const Checkpoint& ck) {
       e.i = x;
       s.arr.push_back(e);
     }
-    v->extra_[sections] = std::move(s);
+    v->extra[sections] = std::move(s);
   }
   return v;
 }
