@@ -34,6 +34,26 @@ TEST(JsonConfig, BareWordsOutsideStringsAreFloats) {
   EXPECT_EQ(parse_config_json(R"({"a": [1, 2.5, "x"]})", "c"), nlohmann::json::parse(R"({"a": [1, 2.5, "x"]})"));
 }
 
+// Written back as json.dumps writes it (the ModelOpt directory convert writes), and read again.
+TEST(JsonConfig, NonFiniteNumbersAreWrittenAsBareWords) {
+  const std::string in = R"({"time_step_limit": [0.0, Infinity], "lo": -Infinity, "n": NaN, "s": "Infinity", "k": 2.5})";
+  const auto j = parse_config_json(in, "config.json");
+  const std::string out = dump_config_json(j, 2);
+  EXPECT_NE(out.find("Infinity\n  ]"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"lo\": -Infinity"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"n\": NaN"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"s\": \"Infinity\""), std::string::npos) << out;  // a string stays a string
+  EXPECT_EQ(out.find("null"), std::string::npos) << out;
+  const auto back = parse_config_json(out, "config.json");
+  EXPECT_TRUE(std::isinf(back["time_step_limit"][1].get<double>()));
+  EXPECT_TRUE(std::isinf(back["lo"].get<double>()) && back["lo"].get<double>() < 0);
+  EXPECT_TRUE(std::isnan(back["n"].get<double>()));
+  EXPECT_EQ(back["s"], "Infinity");
+  EXPECT_EQ(back["k"], 2.5);
+  // Finite JSON: what dump writes.
+  EXPECT_EQ(dump_config_json(nlohmann::json::parse(R"({"a": [1, 2.5, "x"]})"), 2), nlohmann::json::parse(R"({"a": [1, 2.5, "x"]})").dump(2));
+}
+
 TEST(JsonConfig, OtherBareWordsAndMarkersAreRefused) {
   for (const char* bad : {"[Infinit]", "[InfinityX]", "[NaNa]", "[+Infinity]", "[infinity]", "[nan]", "{\"a\": 1,}"})
     EXPECT_THROW(parse_config_json(bad, "config.json"), nlohmann::json::exception) << bad;

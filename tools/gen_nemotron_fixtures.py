@@ -14,6 +14,14 @@ transformers' own NemotronHConfig (no hub) and quantized by the real producers o
                      its float config.json in the releases' spelling (hybrid_override_pattern, a bare
                      Infinity), the other forms as transformers 5.17 writes them (layers_block_type,
                      {"__float__": "Infinity"})
+  The shapes llama.cpp's nemotron_h / nemotron_h_moe hold (it tells a layer's kind from per-layer
+  head_count_kv and feed_forward_length, and in nemotron_h_moe every FFN layer is MoE, so "-" and
+  "E" cannot meet in one model); float form only, vocab 504 (503 tokens and one spare embedding
+  row: llama.cpp's converter pads the token list to a multiple of 8 and keeps the tensors as they
+  are), for tools/hybrid_llamacpp.py:
+  nemotron_h_dense   "M*-M-" (Nemotron-H / Nemotron Nano v2: no experts)
+  nemotron3_moe      "MEM*ME" (Nemotron 3 Nano: MoE, n_group 1)
+  nemotron3_latent   "MEM*ME" with LatentMoE 32 (Nemotron 3 Super)
 
   form            producer
   float           transformers save_pretrained, bfloat16
@@ -55,17 +63,28 @@ from gen_hybrid_fixtures import LENGTHS, TEXTS, CHAT, top2_margin, tensor_table 
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SEED = 20261234
-ARCHS = ["nemotron_h", "nemotron_h_latent"]
-SETS = ["float", "modelopt_w4a16", "modelopt_nvfp4"]
-PATTERN = "M*E-ME"
+ARCHS = ["nemotron_h", "nemotron_h_latent", "nemotron_h_dense", "nemotron3_moe", "nemotron3_latent"]
+PATTERN = {"nemotron_h": "M*E-ME", "nemotron_h_latent": "M*E-ME", "nemotron_h_dense": "M*-M-", "nemotron3_moe": "MEM*ME",
+           "nemotron3_latent": "MEM*ME"}
+FLOAT_ONLY = {"nemotron_h_dense", "nemotron3_moe", "nemotron3_latent"}
+VOCAB_ROWS = {a: 504 for a in FLOAT_ONLY}  # else the tokenizer's size
+
+
+def sets_of(arch):
+    return ["float"] if arch in FLOAT_ONLY else ["float", "modelopt_w4a16", "modelopt_nvfp4"]
 CT_IGNORE = ["lm_head", "re:.*mixer.gate$"]
+
+
+class _FloatOnly(Exception):
+    """The arch has the float form only (FLOAT_ONLY)."""
 
 
 def make_config(arch, vocab, tok_ids):
     from transformers import NemotronHConfig
-    extra = dict(moe_latent_size=32, n_group=1, topk_group=1) if arch == "nemotron_h_latent" else dict(n_group=2, topk_group=1)
+    extra = dict(moe_latent_size=32, n_group=1, topk_group=1) if arch in ("nemotron_h_latent", "nemotron3_latent") else \
+        dict(n_group=1, topk_group=1) if arch == "nemotron3_moe" else dict(n_group=2, topk_group=1)
     return NemotronHConfig(
-        vocab_size=vocab, hidden_size=64, hybrid_override_pattern=PATTERN, num_attention_heads=4, num_key_value_heads=2,
+        vocab_size=VOCAB_ROWS.get(arch, vocab), hidden_size=64, hybrid_override_pattern=PATTERN[arch], num_attention_heads=4, num_key_value_heads=2,
         head_dim=16, intermediate_size=96, mamba_num_heads=8, mamba_head_dim=8, ssm_state_size=16, n_groups=2, conv_kernel=4,
         chunk_size=8, use_conv_bias=True, time_step_limit=(0.0, float("inf")), time_step_min=0.001,
         n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=32, moe_shared_expert_intermediate_size=48,
@@ -94,15 +113,24 @@ def make_float(arch, tok, out):
             if name.endswith("e_score_correction_bias"):
                 b.copy_(0.05 * torch.randn_like(b))
     P.save_bf16(m, tok, out)
-    if arch == "nemotron_h_latent":
-        releases_spelling(out / "config.json")
+    if arch == "nemotron_h_latent" or arch in FLOAT_ONLY:  # (llama.cpp's converter reads the letters)
+        releases_spelling(out / "config.json", dense=arch == "nemotron_h_dense")
 
 
-def releases_spelling(path):
+MOE_KEYS = ["n_routed_experts", "num_experts_per_tok", "moe_intermediate_size", "moe_shared_expert_intermediate_size",
+            "n_shared_experts", "routed_scaling_factor", "norm_topk_prob", "n_group", "topk_group", "moe_latent_size",
+            "moe_shared_expert_overlap"]
+
+
+def releases_spelling(path, dense=False):
     """config.json as the Nemotron releases write it (Python's json): hybrid_override_pattern and
     num_hidden_layers for transformers 5's layers_block_type, and a bare Infinity for its
-    {"__float__": "Infinity"}. transformers reads both spellings back."""
+    {"__float__": "Infinity"}. transformers reads both spellings back. dense: without the MoE keys
+    transformers writes for every NemotronHConfig, as the dense releases (Nemotron Nano v2) have
+    none (llama.cpp's converter takes num_experts_per_tok for an MoE model)."""
     c = json.loads(path.read_text())
+    for k in MOE_KEYS if dense else []:
+        c.pop(k, None)
     kinds = {"linear_attention": "M", "full_attention": "*", "mlp": "-", "moe": "E"}
     c["hybrid_override_pattern"] = "".join(kinds[t] for t in c.pop("layers_block_type"))
     c["num_hidden_layers"] = len(c["hybrid_override_pattern"])
@@ -141,14 +169,16 @@ def make_arch(arch, out_root):
     lines = [l for l in corpus[1].split("\n") if l.strip()]
     calib = [tok(l)["input_ids"][:64] for l in lines]
 
-    rec = {"arch": arch, "seed": SEED, "float_dtype": "bfloat16", "n_vocab": len(tok), "versions": P.versions(),
-           "logits_file": "logits.f32", "sets": SETS, "pattern": PATTERN, "prompts": []}
+    SETS = sets_of(arch)
+    n_vocab = VOCAB_ROWS.get(arch, len(tok))
+    rec = {"arch": arch, "seed": SEED, "float_dtype": "bfloat16", "n_vocab": n_vocab, "n_tokens": len(tok), "versions": P.versions(),
+           "logits_file": "logits.f32", "sets": SETS, "pattern": PATTERN[arch], "prompts": []}
     logits = {k: [] for k in SETS}
     offset = 0
     for ids in prompts:
         lg = P.logits_of(model, ids)
         rec["prompts"].append({"ids": ids, "offset": offset, "greedy": P.greedy(model, ids), "top2_margin": top2_margin(lg)})
-        offset += len(SETS) * len(ids) * len(tok)
+        offset += len(SETS) * len(ids) * n_vocab
         logits["float"].append(lg)
     distinct = len(set(logits["float"][2].argmax(-1).tolist()))
     assert distinct >= 4, f"{arch}: argmax takes only {distinct} values over {LENGTHS[2]} positions"
@@ -156,11 +186,15 @@ def make_arch(arch, out_root):
 
     forms = {"float": {"tensors": tensor_table(out / "float")}}
     try:
+        if arch in FLOAT_ONLY:
+            raise _FloatOnly()
         q = P.modelopt_quantize(model16, "nvfp4", calib)
         P.modelopt_export(q, out / "modelopt-nvfp4", tok)
         logits["modelopt_nvfp4"] = [P.logits_of(P.modelopt_fake_quant_f32(q), ids) for ids in prompts]
         logits["modelopt_w4a16"] = [P.logits_of(w4a16_of(q), ids) for ids in prompts]
         forms["modelopt-nvfp4"] = {"tensors": tensor_table(out / "modelopt-nvfp4")}
+    except _FloatOnly:
+        pass
     except Exception as e:  # recorded, not hidden
         forms["modelopt-nvfp4"] = {"error": f"{type(e).__name__}: {e}"[:2000], "trace": traceback.format_exc()[-3000:]}
         for k in ("modelopt_nvfp4", "modelopt_w4a16"):
@@ -168,8 +202,12 @@ def make_arch(arch, out_root):
         shutil.rmtree(out / "modelopt-nvfp4", ignore_errors=True)
         print(arch, "modelopt-nvfp4 FAILED", forms["modelopt-nvfp4"]["error"][:400], flush=True)
     try:
+        if arch in FLOAT_ONLY:
+            raise _FloatOnly()
         P.ct_quantize_save(out / "float", "NVFP4", calib, out / "ct-nvfp4", tok, torch.bfloat16, ignore=CT_IGNORE)
         forms["ct-nvfp4"] = {"tensors": tensor_table(out / "ct-nvfp4")}
+    except _FloatOnly:
+        pass
     except Exception as e:
         forms["ct-nvfp4"] = {"error": f"{type(e).__name__}: {e}"[:2000], "trace": traceback.format_exc()[-3000:]}
         shutil.rmtree(out / "ct-nvfp4", ignore_errors=True)

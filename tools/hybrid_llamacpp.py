@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""llama.cpp's side of fixtures/hybrid/<arch> (qwen3_5, qwen3_5_moe, qwen3_next), as
+"""llama.cpp's side of fixtures/hybrid/<arch> (qwen3_5, qwen3_5_moe, qwen3_next) and of
+fixtures/nemotron_h/<arch> (nemotron_h_dense, nemotron3_moe, nemotron3_latent: float only), as
 tools/moe_llamacpp.py does it for fixtures/moe (its describe() and greedy worker are reused):
 
 1. llama.cpp's own convert_hf_to_gguf.py (the source tree of the PyPI llama-cpp-python peer,
@@ -7,8 +8,9 @@ tools/moe_llamacpp.py does it for fixtures/moe (its describe() and greedy worker
    into <arch>/llamacpp-float.gguf (committed), float/ again with --outtype f32 (run only), and
    modelopt-nvfp4/ (its ModelOpt NVFP4 repack; committed as llamacpp-modelopt-nvfp4.gguf where it
    converts: only qwen3_5, the MoE experts' width 32 is no multiple of llama.cpp's 64). Every run
-   passes --no-mtp (the fixtures have no MTP layers, and without it the converter asserts it found
-   some). Answered as in moe_llamacpp.py: the pre-tokenizer hash check (our trained tokenizer:
+   passes --no-mtp for the Qwen archs (the fixtures have no MTP layers, and without it the converter
+   asserts it found some; it refuses the flag for nemotron_h). For nemotron_h_dense the converter
+   reads config.json as it is (config_json_answer() says why). Answered as in moe_llamacpp.py: the pre-tokenizer hash check (our trained tokenizer:
    "qwen2", the family whose Split pattern it uses); and for qwen3_5 / qwen3_5_moe the
    mrope_section the config lacks (mrope_answer() says why: llama.cpp's default crashes ggml on a
    model rotating 4 dimensions). Nothing else of the converter is touched.
@@ -62,14 +64,34 @@ def mrope_answer(config):
     return None if half >= 32 else [(half + 2) // 3, (half + 1) // 3, half // 3]
 
 
+# The converter's own fallback when transformers does not know a config (it then reads config.json as
+# it is): taken for a dense nemotron_h (config_json_answer), whose config transformers 5.17's
+# NemotronHConfig fills with MoE defaults (num_experts_per_tok 2), from which NemotronHModel takes
+# the model for nemotron_h_moe and writes its MLP layers as Mamba-2 layers (feed_forward_length 0).
+# The dense releases (Nemotron Nano v2) ship their own config code, which AutoConfig without
+# trust_remote_code refuses, so the converter reads them this way.
+NO_AUTOCONFIG = """class _NoAutoConfig:
+    @staticmethod
+    def from_pretrained(*a, **k):
+        raise ValueError("AutoConfig refused (answered: config.json as it is)")
+base.AutoConfig = _NoAutoConfig
+"""
+
+
+def config_json_answer(config):
+    return config.get("model_type") == "nemotron_h" and "num_experts_per_tok" not in config
+
+
 def convert_llamacpp(arch_dir, form, out, outtype):
     if out.exists():
         out.unlink()
     extra = ["--outtype", outtype] if form.startswith("float") else []
-    if form != "float-vlm":  # the release layout keeps its MTP layer (llama.cpp's default)
-        extra.append("--no-mtp")
     src = arch_dir / form
     config = json.loads((src / "config.json").read_text())
+    # Qwen3.5's release layout keeps its MTP layer (llama.cpp's default); the converter refuses the
+    # flag for other families (nemotron_h leaves its MTP tensors out by itself).
+    if form != "float-vlm" and config.get("model_type", "").startswith("qwen3"):
+        extra.append("--no-mtp")
     answer = mrope_answer(config)
     td = tempfile.TemporaryDirectory()
     if answer:  # a copy of the directory whose config.json carries the answer (tensors linked)
@@ -81,13 +103,17 @@ def convert_llamacpp(arch_dir, form, out, outtype):
         config.get("text_config", config).setdefault("rope_parameters", {})["mrope_section"] = answer
         (cp / "config.json").write_text(json.dumps(config, indent=2))
         src = cp
-    r = subprocess.run([sys.executable, "-c", M.CONVERT, str(M.LLAMA), PRE, str(src), "--outfile", str(out)] + extra,
+    script = M.CONVERT
+    if config_json_answer(config):
+        script = script.replace("import conversion.base as base\n", "import conversion.base as base\n" + NO_AUTOCONFIG)
+    r = subprocess.run([sys.executable, "-c", script, str(M.LLAMA), PRE, str(src), "--outfile", str(out)] + extra,
                        capture_output=True, text=True)
     td.cleanup()
     if r.returncode != 0 or not out.exists():
         lines = [l for l in (r.stderr + r.stdout).splitlines() if l.strip()]
         return {"ok": False, "error": "\n".join(lines[-12:])}
-    return {"ok": True, "file": out.name, "bytes": out.stat().st_size, **({"mrope_section_answered": answer} if answer else {})}
+    return {"ok": True, "file": out.name, "bytes": out.stat().st_size, **({"mrope_section_answered": answer} if answer else {}),
+            **({"hparams_answered": "config.json as it is (AutoConfig refused)"} if config_json_answer(config) else {})}
 
 
 def convert_ours(arch_dir, form, out):
@@ -119,13 +145,14 @@ def main():
         rec = json.loads((arch_dir / "logits.json").read_text())
         ref = np.fromfile(arch_dir / rec["logits_file"], dtype="<f4")
         prompts = [p["ids"] for p in rec["prompts"]]
-        desc = {"pre_tokenizer_answered": PRE, "converter_flags": "--no-mtp (float-vlm: without)"}
+        desc = {"pre_tokenizer_answered": PRE,
+                "converter_flags": "--no-mtp (float-vlm: without)" if arch_dir.name.startswith("qwen3") else "none"}
         greedy = {"n": M.N_GREEDY, "n_threads": 1, "prompts": prompts,
                   "transformers_float": [p["greedy"][:M.N_GREEDY] for p in rec["prompts"]]}
         td = tempfile.TemporaryDirectory()
         tmp = pathlib.Path(td.name)
         runs = []
-        forms = ["float", "modelopt-nvfp4"] + (["float-vlm"] if arch_dir.name == "qwen3_5" else [])
+        forms = [f for f in ["float", "modelopt-nvfp4"] if (arch_dir / f).is_dir()] + (["float-vlm"] if arch_dir.name == "qwen3_5" else [])
         for form in forms:
             out = arch_dir / f"llamacpp-{form}.gguf" if form in COMMITTED else tmp / f"llamacpp-{form}.gguf"
             c = convert_llamacpp(arch_dir, form, out, "bf16")
@@ -135,7 +162,7 @@ def main():
             runs.append((form, c, out))
         c = convert_llamacpp(arch_dir, "float", tmp / "f32.gguf", "f32")
         runs.append(("float-f32", c, tmp / "f32.gguf"))
-        for form in ["float", "modelopt-nvfp4"]:
+        for form in [f for f in ["float", "modelopt-nvfp4"] if (arch_dir / f).is_dir()]:
             out = tmp / f"ours-{form}.gguf"
             c = convert_ours(arch_dir, form, out)
             desc["ours-" + form] = {"convert": c}

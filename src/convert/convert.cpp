@@ -6,6 +6,7 @@
 #include "convert/convert_modelopt.h"
 #include "io/hf_names.h"
 #include "io/hybrid_layout.h"
+#include "io/nemotron_layout.h"
 #include "convert/gguf_meta_from_checkpoint.h"
 #include "convert/weight_quantizer.h"
 
@@ -374,7 +375,9 @@ ConvertReport convert(const std::string& in, const std::string& out, const Conve
                 "an HF directory output", a->s);
   // The Gated DeltaNet hybrids in llama.cpp's layout (names, value-head order, -exp(A_log), norms
   // with their 1): io/hybrid_layout.h. Everything below reads `src`.
-  const std::unique_ptr<Checkpoint> llamacpp = hybrid_to_llamacpp(*ck);
+  // Nemotron-H in llama.cpp's layout (nemotron_h / nemotron_h_moe: io/nemotron_layout.h).
+  std::unique_ptr<Checkpoint> llamacpp = hybrid_to_llamacpp(*ck);
+  const bool nemotron = !llamacpp && (llamacpp = nemotron_to_llamacpp(*ck)) != nullptr;
   const Checkpoint& src = llamacpp ? *llamacpp : *ck;
 
   // The tensors plan() quantizes from float (awq's groups must all be among them).
@@ -392,8 +395,13 @@ ConvertReport convert(const std::string& in, const std::string& out, const Conve
   gguf::Writer w;
   if (ck->info().container == "gguf") {
     const auto file = gguf::File::open(in);
-    for (const auto& [k, v] : file.metadata()) w.set(k, v);
-    if (llamacpp)  // the keys the hybrid layout adds (rope.dimension_sections, the exact A_log)
+    const gguf::Value* fa = file.find("general.architecture");
+    const std::string file_arch = fa && fa->type == gguf::ValueType::string ? fa->s : "";
+    // Nemotron-H: the model's keys are the layout's (the file may be in our earlier layout, or
+    // name another arch); the rest (tokenizer, general.*) as the file has them.
+    for (const auto& [k, v] : file.metadata())
+      if (!nemotron || (k != "general.architecture" && k.rfind(file_arch + ".", 0) != 0)) w.set(k, v);
+    if (llamacpp)  // the keys the layout adds (rope.dimension_sections, the exact A_log, ...)
       for (const std::string& k : llamacpp->meta_keys())
         if (!w.find(k)) w.set(k, *llamacpp->meta(k));
   } else {

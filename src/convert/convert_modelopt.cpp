@@ -257,7 +257,7 @@ ConvertReport convert_to_modelopt_dir(const Checkpoint& ck, const std::string& o
     st::write(tmp + "/model.safetensors", w, {{"format", "pt"}});
     for (const auto& [name, j] : {std::pair<const char*, const Json*>{"config.json", &config}, {"hf_quant_config.json", &hfq}}) {
       std::ofstream f(tmp + "/" + name);
-      f << j->dump(2) << "\n";
+      f << dump_config_json(*j, 2) << "\n";  // a Nemotron's time_step_limit Infinity as Python writes it
       if (!f) throw Error(out, "", "cannot write the output", name, "a write error");
     }
     // The tokenizer, so that the directory runs as it is (a vocabulary it cannot write: refused).

@@ -44,7 +44,31 @@ void unmark(nlohmann::json& j, size_t& n) {
     for (auto& v : j) unmark(v, n);
 }
 
+// Non-finite numbers as marker strings (a copy of the tree), for dump_config_json.
+void mark(nlohmann::json& j) {
+  if (j.is_number_float()) {
+    const double x = j.get<double>();
+    if (std::isfinite(x)) return;
+    j = std::string(1, '\0') + std::string(kTag) + (std::isnan(x) ? "NaN" : x > 0 ? "Infinity" : "-Infinity");
+    return;
+  }
+  if (j.is_array() || j.is_object())
+    for (auto& v : j) mark(v);
+}
+
 }  // namespace
+
+std::string dump_config_json(const nlohmann::json& j, int indent) {
+  nlohmann::json c = j;
+  mark(c);
+  std::string text = c.dump(indent);
+  for (const std::string_view w : kWords) {
+    const std::string quoted = "\"\\u0000" + std::string(kTag) + std::string(w) + "\"";
+    for (size_t at = text.find(quoted); at != std::string::npos; at = text.find(quoted, at + w.size()))
+      text.replace(at, quoted.size(), w);
+  }
+  return text;
+}
 
 nlohmann::json parse_config_json(const std::string& text, const std::string& file) {
   std::string out;

@@ -15,4 +15,8 @@ namespace nvfp4 {
 // nvfp4::Error naming `file` for a string that spells the pass's own marker ("\u0000nvfp4:NaN").
 nlohmann::json parse_config_json(const std::string& text, const std::string& file);
 
+// `j` as json.dumps(indent=indent) writes it: non-finite numbers as the bare words Infinity,
+// -Infinity and NaN (nlohmann's dump writes null, which transformers and this reader refuse).
+std::string dump_config_json(const nlohmann::json& j, int indent);
+
 }  // namespace nvfp4
