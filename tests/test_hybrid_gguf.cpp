@@ -17,6 +17,7 @@
 
 #include "arch_fixtures.h"
 #include "io_test_util.h"
+#include "llamacpp_layout_checks.h"
 #include "nvfp4/convert.h"
 #include "nvfp4/ggml_types.h"
 #include "nvfp4/gguf.h"
@@ -158,28 +159,7 @@ void our_convert_is_llamacpps(const std::string& arch, const std::string& form, 
   const std::string a = ga->s + ".";
   EXPECT_EQ(mine.find("general.architecture")->s, ga->s);
   expect_same_keys(theirs, mine, a);
-  EXPECT_EQ(theirs.tensors().size(), mine.tensors().size());
-  int ssm_a = 0;
-  for (const auto& t : theirs.tensors()) {
-    const gguf::TensorInfo* m = mine.find_tensor(t.name);
-    ASSERT_NE(m, nullptr) << t.name << " is in llama.cpp's file, not in ours";
-    EXPECT_EQ(t.ne, m->ne) << t.name;
-    EXPECT_EQ(ggml_type_name(t.type), ggml_type_name(m->type)) << t.name;
-    ASSERT_EQ(t.nbytes, m->nbytes) << t.name;
-    if (t.name.size() > 6 && t.name.substr(t.name.size() - 6) == ".ssm_a") {
-      // -exp(A_log): torch's float exp there, exp in double rounded once here
-      ++ssm_a;
-      for (int64_t i = 0; i < t.elements(); ++i) {
-        float x, y;
-        std::memcpy(&x, t.data + 4 * i, 4);
-        std::memcpy(&y, m->data + 4 * i, 4);
-        EXPECT_LE(std::abs(static_cast<int64_t>(std::bit_cast<uint32_t>(x)) - static_cast<int64_t>(std::bit_cast<uint32_t>(y))), 1)
-            << t.name << "[" << i << "]: " << x << " vs " << y;
-      }
-      continue;
-    }
-    EXPECT_EQ(std::memcmp(t.data, m->data, static_cast<size_t>(t.nbytes)), 0) << t.name << ": bytes differ";
-  }
+  const int ssm_a = expect_llamacpp_tensors(theirs, mine);
   EXPECT_EQ(ssm_a, 3);  // the three linear layers
   // Our GGUF runs as the HF directory, bit for bit in f32 (the same float values, the same order).
   const ArchOracle o(arch, root());
@@ -260,17 +240,6 @@ std::string edited(const ScratchDir& tmp, const std::string& key, const gguf::Va
   const std::string path = tmp.path + "/edited.gguf";
   write_bytes(path, w.serialize());
   return path;
-}
-
-template <class F>
-Error refused(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "accepted";
-  return Error("", "", "", "", "");
 }
 
 TEST(HybridGgufBadInput, RefusedNamingTheKeyOrTensor) {

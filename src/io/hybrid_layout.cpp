@@ -201,9 +201,7 @@ std::unique_ptr<Checkpoint> hybrid_from_llamacpp(std::unique_ptr<Checkpoint> ck,
       v->add(e.name, layout_plain(e.name));
     }
   }
-  if (n_mtp_tensors > 0)
-    v->info_.set_aside.push_back("multi-token-prediction (MTP) layers: " + std::to_string(n_mtp_tensors) + " tensors under blk." +
-                                 std::to_string(n_main) + ".* and after (nextn_predict_layers; not run)");
+  v->set_aside_mtp(n_mtp_tensors, n_main);
   if (exact && exact_at != exact->arr.size())
     throw Error(base.info().path, exact_key(d.arch), "exact A_log values: one per value head of every linear layer",
                 std::to_string(exact_at), std::to_string(exact->arr.size()));

@@ -160,6 +160,12 @@ void LayoutView::release(const std::string& name) const {
 
 void LayoutView::release_all() const { base_.release_all(); }
 
+void LayoutView::set_aside_mtp(int64_t n_tensors, int64_t first_block) {
+  if (n_tensors > 0)
+    info_.set_aside.push_back("multi-token-prediction (MTP) layers: " + std::to_string(n_tensors) + " tensors under blk." +
+                              std::to_string(first_block) + ".* and after (nextn_predict_layers; not run)");
+}
+
 void LayoutView::add(const std::string& name, LayoutSource s, std::vector<int64_t> shape) {
   TensorEntry e = base_.tensor(s.base);
   // The rows and column blocks the layout moves must be there (the loader checks the shapes it

@@ -49,6 +49,9 @@ class LayoutView final : public Checkpoint {
   void release(const std::string& name) const override;
   void release_all() const override;
 
+  // Notes the MTP blocks a reader left out (n_tensors under blk.<first_block>.* and after), if any.
+  void set_aside_mtp(int64_t n_tensors, int64_t first_block);
+
   // Adds tensor `name` of shape `shape` (empty: the base's, rows as picked) made from `s.base`.
   void add(const std::string& name, LayoutSource s, std::vector<int64_t> shape = {});
 

@@ -224,9 +224,7 @@ std::unique_ptr<Checkpoint> nemotron_from_llamacpp(std::unique_ptr<Checkpoint> c
       v->add(e.name, layout_plain(e.name));
     }
   }
-  if (n_mtp_tensors > 0)
-    v->info_.set_aside.push_back("multi-token-prediction (MTP) blocks: " + std::to_string(n_mtp_tensors) + " tensors under blk." +
-                                 std::to_string(n_main) + ".* and after (nextn_predict_layers; not run)");
+  v->set_aside_mtp(n_mtp_tensors, n_main);
   if (exact && exact_at != exact->arr.size())
     throw Error(path, exact_key(arch), "exact A_log values: one per head of every Mamba-2 layer", std::to_string(exact_at),
                 std::to_string(exact->arr.size()));
