@@ -6,8 +6,9 @@
   python tools/gen_random_gguf.py --list
 
 SHAPE is one of SHAPES below: the dense Llama 3.x shapes (llama arch; tied or untied head as the
-originals), two MoE shapes (olmoe, qwen3moe) with stacked experts, and the Gated DeltaNet hybrids
-Qwen3.6-27B and Qwen3.6-35B-A3B (qwen35, qwen35moe: llama.cpp's layout of src/io/hybrid_layout.h). The tokenizer (and so the
+originals), two MoE shapes (olmoe, qwen3moe) with stacked experts, the Gated DeltaNet hybrids
+Qwen3.6-27B and Qwen3.6-35B-A3B (qwen35, qwen35moe: llama.cpp's layout of src/io/hybrid_layout.h) and
+Nemotron 3 Nano 30B-A3B (nemotron_h_moe: src/io/nemotron_layout.h). The tokenizer (and so the
 vocabulary) is SmolLM2's, copied from the given GGUF: the weights are random, only the bytes a
 token reads matter. Rope scaling (Llama 3's rope_freqs) is left out; rope base is the original's.
 
@@ -78,7 +79,48 @@ SHAPES = {
                             experts=256, used=8, expert_ff=512, shared_ff=512, qk_norm="head",
                             tied=False, rope=10000000.0, eps=1e-6, ctx=262144,
                             hybrid=dict(interval=4, k_heads=16, v_heads=32, d=128, conv=4, n_rot=64)),
+    # Nemotron 3 Nano 30B-A3B (llama.cpp's nemotron_h_moe layout: src/io/nemotron_layout.h): layers
+    # by the pattern (M Mamba-2, E MoE, * attention without RoPE, each after its one RMSNorm);
+    # Mamba-2 64 heads of 64, state 128, 8 groups, conv 4; MoE 128 non-gated squared-ReLU experts
+    # of 1856, 6 used, a shared expert of 3712, sigmoid router with a correction bias, scale 2.5.
+    "nemotron3-nano-30b-a3b": dict(arch="nemotron_h_moe", layers=52, hidden=2688, heads=32, kv=2, head_dim=128, ff=1856,
+                                   experts=128, used=6, expert_ff=1856, shared_ff=3712, qk_norm=None,
+                                   tied=False, rope=10000.0, eps=1e-5, ctx=262144,
+                                   nemotron=dict(pattern="MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+                                                 m_heads=64, m_head_dim=64, d_state=128, groups=8, conv=4, scale=2.5)),
 }
+
+
+def nemotron_plan(s, t, lin):
+    """The blocks of a nemotron_h_moe shape (llama.cpp's tensor names and shapes)."""
+    h, hd, nm = s["hidden"], s["head_dim"], s["nemotron"]
+    inner = nm["m_heads"] * nm["m_head_dim"]
+    conv_dim = inner + 2 * nm["groups"] * nm["d_state"]
+    e, ff, sf = s["experts"], s["expert_ff"], s["shared_ff"]
+    for i, kind in enumerate(nm["pattern"][:s["layers"]]):
+        b = f"blk.{i}."
+        t.append((b + "attn_norm.weight", (h,), "f32", 0))
+        if kind == "M":
+            lin(b + "ssm_in", 2 * inner + 2 * nm["groups"] * nm["d_state"] + nm["m_heads"], h)
+            t.append((b + "ssm_conv1d.weight", (conv_dim, nm["conv"]), "conv", nm["conv"]))
+            t.append((b + "ssm_conv1d.bias", (conv_dim,), "router", 1))
+            t.append((b + "ssm_dt.bias", (nm["m_heads"],), "router", 1))
+            t.append((b + "ssm_a", (nm["m_heads"], 1), "ssm_a", 0))
+            t.append((b + "ssm_d", (nm["m_heads"], 1), "f32", 0))
+            t.append((b + "ssm_norm.weight", (nm["groups"], inner // nm["groups"]), "f32", 0))
+            lin(b + "ssm_out", h, inner)
+        elif kind == "*":
+            lin(b + "attn_q", s["heads"] * hd, h)
+            lin(b + "attn_k", s["kv"] * hd, h)
+            lin(b + "attn_v", s["kv"] * hd, h)
+            lin(b + "attn_output", h, s["heads"] * hd)
+        else:
+            t.append((b + "ffn_gate_inp.weight", (e, h), "router", h))
+            t.append((b + "exp_probs_b.bias", (e,), "router", 64))
+            lin(b + "ffn_up_exps", ff, h, (e,))
+            lin(b + "ffn_down_exps", h, ff, (e,))
+            lin(b + "ffn_up_shexp", sf, h)
+            lin(b + "ffn_down_shexp", h, sf)
 
 
 def nvfp4_bytes(rng, lead_shape, n_in):
@@ -124,6 +166,9 @@ def plan(shape, vocab, linear="nvfp4"):
             lin(b + "ffn_down", h, s["ff"])
 
     hy = s.get("hybrid")
+    if s.get("nemotron"):
+        nemotron_plan(s, t, lin)
+        L = 0
     for i in range(L):
         b = f"blk.{i}."
         t.append((b + "attn_norm.weight", (h,), "f32", 0))
@@ -216,16 +261,34 @@ def write(shape, out, tok_src, seed, linear="nvfp4"):
     w.add_block_count(s["layers"])
     w.add_context_length(s["ctx"])
     w.add_embedding_length(s["hidden"])
-    w.add_feed_forward_length(s["ff"])
+    nm = s.get("nemotron")
+    if nm:  # the layer kinds in per-layer arrays, as llama.cpp's converter writes them
+        pattern = nm["pattern"][:s["layers"]]
+        w.add_feed_forward_length([s["expert_ff"] if c == "E" else 0 for c in pattern])
+        w.add_head_count_kv([s["kv"] if c == "*" else 0 for c in pattern])
+        w.add_layer_norm_eps(s["eps"])
+    else:
+        w.add_feed_forward_length(s["ff"])
+        w.add_head_count_kv(s["kv"])
+        w.add_rope_freq_base(s["rope"])
     w.add_head_count(s["heads"])
-    w.add_head_count_kv(s["kv"])
-    w.add_rope_freq_base(s["rope"])
     w.add_layer_norm_rms_eps(s["eps"])
     if s["head_dim"] * s["heads"] != s["hidden"]:
         w.add_key_length(s["head_dim"])
         w.add_value_length(s["head_dim"])
     if arch == "llama":
         w.add_rope_dimension_count(s["head_dim"])
+    if nm:
+        w.add_ssm_conv_kernel(nm["conv"])
+        w.add_ssm_state_size(nm["d_state"])
+        w.add_ssm_group_count(nm["groups"])
+        w.add_ssm_time_step_rank(nm["m_heads"])
+        w.add_ssm_inner_size(nm["m_heads"] * nm["m_head_dim"])
+        w.add_expert_shared_count(1)
+        w.add_expert_weights_norm(True)
+        w.add_expert_weights_scale(nm["scale"])
+        w.add_expert_group_count(1)
+        w.add_expert_group_used_count(1)
     if "experts" in s:
         w.add_expert_count(s["experts"])
         w.add_expert_used_count(s["used"])

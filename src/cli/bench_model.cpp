@@ -273,6 +273,11 @@ int run(const Opt& o) {
   if (o.verify_drafts > 0)
     j["verify"] = verify_cost(*L.model, context_options(o.m).kv, L.threads, o.prompt, o.verify_drafts, 16, std::max(3, o.reps));
   const std::string common = peer_args(o, L.threads);
+  // Our weights go before llama.cpp maps the file: a model near the size of RAM would otherwise
+  // push its pages out while it runs.
+  L.model.reset();
+  L.mtp_ck.reset();
+  L.ck.reset();
   j["llama_cpp_nvfp4_prompt_tps"] = nullptr;
   j["llama_cpp_nvfp4_gen_tps"] = nullptr;
   j["llama_cpp_q4_0_prompt_tps"] = nullptr;
