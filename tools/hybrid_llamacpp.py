@@ -78,6 +78,19 @@ base.AutoConfig = _NoAutoConfig
 """
 
 
+# Gemma 4's set_vocab reads only Gemma's own tokenizer (a BPE with byte fallback: LlamaHfVocab);
+# the fixtures' tokenizer is trained here (tools/arch_tokenizers.py, a byte-level BPE as Qwen's),
+# so the vocabulary goes through the converter's generic gpt2 path. The tensors and the model's
+# keys are the converter's own.
+GEMMA_VOCAB = """import conversion.gemma as _gemma
+_gemma.Gemma4Model.set_vocab = lambda self: base.TextModel._set_vocab_gpt2(self)
+"""
+
+
+def gemma_vocab_answer(config):
+    return config.get("model_type") in ("gemma4", "gemma4_text")
+
+
 def config_json_answer(config):
     return config.get("model_type") == "nemotron_h" and "num_experts_per_tok" not in config
 
@@ -106,6 +119,8 @@ def convert_llamacpp(arch_dir, form, out, outtype):
     script = M.CONVERT
     if config_json_answer(config):
         script = script.replace("import conversion.base as base\n", "import conversion.base as base\n" + NO_AUTOCONFIG)
+    if gemma_vocab_answer(config):
+        script = script.replace("import convert_hf_to_gguf\n", "import convert_hf_to_gguf\n" + GEMMA_VOCAB)
     r = subprocess.run([sys.executable, "-c", script, str(M.LLAMA), PRE, str(src), "--outfile", str(out)] + extra,
                        capture_output=True, text=True)
     td.cleanup()
@@ -113,7 +128,8 @@ def convert_llamacpp(arch_dir, form, out, outtype):
         lines = [l for l in (r.stderr + r.stdout).splitlines() if l.strip()]
         return {"ok": False, "error": "\n".join(lines[-12:])}
     return {"ok": True, "file": out.name, "bytes": out.stat().st_size, **({"mrope_section_answered": answer} if answer else {}),
-            **({"hparams_answered": "config.json as it is (AutoConfig refused)"} if config_json_answer(config) else {})}
+            **({"hparams_answered": "config.json as it is (AutoConfig refused)"} if config_json_answer(config) else {}),
+            **({"vocab_answered": "gpt2 (byte BPE) vocabulary path"} if gemma_vocab_answer(config) else {})}
 
 
 def convert_ours(arch_dir, form, out):

@@ -6,6 +6,7 @@
 #include "convert/convert_modelopt.h"
 #include "io/hf_names.h"
 #include "io/hybrid_layout.h"
+#include "io/gemma4_layout.h"
 #include "io/nemotron_layout.h"
 #include "convert/gguf_meta_from_checkpoint.h"
 #include "convert/weight_quantizer.h"
@@ -334,6 +335,18 @@ void verify_output(const std::string& out, const std::vector<Recipe>& recipes) {
   }
 }
 
+// Generated tensors (llama.cpp's rope_freqs.weight) first, as llama.cpp's converter writes them.
+void add_generated(std::vector<std::pair<std::string, std::vector<float>>> tensors, std::vector<Recipe>& recipes, ConvertReport& rep) {
+  std::vector<Recipe> gen;
+  for (auto& [name, v] : tensors) {
+    auto data = std::make_shared<std::vector<float>>(std::move(v));
+    gen.push_back({name, {static_cast<int64_t>(data->size())}, ggml::F32, data->size() * 4,
+                   [data](uint8_t* dst) { std::memcpy(dst, data->data(), data->size() * 4); }});
+    ++rep.kept;
+  }
+  recipes.insert(recipes.begin(), gen.begin(), gen.end());
+}
+
 }  // namespace
 
 bool default_quantizes(const std::string& name, size_t n_dims) {
@@ -368,16 +381,14 @@ ConvertReport convert(const std::string& in, const std::string& out, const Conve
                   "an HF directory as input, or a .gguf output", a->s);
     return convert_to_modelopt_dir(*ck, out, opt);
   }
-  // Gemma 4 in llama.cpp's gemma4 layout is not written yet: our names and keys for its per-layer
-  // attention are not llama.cpp's (checked against none), so no GGUF of it is written at all.
-  if (const gguf::Value* a = ck->meta("general.architecture"); a && a->type == gguf::ValueType::string && a->s == "gemma4")
-    throw Error(in, "general.architecture", "Gemma 4 to GGUF: llama.cpp's gemma4 layout (tensor and metadata names) is not written yet",
-                "an HF directory output", a->s);
   // The Gated DeltaNet hybrids in llama.cpp's layout (names, value-head order, -exp(A_log), norms
   // with their 1): io/hybrid_layout.h. Everything below reads `src`.
   // Nemotron-H in llama.cpp's layout (nemotron_h / nemotron_h_moe: io/nemotron_layout.h).
+  // Gemma 4 in llama.cpp's gemma4 layout (io/gemma4_layout.h), with its rope_freqs.weight.
   std::unique_ptr<Checkpoint> llamacpp = hybrid_to_llamacpp(*ck);
   const bool nemotron = !llamacpp && (llamacpp = nemotron_to_llamacpp(*ck)) != nullptr;
+  const bool gemma4 = !llamacpp && (llamacpp = gemma4_to_llamacpp(*ck)) != nullptr;
+  const bool keys_from_view = nemotron || gemma4;
   const Checkpoint& src = llamacpp ? *llamacpp : *ck;
 
   // The tensors plan() quantizes from float (awq's groups must all be among them).
@@ -391,31 +402,34 @@ ConvertReport convert(const std::string& in, const std::string& out, const Conve
   const auto wq = std::make_shared<const WeightQuantizer>(src, opt, false, eligible);
   for (const auto& n : wq->notes()) rep.notes.push_back(n);
   std::vector<Recipe> recipes = stack_experts(plan(src, opt, wq, rep), src.info().path);
+  if (gemma4)
+    for (const Recipe& r : recipes)
+      if (r.type == ggml::NVFP4 && r.name.find("_exps.") != std::string::npos)
+        throw Error(in, r.name,
+                    "GGUF output in llama.cpp's gemma4 layout: blk.N.ffn_down_exps.scale holds the router's per-expert scale there, "
+                    "the name NVFP4 experts' tensor scales take (llama.cpp's converter folds one into the other; not done here)",
+                    "float experts (--keep 'blk.*_exps.*')", "NVFP4");
 
   gguf::Writer w;
   if (ck->info().container == "gguf") {
     const auto file = gguf::File::open(in);
     const gguf::Value* fa = file.find("general.architecture");
     const std::string file_arch = fa && fa->type == gguf::ValueType::string ? fa->s : "";
-    // Nemotron-H: the model's keys are the layout's (the file may be in our earlier layout, or
-    // name another arch); the rest (tokenizer, general.*) as the file has them.
+    // Nemotron-H and Gemma 4: the model's keys are the layout's (the file may be in our earlier
+    // layout, or name another arch); the rest (tokenizer, general.*) as the file has them.
+    std::vector<std::pair<std::string, std::vector<float>>> f32_tensors;
     for (const auto& [k, v] : file.metadata())
-      if (!nemotron || (k != "general.architecture" && k.rfind(file_arch + ".", 0) != 0)) w.set(k, v);
+      if (!keys_from_view || (k != "general.architecture" && k.rfind(file_arch + ".", 0) != 0)) w.set(k, v);
     if (llamacpp)  // the keys the layout adds (rope.dimension_sections, the exact A_log, ...)
       for (const std::string& k : llamacpp->meta_keys())
         if (!w.find(k)) w.set(k, *llamacpp->meta(k));
+    if (gemma4) f32_tensors.emplace_back("rope_freqs.weight", gemma4_rope_freqs(*ck));
+    add_generated(std::move(f32_tensors), recipes, rep);
   } else {
     GgufFromHf extra = gguf_meta_from_checkpoint(src, w, opt.tokenizer);
     for (auto& n : extra.notes) rep.notes.push_back(std::move(n));
-    // Generated tensors first, as llama.cpp's converter writes them.
-    std::vector<Recipe> gen;
-    for (auto& [name, v] : extra.f32_tensors) {
-      auto data = std::make_shared<std::vector<float>>(std::move(v));
-      gen.push_back({name, {static_cast<int64_t>(data->size())}, ggml::F32, data->size() * 4,
-                     [data](uint8_t* dst) { std::memcpy(dst, data->data(), data->size() * 4); }});
-      ++rep.kept;
-    }
-    recipes.insert(recipes.begin(), gen.begin(), gen.end());
+    if (gemma4) extra.f32_tensors.emplace_back("rope_freqs.weight", gemma4_rope_freqs(*ck));
+    add_generated(std::move(extra.f32_tensors), recipes, rep);
   }
   if (rep.quantized + rep.repacked > 0) {
     w.set_u32("general.file_type", kFtypeNvfp4);

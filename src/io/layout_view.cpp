@@ -68,6 +68,7 @@ RowMatrix LayoutView::nvfp4(const std::string& name) const {
   const LayoutSource& s = src(name);
   RowMatrix m = base_.nvfp4(s.base);
   if (s.fn != LayoutFn::none) throw Error(path(), name, "values mapped on an NVFP4 tensor", "a float tensor", "NVFP4");
+  if (!s.then.empty()) throw Error(path(), name, "tensors stacked by rows in this layout", "float tensors", "NVFP4");
   const int64_t cb = m.n_in / 2, sb = m.n_in / kGroup;
   if (!s.rows.empty()) {
     RowMatrix o = m;
@@ -110,8 +111,13 @@ std::vector<float> LayoutView::to_f32(const std::string& name) const {
   const LayoutSource& s = src(name);
   if (!s.exact.empty()) return s.exact;
   std::vector<float> v = base_.to_f32(s.base);
+  for (const std::string& t : s.then) {
+    const std::vector<float> more = base_.to_f32(t);
+    v.insert(v.end(), more.begin(), more.end());
+  }
   const TensorEntry& be = base_.tensor(s.base);
-  const int64_t n_rows = be.shape.empty() ? 1 : be.shape[0];
+  int64_t n_rows = be.shape.empty() ? 1 : be.shape[0];
+  for (const std::string& t : s.then) n_rows += base_.tensor(t).shape[0];
   const int64_t w = n_rows > 0 ? static_cast<int64_t>(v.size()) / n_rows : 0;  // conv1d [C, 1, K]: K
   if (!s.rows.empty()) {
     std::vector<float> o(s.rows.size() * static_cast<size_t>(w));
@@ -155,7 +161,9 @@ bool LayoutView::raw_ggml(const std::string& name, uint32_t& type, const void*& 
 
 void LayoutView::release(const std::string& name) const {
   const auto it = src_.find(name);
-  if (it != src_.end()) base_.release(it->second.base);
+  if (it == src_.end()) return;
+  base_.release(it->second.base);
+  for (const std::string& t : it->second.then) base_.release(t);
 }
 
 void LayoutView::release_all() const { base_.release_all(); }
@@ -184,6 +192,16 @@ void LayoutView::add(const std::string& name, LayoutSource s, std::vector<int64_
       (e.shape.size() != 2 || e.shape[1] != s.col_block * static_cast<int64_t>(s.col_perm.size())))
     throw Error(path(), s.base, "columns of out_proj: one block per value head (ssm.* metadata)",
                 "[n, " + std::to_string(s.col_block * static_cast<int64_t>(s.col_perm.size())) + "]", dims(e.shape));
+  for (const std::string& t : s.then) {
+    const TensorEntry& m = base_.tensor(t);
+    if (e.storage == Storage::nvfp4 || m.storage == Storage::nvfp4)
+      throw Error(path(), t, "tensors stacked by rows in this layout", "float tensors", "NVFP4");
+    if (m.storage != e.storage)
+      throw Error(path(), t, "rows stacked under " + s.base + ": the same storage", e.storage_name, m.storage_name);
+    if (m.shape.size() != e.shape.size() || m.shape.size() < 2 || !std::equal(m.shape.begin() + 1, m.shape.end(), e.shape.begin() + 1))
+      throw Error(path(), t, "rows stacked under " + s.base + ": the same columns", dims(e.shape), dims(m.shape));
+    e.shape[0] += m.shape[0];
+  }
   e.name = name;
   if (!shape.empty()) e.shape = std::move(shape);
   if (!s.rows.empty()) e.shape[0] = static_cast<int64_t>(s.rows.size());

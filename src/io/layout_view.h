@@ -1,6 +1,7 @@
 // A checkpoint seen in another GGUF layout (io/hybrid_layout.h, io/nemotron_layout.h): each tensor
 // of the view is one of the underlying checkpoint's, renamed, with rows picked, column blocks
-// permuted or its values mapped (A_log <-> -exp(A_log), a norm's + 1), and its metadata the
+// permuted, its values mapped (A_log <-> -exp(A_log), a norm's + 1) or float tensors stacked by
+// rows, and its metadata the
 // underlying keys (some renamed or hidden) plus keys the layout adds. Rows, column blocks and NVFP4
 // bytes move exactly; a tensor whose values are mapped is F32.
 #pragma once
@@ -24,7 +25,8 @@ struct LayoutSource {
   LayoutFn fn = LayoutFn::none;
   bool f32 = false;               // presented as F32 (values mapped, or llama.cpp stores it so)
   std::vector<float> exact;       // ssm_a_log read from the exact key (checked against ssm_a)
-  bool identity() const { return rows.empty() && col_perm.empty() && fn == LayoutFn::none && !f32; }
+  std::vector<std::string> then;  // float tensors whose rows follow the base's (Gemma 4's stacked gate and up)
+  bool identity() const { return rows.empty() && col_perm.empty() && fn == LayoutFn::none && !f32 && then.empty(); }
 };
 
 LayoutSource layout_plain(const std::string& base);
