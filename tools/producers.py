@@ -102,8 +102,12 @@ def modelopt_export(qmodel, out_dir, tokenizer, dtype=None):
 
 
 def load_float(float_dir, dtype=torch.float32):
-    from transformers import AutoModelForCausalLM
-    return AutoModelForCausalLM.from_pretrained(str(float_dir), dtype=dtype, attn_implementation="eager").eval()
+    """The float model of float_dir: its causal LM, or the image-text-to-text model of a family
+    transformers has only as a VLM (muse_glimmer)."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES as causal
+    kind = AutoModelForCausalLM if AutoConfig.from_pretrained(str(float_dir)).model_type in causal else AutoModelForImageTextToText
+    return kind.from_pretrained(str(float_dir), dtype=dtype, attn_implementation="eager").eval()
 
 
 def ct_quantize_save(float_dir, scheme, calib, out_dir, tokenizer, dtype=torch.float32, ignore=("lm_head",), pipeline=None):

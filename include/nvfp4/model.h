@@ -122,6 +122,10 @@ struct ModelConfig {
   // Gemma 4: the MLP width of the KV-shared layers (use_double_wide_mlp: 2 n_ff; 0: n_ff), and the
   // per-layer embeddings' width per layer (hidden_size_per_layer_input; 0: none).
   int64_t n_ff_kv_shared = 0, n_embd_per_layer = 0;
+  // Muse Glimmer: the embedding RMSNorm-ed without a weight (eps rms_eps), the logits times
+  // logit_scale before the soft cap (0: none), the norms after attention and FFN with their own eps.
+  bool embd_norm = false;
+  float logit_scale = 0.0f, post_norm_eps = 0.0f;
   // Nemotron-H: attention without RoPE; the router's sigmoid scores with a correction bias
   // (MoeGating::sigmoid_bias) chosen in n_group groups of which topk_group are kept, the weights
   // times routed_scale; experts in a latent width (0: n_embd) between two projections.

@@ -381,6 +381,12 @@ ConvertReport convert(const std::string& in, const std::string& out, const Conve
                   "an HF directory as input, or a .gguf output", a->s);
     return convert_to_modelopt_dir(*ck, out, opt);
   }
+  // Muse Glimmer in llama.cpp's muse-glimmer layout is not written yet: its q/k rows in RoPE's
+  // interleaved order, the 1 of the zero-centred norms and the q/k norms' weights (qk_scale_factor)
+  // differ from ours, so no GGUF of it is written at all.
+  if (const gguf::Value* a = ck->meta("general.architecture"); a && a->type == gguf::ValueType::string && a->s == "muse-glimmer")
+    throw Error(in, "general.architecture", "Muse Glimmer to GGUF: llama.cpp's muse-glimmer layout (q/k rows, norms) is not written yet",
+                "an HF directory output", a->s);
   // The Gated DeltaNet hybrids in llama.cpp's layout (names, value-head order, -exp(A_log), norms
   // with their 1): io/hybrid_layout.h. Everything below reads `src`.
   // Nemotron-H in llama.cpp's layout (nemotron_h / nemotron_h_moe: io/nemotron_layout.h).

@@ -68,6 +68,12 @@ const ArchInfo kArchs[] = {
     {.name = "gemma4", .gguf_name = "gemma4", .hf_model_types = {"gemma4_text", "gemma4"},
      .hf_architectures = {"Gemma4ForCausalLM", "Gemma4ForConditionalGeneration"}, .rope = RopeStyle::neox,
      .qk_norm = Need::required, .moe = Need::optional, .norm_topk_default = true, .block = "gemma4"},
+    // Muse Glimmer (the text of its release under model.language_model; src/models/muse_glimmer.cpp):
+    // sliding layers with RoPE and full NoPE ones, weightless q/k norms (q times qk_scale_factor),
+    // an output gate beside q/k/v, four zero-centred norms, a normed embedding, scaled and capped logits.
+    {.name = "muse_glimmer", .gguf_name = "muse-glimmer", .hf_model_types = {"muse_glimmer_text", "muse_glimmer"},
+     .hf_architectures = {"MuseGlimmerForConditionalGeneration"}, .rope = RopeStyle::neox, .qk_norm = Need::optional,
+     .block = "muse_glimmer"},
     // Nemotron-H / Nemotron 3 (src/models/nemotron_h.cpp): Mamba-2, attention without RoPE,
     // squared-ReLU MLP and MoE layers in a pattern; a sigmoid router with a correction bias.
     {.name = "nemotron_h", .gguf_name = "nemotron_h", .hf_model_types = {"nemotron_h"},
@@ -104,6 +110,9 @@ const ArchTensor kLayer[] = {
     // Gemma 4's MoE block beside the MLP: the router, the experts' input norm and the two outputs' norms.
     {"ffn_gate_inp", "router.proj", "gemma4"}, {"pre_ffw_norm_2", "pre_feedforward_layernorm_2", "gemma4"},
     {"post_ffw_norm_1", "post_feedforward_layernorm_1", "gemma4"}, {"post_ffw_norm_2", "post_feedforward_layernorm_2", "gemma4"},
+    // Muse Glimmer: Gemma 4's four norms (llama.cpp's names) and the attention's output gate.
+    {"post_attention_norm", "post_attention_layernorm", "muse_glimmer"}, {"ffn_norm", "pre_feedforward_layernorm", "muse_glimmer"},
+    {"post_ffw_norm", "post_feedforward_layernorm", "muse_glimmer"}, {"attn_gate", "self_attn.gate_proj", "muse_glimmer"},
     // Nemotron-H (backbone.layers.N.* read as model.layers.N.*): one norm and one mixer per layer.
     {"attn_norm", "norm", "nemotron_h"},              {"ssm_in", "mixer.in_proj", "nemotron_h"},
     {"ssm_conv1d", "mixer.conv1d", "nemotron_h"},     {"ssm_norm", "mixer.norm", "nemotron_h"},

@@ -512,15 +512,20 @@ class StCheckpoint final : public Checkpoint {
   // tower and multi-token-prediction layers: they are listed (info().set_aside) and left out.
   void set_aside_parts(const nlohmann::json& config, std::set<std::string>& used) {
     const ArchInfo* a = hf_config_arch(config);
-    if (!a || !(a->gated_delta || a->block == "gemma4" || a->block == "nemotron_h")) return;
+    if (!a || !(a->gated_delta || a->block == "gemma4" || a->block == "nemotron_h" || a->block == "muse_glimmer")) return;
     static constexpr std::pair<std::string_view, std::string_view> kParts[] = {
         {"model.visual.", "vision tower"}, {"mtp.", "multi-token-prediction (MTP) layers"}};
     // Gemma 4's multimodal release: its vision and audio towers and their embedders.
     static constexpr std::pair<std::string_view, std::string_view> kGemma4[] = {
         {"model.vision_tower.", "vision tower"}, {"model.embed_vision.", "vision embedder"},
         {"model.audio_tower.", "audio tower"}, {"model.embed_audio.", "audio embedder"}};
+    // Muse Glimmer's release: its vision tower, adapter and projection.
+    static constexpr std::pair<std::string_view, std::string_view> kMuse[] = {
+        {"model.vision_tower.", "vision tower"}, {"model.vision_adapter.", "vision adapter"}, {"model.vision_projection.", "vision projection"}};
     using Part = std::pair<std::string_view, std::string_view>;
-    const std::span<const Part> parts = a->block == "gemma4" ? std::span<const Part>(kGemma4) : std::span<const Part>(kParts);
+    const std::span<const Part> parts = a->block == "gemma4"         ? std::span<const Part>(kGemma4)
+                                        : a->block == "muse_glimmer" ? std::span<const Part>(kMuse)
+                                                                     : std::span<const Part>(kParts);
     for (const auto& [prefix, what] : parts) {
       if (mtp_ && prefix == "mtp." && a->block != "nemotron_h") {  // (Nemotron-H's MTP layers: listed, not run yet)
         read_mtp();

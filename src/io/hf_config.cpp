@@ -298,6 +298,72 @@ void gemma4_meta(const Json& c, Reader& r, const Refuse& refuse) {
     r.real(c, "final_logit_softcapping", "final_logit_softcapping");
 }
 
+// Muse Glimmer (text), under llama.cpp's muse-glimmer keys where it has them and ours beside:
+// layer_types -> attention.sliding_window_pattern (true: sliding); sliding_window ->
+// attention.sliding_window; output_multiplier -> logit_scale; final_logit_softcapping;
+// qk_scale_factor -> attention.qk_scale (ours: llama.cpp's GGUF holds it as the q norm's weight);
+// post_norm_eps -> attention.post_norm_epsilon (ours: llama.cpp's graph has 1e-8). Missing fields
+// take MuseGlimmerTextConfig's defaults. layer_rope_theta: RoPE at rope_theta on the sliding layers
+// and none on the full ones, as transformers runs it (it reads the list only as on or off) and as
+// llama.cpp does; another list is refused naming it.
+template <class Refuse>
+void muse_glimmer_meta(const Json& c, Reader& r, const Refuse& refuse) {
+  if (!c.contains("num_hidden_layers") || !c["num_hidden_layers"].is_number_integer() || c["num_hidden_layers"].get<int64_t>() < 1 ||
+      c["num_hidden_layers"].get<int64_t>() > (int64_t{1} << 16))
+    refuse("num_hidden_layers", "an integer in 1 .. 65536", c.value("num_hidden_layers", Json()));
+  const int64_t n_layer = c["num_hidden_layers"].get<int64_t>();
+  if (c.contains("attention_bias") && c["attention_bias"].is_boolean() && c["attention_bias"].get<bool>())
+    refuse("attention_bias", "false", c["attention_bias"]);
+  std::vector<bool> sliding(static_cast<size_t>(n_layer));
+  for (int64_t i = 0; i < n_layer; ++i) sliding[static_cast<size_t>(i)] = (n_layer - 1 - i) % 4 != 0;
+  if (c.contains("layer_types") && !c["layer_types"].is_null()) {
+    const Json& lt = c["layer_types"];
+    if (!lt.is_array() || static_cast<int64_t>(lt.size()) != n_layer)
+      refuse("layer_types", "an array of num_hidden_layers (" + std::to_string(n_layer) + ") layer types", lt);
+    for (size_t i = 0; i < lt.size(); ++i) {
+      if (lt[i] != "sliding_attention" && lt[i] != "full_attention")
+        refuse("layer_types[" + std::to_string(i) + "]", "\"sliding_attention\" or \"full_attention\"", lt[i]);
+      sliding[i] = lt[i] == "sliding_attention";
+    }
+  }
+  gguf::Value pattern;
+  pattern.type = gguf::ValueType::array;
+  pattern.arr = gguf::Array(gguf::ValueType::boolean);
+  for (bool b : sliding) pattern.arr.push_back(boolean(b));
+  r.out.emplace_back(r.a + "attention.sliding_window_pattern", pattern);
+  double theta = 10000.0;
+  if (c.contains("rope_parameters") && c["rope_parameters"].is_object() && c["rope_parameters"].contains("rope_theta") &&
+      c["rope_parameters"]["rope_theta"].is_number())
+    theta = c["rope_parameters"]["rope_theta"].get<double>();
+  if (c.contains("layer_rope_theta") && !c["layer_rope_theta"].is_null()) {
+    const Json& t = c["layer_rope_theta"];
+    if (!t.is_array() || static_cast<int64_t>(t.size()) != n_layer) refuse("layer_rope_theta", "an array of num_hidden_layers numbers", t);
+    for (size_t i = 0; i < t.size(); ++i) {
+      const bool ok = t[i].is_number() && (sliding[i] ? t[i].get<double>() == theta : t[i].get<double>() == 0.0);
+      if (!ok)
+        refuse("layer_rope_theta[" + std::to_string(i) + "]",
+               sliding[i] ? "rope_theta (" + Json(theta).dump() + ") on a sliding layer" : "0 (NoPE) on a full layer", t[i]);
+    }
+  }
+  const auto real_or = [&](const char* hf, const std::string& key, double def) {
+    r.from(r.a + key, hf);
+    double v = def;
+    if (c.contains(hf) && !c[hf].is_null()) {
+      if (!c[hf].is_number() || !(c[hf].get<double>() > 0)) refuse(hf, "a number > 0", c[hf]);
+      v = c[hf].get<double>();
+    }
+    r.out.emplace_back(r.a + key, f32(v));
+  };
+  if (c.contains("sliding_window") && !c["sliding_window"].is_null()) r.count("sliding_window", "attention.sliding_window");
+  else r.out.emplace_back(r.a + "attention.sliding_window", u32(2048));
+  if (!c.contains("rms_norm_eps")) r.out.emplace_back(r.a + "attention.layer_norm_rms_epsilon", f32(1e-5));
+  real_or("output_multiplier", "logit_scale", 0.19611613513818404);
+  real_or("qk_scale_factor", "attention.qk_scale", 3.87);
+  real_or("post_norm_eps", "attention.post_norm_epsilon", 1e-8);
+  if (c.contains("final_logit_softcapping") && c["final_logit_softcapping"].is_null()) return;  // no cap
+  real_or("final_logit_softcapping", "final_logit_softcapping", 20.0);
+}
+
 }  // namespace
 
 const ArchInfo* hf_config_arch(const Json& config) {
@@ -314,7 +380,7 @@ MetaList hf_config_meta(const Json& top, const std::string& file, std::map<std::
   const ArchInfo* arch = hf_config_arch(top);
   // A vision-language release (Qwen3.5 / Qwen3.6) nests the text model's config in text_config.
   Json nested;
-  if (arch && (arch->gated_delta || arch->block == "gemma4") && top.contains("text_config") && top["text_config"].is_object()) {
+  if (arch && (arch->gated_delta || arch->block == "gemma4" || arch->block == "muse_glimmer") && top.contains("text_config") && top["text_config"].is_object()) {
     nested = top["text_config"];
     if (!nested.contains("tie_word_embeddings") && top.contains("tie_word_embeddings")) nested["tie_word_embeddings"] = top["tie_word_embeddings"];
   }
@@ -353,6 +419,8 @@ MetaList hf_config_meta(const Json& top, const std::string& file, std::map<std::
   if (arch->block == "gemma4") {
     gemma4_meta(c, r, refuse);
     rope = nullptr;  // per layer type, read above
+  } else if (arch->block == "muse_glimmer") {
+    muse_glimmer_meta(c, r, refuse);
   } else if (arch->block == "nemotron_h") {
     nemotron_h_meta(c, file, r.a, out);
     rope = nullptr;  // no position encoding

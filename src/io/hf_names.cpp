@@ -80,7 +80,7 @@ constexpr WholeName kWhole[] = {{"ssm_a_log", "linear_attn.A_log"}, {"ssm_dt.bia
 
 // Spellings that belong to their architecture alone in the HF -> GGUF direction: Gemma 4 reuses
 // other families' HF names for other tensors (its post_attention_layernorm is not an FFN norm).
-bool own_spelling(std::string_view arch) { return arch == "gemma4" || arch == "nemotron_h"; }
+bool own_spelling(std::string_view arch) { return arch == "gemma4" || arch == "nemotron_h" || arch == "muse_glimmer"; }
 
 // Maps `name` (module + "." + suffix) from one side of the table to the other. The text model of
 // a vision-language release (model.language_model.*) is read as the text model's names.

@@ -61,13 +61,7 @@ void build_attn(StepRun& s, const LayerWeights& L, int64_t l, const float* gate)
     else s.parallel(n, rope_store);  // tokens are independent (each its own cache position)
     s.attention(l, w.q.data(), w.att.data());
   }
-  if (gate) {  // Qwen3.5's output gate: att * sigmoid(gate), elementwise in float
-    float* att = w.att.data();
-    s.parallel(n * qd, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i)
-        att[i] = att[i] * static_cast<float>(1.0 / (1.0 + pinned::exp(-static_cast<double>(gate[i]))));
-    }, 64);
-  }
+  if (gate) build_output_gate(s, gate, qd);  // Qwen3.5's output gate
   {
     PartTimer timer(w.prof, StepProfile::attn_proj, static_cast<double>(L.o.bytes));
     s.run(L.o, w.att.data(), w.o.data());

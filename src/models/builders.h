@@ -25,6 +25,15 @@ void build_qk_norm_full(StepRun& s, const LayerWeights& L);
 // output gate when there is one (att *= sigmoid(gate[n][q_dim]), Qwen3.5), the output
 // projection, and x += o.
 void build_attn(StepRun& s, const LayerWeights& L, int64_t layer, const float* gate = nullptr);
+// A layer of its own attention shape (ModelConfig::attn_layers[l]: Gemma 4, Muse Glimmer; in
+// src/models/layer_attention.cpp): with the step's q, k and v in ws.q / ws.k / ws.v (normed as the
+// family norms them), RoPE by the layer's table where it has one, k and v into each token's cache
+// (none for a layer that reads an earlier one's: kv_from), and attention over the layer's window
+// (all positions when 0) into ws.att. A sliding layer's tokens of one sequence store and attend in
+// waves of at most kSlidingSlack (each token's window stays in the ring; no bit changes).
+void build_layer_attention(StepRun& s, int64_t layer);
+// att *= sigmoid(gate) elementwise in float, gate and att [n][q_dim] (Qwen3.5, Muse Glimmer).
+void build_output_gate(StepRun& s, const float* gate, int64_t q_dim);
 // Qwen3.5's q_proj: xn = RMSNorm(x) * attn_norm; q_proj's rows hold each head's queries, then
 // that head's gate: q and ws.gate_att [n][q_dim] apart, k and v as build_qkv.
 void build_qkv_gated(StepRun& s, const LayerWeights& L);

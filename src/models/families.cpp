@@ -10,6 +10,7 @@ constexpr Family kFamilies[] = {
     {"qwen3_5", qwen3_5_block, qwen3_5_configure, qwen3_5_load_layer},
     {"gemma4", gemma4_block, gemma4_configure, gemma4_load_layer},
     {"nemotron_h", nemotron_h_block, nemotron_h_configure, nemotron_h_load_layer},
+    {"muse_glimmer", muse_glimmer_block, muse_glimmer_configure, muse_glimmer_load_layer},
 };
 }  // namespace
 

@@ -50,4 +50,9 @@ void nemotron_h_block(StepRun& s, int64_t layer);
 void nemotron_h_configure(Loader& L, const std::string& a, ModelConfig& c);
 void nemotron_h_load_layer(const Loader& L, const std::string& b, const ModelConfig& c, LayerWeights& w);
 
+// Muse Glimmer, text (src/models/muse_glimmer.cpp).
+void muse_glimmer_block(StepRun& s, int64_t layer);
+void muse_glimmer_configure(Loader& L, const std::string& a, ModelConfig& c);
+void muse_glimmer_load_layer(const Loader& L, const std::string& b, const ModelConfig& c, LayerWeights& w);
+
 }  // namespace nvfp4

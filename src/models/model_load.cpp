@@ -260,6 +260,7 @@ std::unique_ptr<Model> Model::build(const Checkpoint& ck, const LoadOptions& opt
     throw Error(path, "output.weight", "missing tensor (config.json tie_word_embeddings is false)", "lm_head.weight", "absent");
   if (!c.tied_head) m.head_own = L.head_tensor("output.weight", c.n_vocab, c.n_embd, true, false);
   m.output_norm = L.norm("output_norm.weight", c.n_embd);
+  if (c.embd_norm) m.embd_norm.assign(static_cast<size_t>(c.n_embd), 1.0f);
   if (c.n_embd_per_layer > 0) gemma4_load_ple(L, c, m);
   const ArchInfo& info = *c.info;
   int64_t first_attn = 0;  // the layer whose attention tensors say what every attention layer has

@@ -96,6 +96,7 @@ struct LayerWeights {
   std::vector<float> router_norm;  // the router's weightless norm: ones
   std::vector<float> q_norm, k_norm;  // [head_dim] (Qwen3) or [q_dim]/[kv_dim] (OLMoE), empty: none
   MatMul q, k, v, o, gate, up, down;  // gate/up/down: the dense FFN (absent in MoE layers)
+  MatMul attn_gate;                   // Muse Glimmer: the attention output's gate [q_dim][n_embd]
   // Mixture of experts: the router (float32 logits in the pinned order of PinnedDense), the
   // experts, and Qwen2-MoE's shared expert with its one-row sigmoid gate.
   PinnedDense router;
@@ -117,7 +118,7 @@ struct LayerWeights {
     };
     if (mixer == MixerKind::linear_attention) add({&lin.qkv, &lin.z, &lin.qkvz, &lin.out, &lin.b, &lin.a, &lin.ba});
     else if (mixer == MixerKind::mamba) add({&mamba.in, &mamba.out});
-    else if (mixer == MixerKind::attention) add({&q, &k, &v, &o, &ple_gate, &ple_proj});
+    else if (mixer == MixerKind::attention) add({&q, &k, &v, &o, &attn_gate, &ple_gate, &ple_proj});
     if (ffn == FfnKind::dense || gate.n_out > 0) add({&gate, &up, &down});  // (Gemma 4: a dense MLP beside its experts)
     if (ffn == FfnKind::moe) {
       for (const Expert& e : experts) add({&e.gate, &e.up, &e.down});
@@ -169,6 +170,7 @@ struct Model::Impl {
   std::vector<float> kv_scales;
   bool kv_scales_calibrated = false;  // read from the checkpoint (else all 1.0)
   std::vector<float> output_norm;
+  std::vector<float> embd_norm;  // Muse Glimmer's weightless embedding norm: ones [n_embd]
   // Gemma 4's per-layer embeddings: the token table [n_vocab][n_layer * ple] (read where the file
   // holds it), the projection of the scaled embedding [n_layer * ple][n_embd] and its norm [ple].
   RowTable ple_table;

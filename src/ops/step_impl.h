@@ -100,6 +100,8 @@ struct StepRun {
   // out[t] = RMSNorm(in[t]) * w over rows of width d (n rows): sum of squares in double,
   // ascending; scale = float(1 / sqrt(mean + eps)); (x * scale) * w in float.
   void rmsnorm(const float* in, const std::vector<float>& w, float* out, int64_t rows, int64_t d) const;
+  // The same with its own eps (Muse Glimmer's post-attention and post-FFN norms).
+  void rmsnorm(const float* in, const std::vector<float>& w, float* out, int64_t rows, int64_t d, float eps) const;
   // One linear layer (bias added in float when it has one), with the observer (which sees the
   // input before a pre_quant_scale).
   void run(const MatMul& mm, const float* in, float* out) const;

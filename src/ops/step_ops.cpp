@@ -55,7 +55,10 @@ const char* StepProfile::name(int part) {
 // ---- the shared pieces of a block -------------------------------------------------------------
 
 void StepRun::rmsnorm(const float* in, const std::vector<float>& w, float* out, int64_t rows, int64_t d) const {
-  const float eps = m.cfg.rms_eps;
+  rmsnorm(in, w, out, rows, d, m.cfg.rms_eps);
+}
+
+void StepRun::rmsnorm(const float* in, const std::vector<float>& w, float* out, int64_t rows, int64_t d, float eps) const {
   const auto run_rows = [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const float* xi = in + t * d;

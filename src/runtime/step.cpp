@@ -149,6 +149,7 @@ void step(const Model& model, std::span<const StepToken> tokens, const float* h_
     for (int64_t t = 0; t < n; ++t) ws.token_ids[static_cast<size_t>(t)] = tokens[static_cast<size_t>(t)].token;
     if (c.embd_scale != 0.0f)  // Gemma: the embedding times sqrt(n_embd), in float
       for (int64_t i = 0; i < n * d; ++i) ws.x.data()[i] *= c.embd_scale;
+    if (c.embd_norm) run.rmsnorm(ws.x.data(), m.embd_norm, ws.x.data(), n, d);  // Muse Glimmer: weightless
   }
   for (int64_t l = 0; l < c.n_layer; ++l) m.block(run, l);  // the family's block (src/models/<family>.cpp)
   for (const auto& [seq, pos] : next) seq->impl().pos = pos;
@@ -167,6 +168,8 @@ void step(const Model& model, std::span<const StepToken> tokens, const float* h_
   PartTimer timer(ws.prof, StepProfile::head, static_cast<double>(m.head().bytes()));
   if (!hidden) run.rmsnorm(ws.xn.data(), m.output_norm, ws.xn.data(), rows, d);  // in place: a row is read before it is written
   m.head().forward(m.mode, ws.xn.data(), rows, logits, pool);
+  if (c.logit_scale != 0.0f)  // Muse Glimmer: the logits times output_multiplier, in float, before the cap
+    for (int64_t i = 0; i < rows * c.n_vocab; ++i) logits[i] *= c.logit_scale;
   if (c.final_softcap != 0.0f) {  // Gemma: cap * tanh(logit / cap), the tanh in double from the pinned exp
     const double cap = c.final_softcap;
     for (int64_t i = 0; i < rows * c.n_vocab; ++i) logits[i] = static_cast<float>(cap * pinned::tanh(static_cast<double>(logits[i]) / cap));
