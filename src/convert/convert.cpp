@@ -7,6 +7,7 @@
 #include "io/hf_names.h"
 #include "io/hybrid_layout.h"
 #include "io/gemma4_layout.h"
+#include "io/muse_layout.h"
 #include "io/nemotron_layout.h"
 #include "convert/gguf_meta_from_checkpoint.h"
 #include "convert/weight_quantizer.h"
@@ -381,12 +382,6 @@ ConvertReport convert(const std::string& in, const std::string& out, const Conve
                   "an HF directory as input, or a .gguf output", a->s);
     return convert_to_modelopt_dir(*ck, out, opt);
   }
-  // Muse Glimmer in llama.cpp's muse-glimmer layout is not written yet: its q/k rows in RoPE's
-  // interleaved order, the 1 of the zero-centred norms and the q/k norms' weights (qk_scale_factor)
-  // differ from ours, so no GGUF of it is written at all.
-  if (const gguf::Value* a = ck->meta("general.architecture"); a && a->type == gguf::ValueType::string && a->s == "muse-glimmer")
-    throw Error(in, "general.architecture", "Muse Glimmer to GGUF: llama.cpp's muse-glimmer layout (q/k rows, norms) is not written yet",
-                "an HF directory output", a->s);
   // The Gated DeltaNet hybrids in llama.cpp's layout (names, value-head order, -exp(A_log), norms
   // with their 1): io/hybrid_layout.h. Everything below reads `src`.
   // Nemotron-H in llama.cpp's layout (nemotron_h / nemotron_h_moe: io/nemotron_layout.h).
@@ -394,7 +389,9 @@ ConvertReport convert(const std::string& in, const std::string& out, const Conve
   std::unique_ptr<Checkpoint> llamacpp = hybrid_to_llamacpp(*ck);
   const bool nemotron = !llamacpp && (llamacpp = nemotron_to_llamacpp(*ck)) != nullptr;
   const bool gemma4 = !llamacpp && (llamacpp = gemma4_to_llamacpp(*ck)) != nullptr;
-  const bool keys_from_view = nemotron || gemma4;
+  // Muse Glimmer in llama.cpp's muse-glimmer layout (io/muse_layout.h), with its q/k norms.
+  const bool muse = !llamacpp && (llamacpp = muse_to_llamacpp(*ck)) != nullptr;
+  const bool keys_from_view = nemotron || gemma4 || muse;
   const Checkpoint& src = llamacpp ? *llamacpp : *ck;
 
   // The tensors plan() quantizes from float (awq's groups must all be among them).
@@ -430,11 +427,15 @@ ConvertReport convert(const std::string& in, const std::string& out, const Conve
       for (const std::string& k : llamacpp->meta_keys())
         if (!w.find(k)) w.set(k, *llamacpp->meta(k));
     if (gemma4) f32_tensors.emplace_back("rope_freqs.weight", gemma4_rope_freqs(*ck));
+    if (muse)
+      for (auto& t : muse_qk_norms(*ck)) f32_tensors.push_back(std::move(t));
     add_generated(std::move(f32_tensors), recipes, rep);
   } else {
     GgufFromHf extra = gguf_meta_from_checkpoint(src, w, opt.tokenizer);
     for (auto& n : extra.notes) rep.notes.push_back(std::move(n));
     if (gemma4) extra.f32_tensors.emplace_back("rope_freqs.weight", gemma4_rope_freqs(*ck));
+    if (muse)
+      for (auto& t : muse_qk_norms(*ck)) extra.f32_tensors.push_back(std::move(t));
     add_generated(std::move(extra.f32_tensors), recipes, rep);
   }
   if (rep.quantized + rep.repacked > 0) {

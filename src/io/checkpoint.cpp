@@ -5,6 +5,7 @@
 #include "io/checkpoint_safetensors.h"
 #include "io/gemma4_layout.h"
 #include "io/hybrid_layout.h"
+#include "io/muse_layout.h"
 #include "io/nemotron_layout.h"
 #include "nvfp4/checkpoint.h"
 #include "nvfp4/error.h"
@@ -71,8 +72,8 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path, const Open
     throw Error(path, "", "not a regular file or directory", "a .gguf or .safetensors file or an HF-style directory", what);
   }
   if (fs::is_regular_file(path) && path.size() >= 5 && path.substr(path.size() - 5) == ".gguf") {
-    // llama.cpp's layouts of the hybrids, Nemotron-H and Gemma 4 read as ours
-    return gemma4_from_llamacpp(nemotron_from_llamacpp(hybrid_from_llamacpp(open_gguf_checkpoint(path), o.mtp), o.mtp));
+    // llama.cpp's layouts of the hybrids, Nemotron-H, Gemma 4 and Muse Glimmer read as ours
+    return muse_from_llamacpp(gemma4_from_llamacpp(nemotron_from_llamacpp(hybrid_from_llamacpp(open_gguf_checkpoint(path), o.mtp), o.mtp)));
   }
   const bool st_file = fs::is_regular_file(path) && path.size() >= 12 && path.substr(path.size() - 12) == ".safetensors";
   if (st_file || fs::is_directory(path)) return open_safetensors_checkpoint(path, o.mtp);

@@ -22,6 +22,17 @@ LayoutSource layout_rows(const std::string& base, std::vector<int64_t> rows, boo
   return s;
 }
 
+std::vector<int64_t> layout_qk_rows(int64_t n_rows, int64_t hd, bool to_llamacpp) {
+  std::vector<int64_t> rows(static_cast<size_t>(n_rows));
+  for (int64_t h = 0; h < n_rows / hd; ++h)
+    for (int64_t i = 0; i < hd / 2; ++i)
+      for (int64_t j = 0; j < 2; ++j) {
+        const int64_t ggml = h * hd + 2 * i + j, hf = h * hd + j * (hd / 2) + i;
+        rows[static_cast<size_t>(to_llamacpp ? ggml : hf)] = to_llamacpp ? hf : ggml;
+      }
+  return rows;
+}
+
 float layout_neg_exp(float a) { return static_cast<float>(-std::exp(static_cast<double>(a))); }
 
 std::string layout_arch(const Checkpoint& ck) {

@@ -77,5 +77,10 @@ bool layout_split_layer(const std::string& name, int64_t& n, std::string& rest);
 // general.architecture, or "" when absent.
 std::string layout_arch(const Checkpoint& ck);
 float layout_neg_exp(float a);
+// The q and k rows of each head of hd rows as llama.cpp's converter permutes them for its
+// interleaved RoPE (LlamaModel.permute; Muse Glimmer's _unpermute_for_rope): its row 2i + j of a
+// head is HF's row j * hd / 2 + i. to_llamacpp: row r of the result is HF row rows[r]; else the
+// inverse. n_rows a multiple of hd.
+std::vector<int64_t> layout_qk_rows(int64_t n_rows, int64_t hd, bool to_llamacpp);
 
 }  // namespace nvfp4

@@ -39,21 +39,6 @@ gguf::Value text(const std::string& s) {
 
 std::string exact_key(const std::string& arch) { return arch + ".ssm.a_log_exact"; }
 
-// The q and k rows of each head as llama.cpp's converter permutes them (LlamaModel.permute, which
-// GraniteHybridModel's undo_permute applies although these layers have no RoPE): its row 2i + j of
-// a head of hd rows is HF's row j * hd / 2 + i. to_llamacpp: row r of the result is HF row
-// rows[r]; else the inverse.
-std::vector<int64_t> qk_rows(int64_t n_rows, int64_t hd, bool to_llamacpp) {
-  std::vector<int64_t> rows(static_cast<size_t>(n_rows));
-  for (int64_t h = 0; h < n_rows / hd; ++h)
-    for (int64_t i = 0; i < hd / 2; ++i)
-      for (int64_t j = 0; j < 2; ++j) {
-        const int64_t ggml = h * hd + 2 * i + j, hf = h * hd + j * (hd / 2) + i;
-        rows[static_cast<size_t>(to_llamacpp ? ggml : hf)] = to_llamacpp ? hf : ggml;
-      }
-  return rows;
-}
-
 // The head size of the attention layers (attention.key_length, else embedding_length / head_count).
 int64_t head_dim(const Checkpoint& ck, const std::string& a) {
   const std::string& path = ck.info().path;
@@ -77,7 +62,7 @@ LayoutSource qk_source(const Checkpoint& ck, const TensorEntry& e, int64_t hd, b
   if (n % hd != 0)
     throw Error(ck.info().path, e.name, "whole attention heads of attention.key_length rows", "a multiple of " + std::to_string(hd),
                 std::to_string(n) + " rows");
-  return layout_rows(e.name, qk_rows(n, hd, to_llamacpp));
+  return layout_rows(e.name, layout_qk_rows(n, hd, to_llamacpp));
 }
 
 // Every key "<from>.X" of `base` shown as "<to>.X" (the base's keys hidden).
