@@ -29,7 +29,10 @@ Prompts: 5, 17, 40 and 100 tokens (the last longer than the sliding layers' ring
 logits.json + logits.f32 as fixtures/gemma4: per prompt the ids, `offset`, `greedy` (16 tokens of
 the float model), `top2_margin`, and logits [n_pos][n_vocab] float32 LE of each of `sets`: float
 (transformers in float32, eager attention) and modelopt_nvfp4 (ModelOpt's fake-quantized model in
-float32 with the export's shared amax; NaN where ModelOpt failed).
+float32 with the export's shared amax; NaN where ModelOpt failed) and modelopt_export (transformers
+in float32 on ModelOpt's own dequantization of the weights its export wrote: on this architecture
+ModelOpt's fake-quantized model departs from its export, about 0.4 at each prompt's first
+position, so the export is checked against this set).
 
 Run (a venv with torch, transformers >= 5.17, nvidia-modelopt, llmcompressor, datasets):
   PYTHON tools/gen_muse_glimmer_fixtures.py [--out DIR]
@@ -51,7 +54,7 @@ import arch_tokenizers as T  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SEED = 20261205
-SETS = ["float", "modelopt_nvfp4"]
+SETS = ["float", "modelopt_nvfp4", "modelopt_export"]
 LENGTHS = [5, 17, 40, 100]
 TEXTS = ["The capital of France is Paris, and the river is the Seine.",
          "def fibonacci(n):\n    if n < 2:\n        return n\n    return fibonacci(n - 1) + fibonacci(n - 2)\n"]
@@ -146,16 +149,20 @@ def main():
         q = P.modelopt_quantize(model16, "nvfp4", calib)
         P.modelopt_export(q, out / "modelopt-nvfp4", tok)
         q32 = P.modelopt_fake_quant_f32(q)
+        deq = P.modelopt_export_dequant_f32(out / "modelopt-nvfp4", out / "float")
         with torch.no_grad():
             logits["modelopt_nvfp4"] = [P.logits_of(q32, ids) for ids in prompts]
+            logits["modelopt_export"] = [P.logits_of(deq, ids) for ids in prompts]
         forms["modelopt-nvfp4"] = {"tensors": tensor_table(out / "modelopt-nvfp4")}
     except Exception as e:
         forms["modelopt-nvfp4"] = {"error": f"{type(e).__name__}: {e}"[:2000], "trace": traceback.format_exc()[-3000:]}
         logits["modelopt_nvfp4"] = [torch.full_like(l, float("nan")) for l in logits["float"]]
+        logits["modelopt_export"] = [torch.full_like(l, float("nan")) for l in logits["float"]]
         shutil.rmtree(out / "modelopt-nvfp4", ignore_errors=True)
         print("modelopt-nvfp4 FAILED", forms["modelopt-nvfp4"]["error"][:400], flush=True)
     try:
-        P.ct_quantize_save(out / "float", "NVFP4", calib, out / "ct-nvfp4", tok, torch.bfloat16, ignore=CT_IGNORE, pipeline="basic")
+        P.ct_quantize_save(out / "float", "NVFP4", calib, out / "ct-nvfp4", tok, torch.bfloat16, ignore=CT_IGNORE, pipeline="basic",
+                           processor=tok)
         forms["ct-nvfp4"] = {"tensors": tensor_table(out / "ct-nvfp4")}
     except Exception as e:
         forms["ct-nvfp4"] = {"error": f"{type(e).__name__}: {e}"[:2000], "trace": traceback.format_exc()[-3000:]}

@@ -110,11 +110,12 @@ def load_float(float_dir, dtype=torch.float32):
     return kind.from_pretrained(str(float_dir), dtype=dtype, attn_implementation="eager").eval()
 
 
-def ct_quantize_save(float_dir, scheme, calib, out_dir, tokenizer, dtype=torch.float32, ignore=("lm_head",), pipeline=None):
+def ct_quantize_save(float_dir, scheme, calib, out_dir, tokenizer, dtype=torch.float32, ignore=("lm_head",), pipeline=None, processor=None):
     """llm-compressor oneshot with QuantizationModifier(targets="Linear", scheme=scheme,
     ignore=ignore) on the model loaded from float_dir (oneshot reads the config on disk),
     saved with save_compressed=True. NVFP4 calibrates on `calib`; NVFP4A16 needs no data.
-    pipeline: oneshot's calibration pipeline (None: its default, "sequential" for these)."""
+    pipeline: oneshot's calibration pipeline (None: its default, "sequential" for these).
+    processor: passed to oneshot (a VLM's, whose AutoProcessor oneshot cannot build: its tokenizer)."""
     from datasets import Dataset
     from llmcompressor import oneshot
     from llmcompressor.modifiers.quantization import QuantizationModifier
@@ -131,6 +132,8 @@ def ct_quantize_save(float_dir, scheme, calib, out_dir, tokenizer, dtype=torch.f
                   shuffle_calibration_samples=False)
     if pipeline:
         kw["pipeline"] = pipeline
+    if processor is not None:
+        kw["processor"] = processor
     oneshot(model=m, recipe=recipe, **kw)
     m.save_pretrained(str(out_dir), save_compressed=True)
     tokenizer.save_pretrained(str(out_dir), save_jinja_files=False)
@@ -168,6 +171,36 @@ def load_ct_decompressed(ct_dir):
             mod.weight.data = w.reshape(mod.weight.shape).contiguous()
         n += 1
     assert n > 0, ct_dir
+    return m
+
+
+def modelopt_export_dequant_f32(export_dir, float_dir):
+    """The float model of float_dir in float32 with every NVFP4 weight replaced by ModelOpt's own
+    dequantization (NVFP4QTensor.dequantize with weight_scale and weight_scale_2) of what its export
+    (export_dir) wrote: the exported checkpoint's weights exactly, run by transformers without
+    activation quantization. (Where ModelOpt's fake-quantized model departs from its own export,
+    as it does on Muse Glimmer, this is the export's reference.)"""
+    from modelopt.torch.quantization.qtensor import NVFP4QTensor
+    from safetensors import safe_open
+    m = load_float(float_dir)
+    sd = m.state_dict()
+    n = 0
+    for f in sorted(pathlib.Path(export_dir).glob("*.safetensors")):
+        with safe_open(str(f), "pt") as h:
+            keys = set(h.keys())
+            for k in keys:
+                base = k[: -len(".weight")]
+                if not k.endswith(".weight") or base + ".weight_scale_2" not in keys or k not in sd:
+                    continue
+                packed = h.get_tensor(k)
+                shape = torch.Size([packed.shape[0], packed.shape[1] * 2])
+                w = NVFP4QTensor(shape, torch.float32, packed).dequantize(
+                    torch.float32, scale=h.get_tensor(base + ".weight_scale"), double_scale=h.get_tensor(base + ".weight_scale_2").float(),
+                    block_sizes={-1: 16})
+                with torch.no_grad():
+                    sd[k].copy_(w.reshape(shape))
+                n += 1
+    assert n > 0, export_dir
     return m
 
 
