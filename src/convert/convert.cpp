@@ -405,13 +405,15 @@ ConvertReport convert(const std::string& in, const std::string& out, const Conve
   const auto wq = std::make_shared<const WeightQuantizer>(src, opt, false, eligible);
   for (const auto& n : wq->notes()) rep.notes.push_back(n);
   std::vector<Recipe> recipes = stack_experts(plan(src, opt, wq, rep), src.info().path);
+  // Gemma 4: float down experts quantized here would need the router's per-expert scale (then in
+  // blk.N.ffn_down_exps.scale) folded into their tensor scale, which is only done for NVFP4 input.
   if (gemma4)
     for (const Recipe& r : recipes)
-      if (r.type == ggml::NVFP4 && r.name.find("_exps.") != std::string::npos)
+      if (r.type == ggml::NVFP4 && r.name.find("ffn_down_exps.") != std::string::npos && src.find(base_name(r.name) + ".scale"))
         throw Error(in, r.name,
-                    "GGUF output in llama.cpp's gemma4 layout: blk.N.ffn_down_exps.scale holds the router's per-expert scale there, "
-                    "the name NVFP4 experts' tensor scales take (llama.cpp's converter folds one into the other; not done here)",
-                    "float experts (--keep 'blk.*_exps.*')", "NVFP4");
+                    "GGUF output in llama.cpp's gemma4 layout: blk.N.ffn_down_exps.scale holds the router's per-expert scale for float "
+                    "down experts, the name NVFP4 experts' tensor scales take (folded only for experts NVFP4 in the input)",
+                    "float down experts (--keep 'blk.*.ffn_down_exps.*'), or NVFP4 ones in the input", "quantized here");
 
   gguf::Writer w;
   if (ck->info().container == "gguf") {

@@ -144,21 +144,28 @@ std::unique_ptr<Checkpoint> gemma4_to_llamacpp(const Checkpoint& ck) {
     std::string stacked;
     int64_t x = 0;
     if (hf::split_expert_name(e.name, stacked, x) && (stacked == b + "ffn_gate_exps.weight" || stacked == b + "ffn_up_exps.weight")) {
-      if (e.storage == Storage::nvfp4)
-        throw Error(path, e.name,
-                    "GGUF output in llama.cpp's gemma4 layout: its experts' gate and up are one tensor, stacked here from float "
-                    "tensors only (NVFP4 experts not yet); keep the experts float (--keep 'blk.*_exps.*')",
-                    "float experts", "NVFP4");
       if (stacked != b + "ffn_gate_exps.weight") continue;  // stacked under the gate
       const std::string up = hf::expert_name(b + "ffn_up_exps.weight", x);
       if (!ck.find(up)) throw Error(path, up, "an expert's up projection beside its gate", "present", "absent");
       LayoutSource s = layout_plain(e.name);
       s.then = {up};
       v->add(hf::expert_name(b + "ffn_gate_up_exps.weight", x), std::move(s));
+    } else if (hf::split_expert_name(e.name, stacked, x) && stacked == b + "ffn_down_exps.weight" && e.storage == Storage::nvfp4) {
+      // NVFP4 down experts: the router's per-expert scale folded into their tensor scale, as
+      // llama.cpp's converter does (ffn_down_exps.scale is then that product).
+      const std::string r = b + "ffn_gate_exps_scale.weight";
+      if (!ck.find(r)) throw Error(path, r, "the router's per-expert scale of an MoE layer", "present", "absent");
+      const std::vector<float> scale = ck.to_f32(r);
+      if (x < 0 || x >= static_cast<int64_t>(scale.size()))
+        throw Error(path, r, "one scale per expert", "more than " + std::to_string(x), std::to_string(scale.size()));
+      LayoutSource s = layout_plain(e.name);
+      s.scale2_mult = scale[static_cast<size_t>(x)];
+      v->add(e.name, std::move(s));
     } else if (rest == "ffn_gate_inp_scale.weight") {
       v->add(b + "ffn_gate_inp.scale", layout_plain(e.name));
     } else if (rest == "ffn_gate_exps_scale.weight") {
-      v->add(b + "ffn_down_exps.scale", layout_plain(e.name));
+      const TensorEntry* d0 = ck.find(b + "ffn_down_exps.0.weight");
+      if (!(d0 && d0->storage == Storage::nvfp4)) v->add(b + "ffn_down_exps.scale", layout_plain(e.name));  // else folded
     } else {
       v->add(e.name, layout_plain(e.name));
     }
@@ -278,15 +285,17 @@ std::unique_ptr<Checkpoint> gemma4_from_llamacpp(std::unique_ptr<Checkpoint> ck)
       v->add(e.name, layout_plain(e.name));
     }
   }
-  // NVFP4 experts: llama.cpp's blk.N.ffn_down_exps.scale would be both their tensor scale and the
-  // router's per-expert scale (the reader took it for the first).
+  // NVFP4 down experts: blk.N.ffn_down_exps.scale is their tensor scale with the router's
+  // per-expert scale folded in (llama.cpp's converter multiplies weight_scale_2 by it; the GGUF
+  // reader took it for the tensor scale), so the per-expert scale is 1 here.
+  const int64_t n_expert = has("expert_count") ? num("expert_count") : 0;
   for (int64_t l = 0; l < n_layer; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     const TensorEntry* d0 = base.find(b + "ffn_down_exps.0.weight");
-    if (d0 && d0->storage == Storage::nvfp4 && !v->find(b + "ffn_gate_exps_scale.weight"))
-      throw Error(path, b + "ffn_down_exps.scale",
-                  "llama.cpp's gemma4 keeps the router's per-expert scale in ffn_down_exps.scale, which NVFP4 experts use for their tensor scale",
-                  "float experts", "NVFP4 experts");
+    if (d0 && d0->storage == Storage::nvfp4 && !v->find(b + "ffn_gate_exps_scale.weight")) {
+      if (n_expert < 1) throw Error(path, a + "expert_count", "the experts' count of an MoE layer", ">= 1", std::to_string(n_expert));
+      v->add_constant(b + "ffn_gate_exps_scale.weight", std::vector<float>(static_cast<size_t>(n_expert), 1.0f));
+    }
   }
   return v;
 }

@@ -77,9 +77,16 @@ std::vector<std::string> LayoutView::meta_keys() const {
 
 RowMatrix LayoutView::nvfp4(const std::string& name) const {
   const LayoutSource& s = src(name);
+  if (s.base.empty()) throw Error(path(), name, "a constant tensor read as NVFP4", "F32", "NVFP4");
   RowMatrix m = base_.nvfp4(s.base);
   if (s.fn != LayoutFn::none) throw Error(path(), name, "values mapped on an NVFP4 tensor", "a float tensor", "NVFP4");
-  if (!s.then.empty()) throw Error(path(), name, "tensors stacked by rows in this layout", "float tensors", "NVFP4");
+  for (const std::string& t : s.then) {  // rows stacked: one tensor scale for all (checked in add())
+    const RowMatrix more = base_.nvfp4(t);
+    m.codes.insert(m.codes.end(), more.codes.begin(), more.codes.end());
+    m.scales.insert(m.scales.end(), more.scales.begin(), more.scales.end());
+    m.n_out += more.n_out;
+  }
+  m.scale2 *= s.scale2_mult;
   const int64_t cb = m.n_in / 2, sb = m.n_in / kGroup;
   if (!s.rows.empty()) {
     RowMatrix o = m;
@@ -112,6 +119,7 @@ RowMatrix LayoutView::nvfp4(const std::string& name) const {
 
 std::vector<float> LayoutView::pre_quant_scale(const std::string& name) const {
   const LayoutSource& s = src(name);
+  if (s.base.empty()) return {};
   std::vector<float> p = base_.pre_quant_scale(s.base);
   if (!p.empty() && !s.col_perm.empty())
     throw Error(path(), name, "a pre_quant_scale on a tensor whose columns are reordered", "none", "present");
@@ -121,6 +129,7 @@ std::vector<float> LayoutView::pre_quant_scale(const std::string& name) const {
 std::vector<float> LayoutView::to_f32(const std::string& name) const {
   const LayoutSource& s = src(name);
   if (!s.exact.empty()) return s.exact;
+  if (s.base.empty()) return s.constant;
   std::vector<float> v = base_.to_f32(s.base);
   for (const std::string& t : s.then) {
     const std::vector<float> more = base_.to_f32(t);
@@ -172,7 +181,7 @@ bool LayoutView::raw_ggml(const std::string& name, uint32_t& type, const void*& 
 
 void LayoutView::release(const std::string& name) const {
   const auto it = src_.find(name);
-  if (it == src_.end()) return;
+  if (it == src_.end() || it->second.base.empty()) return;
   base_.release(it->second.base);
   for (const std::string& t : it->second.then) base_.release(t);
 }
@@ -205,8 +214,9 @@ void LayoutView::add(const std::string& name, LayoutSource s, std::vector<int64_
                 "[n, " + std::to_string(s.col_block * static_cast<int64_t>(s.col_perm.size())) + "]", dims(e.shape));
   for (const std::string& t : s.then) {
     const TensorEntry& m = base_.tensor(t);
-    if (e.storage == Storage::nvfp4 || m.storage == Storage::nvfp4)
-      throw Error(path(), t, "tensors stacked by rows in this layout", "float tensors", "NVFP4");
+    if (m.storage == Storage::nvfp4 && e.storage == Storage::nvfp4 && (m.scale2 != e.scale2 || m.input_scale != e.input_scale))
+      throw Error(path(), t, "NVFP4 rows stacked under " + s.base + ": one tensor scale and input scale for both",
+                  std::to_string(e.scale2) + " / " + std::to_string(e.input_scale), std::to_string(m.scale2) + " / " + std::to_string(m.input_scale));
     if (m.storage != e.storage)
       throw Error(path(), t, "rows stacked under " + s.base + ": the same storage", e.storage_name, m.storage_name);
     if (m.shape.size() != e.shape.size() || m.shape.size() < 2 || !std::equal(m.shape.begin() + 1, m.shape.end(), e.shape.begin() + 1))
@@ -214,6 +224,7 @@ void LayoutView::add(const std::string& name, LayoutSource s, std::vector<int64_
     e.shape[0] += m.shape[0];
   }
   e.name = name;
+  e.scale2 *= s.scale2_mult;
   if (!shape.empty()) e.shape = std::move(shape);
   if (!s.rows.empty()) e.shape[0] = static_cast<int64_t>(s.rows.size());
   if (s.f32) {
@@ -223,6 +234,19 @@ void LayoutView::add(const std::string& name, LayoutSource s, std::vector<int64_
     e.bits_per_weight = 32;
   }
   entries_.push_back(std::move(e));
+  src_[name] = std::move(s);
+}
+
+void LayoutView::add_constant(const std::string& name, std::vector<float> values) {
+  TensorEntry e;
+  e.name = name;
+  e.shape = {static_cast<int64_t>(values.size())};
+  e.storage = Storage::f32;
+  e.storage_name = "F32";
+  e.bits_per_weight = 32;
+  entries_.push_back(std::move(e));
+  LayoutSource s;
+  s.constant = std::move(values);
   src_[name] = std::move(s);
 }
 

@@ -25,8 +25,13 @@ struct LayoutSource {
   LayoutFn fn = LayoutFn::none;
   bool f32 = false;               // presented as F32 (values mapped, or llama.cpp stores it so)
   std::vector<float> exact;       // ssm_a_log read from the exact key (checked against ssm_a)
-  std::vector<std::string> then;  // float tensors whose rows follow the base's (Gemma 4's stacked gate and up)
-  bool identity() const { return rows.empty() && col_perm.empty() && fn == LayoutFn::none && !f32 && then.empty(); }
+  std::vector<std::string> then;  // tensors whose rows follow the base's (Gemma 4's stacked gate and up;
+                                  // NVFP4 ones of the base's tensor scale)
+  float scale2_mult = 1.0f;       // an NVFP4 tensor scale times this (Gemma 4's per-expert scale folded in)
+  std::vector<float> constant;    // no base: a tensor of these F32 values the layout implies
+  bool identity() const {
+    return rows.empty() && col_perm.empty() && fn == LayoutFn::none && !f32 && then.empty() && scale2_mult == 1.0f && constant.empty();
+  }
 };
 
 LayoutSource layout_plain(const std::string& base);
@@ -56,6 +61,8 @@ class LayoutView final : public Checkpoint {
 
   // Adds tensor `name` of shape `shape` (empty: the base's, rows as picked) made from `s.base`.
   void add(const std::string& name, LayoutSource s, std::vector<int64_t> shape = {});
+  // Adds tensor `name` [values.size()], F32, of these values (a tensor the layout implies).
+  void add_constant(const std::string& name, std::vector<float> values);
 
   std::map<std::string, gguf::Value> extra;       // keys the layout adds (or replaces)
   std::map<std::string, std::string> alias;       // a key of the view -> the underlying key it shows
