@@ -232,17 +232,18 @@ TEST(Gemma4GgufNvfp4, OurConvertKeepsModelOptsBytesInLlamaCppsLayout) {
   }
 }
 
-// Experts quantized by our convert in llama.cpp's layout: the stacked gate and up NVFP4 rows (one
-// tensor scale), the down experts (32 wide: no ggml block) float with the router's per-expert scale
+// Experts quantized by our convert in llama.cpp's layout: gate and up NVFP4, apart, the down experts (32 wide: no ggml block) float with the router's per-expert scale
 // in ffn_down_exps.scale; read back, in a16q8 within quantization noise of the HF directory.
 TEST(Gemma4GgufNvfp4, QuantizedExpertsInLlamaCppsLayout) {
   ScratchDir tmp;
   const std::string out = tmp.path + "/moe.gguf";
   convert(at("gemma4-moe", "float"), out, ConvertOptions{});
   const auto f = gguf::File::open(out);
-  EXPECT_EQ(f.find_tensor("blk.0.ffn_gate_up_exps.weight")->type, ggml::NVFP4);
-  EXPECT_EQ(f.find_tensor("blk.0.ffn_gate_up_exps.weight")->ne[1], 64);  // gate then up, 32 rows each
-  EXPECT_NE(f.find_tensor("blk.0.ffn_gate_up_exps.scale"), nullptr);
+  // NVFP4 gate and up apart (llama.cpp reads no tensor scale for its stacked ffn_gate_up_exps)
+  EXPECT_EQ(f.find_tensor("blk.0.ffn_gate_up_exps.weight"), nullptr);
+  EXPECT_EQ(f.find_tensor("blk.0.ffn_gate_exps.weight")->type, ggml::NVFP4);
+  EXPECT_EQ(f.find_tensor("blk.0.ffn_up_exps.weight")->type, ggml::NVFP4);
+  EXPECT_NE(f.find_tensor("blk.0.ffn_gate_exps.scale"), nullptr);
   EXPECT_NE(f.find_tensor("blk.0.ffn_down_exps.weight")->type, ggml::NVFP4);
   EXPECT_NE(f.find_tensor("blk.0.ffn_down_exps.scale"), nullptr);  // the router's per-expert scale
   ThreadPool pool(2);

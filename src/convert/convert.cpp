@@ -388,7 +388,21 @@ ConvertReport convert(const std::string& in, const std::string& out, const Conve
   // Gemma 4 in llama.cpp's gemma4 layout (io/gemma4_layout.h), with its rope_freqs.weight.
   std::unique_ptr<Checkpoint> llamacpp = hybrid_to_llamacpp(*ck);
   const bool nemotron = !llamacpp && (llamacpp = nemotron_to_llamacpp(*ck)) != nullptr;
-  const bool gemma4 = !llamacpp && (llamacpp = gemma4_to_llamacpp(*ck)) != nullptr;
+  // NVFP4 experts (as given, or quantized here) keep gate and up apart in llama.cpp's gemma4 layout.
+  bool stack = true;
+  for (const TensorEntry& e : ck->tensors())
+    if (e.storage == Storage::nvfp4 && e.name.find("ffn_gate_exps.") != std::string::npos) stack = false;
+  const bool gemma4 = !llamacpp && (llamacpp = gemma4_to_llamacpp(*ck, stack)) != nullptr;
+  if (gemma4 && stack) {
+    bool nvfp4_experts = false;
+    for (const TensorEntry& e : llamacpp->tensors()) {
+      if (e.name.find("ffn_gate_up_exps.") == std::string::npos) continue;
+      const bool q = e.storage == Storage::nvfp4 || ((default_quantizes(e.name, 2) || matches_any(opt.quantize, e.name)) &&
+                                                     !matches_any(opt.keep, e.name) && e.shape.size() == 2 && e.shape.back() % kGgmlBlock == 0);
+      nvfp4_experts = nvfp4_experts || q;
+    }
+    if (nvfp4_experts) llamacpp = gemma4_to_llamacpp(*ck, false);
+  }
   // Muse Glimmer in llama.cpp's muse-glimmer layout (io/muse_layout.h), with its q/k norms.
   const bool muse = !llamacpp && (llamacpp = muse_to_llamacpp(*ck)) != nullptr;
   const bool keys_from_view = nemotron || gemma4 || muse;

@@ -103,7 +103,7 @@ std::vector<float> gemma4_rope_freqs(const Checkpoint& ck) {
   return f;
 }
 
-std::unique_ptr<Checkpoint> gemma4_to_llamacpp(const Checkpoint& ck) {
+std::unique_ptr<Checkpoint> gemma4_to_llamacpp(const Checkpoint& ck, bool stack_experts) {
   if (layout_arch(ck) != "gemma4") return nullptr;
   const std::string a = "gemma4.";
   const std::string& path = ck.info().path;
@@ -143,7 +143,7 @@ std::unique_ptr<Checkpoint> gemma4_to_llamacpp(const Checkpoint& ck) {
     const std::string b = "blk." + std::to_string(n) + ".";
     std::string stacked;
     int64_t x = 0;
-    if (hf::split_expert_name(e.name, stacked, x) && (stacked == b + "ffn_gate_exps.weight" || stacked == b + "ffn_up_exps.weight")) {
+    if (stack_experts && hf::split_expert_name(e.name, stacked, x) && (stacked == b + "ffn_gate_exps.weight" || stacked == b + "ffn_up_exps.weight")) {
       if (stacked != b + "ffn_gate_exps.weight") continue;  // stacked under the gate
       const std::string up = hf::expert_name(b + "ffn_up_exps.weight", x);
       if (!ck.find(up)) throw Error(path, up, "an expert's up projection beside its gate", "present", "absent");

@@ -29,8 +29,11 @@ namespace nvfp4 {
 // A GGUF checkpoint of llama.cpp's gemma4 seen in our layout; any other checkpoint returned as it is.
 std::unique_ptr<Checkpoint> gemma4_from_llamacpp(std::unique_ptr<Checkpoint> ck);
 // Our gemma4 checkpoint (from an HF directory, or the view above) seen in llama.cpp's layout, or
-// null when it is not a gemma4 one. `ck` must outlive the view.
-std::unique_ptr<Checkpoint> gemma4_to_llamacpp(const Checkpoint& ck);
+// null when it is not a gemma4 one. `ck` must outlive the view. stack_experts: the experts' gate
+// and up as one ffn_gate_up_exps tensor (llama.cpp's converter does so for float experts); else
+// apart (ffn_gate_exps / ffn_up_exps: llama.cpp reads no tensor scale for a stacked one, so NVFP4
+// experts must stay apart).
+std::unique_ptr<Checkpoint> gemma4_to_llamacpp(const Checkpoint& ck, bool stack_experts = true);
 // llama.cpp's rope_freqs.weight for our gemma4 checkpoint `ck` (1 on the global layers' rotated
 // pairs, 1e30 on the others); empty when `ck` is not gemma4.
 std::vector<float> gemma4_rope_freqs(const Checkpoint& ck);
