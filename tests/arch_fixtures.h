@@ -78,9 +78,9 @@ struct ArchOracle {
   }
 };
 
-inline std::vector<float> eval_all(const Model& m, const std::vector<int32_t>& ids, ThreadPool& pool) {
+inline std::vector<float> eval_all(const Model& m, const std::vector<int32_t>& ids, ThreadPool& pool, int64_t n_ctx = 64) {
   ContextOptions co;
-  co.n_ctx = 64;
+  co.n_ctx = n_ctx;
   co.n_batch = 7;  // several batches per prompt
   Context ctx(m, co, pool);
   std::vector<float> out(ids.size() * static_cast<size_t>(m.config().n_vocab));

@@ -32,16 +32,6 @@ constexpr double kF32Bound = 5e-5;
 std::string at(const std::string& fixture, const std::string& what) { return fixture_path(fixture) + "/" + what; }
 bool exists(const std::string& p) { return std::filesystem::exists(p); }
 
-// Every position's logits of `ids` (the fixtures' prompts run to 100 tokens, past eval_all's 64).
-std::vector<float> eval160(const Model& m, const std::vector<int32_t>& ids, ThreadPool& pool) {
-  ContextOptions co;
-  co.n_ctx = 160;
-  co.n_batch = 7;
-  Context ctx(m, co, pool);
-  std::vector<float> out(ids.size() * static_cast<size_t>(m.config().n_vocab));
-  ctx.eval(ids.data(), static_cast<int64_t>(ids.size()), out.data(), true);
-  return out;
-}
 
 class Gemma4Gguf : public ::testing::TestWithParam<std::string> {
  protected:
@@ -99,7 +89,7 @@ TEST_P(Gemma4Gguf, LlamaCppFloatGgufRunsAsTheHfDirectory) {
     auto mg = load_in(*ck_g, mode), mh = load_in(*ck_h, mode);
     expect_same_layers(mg->config(), mh->config());
     for (size_t p = 0; p < o.prompts(); ++p)
-      EXPECT_TRUE(eval160(*mg, o.ids(p), pool_) == eval160(*mh, o.ids(p), pool_)) << "prompt " << p;
+      EXPECT_TRUE(eval_all(*mg, o.ids(p), pool_, 160) == eval_all(*mh, o.ids(p), pool_, 160)) << "prompt " << p;
     if (mode != Mode::f32) continue;
     Diff d;
     against_stepped(o, *mg, "float", pool_, d);
@@ -124,7 +114,7 @@ TEST_P(Gemma4Gguf, LlamaCppNvfp4RepackRunsAsModelOptsDirectory) {
     auto mg = load_in(*ck_g, mode), mh = load_in(*ck_h, mode);
     expect_same_layers(mg->config(), mh->config());
     for (size_t p = 0; p < o.prompts(); ++p)
-      EXPECT_TRUE(eval160(*mg, o.ids(p), pool_) == eval160(*mh, o.ids(p), pool_)) << "prompt " << p;
+      EXPECT_TRUE(eval_all(*mg, o.ids(p), pool_, 160) == eval_all(*mh, o.ids(p), pool_, 160)) << "prompt " << p;
   }
 }
 
@@ -175,7 +165,7 @@ TEST_P(Gemma4Gguf, OurConvertWritesLlamaCppsLayoutAndRunsAsTheHfDirectory) {
   for (Mode mode : {Mode::f32, Mode::a16q8}) {
     auto mh = load_in(*ck_hf, mode), mg = load_in(*ck_gguf, mode);
     for (size_t p = 0; p < o.prompts(); ++p)
-      EXPECT_TRUE(eval160(*mh, o.ids(p), pool_) == eval160(*mg, o.ids(p), pool_)) << mode_name(mode) << " prompt " << p;
+      EXPECT_TRUE(eval_all(*mh, o.ids(p), pool_, 160) == eval_all(*mg, o.ids(p), pool_, 160)) << mode_name(mode) << " prompt " << p;
   }
   // llama-cpp-python ran our file to the greedy tokens of its own file (tools/hybrid_llamacpp.py;
   // the E2B-like fixture's llama.cpp aborts on its own file: its KV cache finds no layer for the
@@ -228,7 +218,7 @@ TEST(Gemma4GgufNvfp4, OurConvertKeepsModelOptsBytesInLlamaCppsLayout) {
   for (Mode mode : {Mode::a16q8, Mode::w4a4}) {
     auto mh = load_in(*ck_hf, mode), mg = load_in(*ck_gguf, mode);
     for (size_t p = 0; p < o.prompts(); ++p)
-      EXPECT_TRUE(eval160(*mh, o.ids(p), pool) == eval160(*mg, o.ids(p), pool)) << mode_name(mode) << " prompt " << p;
+      EXPECT_TRUE(eval_all(*mh, o.ids(p), pool, 160) == eval_all(*mg, o.ids(p), pool, 160)) << mode_name(mode) << " prompt " << p;
   }
 }
 
@@ -291,29 +281,17 @@ std::string edited(const ScratchDir& tmp, const std::string& key, const gguf::Va
   return path;
 }
 
-gguf::Value u32s(std::initializer_list<int64_t> xs) {
-  gguf::Value v;
-  v.type = gguf::ValueType::array;
-  v.arr = gguf::Array(gguf::ValueType::u32);
-  for (int64_t x : xs) {
-    gguf::Value e;
-    e.type = gguf::ValueType::u32;
-    e.u = static_cast<uint64_t>(x);
-    v.arr.push_back(e);
-  }
-  return v;
-}
 
 TEST(Gemma4GgufBadInput, RefusedNamingTheKeyOrTensor) {
   ScratchDir tmp;
   {  // sliding layers of two KV head counts: this engine has one per layer type
-    const gguf::Value kv = u32s({2, 1, 1, 2, 2, 1});
+    const gguf::Value kv = gguf::u32_array_value({2, 1, 1, 2, 2, 1});
     const Error e = refused([&] { Checkpoint::open(edited(tmp, "gemma4.attention.head_count_kv", &kv)); });
     EXPECT_EQ(e.tensor(), "gemma4.attention.head_count_kv") << e.what();
     EXPECT_NE(e.found().find("layer 1"), std::string::npos) << e.what();
   }
   {  // a per-layer array shorter than the layers
-    const gguf::Value kv = u32s({2, 2, 1});
+    const gguf::Value kv = gguf::u32_array_value({2, 2, 1});
     const Error e = refused([&] { Checkpoint::open(edited(tmp, "gemma4.attention.head_count_kv", &kv)); });
     EXPECT_EQ(e.tensor(), "gemma4.attention.head_count_kv") << e.what();
   }

@@ -27,16 +27,6 @@ std::string root() { return fixture_path("muse_glimmer"); }
 std::string dir_of(const std::string& form) { return root() + "/" + form; }
 ArchOracle oracle() { return ArchOracle("", root()); }
 
-// Every position's logits of `ids` (prompts run to 100 tokens, past eval_all's 64).
-std::vector<float> eval_stepped(const Model& m, const std::vector<int32_t>& ids, ThreadPool& pool) {
-  ContextOptions co;
-  co.n_ctx = 160;
-  co.n_batch = 7;
-  Context ctx(m, co, pool);
-  std::vector<float> out(ids.size() * static_cast<size_t>(m.config().n_vocab));
-  ctx.eval(ids.data(), static_cast<int64_t>(ids.size()), out.data(), true);
-  return out;
-}
 
 std::unique_ptr<Model> quantized(const Checkpoint& ck, Mode mode) {
   LoadOptions lo;
@@ -181,7 +171,7 @@ TEST_F(MuseGlimmer, LlamaCppFloatGgufRunsAsTransformers) {
       lo.quantize = mode != Mode::f32;
       auto mg = Model::load(*ck, lo), mh = Model::load(*ch, lo);
       for (size_t p = 0; p < o.prompts(); ++p)
-        EXPECT_TRUE(eval_stepped(*mg, o.ids(p), pool_) == eval_stepped(*mh, o.ids(p), pool_)) << mode_name(mode) << " prompt " << p;
+        EXPECT_TRUE(eval_all(*mg, o.ids(p), pool_, 160) == eval_all(*mh, o.ids(p), pool_, 160)) << mode_name(mode) << " prompt " << p;
     }
   }
   // What llama-cpp-python made of its own file and of ours (greedy tokens; recorded).
@@ -217,7 +207,7 @@ TEST_F(MuseGlimmer, OurConvertWritesLlamaCppsLayoutAndRunsAsTheHfDirectory) {
   for (Mode mode : {Mode::f32}) {
     auto mh = load_in(*ck_hf, mode), mg = load_in(*ck_gguf, mode);
     for (size_t p = 0; p < o.prompts(); ++p)
-      EXPECT_TRUE(eval_stepped(*mh, o.ids(p), pool_) == eval_stepped(*mg, o.ids(p), pool_)) << "prompt " << p;
+      EXPECT_TRUE(eval_all(*mh, o.ids(p), pool_, 160) == eval_all(*mg, o.ids(p), pool_, 160)) << "prompt " << p;
   }
   {  // the NVFP4 export: ModelOpt's bytes kept, the same bits as its directory in the integer modes
     const std::string q = tmp.path + "/q.gguf";
@@ -229,7 +219,7 @@ TEST_F(MuseGlimmer, OurConvertWritesLlamaCppsLayoutAndRunsAsTheHfDirectory) {
     for (Mode mode : {Mode::a16q8, Mode::w4a4}) {
       auto mq = load_in(*cq, mode), md = load_in(*cd, mode);
       for (size_t p = 0; p < o.prompts(); ++p)
-        EXPECT_TRUE(eval_stepped(*mq, o.ids(p), pool_) == eval_stepped(*md, o.ids(p), pool_)) << mode_name(mode) << " prompt " << p;
+        EXPECT_TRUE(eval_all(*mq, o.ids(p), pool_, 160) == eval_all(*md, o.ids(p), pool_, 160)) << mode_name(mode) << " prompt " << p;
     }
   }
 }

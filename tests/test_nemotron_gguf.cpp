@@ -222,18 +222,6 @@ std::string edited(const ScratchDir& tmp, const std::string& key, const gguf::Va
   return path;
 }
 
-gguf::Value u32s(const std::vector<int64_t>& xs) {
-  gguf::Value v;
-  v.type = gguf::ValueType::array;
-  v.arr = gguf::Array(gguf::ValueType::u32);
-  for (int64_t x : xs) {
-    gguf::Value e;
-    e.type = gguf::ValueType::u32;
-    e.u = static_cast<uint64_t>(x);
-    v.arr.push_back(e);
-  }
-  return v;
-}
 
 TEST(NemotronGgufBadInput, RefusedNamingTheKey) {
   ScratchDir tmp;
@@ -244,18 +232,18 @@ TEST(NemotronGgufBadInput, RefusedNamingTheKey) {
     EXPECT_FALSE(exists(tmp.path + "/out.gguf"));
   }
   {  // a layer both attention and FFN
-    const std::string path = edited(tmp, "nemotron_h_moe.feed_forward_length", u32s({0, 32, 0, 32, 0, 32}));
+    const std::string path = edited(tmp, "nemotron_h_moe.feed_forward_length", gguf::u32_array_value({0, 32, 0, 32, 0, 32}));
     const Error e = refused([&] { Checkpoint::open(path); });
     EXPECT_EQ(e.tensor(), "nemotron_h_moe.feed_forward_length") << e.what();
     EXPECT_NE(e.found().find("layer 3"), std::string::npos) << e.what();
   }
   {  // attention layers of different KV head counts: this engine has one
-    const std::string path = edited(tmp, "nemotron_h_moe.attention.head_count_kv", u32s({0, 0, 2, 4, 0, 0}));
+    const std::string path = edited(tmp, "nemotron_h_moe.attention.head_count_kv", gguf::u32_array_value({0, 0, 2, 4, 0, 0}));
     const Error e = refused([&] { Checkpoint::open(path); });
     EXPECT_EQ(e.tensor(), "nemotron_h_moe.attention.head_count_kv") << e.what();
   }
   {  // a per-layer array shorter than the layers
-    const std::string path = edited(tmp, "nemotron_h_moe.attention.head_count_kv", u32s({0, 0, 0}));
+    const std::string path = edited(tmp, "nemotron_h_moe.attention.head_count_kv", gguf::u32_array_value({0, 0, 0}));
     const Error e = refused([&] { Checkpoint::open(path); });
     EXPECT_EQ(e.tensor(), "nemotron_h_moe.attention.head_count_kv") << e.what();
   }

@@ -117,23 +117,6 @@ def make_float(tok, out, variant="base"):
     P.save_bf16(m, tok, out)
 
 
-def top2_margin(lg):
-    t = torch.topk(lg, 2, dim=-1).values
-    return float((t[:, 0] - t[:, 1]).min())
-
-
-def tensor_table(d):
-    """name -> [dtype, shape] of every tensor a directory's safetensors hold."""
-    from safetensors import safe_open
-    out = {}
-    for f in sorted(pathlib.Path(d).glob("*.safetensors")):
-        with safe_open(str(f), "pt") as s:
-            for k in s.keys():
-                sl = s.get_slice(k)
-                out[k] = [sl.get_dtype(), list(sl.get_shape())]
-    return out
-
-
 VISION = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
               head_dim=16, patch_size=16, pooling_kernel_size=2, position_embedding_size=64)
 
@@ -199,19 +182,19 @@ def main():
     offset = 0
     for ids in prompts:
         lg = P.logits_of(model, ids)
-        rec["prompts"].append({"ids": ids, "offset": offset, "greedy": P.greedy(model, ids), "top2_margin": top2_margin(lg)})
+        rec["prompts"].append({"ids": ids, "offset": offset, "greedy": P.greedy(model, ids), "top2_margin": P.top2_margin(lg)})
         offset += len(SETS) * len(ids) * len(tok)
         logits["float"].append(lg)
     distinct = len(set(logits["float"][2].argmax(-1).tolist()))
     assert distinct >= 4, f"argmax takes only {distinct} values over {LENGTHS[2]} positions"
     rec["distinct_argmax_prompt3"] = distinct
 
-    forms = {"float": {"tensors": tensor_table(out / "float")}}
+    forms = {"float": {"tensors": P.tensor_table(out / "float")}}
     try:
         if variant != "base":
             raise RuntimeError("float-vlm is written for the base variant only")
         make_float_vlm(out / "float", out / "float-vlm", prompts)
-        forms["float-vlm"] = {"tensors": tensor_table(out / "float-vlm")}
+        forms["float-vlm"] = {"tensors": P.tensor_table(out / "float-vlm")}
     except Exception as e:
         forms["float-vlm"] = {"error": f"{type(e).__name__}: {e}"[:2000], "trace": traceback.format_exc()[-3000:]}
         shutil.rmtree(out / "float-vlm", ignore_errors=True)
@@ -221,7 +204,7 @@ def main():
         P.modelopt_export(q, out / "modelopt-nvfp4", tok)
         q32 = P.modelopt_fake_quant_f32(q)
         logits["modelopt_nvfp4"] = [P.logits_of(q32, ids) for ids in prompts]
-        forms["modelopt-nvfp4"] = {"tensors": tensor_table(out / "modelopt-nvfp4")}
+        forms["modelopt-nvfp4"] = {"tensors": P.tensor_table(out / "modelopt-nvfp4")}
     except Exception as e:
         forms["modelopt-nvfp4"] = {"error": f"{type(e).__name__}: {e}"[:2000], "trace": traceback.format_exc()[-3000:]}
         logits["modelopt_nvfp4"] = [torch.full_like(l, float("nan")) for l in logits["float"]]
@@ -232,7 +215,7 @@ def main():
         # shared_kv_states (KeyError); the basic pipeline calibrates on whole forwards.
         P.ct_quantize_save(out / "float", "NVFP4", calib, out / "ct-nvfp4", tok, torch.bfloat16, ignore=CT_IGNORE,
                            pipeline="basic" if variant == "e2b" else None)
-        forms["ct-nvfp4"] = {"tensors": tensor_table(out / "ct-nvfp4")}
+        forms["ct-nvfp4"] = {"tensors": P.tensor_table(out / "ct-nvfp4")}
     except Exception as e:
         forms["ct-nvfp4"] = {"error": f"{type(e).__name__}: {e}"[:2000], "trace": traceback.format_exc()[-3000:]}
         shutil.rmtree(out / "ct-nvfp4", ignore_errors=True)

@@ -88,7 +88,51 @@ SHAPES = {
                                    tied=False, rope=10000.0, eps=1e-5, ctx=262144,
                                    nemotron=dict(pattern="MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
                                                  m_heads=64, m_head_dim=64, d_state=128, groups=8, conv=4, scale=2.5)),
+    # Gemma 4 26B-A4B (llama.cpp's gemma4 layout: src/io/gemma4_layout.h): 30 layers, every 6th
+    # global (head 512, 2 KV heads, K = V: no attn_v, proportional RoPE over 64 of 256 pairs
+    # through rope_freqs), the others sliding (window 1024, head 256, 8 KV heads); each layer a
+    # GeGLU MLP of 2112 beside 128 experts of 704, 8 used (gate and up apart, as NVFP4 experts
+    # are in that layout; the router's per-expert scale folded into ffn_down_exps.scale); four
+    # norms, a layer scalar; tied head; logits capped at 30. The vocabulary is SmolLM2's (49152),
+    # not Gemma's 262144: the head reads 5.3x fewer bytes than the release's.
+    "gemma4-26b-a4b": dict(arch="gemma4", layers=30, hidden=2816, heads=16, kv=8, head_dim=256, ff=2112,
+                           experts=128, used=8, expert_ff=704, qk_norm="head", tied=True, rope=1000000.0,
+                           eps=1e-6, ctx=262144,
+                           gemma4=dict(every=6, window=1024, head_g=512, kv_g=2, rot_pairs_g=64, rope_swa=10000.0, cap=30.0)),
 }
+
+
+def gemma4_plan(s, t, lin):
+    """The blocks of a gemma4 shape (llama.cpp's tensor names and shapes)."""
+    h, g = s["hidden"], s["gemma4"]
+    e, eff = s["experts"], s["expert_ff"]
+    for i in range(s["layers"]):
+        b = f"blk.{i}."
+        glob = (i + 1) % g["every"] == 0
+        hd, kv = (g["head_g"], g["kv_g"]) if glob else (s["head_dim"], s["kv"])
+        t.append((b + "attn_norm.weight", (h,), "f32", 0))
+        lin(b + "attn_q", s["heads"] * hd, h)
+        lin(b + "attn_k", kv * hd, h)
+        if not glob:
+            lin(b + "attn_v", kv * hd, h)
+        lin(b + "attn_output", h, s["heads"] * hd)
+        t.append((b + "attn_q_norm.weight", (hd,), "f32", 0))
+        t.append((b + "attn_k_norm.weight", (hd,), "f32", 0))
+        t.append((b + "post_attention_norm.weight", (h,), "f32", 0))
+        t.append((b + "layer_output_scale.weight", (1,), "f32", 0))
+        t.append((b + "ffn_norm.weight", (h,), "f32", 0))
+        lin(b + "ffn_gate", s["ff"], h)
+        lin(b + "ffn_up", s["ff"], h)
+        lin(b + "ffn_down", h, s["ff"])
+        t.append((b + "post_ffw_norm.weight", (h,), "f32", 0))
+        t.append((b + "ffn_gate_inp.weight", (e, h), "router", h))
+        t.append((b + "ffn_gate_inp.scale", (h,), "f32", 0))
+        t.append((b + "pre_ffw_norm_2.weight", (h,), "f32", 0))
+        t.append((b + "post_ffw_norm_1.weight", (h,), "f32", 0))
+        t.append((b + "post_ffw_norm_2.weight", (h,), "f32", 0))
+        lin(b + "ffn_gate_exps", eff, h, (e,))
+        lin(b + "ffn_up_exps", eff, h, (e,))
+        lin(b + "ffn_down_exps", h, eff, (e,))
 
 
 def nemotron_plan(s, t, lin):
@@ -169,6 +213,11 @@ def plan(shape, vocab, linear="nvfp4"):
     if s.get("nemotron"):
         nemotron_plan(s, t, lin)
         L = 0
+    if s.get("gemma4"):
+        g = s["gemma4"]
+        t.append(("rope_freqs.weight", (g["head_g"] // 2,), "rope_freqs", g["rot_pairs_g"]))
+        gemma4_plan(s, t, lin)
+        L = 0
     for i in range(L):
         b = f"blk.{i}."
         t.append((b + "attn_norm.weight", (h,), "f32", 0))
@@ -214,6 +263,10 @@ def tensor_data(rng, kind, shp, n_in):
         return (rng.standard_normal(shp) / math.sqrt(n_in)).astype(np.float32)
     if kind == "conv":  # a causal conv's taps, of order 1 / sqrt(kernel)
         return (rng.standard_normal(shp) / math.sqrt(n_in)).astype(np.float32)
+    if kind == "rope_freqs":  # proportional RoPE: factor 1 on the first n_in pairs, 1e30 (not rotated) after
+        out = np.full(shp, 1e30, dtype=np.float32)
+        out[:n_in] = 1.0
+        return out
     if kind == "ssm_a":  # llama.cpp stores -exp(A_log): negative decay rates
         return (-np.exp(rng.uniform(-1.0, 1.0, shp))).astype(np.float32)
     if kind == "lin16":  # a float linear weight: N(0, 1 / n_in), rows of unit RMS times 1/sqrt(n_in)
@@ -262,7 +315,26 @@ def write(shape, out, tok_src, seed, linear="nvfp4"):
     w.add_context_length(s["ctx"])
     w.add_embedding_length(s["hidden"])
     nm = s.get("nemotron")
-    if nm:  # the layer kinds in per-layer arrays, as llama.cpp's converter writes them
+    g4 = s.get("gemma4")
+    if g4:  # llama.cpp's gemma4 keys: the global layers' sizes plain, the sliding ones' _swa
+        glob = [(i + 1) % g4["every"] == 0 for i in range(s["layers"])]
+        w.add_feed_forward_length(s["ff"])
+        w.add_head_count_kv([g4["kv_g"] if x else s["kv"] for x in glob])
+        w.add_rope_freq_base(s["rope"])
+        w.add_key_value(f"{arch}.rope.freq_base_swa", g4["rope_swa"], gguf.GGUFValueType.FLOAT32)
+        w.add_key_length(g4["head_g"])
+        w.add_value_length(g4["head_g"])
+        w.add_key_value(f"{arch}.attention.key_length_swa", s["head_dim"], gguf.GGUFValueType.UINT32)
+        w.add_key_value(f"{arch}.attention.value_length_swa", s["head_dim"], gguf.GGUFValueType.UINT32)
+        w.add_rope_dimension_count(g4["head_g"])
+        w.add_key_value(f"{arch}.rope.dimension_count_swa", s["head_dim"], gguf.GGUFValueType.UINT32)
+        w.add_sliding_window(g4["window"])
+        w.add_key_value(f"{arch}.attention.sliding_window_pattern", [not x for x in glob], gguf.GGUFValueType.ARRAY,
+                        gguf.GGUFValueType.BOOL)
+        w.add_key_value(f"{arch}.attention.shared_kv_layers", 0, gguf.GGUFValueType.UINT32)
+        w.add_key_value(f"{arch}.embedding_length_per_layer_input", 0, gguf.GGUFValueType.UINT32)
+        w.add_final_logit_softcapping(g4["cap"])
+    elif nm:  # the layer kinds in per-layer arrays, as llama.cpp's converter writes them
         pattern = nm["pattern"][:s["layers"]]
         w.add_feed_forward_length([s["expert_ff"] if c == "E" else 0 for c in pattern])
         w.add_head_count_kv([s["kv"] if c == "*" else 0 for c in pattern])
@@ -273,7 +345,7 @@ def write(shape, out, tok_src, seed, linear="nvfp4"):
         w.add_rope_freq_base(s["rope"])
     w.add_head_count(s["heads"])
     w.add_layer_norm_rms_eps(s["eps"])
-    if s["head_dim"] * s["heads"] != s["hidden"]:
+    if s["head_dim"] * s["heads"] != s["hidden"] and not g4:
         w.add_key_length(s["head_dim"])
         w.add_value_length(s["head_dim"])
     if arch == "llama":

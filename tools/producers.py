@@ -243,6 +243,24 @@ def save_bf16(model, tokenizer, out):
     tokenizer.save_pretrained(str(out), save_jinja_files=False)
 
 
+def top2_margin(lg):
+    """The smallest gap between the top two logits over the positions of lg [n_pos][n_vocab]."""
+    t = torch.topk(lg, 2, dim=-1).values
+    return float((t[:, 0] - t[:, 1]).min())
+
+
+def tensor_table(d):
+    """name -> [dtype, shape] of every tensor a directory's safetensors hold."""
+    from safetensors import safe_open
+    out = {}
+    for f in sorted(pathlib.Path(d).glob("*.safetensors")):
+        with safe_open(str(f), "pt") as s:
+            for k in s.keys():
+                sl = s.get_slice(k)
+                out[k] = [sl.get_dtype(), list(sl.get_shape())]
+    return out
+
+
 def versions():
     import importlib.metadata as md
     out = {}

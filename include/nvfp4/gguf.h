@@ -80,6 +80,12 @@ struct Value {
   bool as_bool(const std::string& key = "") const;
 };
 
+// Values of one type, for metadata a reader or layout makes (io/*_layout.cpp, tests).
+Value u32_value(uint64_t x);
+Value bool_value(bool b);
+Value text_value(const std::string& s);
+Value u32_array_value(const std::vector<int64_t>& xs);
+
 // Bytes one element of type t takes in a file (strings and arrays: 0, they vary).
 size_t fixed_size(ValueType t);
 

@@ -14,28 +14,6 @@ namespace nvfp4 {
 
 namespace {
 
-gguf::Value u32(int64_t x) {
-  gguf::Value v;
-  v.type = gguf::ValueType::u32;
-  v.u = static_cast<uint64_t>(x);
-  return v;
-}
-
-gguf::Value u32_array(const std::vector<int64_t>& xs) {
-  gguf::Value v;
-  v.type = gguf::ValueType::array;
-  v.arr = gguf::Array(gguf::ValueType::u32);
-  for (int64_t x : xs) v.arr.push_back(u32(x));
-  return v;
-}
-
-gguf::Value boolean(bool b) {
-  gguf::Value v;
-  v.type = gguf::ValueType::boolean;
-  v.u = b ? 1 : 0;
-  return v;
-}
-
 // The one value `key` (a scalar, or an array of one per layer) holds on the layers `pick` says.
 template <class Pick>
 int64_t value_on(const Checkpoint& ck, const std::string& key, int64_t n_layer, Pick pick, const char* which) {
@@ -111,24 +89,24 @@ std::unique_ptr<Checkpoint> gemma4_to_llamacpp(const Checkpoint& ck, bool stack_
   auto v = std::make_unique<LayoutView>(ck, nullptr);
   v->alias[a + "attention.sliding_window"] = a + "attention.sliding_window_swa";
   v->hidden.insert(a + "attention.sliding_window_swa");
-  v->extra[a + "attention.key_length"] = u32(o.hd_g);
-  v->extra[a + "attention.value_length"] = u32(o.hd_g);
-  v->extra[a + "attention.key_length_swa"] = u32(o.hd_s);
-  v->extra[a + "attention.value_length_swa"] = u32(o.hd_s);
+  v->extra[a + "attention.key_length"] = gguf::u32_value(o.hd_g);
+  v->extra[a + "attention.value_length"] = gguf::u32_value(o.hd_g);
+  v->extra[a + "attention.key_length_swa"] = gguf::u32_value(o.hd_s);
+  v->extra[a + "attention.value_length_swa"] = gguf::u32_value(o.hd_s);
   if (o.kv_g != o.kv_s) {
     std::vector<int64_t> kv;
     for (bool s : o.sliding) kv.push_back(s ? o.kv_s : o.kv_g);
-    v->extra[a + "attention.head_count_kv"] = u32_array(kv);
+    v->extra[a + "attention.head_count_kv"] = gguf::u32_array_value(kv);
   }
   if (o.double_wide && o.shared > 0) {
     std::vector<int64_t> ff;
     for (int64_t l = 0; l < o.n_layer; ++l) ff.push_back(l < o.n_layer - o.shared ? o.ff : 2 * o.ff);
-    v->extra[a + "feed_forward_length"] = u32_array(ff);
+    v->extra[a + "feed_forward_length"] = gguf::u32_array_value(ff);
   }
   // The global head's dimensions, the rotated ones told by rope_freqs.weight (gemma4_rope_freqs).
-  v->extra[a + "rope.dimension_count"] = u32(o.hd_g);
-  if (!ck.meta(a + "attention.shared_kv_layers")) v->extra[a + "attention.shared_kv_layers"] = u32(0);
-  if (!ck.meta(a + "embedding_length_per_layer_input")) v->extra[a + "embedding_length_per_layer_input"] = u32(0);
+  v->extra[a + "rope.dimension_count"] = gguf::u32_value(o.hd_g);
+  if (!ck.meta(a + "attention.shared_kv_layers")) v->extra[a + "attention.shared_kv_layers"] = gguf::u32_value(0);
+  if (!ck.meta(a + "embedding_length_per_layer_input")) v->extra[a + "embedding_length_per_layer_input"] = gguf::u32_value(0);
   for (const char* k : {"attention.key_length_global", "attention.head_count_kv_global", "attention.k_eq_v", "rope.dimension_count_global",
                         "feed_forward_double_wide"})
     v->hidden.insert(a + k);
@@ -212,15 +190,15 @@ std::unique_ptr<Checkpoint> gemma4_from_llamacpp(std::unique_ptr<Checkpoint> ck)
   if (has("attention.value_length_swa") && num("attention.value_length_swa") != hd_s)
     throw Error(path, a + "attention.value_length_swa", "the sliding layers' value size: their key size", std::to_string(hd_s),
                 std::to_string(num("attention.value_length_swa")));
-  v->extra[a + "attention.key_length"] = u32(hd_s);
-  v->extra[a + "attention.value_length"] = u32(hd_s);
-  v->extra[a + "attention.key_length_global"] = u32(hd_g);
+  v->extra[a + "attention.key_length"] = gguf::u32_value(hd_s);
+  v->extra[a + "attention.value_length"] = gguf::u32_value(hd_s);
+  v->extra[a + "attention.key_length_global"] = gguf::u32_value(hd_g);
   for (const char* k : {"attention.key_length_swa", "attention.value_length_swa"}) v->hidden.insert(a + k);
   // KV heads per layer type.
   const std::string kvkey = a + "attention.head_count_kv";
-  v->extra[kvkey] = u32(value_on(base, kvkey, n_layer, [&](int64_t l) { return sliding[static_cast<size_t>(l)]; }, "sliding"));
+  v->extra[kvkey] = gguf::u32_value(value_on(base, kvkey, n_layer, [&](int64_t l) { return sliding[static_cast<size_t>(l)]; }, "sliding"));
   v->extra[a + "attention.head_count_kv_global"] =
-      u32(value_on(base, kvkey, n_layer, [&](int64_t l) { return !sliding[static_cast<size_t>(l)]; }, "global"));
+      gguf::u32_value(value_on(base, kvkey, n_layer, [&](int64_t l) { return !sliding[static_cast<size_t>(l)]; }, "global"));
   // The MLP's width, twice as wide on the KV-shared layers where the array says so.
   const std::string ffkey = a + "feed_forward_length";
   const int64_t ff = value_on(base, ffkey, n_layer, [&](int64_t l) { return l < first_shared; }, "not KV-shared");
@@ -228,8 +206,8 @@ std::unique_ptr<Checkpoint> gemma4_from_llamacpp(std::unique_ptr<Checkpoint> ck)
   if (ff_shared != ff && ff_shared != 2 * ff)
     throw Error(path, ffkey, "the KV-shared layers' MLP as wide as the others or twice (use_double_wide_mlp)",
                 std::to_string(ff) + " or " + std::to_string(2 * ff), std::to_string(ff_shared));
-  v->extra[ffkey] = u32(ff);
-  if (shared > 0) v->extra[a + "feed_forward_double_wide"] = boolean(ff_shared == 2 * ff);
+  v->extra[ffkey] = gguf::u32_value(ff);
+  if (shared > 0) v->extra[a + "feed_forward_double_wide"] = gguf::bool_value(ff_shared == 2 * ff);
   // RoPE: the sliding layers rotate rope.dimension_count_swa dimensions; the global ones the pairs
   // whose rope_freqs factor is 1 (1e30: not rotated), else rope.dimension_count.
   int64_t rot_g = has("rope.dimension_count") ? num("rope.dimension_count") : hd_g;
@@ -245,7 +223,7 @@ std::unique_ptr<Checkpoint> gemma4_from_llamacpp(std::unique_ptr<Checkpoint> ck)
                     std::to_string(f[static_cast<size_t>(i)]));
     rot_g = 2 * n;
   }
-  v->extra[a + "rope.dimension_count_global"] = u32(rot_g);
+  v->extra[a + "rope.dimension_count_global"] = gguf::u32_value(rot_g);
   v->hidden.insert(a + "rope.dimension_count");
   // K = V on the global layers that compute their own keys: none of them has attn_v.
   int with_v = 0, without_v = 0;
@@ -254,7 +232,7 @@ std::unique_ptr<Checkpoint> gemma4_from_llamacpp(std::unique_ptr<Checkpoint> ck)
   if (with_v > 0 && without_v > 0)
     throw Error(path, "attn_v.weight", "every global layer with a v projection, or none (K = V)", "all or none",
                 std::to_string(with_v) + " of " + std::to_string(with_v + without_v));
-  v->extra[a + "attention.k_eq_v"] = boolean(without_v > 0);
+  v->extra[a + "attention.k_eq_v"] = gguf::bool_value(without_v > 0);
 
   const int64_t ff_e = has("expert_feed_forward_length") ? num("expert_feed_forward_length") : 0;
   for (const TensorEntry& e : base.tensors()) {

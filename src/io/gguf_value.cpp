@@ -37,6 +37,35 @@ const char* value_type_name(ValueType t) {
   return k <= 12 ? names[k] : "unknown";
 }
 
+Value u32_value(uint64_t x) {
+  Value v;
+  v.type = ValueType::u32;
+  v.u = x;
+  return v;
+}
+
+Value bool_value(bool b) {
+  Value v;
+  v.type = ValueType::boolean;
+  v.u = b ? 1 : 0;
+  return v;
+}
+
+Value text_value(const std::string& s) {
+  Value v;
+  v.type = ValueType::string;
+  v.s = s;
+  return v;
+}
+
+Value u32_array_value(const std::vector<int64_t>& xs) {
+  Value v;
+  v.type = ValueType::array;
+  v.arr = Array(ValueType::u32);
+  for (int64_t x : xs) v.arr.push_back(u32_value(static_cast<uint64_t>(x)));
+  return v;
+}
+
 size_t fixed_size(ValueType t) {
   switch (t) {
     case ValueType::u8: case ValueType::i8: case ValueType::boolean: return 1;

@@ -15,28 +15,6 @@ namespace {
 
 const std::string kOurs = "nemotron_h";
 
-gguf::Value u32(int64_t x) {
-  gguf::Value v;
-  v.type = gguf::ValueType::u32;
-  v.u = static_cast<uint64_t>(x);
-  return v;
-}
-
-gguf::Value u32_array(const std::vector<int64_t>& xs) {
-  gguf::Value v;
-  v.type = gguf::ValueType::array;
-  v.arr = gguf::Array(gguf::ValueType::u32);
-  for (int64_t x : xs) v.arr.push_back(u32(x));
-  return v;
-}
-
-gguf::Value text(const std::string& s) {
-  gguf::Value v;
-  v.type = gguf::ValueType::string;
-  v.s = s;
-  return v;
-}
-
 std::string exact_key(const std::string& arch) { return arch + ".ssm.a_log_exact"; }
 
 // The head size of the attention layers (attention.key_length, else embedding_length / head_count).
@@ -111,7 +89,7 @@ std::unique_ptr<Checkpoint> nemotron_from_llamacpp(std::unique_ptr<Checkpoint> c
   const std::string a = arch + ".", o = kOurs + ".";
   auto v = std::make_unique<LayoutView>(base, std::move(ck));
   rename_keys(base, arch, kOurs, *v);
-  v->extra["general.architecture"] = text(kOurs);
+  v->extra["general.architecture"] = gguf::text_value(kOurs);
   const gguf::Value* bc = base.meta(a + "block_count");
   if (!bc) throw Error(path, a + "block_count", "missing metadata", "present", "absent");
   const int64_t blocks = bc->as_int(a + "block_count");
@@ -124,7 +102,7 @@ std::unique_ptr<Checkpoint> nemotron_from_llamacpp(std::unique_ptr<Checkpoint> c
     if (!mtp) n_main = blocks - n;
   }
   if (n_main < 1 || n_main > (int64_t{1} << 16)) throw Error(path, a + "block_count", "layer count", "1 .. 65536", std::to_string(n_main));
-  v->extra[o + "block_count"] = u32(n_main);
+  v->extra[o + "block_count"] = gguf::u32_value(n_main);
   // The layer pattern from the per-layer arrays (llama.cpp's rule: attention where head_count_kv >
   // 0, an FFN where feed_forward_length > 0, else Mamba-2).
   const bool moe = base.meta(a + "expert_count") && base.meta(a + "expert_count")->as_int(a + "expert_count") > 0;
@@ -138,12 +116,12 @@ std::unique_ptr<Checkpoint> nemotron_from_llamacpp(std::unique_ptr<Checkpoint> c
                   "0 where head_count_kv is " + std::to_string(kv[i]), std::to_string(ff[i]) + " at layer " + std::to_string(l));
     pattern += kv[i] > 0 ? '*' : ff[i] > 0 ? (moe ? 'E' : '-') : 'M';
   }
-  v->extra[o + "layer_pattern"] = text(pattern);
-  v->extra[o + "attention.head_count_kv"] = u32(common_value(base, a + "attention.head_count_kv", kv, pattern, '*'));
-  v->extra[o + "feed_forward_length"] = u32(common_value(base, a + "feed_forward_length", ff, pattern, moe ? 'E' : '-'));
+  v->extra[o + "layer_pattern"] = gguf::text_value(pattern);
+  v->extra[o + "attention.head_count_kv"] = gguf::u32_value(common_value(base, a + "attention.head_count_kv", kv, pattern, '*'));
+  v->extra[o + "feed_forward_length"] = gguf::u32_value(common_value(base, a + "feed_forward_length", ff, pattern, moe ? 'E' : '-'));
   for (const char* k : {"expert_feed_forward_length", "expert_used_count"})
     if (const gguf::Value* x = base.meta(a + k); x && x->type == gguf::ValueType::array)
-      v->extra[o + k] = u32(common_value(base, a + k, per_layer(base, a + k, n_main), pattern, 'E'));
+      v->extra[o + k] = gguf::u32_value(common_value(base, a + k, per_layer(base, a + k, n_main), pattern, 'E'));
   if (!base.meta(a + "attention.layer_norm_rms_epsilon") && base.meta(a + "attention.layer_norm_epsilon"))
     v->alias[o + "attention.layer_norm_rms_epsilon"] = a + "attention.layer_norm_epsilon";
   // llama.cpp does not group the experts: all groups are kept.
@@ -235,7 +213,7 @@ std::unique_ptr<Checkpoint> nemotron_to_llamacpp(const Checkpoint& ck) {
   v->hidden.insert(o + "layer_pattern");
   v->hidden.insert(a + "layer_pattern");
   v->alias.erase(a + "layer_pattern");
-  v->extra["general.architecture"] = text(arch);
+  v->extra["general.architecture"] = gguf::text_value(arch);
   const auto num = [&](const std::string& k) { return ck.meta(o + k) ? ck.meta(o + k)->as_int(o + k) : int64_t{0}; };
   const int64_t kv = ck.meta(o + "attention.head_count_kv") ? num("attention.head_count_kv") : num("attention.head_count");
   const int64_t ff = moe ? (ck.meta(o + "expert_feed_forward_length") ? num("expert_feed_forward_length") : num("feed_forward_length"))
@@ -245,12 +223,12 @@ std::unique_ptr<Checkpoint> nemotron_to_llamacpp(const Checkpoint& ck) {
     kvs.push_back(c == '*' ? kv : 0);
     ffs.push_back(c == 'E' || c == '-' ? ff : 0);
   }
-  v->extra[a + "attention.head_count_kv"] = u32_array(kvs);
-  v->extra[a + "feed_forward_length"] = u32_array(ffs);
+  v->extra[a + "attention.head_count_kv"] = gguf::u32_array_value(kvs);
+  v->extra[a + "feed_forward_length"] = gguf::u32_array_value(ffs);
   if (const gguf::Value* eps = ck.meta(o + "attention.layer_norm_rms_epsilon"); eps && !ck.meta(o + "attention.layer_norm_epsilon"))
     v->extra[a + "attention.layer_norm_epsilon"] = *eps;
   if (moe && ck.meta(o + "expert_shared_feed_forward_length") && !ck.meta(o + "expert_shared_count"))
-    v->extra[a + "expert_shared_count"] = u32(1);
+    v->extra[a + "expert_shared_count"] = gguf::u32_value(1);
 
   gguf::Value exact;
   exact.type = gguf::ValueType::array;
