@@ -37,7 +37,14 @@ void build_layer_attention(StepRun& s, int64_t l) {
     }
   };
   {
-    PartTimer timer(w.prof, StepProfile::attention, 0.0);
+    // Bytes: the keys and values each token reads (its window of this layer's positions).
+    double kv_bytes = 0;
+    if (w.prof)
+      for (const AttnToken& tk : w.step.tok) {
+        const int64_t len = A.window > 0 ? std::min<int64_t>(tk.pos + 1, A.window) : tk.pos + 1;
+        kv_bytes += static_cast<double>(len) * static_cast<double>(2 * kvd) * static_cast<double>(tk.cache(v.group)->elem_bytes());
+      }
+    PartTimer timer(w.prof, StepProfile::attention, kv_bytes);
     // A sliding layer's ring holds its window and kSlidingSlack positions more: a step with more
     // of one sequence's tokens stores and attends in waves (contiguous runs of the step) of at
     // most that many per sequence, so that every token's window is in the ring when it attends.
