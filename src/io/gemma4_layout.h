@@ -15,9 +15,10 @@
 //     blk.N.ffn_down_exps.scale (ours: ffn_gate_exps.E / ffn_up_exps.E, ffn_gate_inp_scale.weight,
 //     ffn_gate_exps_scale.weight).
 // The rest (the four norms, layer_output_scale, per-layer embeddings, shared_kv_layers,
-// final_logit_softcapping) has the same names. Our `convert` writes this layout
-// (gemma4_to_llamacpp, gemma4_rope_freqs) from float experts only: llama.cpp's converter folds the
-// router's per-expert scale into NVFP4 experts' tensor scales, which is not done here.
+// final_logit_softcapping) has the same names. NVFP4 experts, as llama.cpp's converter writes and
+// its loader reads them: gate and up apart (ffn_gate_exps / ffn_up_exps, each with its .scale),
+// and the router's per-expert scale folded into the down experts' tensor scale
+// (ffn_down_exps.scale). Our `convert` writes this layout (gemma4_to_llamacpp, gemma4_rope_freqs).
 #pragma once
 #include <memory>
 #include <vector>
