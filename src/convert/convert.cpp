@@ -336,7 +336,8 @@ void verify_output(const std::string& out, const std::vector<Recipe>& recipes) {
   }
 }
 
-// Generated tensors (llama.cpp's rope_freqs.weight) first, as llama.cpp's converter writes them.
+// Generated tensors (llama.cpp's rope_freqs.weight, Muse Glimmer's q/k norms) first, as llama.cpp's
+// converter writes them.
 void add_generated(std::vector<std::pair<std::string, std::vector<float>>> tensors, std::vector<Recipe>& recipes, ConvertReport& rep) {
   std::vector<Recipe> gen;
   for (auto& [name, v] : tensors) {
@@ -346,6 +347,23 @@ void add_generated(std::vector<std::pair<std::string, std::vector<float>>> tenso
     ++rep.kept;
   }
   recipes.insert(recipes.begin(), gen.begin(), gen.end());
+}
+
+// Gemma 4 in llama.cpp's gemma4 layout (null for another family): its float experts' gate and up
+// stacked, as llama.cpp's converter writes them, unless they are NVFP4 (as given, or quantized by
+// these options), which llama.cpp reads only apart.
+std::unique_ptr<Checkpoint> gemma4_llamacpp_view(const Checkpoint& ck, const ConvertOptions& opt) {
+  for (const TensorEntry& e : ck.tensors())
+    if (e.storage == Storage::nvfp4 && e.name.find("ffn_gate_exps.") != std::string::npos) return gemma4_to_llamacpp(ck, false);
+  std::unique_ptr<Checkpoint> v = gemma4_to_llamacpp(ck, true);
+  if (!v) return v;
+  for (const TensorEntry& e : v->tensors()) {
+    if (e.name.find("ffn_gate_up_exps.") == std::string::npos) continue;
+    const bool quantized = (default_quantizes(e.name, 2) || matches_any(opt.quantize, e.name)) && !matches_any(opt.keep, e.name) &&
+                           e.shape.size() == 2 && e.shape.back() % kGgmlBlock == 0;
+    if (quantized) return gemma4_to_llamacpp(ck, false);
+  }
+  return v;
 }
 
 }  // namespace
@@ -388,25 +406,16 @@ ConvertReport convert(const std::string& in, const std::string& out, const Conve
   // Gemma 4 in llama.cpp's gemma4 layout (io/gemma4_layout.h), with its rope_freqs.weight.
   std::unique_ptr<Checkpoint> llamacpp = hybrid_to_llamacpp(*ck);
   const bool nemotron = !llamacpp && (llamacpp = nemotron_to_llamacpp(*ck)) != nullptr;
-  // NVFP4 experts (as given, or quantized here) keep gate and up apart in llama.cpp's gemma4 layout.
-  bool stack = true;
-  for (const TensorEntry& e : ck->tensors())
-    if (e.storage == Storage::nvfp4 && e.name.find("ffn_gate_exps.") != std::string::npos) stack = false;
-  const bool gemma4 = !llamacpp && (llamacpp = gemma4_to_llamacpp(*ck, stack)) != nullptr;
-  if (gemma4 && stack) {
-    bool nvfp4_experts = false;
-    for (const TensorEntry& e : llamacpp->tensors()) {
-      if (e.name.find("ffn_gate_up_exps.") == std::string::npos) continue;
-      const bool q = e.storage == Storage::nvfp4 || ((default_quantizes(e.name, 2) || matches_any(opt.quantize, e.name)) &&
-                                                     !matches_any(opt.keep, e.name) && e.shape.size() == 2 && e.shape.back() % kGgmlBlock == 0);
-      nvfp4_experts = nvfp4_experts || q;
-    }
-    if (nvfp4_experts) llamacpp = gemma4_to_llamacpp(*ck, false);
-  }
+  const bool gemma4 = !llamacpp && (llamacpp = gemma4_llamacpp_view(*ck, opt)) != nullptr;
   // Muse Glimmer in llama.cpp's muse-glimmer layout (io/muse_layout.h), with its q/k norms.
   const bool muse = !llamacpp && (llamacpp = muse_to_llamacpp(*ck)) != nullptr;
   const bool keys_from_view = nemotron || gemma4 || muse;
   const Checkpoint& src = llamacpp ? *llamacpp : *ck;
+  // Tensors the layout implies that the checkpoint does not hold.
+  std::vector<std::pair<std::string, std::vector<float>>> generated;
+  if (gemma4) generated.emplace_back("rope_freqs.weight", gemma4_rope_freqs(*ck));
+  if (muse)
+    for (auto& t : muse_qk_norms(*ck)) generated.push_back(std::move(t));
 
   // The tensors plan() quantizes from float (awq's groups must all be among them).
   const auto eligible = [&src, &opt](const std::string& name) {
@@ -434,24 +443,18 @@ ConvertReport convert(const std::string& in, const std::string& out, const Conve
     const auto file = gguf::File::open(in);
     const gguf::Value* fa = file.find("general.architecture");
     const std::string file_arch = fa && fa->type == gguf::ValueType::string ? fa->s : "";
-    // Nemotron-H and Gemma 4: the model's keys are the layout's (the file may be in our earlier
-    // layout, or name another arch); the rest (tokenizer, general.*) as the file has them.
-    std::vector<std::pair<std::string, std::vector<float>>> f32_tensors;
+    // Nemotron-H, Gemma 4 and Muse Glimmer: the model's keys are the layout's (the file may be in
+    // our earlier layout, or name another arch); the rest (tokenizer, general.*) as the file has them.
     for (const auto& [k, v] : file.metadata())
       if (!keys_from_view || (k != "general.architecture" && k.rfind(file_arch + ".", 0) != 0)) w.set(k, v);
     if (llamacpp)  // the keys the layout adds (rope.dimension_sections, the exact A_log, ...)
       for (const std::string& k : llamacpp->meta_keys())
         if (!w.find(k)) w.set(k, *llamacpp->meta(k));
-    if (gemma4) f32_tensors.emplace_back("rope_freqs.weight", gemma4_rope_freqs(*ck));
-    if (muse)
-      for (auto& t : muse_qk_norms(*ck)) f32_tensors.push_back(std::move(t));
-    add_generated(std::move(f32_tensors), recipes, rep);
+    add_generated(std::move(generated), recipes, rep);
   } else {
     GgufFromHf extra = gguf_meta_from_checkpoint(src, w, opt.tokenizer);
     for (auto& n : extra.notes) rep.notes.push_back(std::move(n));
-    if (gemma4) extra.f32_tensors.emplace_back("rope_freqs.weight", gemma4_rope_freqs(*ck));
-    if (muse)
-      for (auto& t : muse_qk_norms(*ck)) extra.f32_tensors.push_back(std::move(t));
+    for (auto& t : generated) extra.f32_tensors.push_back(std::move(t));
     add_generated(std::move(extra.f32_tensors), recipes, rep);
   }
   if (rep.quantized + rep.repacked > 0) {
