@@ -111,21 +111,9 @@ def make_float(arch, tok, out):
 
 
 
-def top2_margin(lg):
-    t = torch.topk(lg, 2, dim=-1).values
-    return float((t[:, 0] - t[:, 1]).min())
-
-
-def tensor_table(d):
-    """name -> [dtype, shape] of every tensor a directory's safetensors hold."""
-    from safetensors import safe_open
-    out = {}
-    for f in sorted(pathlib.Path(d).glob("*.safetensors")):
-        with safe_open(str(f), "pt") as s:
-            for k in s.keys():
-                sl = s.get_slice(k)
-                out[k] = [sl.get_dtype(), list(sl.get_shape())]
-    return out
+# (shared with the other fixture scripts; gen_nemotron_fixtures.py imports them from here)
+top2_margin = P.top2_margin
+tensor_table = P.tensor_table
 
 
 VISION = dict(depth=1, hidden_size=32, num_heads=2, intermediate_size=64, out_hidden_size=64, patch_size=16,
