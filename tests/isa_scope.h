@@ -12,4 +12,12 @@ struct IsaEnv {
   IsaEnv& operator=(const IsaEnv&) = delete;
 };
 
+// The same for the packed kernels' software prefetch plan.
+struct PrefetchEnv {
+  explicit PrefetchEnv(Prefetch p) { force_prefetch(p); }
+  ~PrefetchEnv() { clear_forced_prefetch(); }
+  PrefetchEnv(const PrefetchEnv&) = delete;
+  PrefetchEnv& operator=(const PrefetchEnv&) = delete;
+};
+
 }  // namespace nvfp4::test

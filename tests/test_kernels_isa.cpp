@@ -140,8 +140,11 @@ TEST_P(ForcedIsa, A16Q8AndW4A4EqualTheReferenceBitForBit) {
     for (int threads = 1; threads <= 3; ++threads) {
       ThreadPool pool(threads);
       for (int64_t n = 1; n <= kMaxN; ++n) {
+        // Both prefetch plans (speed only: the same bits), each on every n across the thread counts.
+        const Prefetch pf = prefetch_plans()[(threads + n) % 2];
+        test::PrefetchEnv pf_scope(pf);
         SCOPED_TRACE(::testing::Message() << isa_name(GetParam()) << " kind " << kind << " " << s.n_out << "x" << s.n_in
-                                          << " n " << n << " threads " << threads);
+                                          << " n " << n << " threads " << threads << " prefetch " << prefetch_name(pf));
         std::vector<float> y(n * s.n_out);
         lin.forward(Mode::a16q8, x.data(), n, y.data(), pool);
         expect_same_bits(y, want_q8.data(), y.size(), lin.kernel_name(Mode::a16q8, n).c_str());
@@ -168,8 +171,11 @@ TEST_P(ForcedIsa, PrefillWindowEqualsTheReference) {
         std::vector<float> want(n * s.n_out), y(n * s.n_out);
         matvec_ref(Mode::a16q8, w.view(), x.data(), n, want.data());
         for (int threads : {1, 2}) {
+          const Prefetch pf = prefetch_plans()[(threads + n) % 2];
+          test::PrefetchEnv pf_scope(pf);
           SCOPED_TRACE(::testing::Message() << isa_name(GetParam()) << " kind " << kind << " " << s.n_out << "x"
-                                            << s.n_in << " n " << n << " threads " << threads);
+                                            << s.n_in << " n " << n << " threads " << threads << " prefetch "
+                                            << prefetch_name(pf));
           ThreadPool pool(threads);
           lin.forward(Mode::a16q8, x.data(), n, y.data(), pool);
           expect_same_bits(y, want.data(), y.size(), lin.kernel_name(Mode::a16q8, n).c_str());
@@ -419,6 +425,48 @@ TEST(Dispatch, VectorActivationQuantizerEqualsTheReference) {
     ASSERT_EQ(got.d.size(), want.d.size());
     for (size_t i = 0; i < got.d.size(); ++i) EXPECT_EQ(std::bit_cast<uint32_t>(got.d[i]), std::bit_cast<uint32_t>(want.d[i]));
   }
+}
+
+TEST(Dispatch, PrefetchPlansParseAndEachHasItsOwnKernels) {
+  for (Prefetch p : prefetch_plans()) EXPECT_EQ(parse_prefetch(prefetch_name(p)), p);
+  EXPECT_THROW(parse_prefetch("l3"), Error);
+  EXPECT_EQ(prefetch_from_env_value(nullptr), detect_prefetch());
+  EXPECT_EQ(prefetch_from_env_value(""), detect_prefetch());
+  EXPECT_EQ(prefetch_from_env_value("l1"), Prefetch::l1);
+  EXPECT_EQ(prefetch_from_env_value("l1+l2"), Prefetch::l1_l2);
+  // The vendor decides: GenuineIntel in /proc/cpuinfo takes the one L1 distance.
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  bool intel = false;
+  while (std::getline(f, line)) {
+    if (line.rfind("vendor_id", 0) == 0) {
+      intel = line.find("GenuineIntel") != std::string::npos;
+      break;
+    }
+  }
+  EXPECT_EQ(detect_prefetch(), intel ? Prefetch::l1 : Prefetch::l1_l2);
+  // Each plan's table holds its own instantiation of the packed kernels (the same names); the
+  // other kernels are shared.
+  for (Isa i : compiled_isas()) {
+    const kern::KernelTable& a = kern::table(i, Prefetch::l1);
+    const kern::KernelTable& b = kern::table(i, Prefetch::l1_l2);
+    EXPECT_STREQ(a.a16q8_name, b.a16q8_name);
+    EXPECT_EQ(a.f32, b.f32);
+    if (i == Isa::scalar) {
+      EXPECT_EQ(a.a16q8, b.a16q8);
+    } else {
+      EXPECT_NE(a.a16q8, b.a16q8) << isa_name(i);
+      EXPECT_NE(a.a16q8_gemm, b.a16q8_gemm) << isa_name(i);
+      EXPECT_NE(a.w4a4, b.w4a4) << isa_name(i);
+    }
+  }
+  force_prefetch(Prefetch::l1);  // the API call wins over the environment
+  EXPECT_EQ(active_prefetch(), Prefetch::l1);
+  EXPECT_EQ(&kern::table(Isa::scalar), &kern::table(Isa::scalar, Prefetch::l1));
+  force_prefetch(Prefetch::l1_l2);
+  EXPECT_EQ(active_prefetch(), Prefetch::l1_l2);
+  clear_forced_prefetch();
+  EXPECT_EQ(active_prefetch(), prefetch_from_env_value(std::getenv("NVFP4_PREFETCH")));
 }
 
 TEST(Dispatch, EnvironmentValueChoosesTheIsaAndForceWins) {

@@ -37,4 +37,25 @@ std::vector<Isa> supported_isas();
 // tests loop over.
 std::vector<Isa> compiled_isas();
 
+// How far ahead of their weight stream the packed NVFP4 kernels (a16q8, w4a4) request lines:
+// l1: 2 KiB ahead into L1; l1_l2: 1 KiB ahead into L1 and 6 KiB ahead into L2 (kernels/packed.h).
+// Picked once from CPUID's vendor (Intel: l1, others: l1_l2; docs/BENCHMARKS.md 26, 31, 32);
+// NVFP4_PREFETCH=l1|l1+l2 in the environment, or force_prefetch() (tests, benchmarks), overrides
+// it. Speed only: every plan gives the same bits.
+enum class Prefetch { l1, l1_l2 };
+// "l1", "l1+l2".
+std::string_view prefetch_name(Prefetch p);
+// Parses the names above; throws nvfp4::Error on anything else.
+Prefetch parse_prefetch(std::string_view s);
+// This CPU's plan.
+Prefetch detect_prefetch();
+// force_prefetch()'s choice, else NVFP4_PREFETCH (read once per process), else detect_prefetch().
+Prefetch active_prefetch();
+// What a value of NVFP4_PREFETCH selects (null or empty: detect_prefetch()).
+Prefetch prefetch_from_env_value(const char* value);
+void force_prefetch(Prefetch p);
+void clear_forced_prefetch();
+// Every plan, for tests and benchmarks to loop over.
+std::vector<Prefetch> prefetch_plans();
+
 }  // namespace nvfp4

@@ -33,6 +33,7 @@ struct Options {
   std::string modes = "a16q8";
   std::string residency = "dram,cache";
   std::string isa;
+  std::string prefetch;  // empty: active_prefetch()
   std::string peer;
   bool no_peer = false;
   int reps = 9;
@@ -91,13 +92,16 @@ int run(const Options& o) {
   double load[3] = {0, 0, 0};
   getloadavg(load, 3);
   const std::string isa(isa_name(active_isa()));
+  std::vector<Prefetch> plans;
+  for (const auto& p : split(o.prefetch)) plans.push_back(parse_prefetch(p));
+  if (plans.empty()) plans.push_back(active_prefetch());
   if (!o.json) {
     std::printf("nvfp4 bench kernels: %s, L3 %.0f MiB, ISA %s, load %.2f %.2f %.2f\n", cpu_model().c_str(),
                 l3 / 1048576.0, isa.c_str(), load[0], load[1], load[2]);
     std::printf("DRAM cases rotate among copies totalling %.0f MiB; DRAM bandwidth: %.0f MiB streamed before each case\n",
                 dram_bytes / 1048576.0, bw_bytes / 1048576.0);
     std::printf("ggml peer: %s\n", peer.path.empty() ? ("unavailable: " + peer.why).c_str() : peer.path.c_str());
-    std::printf("%-24s %-11s %4s %3s %-5s %9s %19s %7s %6s %9s %9s %7s\n", "kernel", "shape", "n", "thr", "res",
+    std::printf("%-24s %-5s %-11s %4s %3s %-5s %9s %19s %7s %6s %9s %9s %7s\n", "kernel", "pf", "shape", "n", "thr", "res",
                 "median_ms", "min-max_ms", "GB/s", "%DRAM", "ns/blk/col", "ggml_ms", "x_ggml");
   }
   std::vector<Mode> modes;
@@ -139,44 +143,48 @@ int run(const Options& o) {
             const bool dram = res == "dram" || res == "dram4k";
             if (!dram && res != "cache") throw Error("", "--residency", "bad --residency entry", "dram, dram4k or cache", res);
             const std::vector<Linear>& from = res == "dram" ? copies : copies4k;
-            const double bw = bench::dram_read_gbps(pool, bw_bytes);
-            std::vector<double> ms;
-            if (!dram) base.forward(mode, x.data(), n, y.data(), pool);  // warm the caches
-            const double start = bench::now_ms();
-            for (int r = 0; r < o.reps; ++r) {
-              const Linear& l = dram ? from[rot++ % copies_n] : base;
-              const double t0 = bench::now_ms();
-              l.forward(mode, x.data(), n, y.data(), pool);
-              ms.push_back(bench::now_ms() - t0);
-              if (r >= 2 && bench::now_ms() - start > o.max_case_s * 1000) break;
-            }
-            const bench::Stats st = bench::stats_of(ms);
-            std::optional<bench::Stats> gg;
-            if (peer_ok) gg = bench::run_peer(peer, wfile, n_out, n_in, n, threads, o.reps, dram, dram_bytes, o.max_case_s);
-            const double gbps = base.weight_bytes() / (st.median_ms * 1e6);
-            const double blocks = static_cast<double>(n_out) * n_in / 64 * n;
-            const double nspb = st.median_ms * 1e6 / blocks;
-            const std::string kname = base.kernel_name(mode, n);
-            if (o.json) {
-              nlohmann::json j = {{"kernel", kname}, {"mode", std::string(mode_name(mode))}, {"isa", isa},
-                                  {"n_out", n_out}, {"n_in", n_in}, {"n", n}, {"threads", threads},
-                                  {"residency", res}, {"median_ms", st.median_ms}, {"min_ms", st.min_ms},
-                                  {"max_ms", st.max_ms}, {"reps", ms.size()}, {"weight_bytes", base.weight_bytes()},
-                                  {"weight_gbps", gbps}, {"dram_gbps", bw}, {"pct_dram", 100.0 * gbps / bw},
-                                  {"ns_per_block_col", nspb},
-                                  {"ggml_median_ms", gg ? nlohmann::json(gg->median_ms) : nlohmann::json(nullptr)},
-                                  {"ratio_vs_ggml", gg ? nlohmann::json(gg->median_ms / st.median_ms) : nlohmann::json(nullptr)}};
-              std::cout << j.dump() << std::endl;
-            } else {
-              char mm[64], ggs[32], rat[32];
-              std::snprintf(mm, sizeof(mm), "%.3f-%.3f", st.min_ms, st.max_ms);
-              std::snprintf(ggs, sizeof(ggs), "%s", gg ? std::to_string(gg->median_ms).substr(0, 8).c_str() : "n/a");
-              std::snprintf(rat, sizeof(rat), "%s", gg ? (std::to_string(gg->median_ms / st.median_ms).substr(0, 5) + "x").c_str() : "n/a");
-              std::printf("%-24s %-11s %4lld %3d %-5s %9.3f %19s %7.1f %5.0f%% %9.3f %9s %7s\n", kname.c_str(), shape.c_str(),
-                          static_cast<long long>(n), threads, res.c_str(), st.median_ms, mm, gbps, 100.0 * gbps / bw, nspb,
-                          ggs, rat);
-              std::printf("%-24s %-11s %4s %3s %-5s DRAM read %.1f GB/s\n", "", "", "", "", "", bw);
-              std::fflush(stdout);
+            for (Prefetch pf : plans) {
+              force_prefetch(pf);
+              const std::string pfn(prefetch_name(pf));
+              const double bw = bench::dram_read_gbps(pool, bw_bytes);
+              std::vector<double> ms;
+              if (!dram) base.forward(mode, x.data(), n, y.data(), pool);  // warm the caches
+              const double start = bench::now_ms();
+              for (int r = 0; r < o.reps; ++r) {
+                const Linear& l = dram ? from[rot++ % copies_n] : base;
+                const double t0 = bench::now_ms();
+                l.forward(mode, x.data(), n, y.data(), pool);
+                ms.push_back(bench::now_ms() - t0);
+                if (r >= 2 && bench::now_ms() - start > o.max_case_s * 1000) break;
+              }
+              const bench::Stats st = bench::stats_of(ms);
+              std::optional<bench::Stats> gg;
+              if (peer_ok && pf == plans.front()) gg = bench::run_peer(peer, wfile, n_out, n_in, n, threads, o.reps, dram, dram_bytes, o.max_case_s);
+              const double gbps = base.weight_bytes() / (st.median_ms * 1e6);
+              const double blocks = static_cast<double>(n_out) * n_in / 64 * n;
+              const double nspb = st.median_ms * 1e6 / blocks;
+              const std::string kname = base.kernel_name(mode, n);
+              if (o.json) {
+                nlohmann::json j = {{"kernel", kname}, {"prefetch", pfn}, {"mode", std::string(mode_name(mode))}, {"isa", isa},
+                                    {"n_out", n_out}, {"n_in", n_in}, {"n", n}, {"threads", threads},
+                                    {"residency", res}, {"median_ms", st.median_ms}, {"min_ms", st.min_ms},
+                                    {"max_ms", st.max_ms}, {"reps", ms.size()}, {"weight_bytes", base.weight_bytes()},
+                                    {"weight_gbps", gbps}, {"dram_gbps", bw}, {"pct_dram", 100.0 * gbps / bw},
+                                    {"ns_per_block_col", nspb},
+                                    {"ggml_median_ms", gg ? nlohmann::json(gg->median_ms) : nlohmann::json(nullptr)},
+                                    {"ratio_vs_ggml", gg ? nlohmann::json(gg->median_ms / st.median_ms) : nlohmann::json(nullptr)}};
+                std::cout << j.dump() << std::endl;
+              } else {
+                char mm[64], ggs[32], rat[32];
+                std::snprintf(mm, sizeof(mm), "%.3f-%.3f", st.min_ms, st.max_ms);
+                std::snprintf(ggs, sizeof(ggs), "%s", gg ? std::to_string(gg->median_ms).substr(0, 8).c_str() : "n/a");
+                std::snprintf(rat, sizeof(rat), "%s", gg ? (std::to_string(gg->median_ms / st.median_ms).substr(0, 5) + "x").c_str() : "n/a");
+                std::printf("%-24s %-5s %-11s %4lld %3d %-5s %9.3f %19s %7.1f %5.0f%% %9.3f %9s %7s\n", kname.c_str(), pfn.c_str(), shape.c_str(),
+                            static_cast<long long>(n), threads, res.c_str(), st.median_ms, mm, gbps, 100.0 * gbps / bw, nspb,
+                            ggs, rat);
+                std::printf("%-24s %-5s %-11s %4s %3s %-5s DRAM read %.1f GB/s\n", "", "", "", "", "", "", bw);
+                std::fflush(stdout);
+              }
             }
           }
         }
@@ -185,6 +193,7 @@ int run(const Options& o) {
     if (peer_ok) std::remove(wfile.c_str());
   }
   clear_forced_isa();
+  clear_forced_prefetch();
   return 0;
 }
 
@@ -200,6 +209,7 @@ const BenchRegistrar reg("kernels", "time every kernel against the DRAM roofline
   app.add_option("--max-case-s", o->max_case_s, "time budget per case, seconds")->capture_default_str();
   app.add_option("--dram-mib", o->dram_mib, "total size of the rotated copies (default 8x L3)");
   app.add_option("--isa", o->isa, "force scalar, avx2, avxvnni or avx512");
+  app.add_option("--prefetch", o->prefetch, "software prefetch plans to time side by side, each case in turn (list of l1, l1+l2; default this CPU's)");
   app.add_option("--peer", o->peer, "path of the ggml peer (default build-peer/nvfp4-peer-bench)");
   app.add_flag("--no-peer", o->no_peer, "do not run the ggml peer");
   return std::function<int()>([o] { return run(*o); });

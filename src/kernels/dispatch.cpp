@@ -141,6 +141,56 @@ std::vector<Isa> supported_isas() {
   return v;
 }
 
+namespace {
+
+std::atomic<int> g_forced_prefetch{-1};
+
+// GenuineIntel in CPUID leaf 0 (EBX, EDX, ECX): a guest sees its host's vendor.
+bool cpu_is_intel() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+  return b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;
+}
+
+Prefetch prefetch_from_env() {
+  static const Prefetch chosen = prefetch_from_env_value(std::getenv("NVFP4_PREFETCH"));
+  return chosen;
+}
+
+}  // namespace
+
+std::string_view prefetch_name(Prefetch p) { return p == Prefetch::l1 ? "l1" : "l1+l2"; }
+
+Prefetch parse_prefetch(std::string_view s) {
+  for (Prefetch p : prefetch_plans()) {
+    if (s == prefetch_name(p)) return p;
+  }
+  throw Error("", "NVFP4_PREFETCH / --prefetch", "unknown prefetch plan", "l1 or l1+l2", std::string(s));
+}
+
+std::vector<Prefetch> prefetch_plans() { return {Prefetch::l1, Prefetch::l1_l2}; }
+
+// Intel: the one L1 distance (BENCHMARKS 31, 32); AMD and the rest: the two (BENCHMARKS 26, Zen 4).
+Prefetch detect_prefetch() {
+  static const Prefetch v = cpu_is_intel() ? Prefetch::l1 : Prefetch::l1_l2;
+  return v;
+}
+
+Prefetch prefetch_from_env_value(const char* e) {
+  if (e == nullptr || *e == '\0') return detect_prefetch();
+  return parse_prefetch(e);
+}
+
+Prefetch active_prefetch() {
+  const int f = g_forced_prefetch.load(std::memory_order_relaxed);
+  if (f >= 0) return static_cast<Prefetch>(f);
+  return prefetch_from_env();
+}
+
+void force_prefetch(Prefetch p) { g_forced_prefetch.store(static_cast<int>(p), std::memory_order_relaxed); }
+
+void clear_forced_prefetch() { g_forced_prefetch.store(-1, std::memory_order_relaxed); }
+
 // The per-ISA variants of attention_item and swiglu (attention_item*.cpp) and of PinnedDense
 // (pinned_dense*.cpp).
 namespace pinned_dense_detail {
@@ -151,7 +201,11 @@ void rows_avx512(const void*, int, int64_t, int64_t, const float*, int64_t, floa
 
 namespace kern {
 
-const KernelTable& table(Isa isa) {
+namespace {
+
+// The tables of one prefetch plan.
+template <class Pf>
+const KernelTable& table_of(Isa isa) {
   using namespace pinned_dense_detail;
   static const KernelTable scalar{Isa::scalar, prepare_q8_cols,
                                   gemv_a16q8_scalar, "gemv_a16q8_ref",
@@ -167,9 +221,9 @@ const KernelTable& table(Isa isa) {
                                   delta_head_scalar, "delta_head_scalar",
                                   gemv_fp8s_scalar, "gemv_fp8s_ref"};
   static const KernelTable avx2{Isa::avx2, prepare_q8_cols_avx2,
-                                gemv_a16q8_avx2, "gemv_a16q8_avx2",
-                                gemm_a16q8_avx2, "gemm_a16q8_avx2",
-                                gemv_w4a4_avx2, "gemv_w4a4_avx2",
+                                gemv_a16q8_avx2<Pf>, "gemv_a16q8_avx2",
+                                gemm_a16q8_avx2<Pf>, "gemm_a16q8_avx2",
+                                gemv_w4a4_avx2<Pf>, "gemv_w4a4_avx2",
                                 gemv_a16_avx2, "gemv_a16_avx2",
                                 gemv_f32_avx2, "gemv_f32_avx2",
                                 gemv_f64_scalar, "gemv_f64_ref",
@@ -180,9 +234,9 @@ const KernelTable& table(Isa isa) {
                                 delta_head_avx2, "delta_head_avx2",
                                 gemv_fp8s_avx2, "gemv_fp8s_avx2"};
   static const KernelTable avx512{Isa::avx512, prepare_q8_cols_avx512,
-                                  gemv_a16q8_avx512vnni, "gemv_a16q8_avx512vnni",
-                                  gemm_a16q8_avx512vnni, "gemm_a16q8_avx512vnni",
-                                  gemv_w4a4_avx512vnni, "gemv_w4a4_avx512vnni",
+                                  gemv_a16q8_avx512vnni<Pf>, "gemv_a16q8_avx512vnni",
+                                  gemm_a16q8_avx512vnni<Pf>, "gemm_a16q8_avx512vnni",
+                                  gemv_w4a4_avx512vnni<Pf>, "gemv_w4a4_avx512vnni",
                                   gemv_a16_avx512, "gemv_a16_avx512",
                                   gemv_f32_avx512, "gemv_f32_avx512",
                                   gemv_f64_scalar, "gemv_f64_ref",
@@ -197,11 +251,11 @@ const KernelTable& table(Isa isa) {
   static const KernelTable avxvnni = [] {
     KernelTable t = avx2;
     t.isa = Isa::avxvnni;
-    t.a16q8 = gemv_a16q8_avxvnni;
+    t.a16q8 = gemv_a16q8_avxvnni<Pf>;
     t.a16q8_name = "gemv_a16q8_avxvnni";
-    t.a16q8_gemm = gemm_a16q8_avxvnni;
+    t.a16q8_gemm = gemm_a16q8_avxvnni<Pf>;
     t.a16q8_gemm_name = "gemm_a16q8_avxvnni";
-    t.w4a4 = gemv_w4a4_avxvnni;
+    t.w4a4 = gemv_w4a4_avxvnni<Pf>;
     t.w4a4_name = "gemv_w4a4_avxvnni";
     t.head_q8 = head_q8_avxvnni;
     t.head_q8_name = "head_q8_avxvnni";
@@ -220,6 +274,14 @@ const KernelTable& table(Isa isa) {
     case Isa::scalar: break;
   }
   return scalar;
+}
+
+}  // namespace
+
+const KernelTable& table(Isa isa) { return table(isa, active_prefetch()); }
+
+const KernelTable& table(Isa isa, Prefetch pf) {
+  return pf == Prefetch::l1 ? table_of<PrefetchL1>(isa) : table_of<PrefetchL1L2>(isa);
 }
 
 }  // namespace kern

@@ -60,8 +60,9 @@ inline __m256i bcast4(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
+template <class Pf>
 inline void prefetch_block(const uint8_t* p, int64_t count) {
-  for (int64_t g = 0; g < count; ++g, p += kRecordBytes) prefetch_record(p);
+  for (int64_t g = 0; g < count; ++g, p += kRecordBytes) prefetch_record<Pf>(p);
 }
 
 // q9 of 8 scale bytes as exact floats: normal bytes (e >= 1) are (1 + m/8) * 2^(e+2), i.e. float
@@ -179,14 +180,14 @@ inline void narrow_half(const uint8_t* p, int h, int64_t count, const uint8_t* e
 // Both halves narrow, windows of 1-2 columns (decode): one loop over the block reads each record
 // once and shares the activation broadcasts between the halves (the decoded halves, their
 // multipliers and 2 * NC sums still fit the 16 ymm). The same integer sums as narrow_half.
-template <bool kVnni, int NC>
+template <bool kVnni, class Pf, int NC>
 inline void narrow_both(const uint8_t* p, int64_t count, const uint8_t* emin, const int8_t* qb,
                         const int32_t* cb, __m256 t[2][NC]) {
   const __m256i base = _mm256_add_epi16(row_words(emin), _mm256_set1_epi16(1));
   __m256i acc0[NC], acc1[NC];
   for (int c = 0; c < NC; ++c) acc0[c] = acc1[c] = _mm256_setzero_si256();
   for (int64_t g = 0; g < count; ++g, p += kRecordBytes, qb += kQStride, cb += ActQ8::kChunk) {
-    prefetch_record(p);
+    prefetch_record<Pf>(p);
     // Half by half inside the record (the order keeps few values live: no spills at NC = 1).
     const Mults m = scale_mults<kVnni>(p + 128, base);
     const Decoded d0 = decode(p);
@@ -208,7 +209,7 @@ inline void narrow_both(const uint8_t* p, int64_t count, const uint8_t* emin, co
 // narrow_both of one column for tiles at p0 and p1 = p0 + the tile stride (decode): the two
 // record streams walked side by side, each group's activation broadcasts shared by the two
 // tiles. The same integer sums as narrow_both, per tile.
-template <bool kVnni>
+template <bool kVnni, class Pf>
 inline void narrow_both_pair(const uint8_t* p0, const uint8_t* p1, const uint8_t* end0, int64_t stride,
                              int64_t count, const uint8_t* emin0,
                              const uint8_t* emin1, const int8_t* qb, const int32_t* cb, __m256 t[2][2]) {
@@ -216,8 +217,8 @@ inline void narrow_both_pair(const uint8_t* p0, const uint8_t* p1, const uint8_t
   const __m256i base1 = _mm256_add_epi16(row_words(emin1), _mm256_set1_epi16(1));
   __m256i a00 = _mm256_setzero_si256(), a01 = a00, a10 = a00, a11 = a00;
   for (int64_t g = 0; g < count; ++g, p0 += kRecordBytes, p1 += kRecordBytes, qb += kQStride, cb += ActQ8::kChunk) {
-    prefetch_record_paired(p0, end0, stride);
-    prefetch_record_paired(p1, end0 + stride, stride);
+    prefetch_record_paired<Pf>(p0, end0, stride);
+    prefetch_record_paired<Pf>(p1, end0 + stride, stride);
     const Bcast x = bcast(qb, cb);
     const Mults m0 = scale_mults<kVnni>(p0 + 128, base0);
     a00 = accumulate<kVnni>(a00, group_sum<kVnni>(decode(p0), x), m0.m0);
@@ -253,7 +254,7 @@ inline void wide_half(const uint8_t* ph, const uint8_t* s8, int64_t count, const
 
 // Block b of one tile, columns [c0, c0 + NC): tt[h][c] = float(T) * 2^-10 of half h (see the
 // header); p points at the block's first record.
-template <bool kVnni, int NC>
+template <bool kVnni, class Pf, int NC>
 inline void block_t(const Packed& w, const ActQ8& a, int64_t tile, int64_t b, int64_t c0, const uint8_t* p,
                     __m256 tt[2][NC]) {
   const int64_t g0 = b * kBlockGroups;
@@ -263,10 +264,10 @@ inline void block_t(const Packed& w, const ActQ8& a, int64_t tile, int64_t b, in
   const uint8_t* emin = w.emin_at(tile, b);
   const int narrow = w.narrow_at(tile, b);
   if (NC <= 2 && narrow == 3) {
-    narrow_both<kVnni, NC>(p, count, emin, qb, cb, tt);
+    narrow_both<kVnni, Pf, NC>(p, count, emin, qb, cb, tt);
     return;
   }
-  prefetch_block(p, count);
+  prefetch_block<Pf>(p, count);
   for (int h = 0; h < 2; ++h) {
     if (narrow & (1 << h)) {
       narrow_half<kVnni, NC>(p, h, count, emin, qb, cb, tt[h]);
@@ -312,13 +313,13 @@ inline void store_tile(const Packed& w, int64_t tile, int64_t c0, float (*acc)[1
 }
 
 // One tile, columns [c0, c0 + NC) (inside one chunk of 8).
-template <bool kVnni, int NC>
+template <bool kVnni, class Pf, int NC>
 void tile_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float* y) {
   alignas(32) float acc[NC][16] = {};
   const uint8_t* p = w.tile(tile);
   for (int64_t b = 0; b < a.blocks; ++b) {
     __m256 tt[2][NC];
-    block_t<kVnni, NC>(w, a, tile, b, c0, p, tt);
+    block_t<kVnni, Pf, NC>(w, a, tile, b, c0, p, tt);
     add_block<NC>(w, a, b, c0, tt, acc);
     p += (std::min<int64_t>(a.groups, (b + 1) * kBlockGroups) - b * kBlockGroups) * kRecordBytes;
   }
@@ -328,7 +329,7 @@ void tile_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
 // Tiles `tile` and `tile + 1`, one column (decode): where both tiles' block is narrow, their two
 // record streams are walked side by side (narrow_both_pair); otherwise each tile's block as in
 // tile_pass. The same bits as two tile_pass<1>.
-template <bool kVnni>
+template <bool kVnni, class Pf>
 void pair_pass(const Packed& w, const ActQ8& a, int64_t tile, float* y) {
   alignas(32) float acc[2][1][16] = {};
   const uint8_t* p = w.tile(tile);
@@ -340,11 +341,11 @@ void pair_pass(const Packed& w, const ActQ8& a, int64_t tile, float* y) {
     __m256 tt[2][2][1];
     if (w.narrow_at(tile, b) == 3 && w.narrow_at(tile + 1, b) == 3) {
       __m256 t4[2][2];
-      narrow_both_pair<kVnni>(p, p + stride, end0, stride, count, w.emin_at(tile, b), w.emin_at(tile + 1, b), a.qg(g0, 0),
+      narrow_both_pair<kVnni, Pf>(p, p + stride, end0, stride, count, w.emin_at(tile, b), w.emin_at(tile + 1, b), a.qg(g0, 0),
                               kVnni ? a.corrg(g0, 0) : a.corr16g(g0, 0), t4);
       for (int u = 0; u < 2; ++u) for (int h = 0; h < 2; ++h) tt[u][h][0] = t4[u][h];
     } else {
-      for (int u = 0; u < 2; ++u) block_t<kVnni, 1>(w, a, tile + u, b, 0, p + u * stride, tt[u]);
+      for (int u = 0; u < 2; ++u) block_t<kVnni, Pf, 1>(w, a, tile + u, b, 0, p + u * stride, tt[u]);
     }
     for (int u = 0; u < 2; ++u) add_block<1>(w, a, b, 0, tt[u], acc[u]);
     p += count * kRecordBytes;
@@ -353,34 +354,34 @@ void pair_pass(const Packed& w, const ActQ8& a, int64_t tile, float* y) {
 }
 
 using PassFn = void (*)(const Packed&, const ActQ8&, int64_t, int64_t, float*);
-template <bool kVnni>
+template <bool kVnni, class Pf>
 constexpr PassFn kPass[9] = {nullptr,
-                             tile_pass<kVnni, 1>, tile_pass<kVnni, 2>, tile_pass<kVnni, 3>, tile_pass<kVnni, 4>,
-                             tile_pass<kVnni, 5>, tile_pass<kVnni, 6>, tile_pass<kVnni, 7>, tile_pass<kVnni, 8>};
+                             tile_pass<kVnni, Pf, 1>, tile_pass<kVnni, Pf, 2>, tile_pass<kVnni, Pf, 3>, tile_pass<kVnni, Pf, 4>,
+                             tile_pass<kVnni, Pf, 5>, tile_pass<kVnni, Pf, 6>, tile_pass<kVnni, Pf, 7>, tile_pass<kVnni, Pf, 8>};
 
-template <bool kVnni>
+template <bool kVnni, class Pf>
 void run_window(const Packed& w, const ActQ8& a, int64_t t, int64_t c0, int64_t c1, float* y) {
-  for (; c0 < c1; c0 += 8) kPass<kVnni>[std::min<int64_t>(8, c1 - c0)](w, a, t, c0, y);
+  for (; c0 < c1; c0 += 8) kPass<kVnni, Pf>[std::min<int64_t>(8, c1 - c0)](w, a, t, c0, y);
 }
 
 // Decode: tiles in pairs. Small N: per tile, the columns in windows of at most 8.
-template <bool kVnni>
+template <bool kVnni, class Pf>
 void gemv(const Packed& w, const ActQ8& a, int64_t tb, int64_t te, float* y) {
   int64_t t = tb;
-  if (a.n == 1) for (; t + 2 <= te; t += 2) pair_pass<kVnni>(w, a, t, y);
-  for (; t < te; ++t) run_window<kVnni>(w, a, t, 0, a.n, y);
+  if (a.n == 1) for (; t + 2 <= te; t += 2) pair_pass<kVnni, Pf>(w, a, t, y);
+  for (; t < te; ++t) run_window<kVnni, Pf>(w, a, t, 0, a.n, y);
 }
 
 // Prefill (N >= kPrefillN): the columns cut into blocks whose int8 activations fit in half a
 // MiB (L2 of most AVX2 cores is 0.5-2 MiB: 128 columns of 4096); for each block, every tile of
 // this thread streams once and runs the block in windows of 8 (the tile's records stay in L1/L2
 // across the windows). Same arithmetic per (row, column) as the decode kernel.
-template <bool kVnni>
+template <bool kVnni, class Pf>
 void gemm(const Packed& w, const ActQ8& a, int64_t tb, int64_t te, float* y) {
   const int64_t cb = std::max<int64_t>(8, ((int64_t{1} << 19) / std::max<int64_t>(1, a.n_in)) / 8 * 8);
   for (int64_t b0 = 0; b0 < a.n; b0 += cb) {
     const int64_t b1 = std::min<int64_t>(a.n, b0 + cb);
-    for (int64_t t = tb; t < te; ++t) run_window<kVnni>(w, a, t, b0, b1, y);
+    for (int64_t t = tb; t < te; ++t) run_window<kVnni, Pf>(w, a, t, b0, b1, y);
   }
 }
 

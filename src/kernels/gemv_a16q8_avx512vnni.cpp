@@ -89,7 +89,7 @@ inline __m512i group_sum(const Decoded& d, const int8_t* qg, int32_t corr) {
 
 // Block b of one tile, columns [c0, c0 + NC): t[c] = float(T) * 2^-10 (see above); p walks the
 // block's records.
-template <int NC>
+template <int NC, class Pf>
 inline void block_narrow(const Packed& w, const ActQ8& a, int64_t tile, int64_t b, int64_t c0,
                          const uint8_t*& p, __m512 t[NC]) {
   const __m512i lut = lut64();
@@ -106,8 +106,8 @@ inline void block_narrow(const Packed& w, const ActQ8& a, int64_t tile, int64_t 
     // Groups in pairs: one vpdpwssd applies both groups' multipliers, s_g in each lane's low
     // word and s_(g+1) in its high word (both fit int16; the same integer S).
     for (; g + 1 < g_end; g += 2, p += 2 * kRecordBytes, qb += 2 * qstride, cb += 2 * ActQ8::kChunk) {
-      prefetch_record(p);
-      prefetch_record(p + kRecordBytes);
+      prefetch_record<Pf>(p);
+      prefetch_record<Pf>(p + kRecordBytes);
       const Decoded d0 = decode(p, lut), d1 = decode(p + kRecordBytes, lut);
       const __m512i mult = _mm512_or_si512(scale_mult(p + 128, base),
                                            _mm512_slli_epi32(scale_mult(p + kRecordBytes + 128, base), 16));
@@ -120,7 +120,7 @@ inline void block_narrow(const Packed& w, const ActQ8& a, int64_t tile, int64_t 
     }
   }
   for (; g < g_end; ++g, p += kRecordBytes, qb += qstride, cb += ActQ8::kChunk) {
-    prefetch_record(p);
+    prefetch_record<Pf>(p);
     const Decoded d = decode(p, lut);
     const __m512i mult = scale_mult(p + 128, base);
     for (int c = 0; c < NC; ++c) {
@@ -130,7 +130,7 @@ inline void block_narrow(const Packed& w, const ActQ8& a, int64_t tile, int64_t 
   for (int c = 0; c < NC; ++c) t[c] = _mm512_mul_ps(_mm512_cvtepi32_ps(acc_i[c]), pow2_minus10(emin));
 }
 
-template <int NC>
+template <int NC, class Pf>
 inline void block_wide(const ActQ8& a, int64_t b, int64_t c0, const uint8_t*& p, __m512 t[NC]) {
   const __m512i lut = lut64();
   constexpr int64_t qstride = ActQ8::kChunk * kGroup;
@@ -140,7 +140,7 @@ inline void block_wide(const ActQ8& a, int64_t b, int64_t c0, const uint8_t*& p,
   __m512d tl[NC], th[NC];
   for (int c = 0; c < NC; ++c) tl[c] = th[c] = _mm512_setzero_pd();
   for (int64_t g = g0; g < g_end; ++g, p += kRecordBytes, qb += qstride, cb += ActQ8::kChunk) {
-    prefetch_record(p);
+    prefetch_record<Pf>(p);
     const Decoded d = decode(p, lut);
     const __m512 sc = q9_ps(p + 128);
     for (int c = 0; c < NC; ++c) {
@@ -180,16 +180,16 @@ inline void store_tile(const Packed& w, int64_t tile, int64_t c0, const float (*
 }
 
 // One tile, columns [c0, c0 + NC).
-template <int NC>
+template <int NC, class Pf>
 void tile_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float* y) {
   alignas(64) float acc[NC][16] = {};
   const uint8_t* p = w.tile(tile);
   for (int64_t b = 0; b < a.blocks; ++b) {
     __m512 t[NC];
     if (w.narrow_at(tile, b) == 3) {
-      block_narrow<NC>(w, a, tile, b, c0, p, t);
+      block_narrow<NC, Pf>(w, a, tile, b, c0, p, t);
     } else {
-      block_wide<NC>(a, b, c0, p, t);
+      block_wide<NC, Pf>(a, b, c0, p, t);
     }
     add_block<NC>(w, a, b, c0, t, acc);
   }
@@ -202,7 +202,7 @@ void tile_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
 // core, weights in DRAM): 1.2-1.4x the stream rate of one tile at a time, which left the core
 // waiting on memory and computing by turns. Each tile's integer sums and float steps are
 // tile_pass's, so the bits are the same.
-template <int NC>
+template <int NC, class Pf>
 void pair_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float* y) {
   const __m512i lut = lut64();
   alignas(64) float acc[2][NC][16] = {};
@@ -226,7 +226,7 @@ void pair_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
         Decoded d[2];
         __m512i mult[2];
         for (int u = 0; u < 2; ++u) {
-          prefetch_record_paired(p[u], end[u], stride);
+          prefetch_record_paired<Pf>(p[u], end[u], stride);
           d[u] = decode(p[u], lut);
           mult[u] = scale_mult(p[u] + 128, base[u]);
           p[u] += kRecordBytes;
@@ -251,9 +251,9 @@ void pair_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
     } else {
       for (int u = 0; u < 2; ++u) {
         if (w.narrow_at(tile + u, b) == 3) {
-          block_narrow<NC>(w, a, tile + u, b, c0, p[u], t[u]);
+          block_narrow<NC, Pf>(w, a, tile + u, b, c0, p[u], t[u]);
         } else {
-          block_wide<NC>(a, b, c0, p[u], t[u]);
+          block_wide<NC, Pf>(a, b, c0, p[u], t[u]);
         }
       }
     }
@@ -263,25 +263,29 @@ void pair_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
 }
 
 using PassFn = void (*)(const Packed&, const ActQ8&, int64_t, int64_t, float*);
-constexpr PassFn kPass[9] = {nullptr,         tile_pass<1>, tile_pass<2>, tile_pass<3>, tile_pass<4>,
-                             tile_pass<5>,    tile_pass<6>, tile_pass<7>, tile_pass<8>};
-constexpr PassFn kPair[5] = {nullptr, pair_pass<1>, pair_pass<2>, pair_pass<3>, pair_pass<4>};
+template <class Pf>
+constexpr PassFn kPass[9] = {nullptr,              tile_pass<1, Pf>, tile_pass<2, Pf>, tile_pass<3, Pf>,
+                             tile_pass<4, Pf>,     tile_pass<5, Pf>, tile_pass<6, Pf>, tile_pass<7, Pf>,
+                             tile_pass<8, Pf>};
+template <class Pf>
+constexpr PassFn kPair[5] = {nullptr, pair_pass<1, Pf>, pair_pass<2, Pf>, pair_pass<3, Pf>, pair_pass<4, Pf>};
 
 }  // namespace
 
 // Windows: per tile, the columns in passes of at most 8 (a 14336-wide tile record stream is
 // 126 KiB, so the second pass of N = 16 reads it from L2, not DRAM).
+template <class Pf>
 void gemv_a16q8_avx512vnni(const Packed& w, const ActQ8& a, int64_t tb, int64_t te, float* y) {
   if (a.n <= 4) {  // decode and small windows: tiles in pairs
     int64_t t = tb;
-    for (; t + 2 <= te; t += 2) kPair[a.n](w, a, t, 0, y);
-    if (t < te) kPass[a.n](w, a, t, 0, y);
+    for (; t + 2 <= te; t += 2) kPair<Pf>[a.n](w, a, t, 0, y);
+    if (t < te) kPass<Pf>[a.n](w, a, t, 0, y);
     return;
   }
   for (int64_t t = tb; t < te; ++t) {
     for (int64_t c0 = 0; c0 < a.n; c0 += 8) {
       const int nc = static_cast<int>(std::min<int64_t>(8, a.n - c0));
-      kPass[nc](w, a, t, c0, y);
+      kPass<Pf>[nc](w, a, t, c0, y);
     }
   }
 }
@@ -292,6 +296,7 @@ void gemv_a16q8_avx512vnni(const Packed& w, const ActQ8& a, int64_t tb, int64_t 
 // 36 KiB at n_in 4096, stay in L1/L2 across those passes). Without the blocking, every tile
 // would re-read all N columns' activations (2 MiB at N = 512) from beyond L2. The arithmetic
 // per (row, column) is the window kernel's, so the bits are the reference's.
+template <class Pf>
 void gemm_a16q8_avx512vnni(const Packed& w, const ActQ8& a, int64_t tb, int64_t te, float* y) {
   const int64_t cb = std::max<int64_t>(8, ((int64_t{1} << 20) / std::max<int64_t>(1, a.n_in)) / 8 * 8);
   for (int64_t b0 = 0; b0 < a.n; b0 += cb) {
@@ -299,10 +304,15 @@ void gemm_a16q8_avx512vnni(const Packed& w, const ActQ8& a, int64_t tb, int64_t 
     for (int64_t t = tb; t < te; ++t) {
       for (int64_t c0 = b0; c0 < b1; c0 += 8) {
         const int nc = static_cast<int>(std::min<int64_t>(8, b1 - c0));
-        kPass[nc](w, a, t, c0, y);
+        kPass<Pf>[nc](w, a, t, c0, y);
       }
     }
   }
 }
+
+template void gemv_a16q8_avx512vnni<PrefetchL1>(const Packed&, const ActQ8&, int64_t, int64_t, float*);
+template void gemv_a16q8_avx512vnni<PrefetchL1L2>(const Packed&, const ActQ8&, int64_t, int64_t, float*);
+template void gemm_a16q8_avx512vnni<PrefetchL1>(const Packed&, const ActQ8&, int64_t, int64_t, float*);
+template void gemm_a16q8_avx512vnni<PrefetchL1L2>(const Packed&, const ActQ8&, int64_t, int64_t, float*);
 
 }  // namespace nvfp4::kern

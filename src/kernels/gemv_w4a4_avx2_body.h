@@ -34,7 +34,7 @@ inline int32_t load4(const int8_t* p) {
   return v;
 }
 
-template <bool kVnni>
+template <bool kVnni, class Pf>
 void tile_col(const Packed& w, const ActFp4& a, int64_t tile, int64_t col, float* y) {
   const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kU12)));
   const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
@@ -42,7 +42,7 @@ void tile_col(const Packed& w, const ActFp4& a, int64_t tile, int64_t col, float
   __m256i to[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
   const uint8_t* p = w.tile(tile);
   for (int64_t g = 0; g < a.groups; ++g, p += kRecordBytes) {
-    prefetch_record(p);
+    prefetch_record<Pf>(p);
     const int8_t* qg = a.qg(g, col);
     const __m256i sa = _mm256_set1_epi32(a.q9[g * a.n + col]);
     for (int h = 0; h < 2; ++h) {
@@ -81,10 +81,10 @@ void tile_col(const Packed& w, const ActFp4& a, int64_t tile, int64_t col, float
   }
 }
 
-template <bool kVnni>
+template <bool kVnni, class Pf>
 void gemv(const Packed& w, const ActFp4& a, int64_t tb, int64_t te, float* y) {
   for (int64_t t = tb; t < te; ++t) {
-    for (int64_t c = 0; c < a.n; ++c) tile_col<kVnni>(w, a, t, c, y);
+    for (int64_t c = 0; c < a.n; ++c) tile_col<kVnni, Pf>(w, a, t, c, y);
   }
 }
 

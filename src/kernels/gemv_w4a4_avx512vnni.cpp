@@ -29,7 +29,7 @@ inline int32_t load4(const int8_t* p) {
   return v;
 }
 
-template <int NC>
+template <int NC, class Pf>
 void tile_pass(const Packed& w, const ActFp4& a, int64_t tile, int64_t c0, float* y) {
   const __m512i lut = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kU12)));
   const __m512i m4 = _mm512_set1_epi8(0x0F);
@@ -37,7 +37,7 @@ void tile_pass(const Packed& w, const ActFp4& a, int64_t tile, int64_t c0, float
   for (int c = 0; c < NC; ++c) te[c] = to[c] = _mm512_setzero_si512();
   const uint8_t* p = w.tile(tile);
   for (int64_t g = 0; g < a.groups; ++g, p += kRecordBytes) {
-    prefetch_record(p);
+    prefetch_record<Pf>(p);
     const __m512i p0 = _mm512_loadu_si512(p), p1 = _mm512_loadu_si512(p + 64);
     const __m512i w0 = _mm512_shuffle_epi8(lut, _mm512_and_si512(p0, m4));
     const __m512i w1 = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(p0, 4), m4));
@@ -75,17 +75,21 @@ void tile_pass(const Packed& w, const ActFp4& a, int64_t tile, int64_t c0, float
 
 }  // namespace
 
+template <class Pf>
 void gemv_w4a4_avx512vnni(const Packed& w, const ActFp4& a, int64_t tb, int64_t te, float* y) {
   for (int64_t t = tb; t < te; ++t) {
     for (int64_t c0 = 0; c0 < a.n; c0 += 4) {
       switch (std::min<int64_t>(4, a.n - c0)) {
-        case 4: tile_pass<4>(w, a, t, c0, y); break;
-        case 3: tile_pass<3>(w, a, t, c0, y); break;
-        case 2: tile_pass<2>(w, a, t, c0, y); break;
-        default: tile_pass<1>(w, a, t, c0, y); break;
+        case 4: tile_pass<4, Pf>(w, a, t, c0, y); break;
+        case 3: tile_pass<3, Pf>(w, a, t, c0, y); break;
+        case 2: tile_pass<2, Pf>(w, a, t, c0, y); break;
+        default: tile_pass<1, Pf>(w, a, t, c0, y); break;
       }
     }
   }
 }
+
+template void gemv_w4a4_avx512vnni<PrefetchL1>(const Packed&, const ActFp4&, int64_t, int64_t, float*);
+template void gemv_w4a4_avx512vnni<PrefetchL1L2>(const Packed&, const ActFp4&, int64_t, int64_t, float*);
 
 }  // namespace nvfp4::kern

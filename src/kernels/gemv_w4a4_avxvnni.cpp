@@ -3,8 +3,11 @@
 
 namespace nvfp4::kern {
 
+template <class Pf>
 void gemv_w4a4_avxvnni(const Packed& w, const ActFp4& a, int64_t tb, int64_t te, float* y) {
-  w4a4_avx2_body::gemv<true>(w, a, tb, te, y);
+  w4a4_avx2_body::gemv<true, Pf>(w, a, tb, te, y);
 }
+template void gemv_w4a4_avxvnni<PrefetchL1>(const Packed&, const ActFp4&, int64_t, int64_t, float*);
+template void gemv_w4a4_avxvnni<PrefetchL1L2>(const Packed&, const ActFp4&, int64_t, int64_t, float*);
 
 }  // namespace nvfp4::kern

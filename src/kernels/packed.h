@@ -51,47 +51,61 @@ struct Packed {
   int narrow_at(int64_t t, int64_t b) const { return narrow[static_cast<size_t>(t * blocks + b)]; }
 };
 // Software prefetch of the records ahead of rec in a tile's stream (the tiles of a thread lie back
-// to back, so this runs on into the next tile), at two distances: kPrefetchNearBytes ahead into L1
-// (prefetcht0) and kPrefetchFarBytes ahead into L2 (prefetcht1). A record is 144 bytes and starts
+// to back, so this runs on into the next tile), at a plan's distances: Pf::kNear ahead into L1
+// (prefetcht0) and, where the plan has one, Pf::kFar ahead into L2 (prefetcht1). A record is 144 bytes and starts
 // at offset 16k mod 64, so it touches 3 cache lines, at +0, +64 and +128 (the last byte, +143,
 // lies at most 48 + 143 = 191 bytes past its first line's start: in the third line); each
 // distance prefetches all three. (Two prefetches a record, +0 and +128, missed every other line of
 // the stream: 10 of each 18 lines were prefetched and the rest was left to the hardware
 // prefetcher.)
-// The distances. One distance into L1 (2 KiB, BENCHMARKS 14: best of 1-8 KiB on the SPR-class
-// guest) left the Zen 4 guest of BENCHMARKS 26 streaming at 17 GB/s from DRAM while the same
-// kernel ran at 41 GB/s from cache and the host read 27 GB/s: compute and memory took turns. Far
-// lines requested into L2 do not hold L1's few miss buffers, so the lead can be long enough to
-// cover DRAM's latency at the kernel's compute rate; the near ones bring them on into L1. Measured
-// side by side there (bench kernels, 8192x2048 and 2048x8192, one column): one thread 20.7-22.4
-// GB/s (74-93% of the DRAM read) against 6-19 (23-84%), two threads parity or better; Llama-1B
-// generation +20% at one thread, +10% at two (BENCHMARKS 26, which also has the grid tried).
-inline constexpr int64_t kPrefetchNearBytes = 1024;
-inline constexpr int64_t kPrefetchFarBytes = 6144;
-// The three lines of the record at far into L2 and those of the record at near into L1. Always
-// inlined: GCC may find an out-of-line prefetch helper "pure" and delete its calls.
+// The distances, a plan per CPU (kernels.h's Prefetch, picked once beside the ISA: dispatch.cpp).
+// One distance into L1 (2 KiB, BENCHMARKS 14: best of 1-8 KiB on the SPR-class guest) left the
+// Zen 4 guest of BENCHMARKS 26 streaming at 17 GB/s from DRAM while the same kernel ran at 41 GB/s
+// from cache and the host read 27 GB/s: compute and memory took turns. Far lines requested into L2
+// do not hold L1's few miss buffers, so the lead can be long enough to cover DRAM's latency at the
+// kernel's compute rate; the near ones bring them on into L1. Measured side by side there (bench
+// kernels, 8192x2048 and 2048x8192, one column): one thread 20.7-22.4 GB/s (74-93% of the DRAM
+// read) against 6-19 (23-84%), two threads parity or better; Llama-1B generation +20% at one
+// thread, +10% at two (BENCHMARKS 26, which also has the grid tried). On Intel Xeon guests the one
+// L1 distance reads more (BENCHMARKS 31 and 32: one thread 87.5% of DRAM against 78%, two 71.5%
+// against 60.5%). A plan is a type, so each kernel is compiled once per plan with its distances
+// as constants; kFar 0 prefetches nothing into L2.
+struct PrefetchL1 {       // Prefetch::l1: 2 KiB ahead into L1
+  static constexpr int64_t kNear = 2048, kFar = 0;
+};
+struct PrefetchL1L2 {     // Prefetch::l1_l2: 1 KiB ahead into L1, 6 KiB ahead into L2
+  static constexpr int64_t kNear = 1024, kFar = 6144;
+};
+// The three lines of the record at far into L2 (when the plan has one) and those of the record at
+// near into L1. Always inlined: GCC may find an out-of-line prefetch helper "pure" and delete its
+// calls.
+template <class Pf>
 [[gnu::always_inline]] inline void prefetch_lines(const uint8_t* near, const uint8_t* far) {
   const char* n = reinterpret_cast<const char*>(near);
-  const char* f = reinterpret_cast<const char*>(far);
-  __builtin_prefetch(f, 0, 2);
-  __builtin_prefetch(f + 64, 0, 2);
-  __builtin_prefetch(f + 128, 0, 2);
+  if constexpr (Pf::kFar > 0) {
+    const char* f = reinterpret_cast<const char*>(far);
+    __builtin_prefetch(f, 0, 2);
+    __builtin_prefetch(f + 64, 0, 2);
+    __builtin_prefetch(f + 128, 0, 2);
+  }
   __builtin_prefetch(n, 0, 3);
   __builtin_prefetch(n + 64, 0, 3);
   __builtin_prefetch(n + 128, 0, 3);
 }
+template <class Pf>
 [[gnu::always_inline]] inline void prefetch_record(const uint8_t* rec) {
-  prefetch_lines(rec + kPrefetchNearBytes, rec + kPrefetchFarBytes);
+  prefetch_lines<Pf>(rec + Pf::kNear, rec + Pf::kFar);
 }
 // prefetch_record for one of two tiles' streams walked side by side (the pair passes of decode):
 // the other stream's tile lies right after this one's, so a lead that runs past this tile's end
 // (`end`) jumps the other tile (`skip` bytes, the tile stride) to the tile this stream takes next.
 // (Plain prefetch_record there fetched lines of the other tile that its own stream had just read,
 // and left the next pair's second tile to the hardware.)
+template <class Pf>
 [[gnu::always_inline]] inline void prefetch_record_paired(const uint8_t* rec, const uint8_t* end, int64_t skip) {
-  const uint8_t* near = rec + kPrefetchNearBytes;
-  const uint8_t* far = rec + kPrefetchFarBytes;
-  prefetch_lines(near >= end ? near + skip : near, far >= end ? far + skip : far);
+  const uint8_t* near = rec + Pf::kNear;
+  const uint8_t* far = rec + Pf::kFar;
+  prefetch_lines<Pf>(near >= end ? near + skip : near, far >= end ? far + skip : far);
 }
 // E of q9 = M * 2^E for a scale byte (see above).
 inline int scale_e(uint8_t v) { return std::max((v >> 3) - 1, 0); }
@@ -219,8 +233,10 @@ struct KernelTable {
 };
 inline constexpr int64_t kPrefillN = 32;
 
-// The table of an ISA (filled once). Entries without a vector kernel point at the scalar ones.
+// The table of an ISA (filled once) for active_prefetch()'s plan, or for a given plan. Entries
+// without a vector kernel point at the scalar ones.
 const KernelTable& table(Isa isa);
+const KernelTable& table(Isa isa, Prefetch pf);
 
 float dense_at(DType dtype, const uint8_t* bytes, int64_t k);  // element k as float32
 // A scaled FP8 form's weight (r, i) as float32: e4m3(code) * scale, the truth every ISA's widening
@@ -247,26 +263,26 @@ void gemv_fp8s_scalar(DType, const uint8_t*, int64_t, int64_t, const float*, int
 void gemv_fp8s_avx2(DType, const uint8_t*, int64_t, int64_t, const float*, int64_t, int64_t, int64_t, float*);
 void gemv_fp8s_avx512(DType, const uint8_t*, int64_t, int64_t, const float*, int64_t, int64_t, int64_t, float*);
 
-void gemv_a16q8_avx2(const Packed&, const ActQ8&, int64_t, int64_t, float*);
-void gemm_a16q8_avx2(const Packed&, const ActQ8&, int64_t, int64_t, float*);
+template <class Pf> void gemv_a16q8_avx2(const Packed&, const ActQ8&, int64_t, int64_t, float*);
+template <class Pf> void gemm_a16q8_avx2(const Packed&, const ActQ8&, int64_t, int64_t, float*);
 void prepare_q8_cols_avx2(const float*, int64_t, int64_t, ActQ8&);
 void prepare_q8_avx2(const float* x, int64_t n, int64_t n_in, ActQ8& out);  // shape, then all columns
-void gemv_w4a4_avx2(const Packed&, const ActFp4&, int64_t, int64_t, float*);
+template <class Pf> void gemv_w4a4_avx2(const Packed&, const ActFp4&, int64_t, int64_t, float*);
 void gemv_a16_avx2(const Packed&, const float*, int64_t, int64_t, int64_t, float*);
 void gemv_f32_avx2(const Packed&, const float*, int64_t, int64_t, int64_t, float*);
 void gemv_dense_avx2(DType, const uint8_t*, int64_t, int64_t, const float*, int64_t, int64_t,
                      int64_t, float*);
 
 // AVX-VNNI (vpdpbusd on 256-bit registers; compiled when the compiler has -mavxvnni).
-void gemv_a16q8_avxvnni(const Packed&, const ActQ8&, int64_t, int64_t, float*);
-void gemm_a16q8_avxvnni(const Packed&, const ActQ8&, int64_t, int64_t, float*);
-void gemv_w4a4_avxvnni(const Packed&, const ActFp4&, int64_t, int64_t, float*);
+template <class Pf> void gemv_a16q8_avxvnni(const Packed&, const ActQ8&, int64_t, int64_t, float*);
+template <class Pf> void gemm_a16q8_avxvnni(const Packed&, const ActQ8&, int64_t, int64_t, float*);
+template <class Pf> void gemv_w4a4_avxvnni(const Packed&, const ActFp4&, int64_t, int64_t, float*);
 
 void prepare_q8_cols_avx512(const float*, int64_t, int64_t, ActQ8&);
 void prepare_q8_avx512(const float* x, int64_t n, int64_t n_in, ActQ8& out);  // shape, then all columns
-void gemv_a16q8_avx512vnni(const Packed&, const ActQ8&, int64_t, int64_t, float*);
-void gemm_a16q8_avx512vnni(const Packed&, const ActQ8&, int64_t, int64_t, float*);
-void gemv_w4a4_avx512vnni(const Packed&, const ActFp4&, int64_t, int64_t, float*);
+template <class Pf> void gemv_a16q8_avx512vnni(const Packed&, const ActQ8&, int64_t, int64_t, float*);
+template <class Pf> void gemm_a16q8_avx512vnni(const Packed&, const ActQ8&, int64_t, int64_t, float*);
+template <class Pf> void gemv_w4a4_avx512vnni(const Packed&, const ActFp4&, int64_t, int64_t, float*);
 void gemv_a16_avx512(const Packed&, const float*, int64_t, int64_t, int64_t, float*);
 void gemv_f32_avx512(const Packed&, const float*, int64_t, int64_t, int64_t, float*);
 void gemv_dense_avx512(DType, const uint8_t*, int64_t, int64_t, const float*, int64_t, int64_t,

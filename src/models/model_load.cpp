@@ -446,7 +446,8 @@ std::vector<std::string> Model::describe() const {
                     (np > 0 ? ", " + std::to_string(np) + " float in the pinned order (the same bits on every ISA)" : "");
   if (any_nvfp4)
     lin += "; NVFP4 mode " + std::string(mode_name(m.mode)) + ", kernels " + any_nvfp4->kernel(m.mode, 1) +
-           " (1 token), " + any_nvfp4->kernel(m.mode, 64) + " (64 tokens)";
+           " (1 token), " + any_nvfp4->kernel(m.mode, 64) + " (64 tokens), software prefetch " +
+           std::string(prefetch_name(active_prefetch()));
   if (any_float) lin += "; float kernel " + any_float->kernel(m.mode, 1);
   out.push_back(lin);
   out.push_back("head: " + m.head().type_name() + ", kernel " + m.head().kernel_name(m.mode) + "; embedding " +
