@@ -150,7 +150,11 @@ TEST(SequenceState, RecurrentKindSaysWhatItCanDo) {
   toy_forward(ref, kPrompt);
   toy_forward(ref, std::vector<int32_t>{7, 7});
   EXPECT_TRUE(same_state(seq, ref));
-  EXPECT_EQ(rec(seq, 0).snapshots(), (std::vector<int64_t>{9, 10}));  // 11 is gone with what followed
+  // 11 is gone with what followed; 10's slot became the state (swapped, not copied): 10 is all it
+  // holds now, keepable as such.
+  EXPECT_EQ(rec(seq, 0).snapshots(), (std::vector<int64_t>{9}));
+  EXPECT_EQ(seq.keepable(10), 10);
+  EXPECT_EQ(seq.keepable(9), 9);
   seq.truncate(0);
   EXPECT_EQ(seq.pos(), 0);
   EXPECT_TRUE(rec(seq, 1).snapshots().empty());

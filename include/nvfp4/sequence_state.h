@@ -67,7 +67,8 @@ class LayerState {
   // The longest prefix of at most n positions (n <= held) this state can go back to.
   virtual int64_t keepable(int64_t n, int64_t held) const = 0;
   // Goes back to n positions: a kind that can truncate, any n <= held; one that keeps snapshots,
-  // n = keepable(n, held) (0, held, or a snapshot's position). Anything else throws nvfp4::Error.
+  // n = keepable(n, held) (0, held, or a snapshot's position; the snapshot becomes the state, so
+  // its slot is free again: n is then all the layer holds). Anything else throws nvfp4::Error.
   virtual void go_back(int64_t n, int64_t held) = 0;
   // Called before a step that appends up to 1 + k positions to the `held` ones, any prefix of
   // which the caller may keep (a speculative verify step of k drafts). A kind that can truncate
@@ -95,12 +96,17 @@ class RecurrentState final : public LayerState {
   int max_snapshots() const { return static_cast<int>(snap_pos_.size()); }
   // data() now holds the state after n positions.
   void folded(int64_t n);
+  // The snapshot slot (size() floats) that position n goes to, when snapshot() asked for n; else
+  // null. A layer that folds its state in independent parts, each on its own thread, copies each
+  // part there itself as it passes n, then calls copied(n) (folded(n) = the whole copy + copied).
+  float* slot_for(int64_t n);
+  void copied(int64_t n);
   // Positions with a snapshot, ascending.
   std::vector<int64_t> snapshots() const;
 
   StateKind kind() const override { return StateKind::recurrent; }
   StateCaps caps() const override { return {false, true, false}; }
-  size_t bytes() const override { return (state_.size() + snaps_.size()) * sizeof(float) + snap_pos_.size() * 8; }
+  size_t bytes() const override { return (state_.size() * (1 + snaps_.size())) * sizeof(float) + snap_pos_.size() * 8; }
   std::string shape() const override;
   int64_t keepable(int64_t n, int64_t held) const override;
   void go_back(int64_t n, int64_t held) override;
@@ -108,11 +114,13 @@ class RecurrentState final : public LayerState {
   void copy_prefix(const LayerState& from, int64_t n, int64_t from_held) override;
 
  private:
-  const float* snap(size_t slot) const { return snaps_.data() + slot * state_.size(); }
+  const float* snap(size_t slot) const { return snaps_[slot].data(); }
   void forget_after(int64_t n);  // drops snapshots of positions past n, and any not yet taken
 
   std::vector<float> state_;
-  std::vector<float> snaps_;      // [max_snapshots][floats], allocated by the first snapshot()
+  // [max_snapshots][floats], allocated by the first snapshot(). A slot of its own each: going back
+  // to a snapshot swaps it with state_ (no copy of the state).
+  std::vector<std::vector<float>> snaps_;
   std::vector<int64_t> snap_pos_; // each slot's position; -1: empty
   int64_t armed_from_ = 0, armed_to_ = -1;  // snapshot() asked for positions (armed_from_, armed_to_]
 };

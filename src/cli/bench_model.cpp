@@ -271,7 +271,8 @@ int run(const Opt& o) {
   j["dispatches_per_token"] = ms.dispatches_per_token;
   if (o.profile) j["profile"] = profile_json(ms.prof, gbps);
   if (o.verify_drafts > 0)
-    j["verify"] = verify_cost(*L.model, context_options(o.m).kv, L.threads, o.prompt, o.verify_drafts, 16, std::max(3, o.reps));
+    j["verify"] = verify_cost(*L.model, context_options(o.m).kv, L.threads, o.prompt, o.verify_drafts, 16, std::max(3, o.reps),
+                             o.profile);
   const std::string common = peer_args(o, L.threads);
   // Our weights go before llama.cpp maps the file: a model near the size of RAM would otherwise
   // push its pages out while it runs.
@@ -341,6 +342,14 @@ int run(const Opt& o) {
     for (size_t i = 1; i < v["k"].size(); ++i)
       std::printf(" k=%d %.2fx", v["k"][i].get<int>(), v["vs_plain"][i].get<double>());
     std::printf(" (plain %.2f ms)\n", v["step_ms"][0].get<double>());
+    if (v.contains("parts_ms")) {  // --profile: where each k's step goes, ms per step
+      std::printf("  verify step by part, ms (k = 0 .. %zu):\n", v["parts_ms"].size() - 1);
+      for (const auto& [part, ms0] : v["parts_ms"][0].items()) {
+        std::printf("  %-12s", part.c_str());
+        for (const auto& pk : v["parts_ms"]) std::printf(" %8.2f", pk.contains(part) ? pk[part].get<double>() : 0.0);
+        std::printf("\n");
+      }
+    }
   }
   return 0;
 }

@@ -7,10 +7,11 @@
 
 namespace nvfp4::cli {
 
-nlohmann::json verify_cost(const Model& m, KvType kv, int threads, int64_t prompt, int max_k, int steps, int reps) {
+nlohmann::json verify_cost(const Model& m, KvType kv, int threads, int64_t prompt, int max_k, int steps, int reps,
+                           bool profile) {
   ThreadPool pool(threads);
   const int64_t nv = m.config().n_vocab;
-  const int64_t n_ctx = prompt + static_cast<int64_t>(steps) * (max_k + 1) * reps + max_k + 2;
+  const int64_t n_ctx = prompt + static_cast<int64_t>(steps) * (max_k + 1) * (reps + (profile ? 1 : 0)) + max_k + 2;
   Sequence seq(m, n_ctx, kv);
   Workspace ws(m, std::max<int64_t>(64, max_k + 1));
   std::vector<float> logits(static_cast<size_t>(nv) * static_cast<size_t>(max_k + 1));
@@ -35,6 +36,35 @@ nlohmann::json verify_cost(const Model& m, KvType kv, int threads, int64_t promp
       }
       ms[static_cast<size_t>(k)].push_back((bench::now_ms() - t0) / steps);
     }
+  nlohmann::json parts = nlohmann::json::array();
+  for (int k = 0; profile && k <= max_k; ++k) {
+    StepProfile prof;
+    ws.set_profile(&prof);
+    double snap_ms = 0;
+    for (int s = 0; s < steps; ++s) {
+      const int64_t p0 = seq.pos();
+      double t0 = bench::now_ms();
+      begin_verify(seq, static_cast<size_t>(k));
+      snap_ms += bench::now_ms() - t0;
+      step.clear();
+      for (int64_t i = 0; i <= k; ++i) step.push_back({token(p0 + i), &seq, p0 + i, true});
+      forward(m, step, ws, pool, logits.data());
+      t0 = bench::now_ms();
+      end_verify(seq, p0, 0);
+      snap_ms += bench::now_ms() - t0;
+    }
+    ws.set_profile(nullptr);
+    nlohmann::json pk = nlohmann::json::object();
+    double timed = 0;
+    for (int i = 0; i < StepProfile::n_parts; ++i) {
+      timed += prof.seconds[i];
+      if (prof.seconds[i] > 0) pk[StepProfile::name(i)] = 1e3 * prof.seconds[i] / steps;
+    }
+    pk["snapshots"] = snap_ms / steps;
+    pk["other"] = 1e3 * (prof.total - timed) / steps;
+    pk["step"] = 1e3 * prof.total / steps + snap_ms / steps;
+    parts.push_back(pk);
+  }
   nlohmann::json j = {{"k", nlohmann::json::array()}, {"step_ms", nlohmann::json::array()}, {"vs_plain", nlohmann::json::array()},
                       {"step_ms_min", nlohmann::json::array()}, {"step_ms_max", nlohmann::json::array()}};
   const double plain = bench::stats_of(ms[0]).median_ms;
@@ -46,6 +76,7 @@ nlohmann::json verify_cost(const Model& m, KvType kv, int threads, int64_t promp
     j["step_ms_max"].push_back(st.max_ms);
     j["vs_plain"].push_back(st.median_ms / plain);
   }
+  if (profile) j["parts_ms"] = parts;
   return j;
 }
 

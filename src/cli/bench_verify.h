@@ -11,6 +11,9 @@ namespace nvfp4::cli {
 
 // Per k: the median over `reps` of the mean step time of `steps` steps (k = 0 is the plain step),
 // the k's interleaved within each repeat; {"k": [...], "step_ms": [...], "vs_plain": [...]}.
-nlohmann::json verify_cost(const Model& m, KvType kv, int threads, int64_t prompt, int max_k, int steps, int reps);
+// profile: one more pass of `steps` steps per k timed by part (StepProfile's parts, "snapshots":
+// begin_verify and end_verify, "other"), ms per step: {"parts_ms": [{part: ms, ...} per k]}.
+nlohmann::json verify_cost(const Model& m, KvType kv, int threads, int64_t prompt, int max_k, int steps, int reps,
+                           bool profile = false);
 
 }  // namespace nvfp4::cli

@@ -84,12 +84,67 @@ void block(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n
     for (int k = 0; k < R; ++k) y[t * n_out + r + k] = reduce16(lo[k], hi[k]);
   }
 }
+// R rows for T tokens side by side (verify steps: 2-4 tokens): each row's 16 weights are read and
+// widened once for the T tokens, each token's activations read from L1 as they are multiplied, so
+// every (row, token) sum keeps the pinned order and the bits of block<E, R>. R = 2 and T <= 3 keep
+// the 12 accumulators and the two weight registers in the 16 ymm.
+template <int E, int R, int T>
+void block_tokens(const void* w, int64_t n_in, int64_t n_out, const float* x, float* y, int64_t r,
+                  bool ahead) {
+  const int64_t full = n_in & ~int64_t{15};
+  const RowAhead<R, E == kF32 ? 4 : 2> next(w, n_in, n_out, r);
+  __m256 lo[T][R], hi[T][R];
+  for (int t = 0; t < T; ++t)
+    for (int k = 0; k < R; ++k) lo[t][k] = hi[t][k] = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i < full; i += 16) {
+    if (ahead) next.at(i);
+    for (int k = 0; k < R; ++k) {
+      const __m256 w0 = load_w<E>(w, (r + k) * n_in + i, 8), w1 = load_w<E>(w, (r + k) * n_in + i + 8, 8);
+      for (int t = 0; t < T; ++t) {
+        lo[t][k] = _mm256_add_ps(lo[t][k], _mm256_mul_ps(w0, _mm256_loadu_ps(x + t * n_in + i)));
+        hi[t][k] = _mm256_add_ps(hi[t][k], _mm256_mul_ps(w1, _mm256_loadu_ps(x + t * n_in + i + 8)));
+      }
+    }
+  }
+  if (i < n_in) {
+    const int64_t v0 = n_in - i, v1 = n_in - i - 8;
+    for (int k = 0; k < R; ++k) {
+      const __m256 w0 = load_w<E>(w, (r + k) * n_in + i, v0);
+      for (int t = 0; t < T; ++t) lo[t][k] = _mm256_add_ps(lo[t][k], _mm256_mul_ps(w0, load_x(x + t * n_in + i, v0)));
+      if (v1 > 0) {
+        const __m256 w1 = load_w<E>(w, (r + k) * n_in + i + 8, v1);
+        for (int t = 0; t < T; ++t)
+          hi[t][k] = _mm256_add_ps(hi[t][k], _mm256_mul_ps(w1, load_x(x + t * n_in + i + 8, v1)));
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t)
+    for (int k = 0; k < R; ++k) y[t * n_out + r + k] = reduce16(lo[t][k], hi[t][k]);
+}
+// Rows [r, r + 2) for every token, in groups of up to 3 tokens.
+template <int E>
+void block_many(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n, float* y, int64_t r) {
+  for (int64_t t = 0; t < n; t += 3) {
+    const float* xt = x + t * n_in;
+    float* yt = y + t * n_out;
+    switch (std::min<int64_t>(3, n - t)) {
+      case 3: block_tokens<E, 2, 3>(w, n_in, n_out, xt, yt, r, t == 0); break;
+      case 2: block_tokens<E, 2, 2>(w, n_in, n_out, xt, yt, r, t == 0); break;
+      default: block_tokens<E, 2, 1>(w, n_in, n_out, xt, yt, r, t == 0); break;
+    }
+  }
+}
 template <int E>
 void rows(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n, float* y,
           int64_t r0, int64_t r1) {
   int64_t r = r0;
-  for (; r + 6 <= r1; r += 6) block<E, 6>(w, n_in, n_out, x, n, y, r);
-  for (; r + 2 <= r1; r += 2) block<E, 2>(w, n_in, n_out, x, n, y, r);
+  if (n >= 2) {
+    for (; r + 2 <= r1; r += 2) block_many<E>(w, n_in, n_out, x, n, y, r);
+  } else {
+    for (; r + 6 <= r1; r += 6) block<E, 6>(w, n_in, n_out, x, n, y, r);
+    for (; r + 2 <= r1; r += 2) block<E, 2>(w, n_in, n_out, x, n, y, r);
+  }
   for (; r < r1; ++r) block<E, 1>(w, n_in, n_out, x, n, y, r);
 }
 }  // namespace

@@ -7,13 +7,18 @@
 //   y = the token mixer of kernels/gated_delta.h, token by token in each sequence's order, over the
 //     sequence's recurrent state for this layer (conv window, then the head matrices)
 //   x += out_proj(y)
-// The projections run over all the step's tokens at once; the recurrence runs in rounds: round r
-// takes the r-th token of every sequence of the step, its key-head groups spread over the pool
-// (gated_delta_group: groups share nothing). So a token's bits depend on its own sequence's
-// tokens alone, never on the step's size or company (docs/DETERMINISM.md), and a prompt gives
-// the same bits in one step, token by token, or in chunks. After each round a sequence's state
-// takes the snapshot a verify step asked for (RecurrentState::folded).
+// The projections run over all the step's tokens at once; the recurrence runs as items of one
+// sequence's key-head group (gated_delta_group: groups share nothing), spread over the pool, each
+// taking its sequence's tokens in order. So a token's bits depend on its own sequence's tokens
+// alone, never on the step's size or company (docs/DETERMINISM.md), and a prompt gives the same
+// bits in one step, token by token, or in chunks. A group's matrices (rep * d_k * d_v floats:
+// 192 KiB at Qwen3.6-27B's shape) stay in cache across a verify step's tokens, and after each
+// token it copies its part of the state to the snapshot slot the step asked for
+// (RecurrentState::slot_for). Rounds of one token of every sequence, each sweeping every group's
+// matrices (3 MiB a layer there), and one thread copying each snapshot whole, had made a verify
+// step of 3 drafts spend 8x a plain step's time in this layer (BENCHMARKS 33).
 #include <algorithm>
+#include <utility>
 
 #include "kernels/gated_delta.h"
 #include "models/builders.h"
@@ -78,34 +83,37 @@ void build_gated_delta(StepRun& s, const LayerWeights& L, int64_t l) {
     const size_t conv_floats = sh.conv_state_floats();
     // Each sequence's state for this layer (forward() checked its kind and size).
     std::vector<RecurrentState*> st;
-    size_t rounds = 0;
-    for (const auto& q : w.seqs) {
-      st.push_back(static_cast<RecurrentState*>(q.seq->impl().layers[static_cast<size_t>(l)].get()));
-      rounds = std::max(rounds, q.tok.size());
-    }
+    for (const auto& q : w.seqs) st.push_back(static_cast<RecurrentState*>(q.seq->impl().layers[static_cast<size_t>(l)].get()));
     PartTimer timer(w.prof, StepProfile::recurrent,
                     2.0 * static_cast<double>(n) * static_cast<double>(g.state_floats()) * 4.0);  // each token reads and writes its state
     const int64_t nk = g.n_k_heads, scratch_n = group_scratch_floats(sh);
-    std::vector<size_t> active;
-    for (size_t r = 0; r < rounds; ++r) {
-      active.clear();
-      for (size_t i = 0; i < w.seqs.size(); ++i)
-        if (w.seqs[i].tok.size() > r) active.push_back(i);
-      const auto run_items = [&](int64_t i0, int64_t i1) {
-        std::vector<float> scratch(static_cast<size_t>(scratch_n));
-        for (int64_t it = i0; it < i1; ++it) {
-          const size_t si = active[static_cast<size_t>(it / nk)];
-          const int64_t kh = it % nk, t = w.seqs[si].tok[r];
-          float* state = st[si]->data();
+    const int64_t dk = g.d_k, dv = g.d_v, rep = nv / nk, K1 = g.conv_kernel - 1, kd = g.key_dim();
+    // Group kh's part of a state: its conv channels (q, k and its value heads' v, K - 1 floats
+    // each) and its value heads' matrices.
+    const auto copy_group = [&](const float* from, float* to, int64_t kh) {
+      for (const auto [c0, nc] : {std::pair{kh * dk, dk}, std::pair{kd + kh * dk, dk}, std::pair{2 * kd + kh * rep * dv, rep * dv}})
+        std::copy_n(from + c0 * K1, nc * K1, to + c0 * K1);
+      const size_t m0 = conv_floats + static_cast<size_t>(kh * rep * dk * dv);
+      std::copy_n(from + m0, rep * dk * dv, to + m0);
+    };
+    const auto run_items = [&](int64_t i0, int64_t i1) {
+      std::vector<float> scratch(static_cast<size_t>(scratch_n));
+      for (int64_t it = i0; it < i1; ++it) {
+        const size_t si = static_cast<size_t>(it / nk);
+        const int64_t kh = it % nk;
+        float* state = st[si]->data();
+        for (const int64_t t : w.seqs[si].tok) {
           gated_delta_group(sh, gw, kh, w.lin_qkv.data() + t * C, w.lin_z.data() + t * vd, w.lin_a.data() + t * nv,
                             w.lin_b.data() + t * nv, state, state + conv_floats, w.lin_y.data() + t * vd, scratch.data());
+          if (float* slot = st[si]->slot_for(w.step.tok[static_cast<size_t>(t)].pos + 1)) copy_group(state, slot, kh);
         }
-      };
-      const int64_t items = static_cast<int64_t>(active.size()) * nk;
-      if (items < 2) run_items(0, items);
-      else s.parallel(items, run_items);
-      for (const size_t si : active) st[si]->folded(w.step.tok[static_cast<size_t>(w.seqs[si].tok[r])].pos + 1);
-    }
+      }
+    };
+    const int64_t items = static_cast<int64_t>(w.seqs.size()) * nk;
+    if (items < 2) run_items(0, items);
+    else s.parallel(items, run_items);
+    for (size_t si = 0; si < w.seqs.size(); ++si)
+      for (const int64_t t : w.seqs[si].tok) st[si]->copied(w.step.tok[static_cast<size_t>(t)].pos + 1);
   }
   {
     PartTimer timer(w.prof, StepProfile::attn_proj, static_cast<double>(W.out.bytes));

@@ -38,11 +38,19 @@ std::vector<int64_t> RecurrentState::snapshots() const {
   return p;
 }
 
-void RecurrentState::folded(int64_t n) {
+float* RecurrentState::slot_for(int64_t n) {
+  if (n <= armed_from_ || n > armed_to_) return nullptr;
+  return snaps_[static_cast<size_t>(n - armed_from_ - 1)].data();
+}
+
+void RecurrentState::copied(int64_t n) {
   if (n <= armed_from_ || n > armed_to_) return;
-  const size_t slot = static_cast<size_t>(n - armed_from_ - 1);
-  std::copy(state_.begin(), state_.end(), snaps_.begin() + static_cast<std::ptrdiff_t>(slot * state_.size()));
-  snap_pos_[slot] = n;
+  snap_pos_[static_cast<size_t>(n - armed_from_ - 1)] = n;
+}
+
+void RecurrentState::folded(int64_t n) {
+  if (float* slot = slot_for(n)) std::copy(state_.begin(), state_.end(), slot);
+  copied(n);
 }
 
 int64_t RecurrentState::keepable(int64_t n, int64_t held) const {
@@ -74,8 +82,10 @@ void RecurrentState::go_back(int64_t n, int64_t held) {
   if (n == 0) {
     std::fill(state_.begin(), state_.end(), 0.0f);
   } else {
+    // The snapshot becomes the state; its slot, now holding the state given up, is emptied.
     const size_t slot = static_cast<size_t>(std::find(snap_pos_.begin(), snap_pos_.end(), n) - snap_pos_.begin());
-    std::copy_n(snap(slot), state_.size(), state_.begin());
+    state_.swap(snaps_[slot]);
+    snap_pos_[slot] = -1;
   }
   forget_after(n);
 }
@@ -86,7 +96,7 @@ void RecurrentState::snapshot(int64_t held, int64_t k) {
                 "at most " + std::to_string(max_snapshots()), std::to_string(k));
   // The slots' memory is taken on the first verify step (a sequence that never speculates
   // holds only its state).
-  if (k > 0 && snaps_.empty()) snaps_.assign(state_.size() * snap_pos_.size(), 0.0f);
+  if (k > 0 && snaps_.empty()) snaps_.assign(snap_pos_.size(), std::vector<float>(state_.size(), 0.0f));
   // The slots are reused: one of a position the step is about to pass is taken again.
   for (int64_t& s : snap_pos_)
     if (s > held) s = -1;
