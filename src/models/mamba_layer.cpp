@@ -5,13 +5,15 @@
 //     sequence's recurrent state for this layer (conv window, then the heads' states)
 //   x += out_proj(y)
 // As the Gated DeltaNet layer (gated_delta_layer.cpp): in_proj and out_proj run over all the
-// step's tokens at once; the scan runs in rounds, round r taking the r-th token of every sequence
-// of the step, its groups of B and C spread over the pool (mamba2_group: groups share nothing).
-// So a token's bits depend on its own sequence's tokens alone, never on the step's size or
-// company (docs/DETERMINISM.md). After each round a sequence's state takes the snapshot a verify
-// step asked for (RecurrentState::folded). `--profile` counts the whole layer (in_proj, the scan
+// step's tokens at once; the scan runs as items of one sequence's group of B and C (mamba2_group:
+// groups share nothing) spread over the pool, each taking its sequence's tokens in order, so a
+// group's heads' states stay in cache across a verify step's tokens. A token's bits depend on its
+// own sequence's tokens alone, never on the step's size or company (docs/DETERMINISM.md). After
+// each token a group copies its part of the state to the snapshot slot a verify step asked for
+// (RecurrentState::slot_for). `--profile` counts the whole layer (in_proj, the scan
 // with the states read and written, out_proj) as its "recurrent" part.
 #include <algorithm>
+#include <utility>
 
 #include "kernels/mamba2.h"
 #include "models/builders.h"
@@ -37,32 +39,34 @@ void build_mamba(StepRun& s, const LayerWeights& L, int64_t l) {
                            W.D.data(), W.norm.data(), c.rms_eps, mc.dt_min, mc.dt_max};
     const size_t conv_floats = sh.conv_state_floats();
     std::vector<RecurrentState*> st;
-    size_t rounds = 0;
-    for (const auto& q : w.seqs) {
-      st.push_back(static_cast<RecurrentState*>(q.seq->impl().layers[static_cast<size_t>(l)].get()));
-      rounds = std::max(rounds, q.tok.size());
-    }
+    for (const auto& q : w.seqs) st.push_back(static_cast<RecurrentState*>(q.seq->impl().layers[static_cast<size_t>(l)].get()));
     PartTimer timer(w.prof, StepProfile::recurrent, 2.0 * static_cast<double>(n) * static_cast<double>(mc.state_floats()) * 4.0);
     const int64_t ng = mc.n_groups, scratch_n = mamba2_scratch_floats(sh);
-    std::vector<size_t> active;
-    for (size_t r = 0; r < rounds; ++r) {
-      active.clear();
-      for (size_t i = 0; i < w.seqs.size(); ++i)
-        if (w.seqs[i].tok.size() > r) active.push_back(i);
-      const auto run_items = [&](int64_t i0, int64_t i1) {
-        std::vector<float> scratch(static_cast<size_t>(scratch_n));
-        for (int64_t it = i0; it < i1; ++it) {
-          const size_t si = active[static_cast<size_t>(it / ng)];
-          const int64_t g = it % ng, t = w.seqs[si].tok[r];
-          float* state = st[si]->data();
+    const int64_t ds = sh.d_state, hd = sh.head_dim, hpg = sh.n_heads / ng, gw = hpg * hd, K1 = sh.conv_kernel - 1;
+    // Group g's part of a state: its x, B and C conv channels (K - 1 floats each) and its heads' S.
+    const auto copy_group = [&](const float* from, float* to, int64_t g) {
+      for (const auto [c0, nc] : {std::pair{g * gw, gw}, std::pair{inner + g * ds, ds}, std::pair{inner + ng * ds + g * ds, ds}})
+        std::copy_n(from + c0 * K1, nc * K1, to + c0 * K1);
+      const size_t m0 = conv_floats + static_cast<size_t>(g * hpg * ds * hd);
+      std::copy_n(from + m0, hpg * ds * hd, to + m0);
+    };
+    const auto run_items = [&](int64_t i0, int64_t i1) {
+      std::vector<float> scratch(static_cast<size_t>(scratch_n));
+      for (int64_t it = i0; it < i1; ++it) {
+        const size_t si = static_cast<size_t>(it / ng);
+        const int64_t g = it % ng;
+        float* state = st[si]->data();
+        for (const int64_t t : w.seqs[si].tok) {
           mamba2_group(sh, mw, g, w.lin_qkv.data() + t * P, state, state + conv_floats, w.lin_y.data() + t * inner, scratch.data());
+          if (float* slot = st[si]->slot_for(w.step.tok[static_cast<size_t>(t)].pos + 1)) copy_group(state, slot, g);
         }
-      };
-      const int64_t items = static_cast<int64_t>(active.size()) * ng;
-      if (items < 2) run_items(0, items);
-      else s.parallel(items, run_items);
-      for (const size_t si : active) st[si]->folded(w.step.tok[static_cast<size_t>(w.seqs[si].tok[r])].pos + 1);
-    }
+      }
+    };
+    const int64_t items = static_cast<int64_t>(w.seqs.size()) * ng;
+    if (items < 2) run_items(0, items);
+    else s.parallel(items, run_items);
+    for (size_t si = 0; si < w.seqs.size(); ++si)
+      for (const int64_t t : w.seqs[si].tok) st[si]->copied(w.step.tok[static_cast<size_t>(t)].pos + 1);
   }
   {
     PartTimer timer(w.prof, StepProfile::recurrent, static_cast<double>(W.out.bytes));
