@@ -6,6 +6,7 @@
 // same order computes the same bits.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string_view>
 
 #include "ops/step_impl.h"
@@ -45,6 +46,16 @@ void build_gated_delta(StepRun& s, const LayerWeights& L, int64_t layer);
 // the scan of each sequence's tokens in step order over its recurrent state (kernels/mamba2.h),
 // out_proj, and x += out.
 void build_mamba(StepRun& s, const LayerWeights& L, int64_t layer);
+// The two layers' token mixers over the step's sequences (recurrent_groups.cpp): items of one
+// sequence's head group (groups share nothing), spread over the pool, each folding its sequence's
+// tokens in order (fold(state, group, step token, scratch)) and, after a token whose position a
+// verify step asked a snapshot of, copying the group's part of the state into the slot
+// (copy_part(state, slot, group)); then the snapshots are marked taken. A group's matrices stay
+// in cache across a verify step's tokens (BENCHMARKS 33).
+using GroupFold = std::function<void(float* state, int64_t group, int64_t t, float* scratch)>;
+using GroupCopy = std::function<void(const float* from, float* to, int64_t group)>;
+void fold_groups(StepRun& s, int64_t layer, int64_t groups, int64_t scratch_floats, const GroupFold& fold,
+                 const GroupCopy& copy_part);
 // xn = RMSNorm(x) * ffn_norm, the layer's FFN by its kind (dense SwiGLU or mixture of experts),
 // and x += its output.
 void build_ffn(StepRun& s, const LayerWeights& L);

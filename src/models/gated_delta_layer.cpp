@@ -81,9 +81,6 @@ void build_gated_delta(StepRun& s, const LayerWeights& L, int64_t l) {
     const GatedDeltaShape sh{g.n_k_heads, g.n_v_heads, g.d_k, g.d_v, g.conv_kernel};
     const GatedDeltaWeights gw{W.conv_w.data(), W.A_log.data(), W.dt_bias.data(), W.norm.data(), c.rms_eps};
     const size_t conv_floats = sh.conv_state_floats();
-    // Each sequence's state for this layer (forward() checked its kind and size).
-    std::vector<RecurrentState*> st;
-    for (const auto& q : w.seqs) st.push_back(static_cast<RecurrentState*>(q.seq->impl().layers[static_cast<size_t>(l)].get()));
     PartTimer timer(w.prof, StepProfile::recurrent,
                     2.0 * static_cast<double>(n) * static_cast<double>(g.state_floats()) * 4.0);  // each token reads and writes its state
     const int64_t nk = g.n_k_heads, scratch_n = group_scratch_floats(sh);
@@ -96,24 +93,10 @@ void build_gated_delta(StepRun& s, const LayerWeights& L, int64_t l) {
       const size_t m0 = conv_floats + static_cast<size_t>(kh * rep * dk * dv);
       std::copy_n(from + m0, rep * dk * dv, to + m0);
     };
-    const auto run_items = [&](int64_t i0, int64_t i1) {
-      std::vector<float> scratch(static_cast<size_t>(scratch_n));
-      for (int64_t it = i0; it < i1; ++it) {
-        const size_t si = static_cast<size_t>(it / nk);
-        const int64_t kh = it % nk;
-        float* state = st[si]->data();
-        for (const int64_t t : w.seqs[si].tok) {
-          gated_delta_group(sh, gw, kh, w.lin_qkv.data() + t * C, w.lin_z.data() + t * vd, w.lin_a.data() + t * nv,
-                            w.lin_b.data() + t * nv, state, state + conv_floats, w.lin_y.data() + t * vd, scratch.data());
-          if (float* slot = st[si]->slot_for(w.step.tok[static_cast<size_t>(t)].pos + 1)) copy_group(state, slot, kh);
-        }
-      }
-    };
-    const int64_t items = static_cast<int64_t>(w.seqs.size()) * nk;
-    if (items < 2) run_items(0, items);
-    else s.parallel(items, run_items);
-    for (size_t si = 0; si < w.seqs.size(); ++si)
-      for (const int64_t t : w.seqs[si].tok) st[si]->copied(w.step.tok[static_cast<size_t>(t)].pos + 1);
+    fold_groups(s, l, nk, scratch_n, [&](float* state, int64_t kh, int64_t t, float* scratch) {
+      gated_delta_group(sh, gw, kh, w.lin_qkv.data() + t * C, w.lin_z.data() + t * vd, w.lin_a.data() + t * nv,
+                        w.lin_b.data() + t * nv, state, state + conv_floats, w.lin_y.data() + t * vd, scratch);
+    }, copy_group);
   }
   {
     PartTimer timer(w.prof, StepProfile::attn_proj, static_cast<double>(W.out.bytes));

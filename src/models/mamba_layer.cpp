@@ -38,8 +38,6 @@ void build_mamba(StepRun& s, const LayerWeights& L, int64_t l) {
     const Mamba2Weights mw{W.conv_w.data(), W.conv_b.empty() ? nullptr : W.conv_b.data(), W.A_log.data(), W.dt_bias.data(),
                            W.D.data(), W.norm.data(), c.rms_eps, mc.dt_min, mc.dt_max};
     const size_t conv_floats = sh.conv_state_floats();
-    std::vector<RecurrentState*> st;
-    for (const auto& q : w.seqs) st.push_back(static_cast<RecurrentState*>(q.seq->impl().layers[static_cast<size_t>(l)].get()));
     PartTimer timer(w.prof, StepProfile::recurrent, 2.0 * static_cast<double>(n) * static_cast<double>(mc.state_floats()) * 4.0);
     const int64_t ng = mc.n_groups, scratch_n = mamba2_scratch_floats(sh);
     const int64_t ds = sh.d_state, hd = sh.head_dim, hpg = sh.n_heads / ng, gw = hpg * hd, K1 = sh.conv_kernel - 1;
@@ -50,23 +48,9 @@ void build_mamba(StepRun& s, const LayerWeights& L, int64_t l) {
       const size_t m0 = conv_floats + static_cast<size_t>(g * hpg * ds * hd);
       std::copy_n(from + m0, hpg * ds * hd, to + m0);
     };
-    const auto run_items = [&](int64_t i0, int64_t i1) {
-      std::vector<float> scratch(static_cast<size_t>(scratch_n));
-      for (int64_t it = i0; it < i1; ++it) {
-        const size_t si = static_cast<size_t>(it / ng);
-        const int64_t g = it % ng;
-        float* state = st[si]->data();
-        for (const int64_t t : w.seqs[si].tok) {
-          mamba2_group(sh, mw, g, w.lin_qkv.data() + t * P, state, state + conv_floats, w.lin_y.data() + t * inner, scratch.data());
-          if (float* slot = st[si]->slot_for(w.step.tok[static_cast<size_t>(t)].pos + 1)) copy_group(state, slot, g);
-        }
-      }
-    };
-    const int64_t items = static_cast<int64_t>(w.seqs.size()) * ng;
-    if (items < 2) run_items(0, items);
-    else s.parallel(items, run_items);
-    for (size_t si = 0; si < w.seqs.size(); ++si)
-      for (const int64_t t : w.seqs[si].tok) st[si]->copied(w.step.tok[static_cast<size_t>(t)].pos + 1);
+    fold_groups(s, l, ng, scratch_n, [&](float* state, int64_t g, int64_t t, float* scratch) {
+      mamba2_group(sh, mw, g, w.lin_qkv.data() + t * P, state, state + conv_floats, w.lin_y.data() + t * inner, scratch);
+    }, copy_group);
   }
   {
     PartTimer timer(w.prof, StepProfile::recurrent, static_cast<double>(W.out.bytes));
