@@ -19,7 +19,7 @@ LAYERS = ["base", "format", "kernels", "io", "text", "ops", "models", "runtime",
 # the ops work on (ModelConfig, Mode, KvType) beside the Model/Sequence/forward API that models
 # (Model::load) and runtime (Sequence, forward) implement: it belongs to the lowest, ops.
 PUBLIC = {
-    "atomic_file.h": "base", "error.h": "base", "huge_pages.h": "base", "mapped_file.h": "base",
+    "atomic_file.h": "base", "error.h": "base", "huge_pages.h": "base", "mapped_file.h": "base", "memory_info.h": "base",
     "temp_cleanup.h": "base", "thread_pool.h": "base",
     "codec.h": "format", "ggml_types.h": "format", "layout.h": "format", "matrix.h": "format",
     "q8_0.h": "format", "quantize.h": "format", "validate.h": "format",

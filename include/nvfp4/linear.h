@@ -92,6 +92,15 @@ class Linear {
   std::string kernel_name(Mode mode, int64_t n) const;
   // Bytes of the prepared weight stream (what one forward() reads): benchmarks' roofline.
   int64_t weight_bytes() const;
+  // The packed weight stream (weight_bytes() less the block summaries), as the kernels read it:
+  // what an expert store writes to its file (src/models/expert_store.h).
+  std::span<const uint8_t> stream() const;
+  // Frees the weight stream; the layer then runs only while attach_stream() lends it one (forward
+  // of a detached layer throws nvfp4::Error). The block summaries stay.
+  void release_stream();
+  // Reads the stream from p (stream().size() bytes, the same bytes stream() gave, kept alive and
+  // unchanged until detached); null detaches it.
+  void attach_stream(const uint8_t* p);
   // A deep copy (benchmarks rotate among copies to stream them from DRAM); huge_pages = false
   // puts its weight stream on 4 KiB pages (nvfp4/huge_pages.h), to time what huge pages give.
   Linear clone(bool huge_pages = true) const;
@@ -103,6 +112,7 @@ class Linear {
 
  private:
   Linear clone_with(const HugePageAllocator<uint8_t>& alloc) const;  // the copy, its stream from alloc
+  static void check_resident(const Linear& l);  // nvfp4::Error when its stream is released
   std::unique_ptr<Impl> impl_;
 };
 

@@ -153,6 +153,19 @@ struct ModelConfig {
   int64_t kv_dim() const { return n_head_kv * head_dim; }
 };
 
+inline constexpr int64_t kExpertsBudgetAuto = -2;
+
+// What a model's expert store did (LoadOptions::experts_budget; all zero without one).
+struct ExpertStats {
+  std::string file;
+  int64_t slots = 0, slot_bytes = 0;  // the budget's slots, each the largest expert's size
+  int64_t experts = 0;                // experts in the file
+  int64_t hits = 0, misses = 0;       // experts the steps asked for: resident, or read from the file
+  int64_t bytes_read = 0;             // read from the file by misses
+  double read_s = 0;                  // wall seconds the steps waited on those reads
+  int64_t written = 0;                // bytes written to the file at load (0: it held them all)
+};
+
 struct LoadOptions {
   Mode mode = Mode::a16q8;
   // Quantize float linear layers to NVFP4 at load (SPEC.md section 4, as `nvfp4 convert` does).
@@ -168,6 +181,14 @@ struct LoadOptions {
   // OpenOptions::mtp). Each tensor in its own storage (BF16, FP8, NVFP4), never the trunk's.
   bool mtp = false;
   const Checkpoint* mtp_source = nullptr;
+  // Routed NVFP4 experts read from disk on demand (src/models/expert_store.h): at most
+  // experts_budget bytes of them resident, the rest in experts_file (the kernels' packed layout,
+  // written at load unless it holds them already). < 0, or a budget that holds every expert: all
+  // resident, no file. The same bits as all resident.
+  // kExpertsBudgetAuto: what memory allows once the dense weights are in (nvfp4/memory_info.h,
+  // less a reserve of 1 GiB and a tenth).
+  int64_t experts_budget = -1;
+  std::string experts_file;
 };
 
 // The KV cache's element: float, IEEE half, or FP8 E4M3 (`--kv fp8`: each attention layer's keys
@@ -209,6 +230,8 @@ class Model {
   // family's block whose step reads, beside each token, the trunk's final-normed hidden state at
   // the position before (forward_mtp); it shares the trunk's embedding and head.
   const Model* mtp() const;
+  // The expert store's figures so far (LoadOptions::experts_budget); zero without one.
+  ExpertStats expert_stats() const;
 
   struct Impl;
   const Impl& impl() const { return *impl_; }

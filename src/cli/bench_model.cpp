@@ -11,8 +11,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 #include "cli/bench_registry.h"
+#include "cli/bench_experts.h"
 #include "cli/bench_util.h"
 #include "cli/bench_verify.h"
 #include "cli/model_setup.h"
@@ -56,6 +58,7 @@ struct Measured {
   double pp = 0, tg = 0;
   double dispatches_per_token = 0;  // pool hand-offs per generated token
   StepProfile prof;                 // --profile: one more generation pass, timed by part
+  ExpertStats prompt_experts, gen_experts;  // --experts-budget: what the timed prompts and generations did
 };
 
 // Prompt then generation, o.reps times, on a pool of `threads`.
@@ -70,11 +73,14 @@ Measured measure(const Loaded& L, const Opt& o, int threads) {
   std::vector<float> logits(static_cast<size_t>(nv));
   std::vector<double> pp_ms, tg_ms;
   uint64_t gen_dispatches = 0;
+  ExpertStats pe, ge;  // summed over the repeats
   for (int r = 0; r < o.reps; ++r) {
     ctx.reset();
+    const ExpertStats e0 = L.model->expert_stats();
     double t0 = bench::now_ms();
     ctx.eval(prompt.data(), o.prompt, logits.data());
     pp_ms.push_back(bench::now_ms() - t0);
+    const ExpertStats e1 = L.model->expert_stats();
     const uint64_t d0 = pool.dispatches();
     t0 = bench::now_ms();
     for (int64_t g = 0; g < o.gen; ++g) {
@@ -84,8 +90,15 @@ Measured measure(const Loaded& L, const Opt& o, int threads) {
     }
     tg_ms.push_back(bench::now_ms() - t0);
     gen_dispatches += pool.dispatches() - d0;
+    const ExpertStats e2 = L.model->expert_stats();
+    for (auto [sum, a, b] : {std::tuple{&pe, &e0, &e1}, std::tuple{&ge, &e1, &e2}}) {
+      const ExpertStats d = experts_delta(*a, *b);
+      sum->hits += d.hits, sum->misses += d.misses, sum->bytes_read += d.bytes_read, sum->read_s += d.read_s;
+    }
   }
   Measured m;
+  m.prompt_experts = pe;
+  m.gen_experts = ge;
   if (o.profile) {
     // After the timed repeats, so that the clock reads cannot touch the figures above.
     ctx.reset();
@@ -270,6 +283,19 @@ int run(const Opt& o) {
   j["peak_rss_vs_weights_kv"] = rss / (w_mib + kv_mib + state_mib);
   j["dispatches_per_token"] = ms.dispatches_per_token;
   if (o.profile) j["profile"] = profile_json(ms.prof, gbps);
+  if (const ExpertStats es = L.model->expert_stats(); es.slots > 0) {
+    // The disk bound: the bytes a generated token read from the file at the file's sequential rate.
+    const double disk = disk_read_gbps(es.file, int64_t{1} << 30);
+    nlohmann::json ej = {{"file", es.file}, {"experts", es.experts}, {"slots", es.slots}, {"slot_mib", static_cast<double>(es.slot_bytes) / (1 << 20)},
+                         {"written_mib", static_cast<double>(es.written) / (1 << 20)}, {"disk_read_gbps", disk}};
+    const double sum_pp = pps.median_ms * o.reps / 1e3, sum_tg = tgs.median_ms * o.reps / 1e3;
+    ej["prompt"] = experts_part_json(ms.prompt_experts, o.prompt * o.reps, sum_pp);
+    ej["gen"] = experts_part_json(ms.gen_experts, o.gen * o.reps, sum_tg);
+    const double dpt = ej["gen"]["disk_mb_per_token"].get<double>() * 1e6;
+    ej["disk_bound_gen_tps"] = dpt > 0 && disk > 0 ? disk * 1e9 / dpt : 0.0;
+    ej["gen_pct_of_disk_bound"] = dpt > 0 && disk > 0 ? 100.0 * tg / (disk * 1e9 / dpt) : 0.0;
+    j["experts"] = ej;
+  }
   if (o.verify_drafts > 0)
     j["verify"] = verify_cost(*L.model, context_options(o.m).kv, L.threads, o.prompt, o.verify_drafts, 16, std::max(3, o.reps),
                              o.profile);
@@ -336,6 +362,19 @@ int run(const Opt& o) {
               w_mib, kv_mib, state_mib > 0 ? (" + recurrent states " + std::to_string(static_cast<int>(state_mib + 0.5)) + " MiB").c_str() : "");
   std::printf("on 2 MiB pages: %.0f MiB (transparent huge pages: %s)\n", huge_mib, thp_mode().empty() ? "absent" : thp_mode().c_str());
   if (o.profile) print_profile(j["profile"]);
+  if (j.contains("experts")) {
+    const auto& e = j["experts"];
+    std::printf("experts from %s: %lld slots of %.1f MiB for %lld experts; the file reads %.2f GB/s sequentially\n",
+                e["file"].get<std::string>().c_str(), e["slots"].get<long long>(), e["slot_mib"].get<double>(),
+                e["experts"].get<long long>(), e["disk_read_gbps"].get<double>());
+    for (const char* part : {"prompt", "gen"})
+      std::printf("  %-6s hit rate %.1f %%, %.1f MB read from disk per token, %.1f %% of the time waiting on reads\n", part,
+                  100.0 * e[part]["hit_rate"].get<double>(), e[part]["disk_mb_per_token"].get<double>(),
+                  100.0 * e[part]["read_share"].get<double>());
+    if (e["disk_bound_gen_tps"].get<double>() > 0)
+      std::printf("  generation at %.1f %% of the disk bound (%.2f t/s)\n", e["gen_pct_of_disk_bound"].get<double>(),
+                  e["disk_bound_gen_tps"].get<double>());
+  }
   if (j.contains("verify")) {
     const auto& v = j["verify"];
     std::printf("verify step of k drafts (snapshots and rollback included) against a plain step:");

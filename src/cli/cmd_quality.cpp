@@ -41,6 +41,8 @@ int run(const QualityArgs& a) {
   ra.precision = a.ref_precision;
   ra.quantize = false;
   ra.calibrate.clear();
+  ra.experts_budget.clear();  // the experts' budget and file are the model's own
+  ra.experts_file.clear();
   Loaded R = load_model(ra, a.json);
   const std::vector<int32_t> toks = M.tok.encode(read_text_file(a.file), false);
   if (R.tok.encode(read_text_file(a.file), false) != toks)

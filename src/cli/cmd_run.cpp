@@ -5,6 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "cli/bench_experts.h"
 #include "cli/model_setup.h"
 #include "cli/registry.h"
 #include "nvfp4/chat.h"
@@ -62,6 +63,8 @@ int run(RunArgs& a) {
     dm.precision = a.draft_precision;
     dm.quantize = a.draft_quantize;
     dm.calibrate.clear();
+    dm.experts_budget.clear();  // the experts' budget and file are the model's own
+    dm.experts_file.clear();
     if (!a.json) std::cerr << "nvfp4: draft model:\n";
     D = load_model(dm, a.json);
     check_draft_vocab(L.tok, L.model->config().n_vocab, a.m.model, D.tok, D.model->config().n_vocab, a.draft_model);
@@ -152,6 +155,12 @@ int run(RunArgs& a) {
     j["peak_rss_mb"] = peak_rss_mib();
     j["resident_mb"] = resident_mib();
     j["decode_steps"] = r.steps;
+    if (const ExpertStats es = L.model->expert_stats(); es.slots > 0) {  // --experts-budget: the load's figures too
+      j["experts"] = experts_part_json(es, static_cast<int64_t>(ids.size() + out.size()), prompt_s + gen_s);
+      j["experts"]["file"] = es.file;
+      j["experts"]["slots"] = es.slots;
+      j["experts"]["written_mib"] = static_cast<double>(es.written) / (1 << 20);
+    }
     if (a.g.speculative) {
       nlohmann::json sj = {{"method", a.spec}, {"proposer", proposer_name(a.spec)},
                            {"drafted", r.drafted}, {"accepted", r.accepted}, {"acceptance", acceptance},
@@ -182,6 +191,9 @@ int run(RunArgs& a) {
     std::cerr << "nvfp4: prompt " << ids.size() << " tokens, " << prompt_tps << " tok/s; generation "
               << out.size() << " tokens, " << gen_tps << " tok/s; resident " << static_cast<int64_t>(resident_mib()) << " MiB (peak "
               << static_cast<int64_t>(peak_rss_mib()) << " MiB)\n";
+    if (const ExpertStats es = L.model->expert_stats(); es.slots > 0)
+      std::cerr << "nvfp4: experts: " << es.hits << " hits, " << es.misses << " read from disk ("
+                << static_cast<double>(es.bytes_read) / (1 << 20) << " MiB, " << es.read_s * 1000 << " ms)\n";
     if (a.g.speculative)
       std::cerr << "nvfp4: speculative (" << proposer_name(a.spec) << "): " << r.accepted
                 << " of " << r.drafted << " drafted tokens accepted (acceptance " << acceptance << "), " << r.steps << " decode steps for " << out.size() << " tokens"

@@ -97,6 +97,8 @@ int serve(ServeArgs a) {
       dm.model = a.draft_model;
       dm.precision = a.draft_precision;
       dm.calibrate.clear();
+      dm.experts_budget.clear();  // the experts' budget and file are the model's own
+      dm.experts_file.clear();
       std::cerr << "nvfp4: draft model:\n";
       D = load_model(dm, false);
       check_draft_vocab(L.tok, L.model->config().n_vocab, a.m.model, D.tok, D.model->config().n_vocab, a.draft_model);
@@ -116,6 +118,7 @@ int serve(ServeArgs a) {
     if (so.spec.lookup.n_min > so.spec.lookup.n_max)
       throw Error("", "--spec-ngram-min", "--spec-ngram-min: the shortest n-gram looked up is at most the longest (--spec-ngram-max)",
                   "at most " + std::to_string(so.spec.lookup.n_max), std::to_string(so.spec.lookup.n_min));
+    if (L.model->expert_stats().slots > 0) metrics.experts = [m = L.model.get()] { return m->expert_stats(); };
     sched = std::make_unique<server::Scheduler>(*L.model, L.tok, so, metrics);
     auto b = std::make_unique<server::Backend>();
     b->model_name = a.alias.empty() ? std::filesystem::path(a.m.model).filename().string() : a.alias;

@@ -32,6 +32,22 @@ void ModelArgs::add(CLI::App& app, bool model_required) {
   app.add_option("--batch", n_batch, "prompt tokens per forward pass")->check(CLI::Range(int64_t{1}, int64_t{4096}));
   app.add_option("--kv", kv, "KV cache type: f16 (default, as llama.cpp's), f32 (twice the bytes), fp8 (E4M3 at the checkpoint's calibrated k/v scales, else 1.0; half of f16)")
       ->check(CLI::IsMember({"f32", "f16", "fp8"}));
+  app.add_option("--experts-budget", experts_budget,
+                 "GiB of routed NVFP4 experts held in memory; the rest are read from disk as tokens route to them "
+                 "(the same results). auto: what memory (and the memory cgroup) leaves once the dense weights are in");
+  app.add_option("--experts-file", experts_file,
+                 "with --experts-budget: the experts in the kernels' layout, written at load unless it holds them "
+                 "(default: beside the model, MODEL.experts)");
+}
+
+int64_t experts_budget_bytes(const std::string& v) {
+  if (v.empty()) return -1;
+  if (v == "auto") return kExpertsBudgetAuto;
+  char* end = nullptr;
+  const double g = std::strtod(v.c_str(), &end);
+  if (end == v.c_str() || *end != '\0' || !(g > 0) || g > 1e6)
+    throw Error("", "--experts-budget", "the experts' memory budget", "GiB > 0 (e.g. 6 or 2.5) or auto", v);
+  return static_cast<int64_t>(g * static_cast<double>(int64_t{1} << 30));
 }
 
 KvType kv_type(const std::string& name) {
@@ -171,6 +187,10 @@ Loaded load_model(const ModelArgs& a, bool quiet) {
   lo.quantize = a.quantize;
   lo.mtp = a.mtp;
   lo.mtp_source = L.mtp_ck.get();
+  lo.experts_budget = experts_budget_bytes(a.experts_budget);
+  lo.experts_file = a.experts_file;
+  if (!a.experts_file.empty() && a.experts_budget.empty())
+    throw Error(a.experts_file, "--experts-file", "the experts' file is read with a budget", "--experts-budget GIB|auto", "none");
   if (!a.calibrate.empty()) {
     if (!a.quantize)
       throw Error(a.calibrate, "", "--calibrate applies to layers quantized at load", "--quantize", "no --quantize");

@@ -26,6 +26,9 @@ struct ModelArgs {
   bool mtp = false;
   std::string mtp_file;
   bool mtp_allow_low = false;  // --spec-allow-low-acceptance: run an MTP module below the floor
+  // --experts-budget GIB|auto and --experts-file PATH (LoadOptions::experts_budget / experts_file).
+  std::string experts_budget;
+  std::string experts_file;
   void add(CLI::App& app, bool model_required = true);
 };
 
@@ -48,6 +51,8 @@ void check_tokenizer_fits(const Checkpoint& ck, const Tokenizer& tok);
 // Opens, validates and prepares; logs (to stderr unless quiet) what runs: mode, kernels, memory.
 Loaded load_model(const ModelArgs& a, bool quiet);
 ContextOptions context_options(const ModelArgs& a);
+// --experts-budget's bytes: kExpertsBudgetAuto for "auto", -1 for none; else GiB > 0 (nvfp4::Error otherwise).
+int64_t experts_budget_bytes(const std::string& v);
 // The KV cache type of a --kv name (f32, f16, fp8; anything else: nvfp4::Error).
 KvType kv_type(const std::string& name);
 double peak_rss_mib();

@@ -64,14 +64,35 @@ int64_t Linear::n_out() const { return impl_->w.n_out; }
 int64_t Linear::n_in() const { return impl_->w.n_in; }
 int64_t Linear::weight_bytes() const {  // the record stream and the block summary the kernels read
   const kern::Packed& w = impl_->w;
-  return static_cast<int64_t>(w.bytes.size() + w.emin.size() + w.narrow.size());
+  return static_cast<int64_t>(w.stream_bytes()) + static_cast<int64_t>(w.emin.size() + w.narrow.size());
+}
+
+std::span<const uint8_t> Linear::stream() const {
+  const kern::Packed& w = impl_->w;
+  check_resident(*this);
+  return {w.data(), static_cast<size_t>(w.stream_bytes())};
+}
+
+void Linear::release_stream() {
+  impl_->w.bytes = HugeVector<uint8_t>(impl_->w.bytes.get_allocator());
+  impl_->w.ext = nullptr;
+}
+
+void Linear::attach_stream(const uint8_t* p) { impl_->w.ext = p; }
+
+void Linear::check_resident(const Linear& l) {
+  if (!l.impl_->w.resident())
+    throw Error("", l.impl_->name, "a linear layer's weight stream resident when it runs (an expert store attaches it)",
+                "attached", "released");
 }
 
 Linear Linear::clone_with(const HugePageAllocator<uint8_t>& alloc) const {
+  check_resident(*this);
   Linear l;
   l.impl_ = std::make_unique<Impl>(*impl_);
-  const HugeVector<uint8_t>& b = impl_->w.bytes;
-  l.impl_->w.bytes = HugeVector<uint8_t>(b.begin(), b.end(), alloc);
+  const uint8_t* b = impl_->w.data();
+  l.impl_->w.bytes = HugeVector<uint8_t>(b, b + impl_->w.stream_bytes(), alloc);
+  l.impl_->w.ext = nullptr;
   return l;
 }
 
@@ -102,6 +123,7 @@ void Linear::forward(Mode mode, const float* x, int64_t n, float* y, ThreadPool&
                 "an input scale", "none");
   }
   if (n <= 0) return;
+  check_resident(*this);
   const kern::KernelTable& k = kern::table(active_isa());
   switch (mode) {
     case Mode::a16q8: {
@@ -139,6 +161,7 @@ void Linear::forward_group(Mode mode, std::span<const Linear* const> layers, con
   const int64_t n_in = layers[0]->n_in();
   for (const Linear* l : layers) {
     if (l->n_in() != n_in) throw Error("", l->impl_->name, "forward_group: layers must read the same input width", std::to_string(n_in), std::to_string(l->n_in()));
+    check_resident(*l);
   }
   if (layers.size() == 1) return layers[0]->forward(mode, x, n, y[0], pool, scratch);
   // w4a4: each layer's activations with its own input scale (as its forward() would prepare
@@ -188,6 +211,7 @@ void Linear::forward_rows(Mode mode, std::span<const Linear* const> layers, cons
     if (l->n_out() != n_out) throw Error("", l->impl_->name, "forward_rows: layers must have the same output width", std::to_string(n_out), std::to_string(l->n_out()));
     if (mode == Mode::w4a4 && !l->has_input_scale())
       throw Error("", l->impl_->name, "mode w4a4 needs the checkpoint's activation scale (input_scale)", "an input scale", "none");
+    check_resident(*l);
   }
   const kern::KernelTable& k = kern::table(active_isa());
   std::optional<LinearScratch> local;  // as in forward()
@@ -252,9 +276,12 @@ void Linear::forward_many(Mode mode, std::span<const Linear* const> layers, std:
     throw Error("", "Linear::forward_many", "forward_many: one input, count and output per layer", std::to_string(m),
                 std::to_string(xs.size()) + "/" + std::to_string(ns.size()) + "/" + std::to_string(ys.size()));
   if (m == 0) return;
-  for (const Linear* l : layers)
+  for (size_t i = 0; i < m; ++i) {
+    const Linear* l = layers[i];
     if (mode == Mode::w4a4 && !l->has_input_scale())
       throw Error("", l->impl_->name, "mode w4a4 needs the checkpoint's activation scale (input_scale)", "an input scale", "none");
+    if (ns[i] > 0) check_resident(*l);
+  }
   const kern::KernelTable& k = kern::table(active_isa());
   // Prepared activations, one per layer; each prepared by one thread (columns are independent).
   std::optional<LinearScratch> local;
@@ -301,6 +328,7 @@ void Linear::forward_routed(Mode mode, std::span<const Linear* const> layers, co
   for (size_t i = 0; i < m; ++i) {
     if (layers[i]->n_in() != n_in)
       throw Error("", layers[i]->impl_->name, "forward_routed: layers must read the same input width", std::to_string(n_in), std::to_string(layers[i]->n_in()));
+    if (ns[i] > 0) check_resident(*layers[i]);
     for (int64_t j = 0; j < ns[i]; ++j)
       if (rows[i][j] < 0 || rows[i][j] >= n)
         throw Error("", layers[i]->impl_->name, "forward_routed: row index within the input", "[0, " + std::to_string(n) + ")", std::to_string(rows[i][j]));

@@ -44,9 +44,15 @@ struct Packed {
   int64_t n_out = 0, n_in = 0, tiles = 0, groups = 0, blocks = 0;
   float scale2 = 1.0f;
   HugeVector<uint8_t> bytes;
+  // The stream held elsewhere instead (an expert store's slot, src/models/expert_store.h): bytes
+  // is then empty; null with bytes empty: not resident, no kernel may run (Linear checks).
+  const uint8_t* ext = nullptr;
   std::vector<uint8_t> emin;    // [tile][block][16]
   std::vector<uint8_t> narrow;  // [tile][block]
-  const uint8_t* tile(int64_t t) const { return bytes.data() + t * groups * kRecordBytes; }
+  int64_t stream_bytes() const { return tiles * groups * kRecordBytes; }
+  const uint8_t* data() const { return ext ? ext : bytes.data(); }
+  bool resident() const { return ext != nullptr || !bytes.empty() || stream_bytes() == 0; }
+  const uint8_t* tile(int64_t t) const { return data() + t * groups * kRecordBytes; }
   const uint8_t* emin_at(int64_t t, int64_t b) const { return emin.data() + (t * blocks + b) * kTileRows; }
   int narrow_at(int64_t t, int64_t b) const { return narrow[static_cast<size_t>(t * blocks + b)]; }
 };

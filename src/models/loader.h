@@ -29,6 +29,9 @@ struct Loader {
   // Model::check: tensors checked (present, shaped, FP8 bytes finite) but not prepared; the
   // linear layers, dense matrices and heads come back empty (their names and sizes only).
   bool check_only = false;
+  // Experts go to an expert store (LoadOptions::experts_budget): their streams get allocations of
+  // their own, freed when the store has written them, rather than a place in the shared arena.
+  bool experts_own = false;
 
   const gguf::Value& meta(const std::string& key) const {
     const gguf::Value* v = ck.meta(key);
@@ -118,14 +121,16 @@ struct Loader {
     return v;
   }
 
-  MatMul linear(const std::string& base, int64_t n_out, int64_t n_in) const {
-    MatMul m = linear_copy(base, n_out, n_in);
+  // expert: a routed expert's projection (experts_own).
+  MatMul linear(const std::string& base, int64_t n_out, int64_t n_in, bool expert = false) const {
+    MatMul m = linear_copy(base, n_out, n_in, expert);
     ck.release(base + ".weight");  // copied into the kernels' layout: the mapped bytes can go
     return m;
   }
 
-  MatMul linear_copy(const std::string& base, int64_t n_out, int64_t n_in) const {
+  MatMul linear_copy(const std::string& base, int64_t n_out, int64_t n_in, bool expert = false) const {
     const std::string name = base + ".weight";
+    const std::shared_ptr<HugeArena> where = expert && experts_own ? nullptr : arena;
     const TensorEntry& e = shaped(name, {n_out, n_in});
     MatMul m;
     m.name = base;
@@ -139,7 +144,7 @@ struct Loader {
       const RowMatrix w = ck.nvfp4(name);
       m.pre_scale = ck.pre_quant_scale(name);  // NVFP4_AWQ (the reader checked its length)
       m.nvfp4 = true;
-      m.lin = Linear::prepare(w.view(), e.input_scale, base, arena);
+      m.lin = Linear::prepare(w.view(), e.input_scale, base, where);
       m.bytes = w.codes.size() + w.scales.size() + 4;
       return m;
     }
@@ -178,7 +183,7 @@ struct Loader {
       const RowMatrix q = quantize(w.data(), n_out, n_in, name);
       auto it = opt.input_scales.find(base);
       m.nvfp4 = true;
-      m.lin = Linear::prepare(q.view(), it == opt.input_scales.end() ? 0.0f : it->second, base, arena);
+      m.lin = Linear::prepare(q.view(), it == opt.input_scales.end() ? 0.0f : it->second, base, where);
       m.bytes = q.codes.size() + q.scales.size() + 4;
       return m;
     }

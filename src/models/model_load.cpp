@@ -8,6 +8,7 @@
 #include <malloc.h>
 #endif
 
+#include "models/expert_store.h"
 #include "models/families.h"
 #include "models/gemma4.h"
 #include "models/loader.h"
@@ -47,9 +48,9 @@ void load_moe_layer(const Loader& L, const std::string& b, const ModelConfig& c,
       return s;
     };
     Expert ex;
-    ex.gate = L.linear(name("ffn_gate_exps"), c.n_ff_exp, c.n_embd);
-    ex.up = L.linear(name("ffn_up_exps"), c.n_ff_exp, c.n_embd);
-    ex.down = L.linear(name("ffn_down_exps"), c.n_embd, c.n_ff_exp);
+    ex.gate = L.linear(name("ffn_gate_exps"), c.n_ff_exp, c.n_embd, true);
+    ex.up = L.linear(name("ffn_up_exps"), c.n_ff_exp, c.n_embd, true);
+    ex.down = L.linear(name("ffn_down_exps"), c.n_embd, c.n_ff_exp, true);
     for (const MatMul* mm : {&ex.gate, &ex.up, &ex.down})
       if (!mm->pre_scale.empty())
         throw Error(L.path, mm->name + ".weight", "NVFP4_AWQ pre_quant_scale on a routed expert is not supported",
@@ -270,6 +271,8 @@ std::unique_ptr<Model> Model::build(const Checkpoint& ck, const LoadOptions& opt
   c.o_bias = L.wanted(b0 + "attn_output.bias", info.o_bias);
   c.qk_norm = L.wanted(b0 + "attn_q_norm.weight", info.qk_norm);
   c.qk_norm_span = info.qk_norm_span;
+  ExpertPlan plan = plan_experts(L, c, check_only);
+  m.layers.reserve(static_cast<size_t>(c.n_layer));  // the store keeps pointers to the experts' Linears
   for (int64_t i = 0; i < c.n_layer; ++i) {
     const std::string b = "blk." + std::to_string(i) + ".";
     LayerWeights w;
@@ -283,7 +286,17 @@ std::unique_ptr<Model> Model::build(const Checkpoint& ck, const LoadOptions& opt
           throw Error(path, mm->name + ".weight", "mode w4a4 needs an activation scale (input_scale) for every NVFP4 layer",
                       "an input scale (a W4A4 checkpoint, or calibrated scales)", "none");
     m.layers.push_back(std::move(w));
+    if (plan.offload && !m.layers.back().experts.empty()) offload_experts(plan, c, i, m.layers.back().experts);
   }
+  if (plan.store) {
+    plan.store->finish(plan.budget(), c.n_expert_used, path);
+    const ExpertStats st = plan.store->stats();
+    plan.note = "experts: " + std::to_string(st.experts) + " read from " + st.file + " on demand into " + std::to_string(st.slots) +
+                " slots of " + bytes_text(st.slot_bytes) + " (" +
+                (st.written > 0 ? bytes_text(st.written) + " written at load" : std::string("the file held them all")) + ")";
+    m.experts = std::move(plan.store);
+  }
+  m.experts_note = plan.note;
   load_kv_scales(L, c, 0, m);
   {  // each attention layer's KV group and its layer there (one group unless the family's layers differ)
     std::vector<StateSpec> specs;
@@ -310,6 +323,8 @@ std::unique_ptr<Model> Model::build(const Checkpoint& ck, const LoadOptions& opt
 #endif
   return model;
 }
+
+ExpertStats Model::expert_stats() const { return impl_->experts ? impl_->experts->stats() : ExpertStats{}; }
 
 const ModelConfig& Model::config() const { return impl_->cfg; }
 const Model* Model::mtp() const { return impl_->mtp.get(); }
@@ -456,6 +471,7 @@ std::vector<std::string> Model::describe() const {
                 std::to_string(bytes_per_token() / (1024 * 1024)) + " MiB read per token; " +
                 std::to_string(huge_resident_process() / (1024 * 1024)) + " MiB of the process on 2 MiB pages (transparent huge pages: " +
                 (thp_mode().empty() ? std::string("absent") : thp_mode()) + ")");
+  if (!m.experts_note.empty()) out.push_back(m.experts_note);
   if (m.mtp) {  // --spec mtp: the module beside the trunk, in its own storage
     const Impl& t = *m.mtp->impl_;
     int n4 = 0, nf = 0;

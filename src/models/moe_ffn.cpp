@@ -23,6 +23,7 @@
 
 #include "kernels/pinned_math.h"
 #include "models/builders.h"
+#include "models/expert_store.h"
 #include "models/gemma4.h"
 
 namespace nvfp4 {
@@ -172,7 +173,7 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn_in, float* out_i
   bool nvfp4 = true;
   for (int64_t e = 0; e < c.n_expert; ++e) {
     const Expert& ex = L.experts[static_cast<size_t>(e)];
-    nvfp4 = nvfp4 && ex.gate.nvfp4 && ex.up.nvfp4 && ex.down.nvfp4;
+    nvfp4 = nvfp4 && (!gated || ex.gate.nvfp4) && ex.up.nvfp4 && ex.down.nvfp4;  // (no gate: Nemotron-H)
     if (w.prof && w.moe_count[static_cast<size_t>(e) + 1] > w.moe_count[static_cast<size_t>(e)])
       w.prof->bytes[StepProfile::experts] += static_cast<double>(ex.gate.bytes + ex.up.bytes + ex.down.bytes);
   }
@@ -203,47 +204,70 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn_in, float* out_i
   if (nvfp4) {
     // Expert-major: gate and up of every active expert in one dispatch, then SwiGLU, then every
     // down in one dispatch. One token: its k experts' gate/up read the same row, prepared once.
+    // With an expert store (LoadOptions::experts_budget) the active experts run in runs of at most
+    // its slots, each run acquired (read from disk where missing) and released after its downs;
+    // every expert's rows are computed as in one run, so the bits are the same.
+    ExpertStore* store = s.m.experts.get();
+    const int64_t layer = &L - s.m.layers.data();
+    std::vector<int32_t> active;
+    for (int64_t e = 0; e < c.n_expert; ++e)
+      if (rows_of(e) > 0) active.push_back(static_cast<int32_t>(e));
+    const size_t run_len = store ? static_cast<size_t>(store->slots()) : active.size();
     std::vector<const Linear*> lin;
     std::vector<const float*> xs;
     std::vector<const int64_t*> rows;
     std::vector<int64_t> ns;
     std::vector<float*> ys;
-    for (int64_t e = 0; e < c.n_expert; ++e) {
-      const int64_t cnt = rows_of(e), b = w.moe_count[static_cast<size_t>(e)];
-      if (cnt == 0) continue;
-      const Expert& ex = L.experts[static_cast<size_t>(e)];
-      if (gated) {
-        lin.insert(lin.end(), {&ex.gate.lin, &ex.up.lin});
-        rows.insert(rows.end(), 2, w.moe_tok.data() + b);
-        ns.insert(ns.end(), {cnt, cnt});
-        ys.insert(ys.end(), {w.moe_g.data() + b * ff, w.moe_u.data() + b * ff});
-      } else {  // up alone, into g
-        lin.push_back(&ex.up.lin);
-        rows.push_back(w.moe_tok.data() + b);
-        ns.push_back(cnt);
-        ys.push_back(w.moe_g.data() + b * ff);
+    for (size_t r0 = 0; r0 < active.size(); r0 += run_len) {
+      const std::span<const int32_t> run(active.data() + r0, std::min(run_len, active.size() - r0));
+      if (store) store->acquire(layer, run, s.pool);
+      struct Unpin {  // released however the run ends
+        ExpertStore* st;
+        int64_t layer;
+        std::span<const int32_t> ids;
+        ~Unpin() {
+          if (st) st->release(layer, ids);
+        }
+      } unpin{store, layer, run};
+      lin.clear(), rows.clear(), ns.clear(), ys.clear();
+      for (const int32_t e : run) {
+        const int64_t cnt = rows_of(e), b = w.moe_count[static_cast<size_t>(e)];
+        const Expert& ex = L.experts[static_cast<size_t>(e)];
+        if (gated) {
+          lin.insert(lin.end(), {&ex.gate.lin, &ex.up.lin});
+          rows.insert(rows.end(), 2, w.moe_tok.data() + b);
+          ns.insert(ns.end(), {cnt, cnt});
+          ys.insert(ys.end(), {w.moe_g.data() + b * ff, w.moe_u.data() + b * ff});
+        } else {  // up alone, into g
+          lin.push_back(&ex.up.lin);
+          rows.push_back(w.moe_tok.data() + b);
+          ns.push_back(cnt);
+          ys.push_back(w.moe_g.data() + b * ff);
+        }
       }
+      if (one) s.linear_group(lin, xn, 1, ys);
+      else s.linear_routed(lin, xn, n, rows, ns, ys);
+      // The run's pairs: [moe_count[first], moe_count[last + 1]).
+      const int64_t p0 = w.moe_count[static_cast<size_t>(run.front())] * ff,
+                    p1 = w.moe_count[static_cast<size_t>(run.back()) + 1] * ff;
+      const auto act = [&](int64_t b, int64_t e) {
+        if (gated) glu(w.moe_g.data() + p0 + b, w.moe_u.data() + p0 + b, e - b);
+        else relu2_rows(w.moe_g.data() + p0 + b, e - b);
+      };
+      if (p1 - p0 < 4096) act(0, p1 - p0);
+      else s.parallel(p1 - p0, act, 16);
+      lin.clear(), xs.clear(), ns.clear(), ys.clear();
+      for (const int32_t e : run) {
+        const int64_t cnt = rows_of(e), b = w.moe_count[static_cast<size_t>(e)];
+        const Expert& ex = L.experts[static_cast<size_t>(e)];
+        if (w.obs) w.obs(ex.down.name, w.moe_g.data() + b * ff, cnt, ff);
+        lin.push_back(&ex.down.lin);
+        xs.push_back(w.moe_g.data() + b * ff);
+        ns.push_back(cnt);
+        ys.push_back(w.moe_y.data() + b * d);
+      }
+      s.linear_many(lin, xs, ns, ys);
     }
-    if (one) s.linear_group(lin, xn, 1, ys);
-    else s.linear_routed(lin, xn, n, rows, ns, ys);
-    const auto act = [&](int64_t b, int64_t e) {
-      if (gated) glu(w.moe_g.data() + b, w.moe_u.data() + b, e - b);
-      else relu2_rows(w.moe_g.data() + b, e - b);
-    };
-    if (nk * static_cast<size_t>(ff) < 4096) act(0, static_cast<int64_t>(nk) * ff);
-    else s.parallel(static_cast<int64_t>(nk) * ff, act, 16);
-    lin.clear(), xs.clear(), ns.clear(), ys.clear();
-    for (int64_t e = 0; e < c.n_expert; ++e) {
-      const int64_t cnt = rows_of(e), b = w.moe_count[static_cast<size_t>(e)];
-      if (cnt == 0) continue;
-      const Expert& ex = L.experts[static_cast<size_t>(e)];
-      if (w.obs) w.obs(ex.down.name, w.moe_g.data() + b * ff, cnt, ff);
-      lin.push_back(&ex.down.lin);
-      xs.push_back(w.moe_g.data() + b * ff);
-      ns.push_back(cnt);
-      ys.push_back(w.moe_y.data() + b * d);
-    }
-    s.linear_many(lin, xs, ns, ys);
   } else {
     // Float experts (DenseLinear): one expert at a time over its gathered rows.
     for (int64_t e = 0; e < c.n_expert; ++e) {

@@ -119,8 +119,8 @@ void load_moe(const Loader& L, const std::string& b, const ModelConfig& c, Layer
     Expert ex;
     std::string e = ".";  // (not "." + to_string: GCC 12's -Wrestrict false positive there)
     e += std::to_string(x);
-    ex.up = L.linear(b + "ffn_up_exps" + e, c.n_ff_exp, de);
-    ex.down = L.linear(b + "ffn_down_exps" + e, de, c.n_ff_exp);
+    ex.up = L.linear(b + "ffn_up_exps" + e, c.n_ff_exp, de, true);
+    ex.down = L.linear(b + "ffn_down_exps" + e, de, c.n_ff_exp, true);
     w.experts.push_back(std::move(ex));
   }
   if (c.n_ff_shexp > 0) {

@@ -15,6 +15,8 @@
 
 namespace nvfp4 {
 
+class ExpertStore;  // src/models/expert_store.h
+
 // One linear layer: NVFP4 (Linear, in the model's mode) or float (DenseLinear f32).
 struct MatMul {
   std::string name;  // "blk.0.attn_q"
@@ -184,6 +186,10 @@ struct Model::Impl {
   const Head& embedding() const { return trunk ? trunk->embd : embd; }
   const Head& head() const { return trunk ? trunk->head() : cfg.tied_head ? embd : head_own; }
   std::unique_ptr<Model> mtp;  // the trunk's MTP module (LoadOptions::mtp), or null
+  // The routed experts read from disk on demand (LoadOptions::experts_budget), or null: all
+  // resident. It lends the layers' expert Linears their streams (moe_ffn acquires, releases).
+  std::shared_ptr<ExpertStore> experts;
+  std::string experts_note;  // Model::describe's line on the experts' budget, when one was given
   std::string source;
 };
 

@@ -47,6 +47,14 @@ std::string Metrics::render() const {
   metric("nvfp4_queue_depth", "gauge", "requests waiting for a slot", static_cast<double>(queue_depth.load()));
   metric("nvfp4_slots_active", "gauge", "slots generating", static_cast<double>(active_slots.load()));
   metric("nvfp4_slots_total", "gauge", "slots (--parallel)", static_cast<double>(slots));
+  if (experts) {
+    const ExpertStats e = experts();
+    metric("nvfp4_experts_slots", "gauge", "experts the memory budget holds (--experts-budget)", static_cast<double>(e.slots));
+    metric("nvfp4_experts_hits_total", "counter", "routed experts found resident", static_cast<double>(e.hits));
+    metric("nvfp4_experts_misses_total", "counter", "routed experts read from the experts file", static_cast<double>(e.misses));
+    metric("nvfp4_experts_disk_bytes_total", "counter", "bytes read from the experts file", static_cast<double>(e.bytes_read));
+    metric("nvfp4_experts_read_seconds_total", "counter", "seconds steps waited on expert reads", e.read_s);
+  }
   return o.str();
 }
 

@@ -2,7 +2,10 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
+
+#include "nvfp4/model.h"
 
 namespace nvfp4::server {
 
@@ -28,6 +31,8 @@ struct Metrics {
   std::atomic<int64_t> queue_depth{0};       // waiting for a slot
   std::atomic<int64_t> active_slots{0};
   int64_t slots = 0;
+  // The model's expert store (--experts-budget), read at each render; empty: none.
+  std::function<ExpertStats()> experts;
 
   std::string render() const;
 };

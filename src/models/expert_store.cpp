@@ -1,0 +1,293 @@
+// The expert store (expert_store.h): the file written at load, the slots, acquire and release.
+#include "models/expert_store.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <exception>
+
+#include "nvfp4/error.h"
+
+namespace nvfp4 {
+
+namespace {
+constexpr char kMagic[8] = {'N', 'V', 'F', 'P', '4', 'E', 'X', 'P'};
+constexpr uint32_t kVersion = 1;
+constexpr int64_t kPage = 4096, kHeader = 4096, kEntryBytes = 24;
+
+int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+struct Header {  // the file's first bytes, little-endian as the machine
+  char magic[8];
+  uint32_t version, clean;
+  uint64_t count, table;
+};
+
+void write_all(int fd, const void* p, int64_t n, int64_t off, const std::string& path) {
+  const char* c = static_cast<const char*>(p);
+  while (n > 0) {
+    const ssize_t w = ::pwrite(fd, c, static_cast<size_t>(n), off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) throw Error(path, "", "writing the expert file (--experts-file)", "every byte written", std::strerror(errno));
+    c += w, n -= w, off += w;
+  }
+}
+
+// Bytes read (fewer at the end of the file).
+int64_t read_all(int fd, void* p, int64_t n, int64_t off) {
+  char* c = static_cast<char*>(p);
+  int64_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::pread(fd, c + got, static_cast<size_t>(n - got), off + got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += r;
+  }
+  return got;
+}
+
+std::string hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+}  // namespace
+
+std::string bytes_text(int64_t b) {
+  char s[32];
+  if (b < (int64_t{1} << 20)) std::snprintf(s, sizeof s, "%.1f KiB", static_cast<double>(b) / 1024);
+  else if (b < (int64_t{1} << 30)) std::snprintf(s, sizeof s, "%.1f MiB", static_cast<double>(b) / (1 << 20));
+  else std::snprintf(s, sizeof s, "%.2f GiB", static_cast<double>(b) / (1 << 30));
+  return s;
+}
+
+uint64_t expert_hash(const uint8_t* p, size_t n) {
+  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+  uint64_t h[4] = {1, 2, 3, 4};
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int l = 0; l < 4; ++l) {
+      uint64_t w;
+      std::memcpy(&w, p + i + 8 * l, 8);
+      h[l] = (h[l] ^ w) * kMul;
+      h[l] ^= h[l] >> 29;
+    }
+  uint64_t r = static_cast<uint64_t>(n);
+  for (int l = 0; l < 4; ++l) r = (r ^ h[l]) * kMul, r ^= r >> 31;
+  for (; i < n; ++i) r = (r ^ p[i]) * kMul;
+  return r ^ (r >> 29);
+}
+
+ExpertStore::ExpertStore(std::string path) : path_(std::move(path)) {
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0)
+    throw Error(path_, "", "the expert file (--experts-file, beside the model by default) opened for reading and writing",
+                "a writable path", std::strerror(errno));
+  st_.file = path_;
+  end_ = kHeader;
+  // A clean table from an earlier load: the experts it holds need no write.
+  Header h{};
+  struct stat sb{};
+  if (::fstat(fd_, &sb) == 0 && read_all(fd_, &h, sizeof h, 0) == static_cast<int64_t>(sizeof h) &&
+      std::memcmp(h.magic, kMagic, 8) == 0 && h.version == kVersion && h.clean == 1 &&
+      h.count < (uint64_t{1} << 32) && h.table + h.count * kEntryBytes == static_cast<uint64_t>(sb.st_size)) {
+    std::vector<uint64_t> t(h.count * 3);
+    if (read_all(fd_, t.data(), static_cast<int64_t>(h.count) * kEntryBytes, static_cast<int64_t>(h.table)) ==
+        static_cast<int64_t>(h.count) * kEntryBytes) {
+      old_.resize(h.count);
+      for (size_t i = 0; i < h.count; ++i) {
+        old_[i].offset = static_cast<int64_t>(t[3 * i]);
+        old_[i].size = static_cast<int64_t>(t[3 * i + 1]);
+        old_[i].hash = t[3 * i + 2];
+      }
+    }
+  }
+}
+
+ExpertStore::~ExpertStore() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void ExpertStore::write_header(bool clean) {
+  Header h{};
+  std::memcpy(h.magic, kMagic, 8);
+  h.version = kVersion;
+  h.clean = clean ? 1 : 0;
+  h.count = order_;
+  h.table = static_cast<uint64_t>(end_);
+  write_all(fd_, &h, sizeof h, 0, path_);
+}
+
+void ExpertStore::add_layer(int64_t layer, std::vector<Expert>& experts) {
+  if (static_cast<int64_t>(layers_.size()) <= layer) layers_.resize(static_cast<size_t>(layer) + 1);
+  std::vector<Entry>& es = layers_[static_cast<size_t>(layer)];
+  es.assign(experts.size(), Entry{});
+  std::vector<uint8_t> buf;
+  for (size_t x = 0; x < experts.size(); ++x) {
+    Entry& e = es[x];
+    MatMul* mm[3] = {&experts[x].gate, &experts[x].up, &experts[x].down};
+    int64_t size = 0;
+    for (int j = 0; j < 3; ++j) {
+      if (mm[j]->n_out == 0) continue;  // no gate (Nemotron-H's squared-ReLU experts)
+      if (!mm[j]->nvfp4)
+        throw Error("", mm[j]->name + ".weight", "experts read from disk (--experts-budget) are NVFP4", "NVFP4",
+                    "another storage (run without --experts-budget)");
+      e.lin[j] = &mm[j]->lin;
+      e.part[j] = round_up(size, 64);
+      size = e.part[j] + static_cast<int64_t>(e.lin[j]->stream().size());
+    }
+    e.size = size;
+    e.offset = round_up(end_, kPage);
+    buf.assign(static_cast<size_t>(size), 0);
+    for (int j = 0; j < 3; ++j)
+      if (e.lin[j]) {
+        const std::span<const uint8_t> s = e.lin[j]->stream();
+        std::memcpy(buf.data() + e.part[j], s.data(), s.size());
+      }
+    e.hash = expert_hash(buf.data(), buf.size());
+    const bool held = order_ < old_.size() && old_[order_].offset == e.offset && old_[order_].size == e.size &&
+                      old_[order_].hash == e.hash;
+    if (!held) {
+      if (!dirty_) write_header(false), dirty_ = true;
+      write_all(fd_, buf.data(), size, e.offset, path_);
+      st_.written += size;
+    }
+    for (Linear* l : e.lin)
+      if (l) l->release_stream();
+    end_ = e.offset + size;
+    ++order_;
+  }
+}
+
+void ExpertStore::finish(int64_t budget, int64_t min_slots, const std::string& source) {
+  end_ = round_up(end_, kPage);
+  const bool same_count = order_ == old_.size();
+  if (dirty_ || !same_count) {
+    if (!dirty_) write_header(false), dirty_ = true;
+    std::vector<uint64_t> t;
+    t.reserve(order_ * 3);
+    for (const auto& es : layers_)
+      for (const Entry& e : es) t.insert(t.end(), {static_cast<uint64_t>(e.offset), static_cast<uint64_t>(e.size), e.hash});
+    write_all(fd_, t.data(), static_cast<int64_t>(t.size() * 8), end_, path_);
+    if (::ftruncate(fd_, end_ + static_cast<int64_t>(t.size() * 8)) != 0)
+      throw Error(path_, "", "sizing the expert file", "its table's end", std::strerror(errno));
+    write_header(true);
+  }
+  int64_t largest = 0;
+  for (const auto& es : layers_)
+    for (const Entry& e : es) largest = std::max(largest, e.size);
+  slot_bytes_ = round_up(std::max<int64_t>(largest, 1), kPage);
+  n_slots_ = std::min<int64_t>(budget / slot_bytes_, static_cast<int64_t>(order_));
+  if (n_slots_ < min_slots)
+    throw Error(source, "", "--experts-budget: room for the experts one token routes to (" + std::to_string(min_slots) + " of " +
+                                bytes_text(slot_bytes_) + ")",
+                ">= " + bytes_text(min_slots * slot_bytes_), bytes_text(budget));
+  slab_ = HugeVector<uint8_t>(static_cast<size_t>(n_slots_ * slot_bytes_));
+  owner_.assign(static_cast<size_t>(n_slots_), nullptr);
+  st_.slots = n_slots_;
+  st_.slot_bytes = slot_bytes_;
+  st_.experts = static_cast<int64_t>(order_);
+  old_.clear();
+  old_.shrink_to_fit();
+}
+
+ExpertStore::Entry& ExpertStore::entry(int64_t layer, int32_t id) {
+  if (layer < 0 || layer >= static_cast<int64_t>(layers_.size()) || id < 0 ||
+      id >= static_cast<int32_t>(layers_[static_cast<size_t>(layer)].size()))
+    throw Error(path_, "", "an expert the store holds", "layer " + std::to_string(layer) + "'s experts",
+                "expert " + std::to_string(id));
+  return layers_[static_cast<size_t>(layer)][static_cast<size_t>(id)];
+}
+
+void ExpertStore::attach(Entry& e, const uint8_t* base) {
+  for (int j = 0; j < 3; ++j)
+    if (e.lin[j]) e.lin[j]->attach_stream(base ? base + e.part[j] : nullptr);
+}
+
+void ExpertStore::acquire(int64_t layer, std::span<const int32_t> ids, ThreadPool& pool) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (static_cast<int64_t>(ids.size()) > n_slots_)
+    throw Error(path_, "", "experts asked for at once", "<= " + std::to_string(n_slots_) + " (the slots)", std::to_string(ids.size()));
+  ++tick_;
+  std::vector<Entry*> miss;
+  for (int32_t id : ids) {
+    Entry& e = entry(layer, id);
+    e.freq = e.freq + 1 == 0 ? e.freq : e.freq + 1;
+    e.last = tick_;
+    ++e.pins;
+    if (e.slot >= 0) ++st_.hits;
+    else miss.push_back(&e);
+  }
+  std::vector<int64_t> slot_of(miss.size());
+  for (size_t i = 0; i < miss.size(); ++i) {
+    int64_t best = -1;
+    for (int64_t s = 0; s < n_slots_; ++s) {
+      const Entry* o = owner_[static_cast<size_t>(s)];
+      if (!o) { best = s; break; }
+      if (o->pins > 0) continue;
+      const Entry* b = best < 0 ? nullptr : owner_[static_cast<size_t>(best)];
+      if (!b || o->freq < b->freq || (o->freq == b->freq && o->last < b->last)) best = s;
+    }
+    Entry* gone = owner_[static_cast<size_t>(best)];
+    if (gone) attach(*gone, nullptr), gone->slot = -1;
+    owner_[static_cast<size_t>(best)] = miss[i];
+    miss[i]->slot = best;
+    slot_of[i] = best;
+  }
+  if (!miss.empty()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::atomic<int64_t> bad{-1};
+    pool.run(static_cast<int64_t>(miss.size()), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        Entry& m = *miss[static_cast<size_t>(i)];
+        uint8_t* dst = slab_.data() + slot_of[static_cast<size_t>(i)] * slot_bytes_;
+        if (read_all(fd_, dst, m.size, m.offset) != m.size || expert_hash(dst, static_cast<size_t>(m.size)) != m.hash)
+          bad.store(i);
+      }
+    });
+    st_.read_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (size_t i = 0; i < miss.size(); ++i) {
+      st_.bytes_read += miss[i]->size;
+      ++st_.misses;
+    }
+    if (bad.load() >= 0) {
+      // Nothing of this acquire stays pinned or attached: the slots read go back empty.
+      for (size_t i = 0; i < miss.size(); ++i) owner_[static_cast<size_t>(slot_of[i])] = nullptr, miss[i]->slot = -1;
+      for (int32_t id : ids) --entry(layer, id).pins;
+      const Entry& m = *miss[static_cast<size_t>(bad.load())];
+      const int64_t x = &m - layers_[static_cast<size_t>(layer)].data();
+      throw Error(path_, "blk." + std::to_string(layer) + " expert " + std::to_string(x),
+                  "an expert read back from the file as this load packed it (delete the file to have it rewritten)",
+                  std::to_string(m.size) + " bytes hashing to " + hex(m.hash), "other bytes (a short read or a changed file)");
+    }
+    for (size_t i = 0; i < miss.size(); ++i) attach(*miss[i], slab_.data() + slot_of[i] * slot_bytes_);
+  }
+  since_age_ += ids.size();
+  if (since_age_ > static_cast<uint64_t>(8 * n_slots_)) {
+    since_age_ = 0;
+    for (auto& es : layers_)
+      for (Entry& e : es) e.freq >>= 1;
+  }
+}
+
+void ExpertStore::release(int64_t layer, std::span<const int32_t> ids) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int32_t id : ids) {
+    Entry& e = entry(layer, id);
+    if (e.pins > 0) --e.pins;
+  }
+}
+
+ExpertStats ExpertStore::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return st_;
+}
+
+}  // namespace nvfp4
