@@ -25,6 +25,8 @@ def main():
     ap.add_argument("--gen", type=int, default=128)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--gen-varied", action="store_true",
+                    help="feed the prompt's id formula onward instead of the greedy pick (routing that varies)")
     ap.add_argument("--quantize-q4_0")
     ap.add_argument("--quantize-nvfp4")
     ap.add_argument("--embd-f16", action="store_true")
@@ -75,11 +77,13 @@ def main():
         pp.append(a.prompt / (time.perf_counter() - t0))
         tok = prompt[-1]
         t0 = time.perf_counter()
-        for _ in range(a.gen):
+        for g in range(a.gen):
             llm.eval([tok])
             # The Llama object keeps no logits without logits_all; read the last row from the
             # context, as its sampler does.
             tok = int(np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(vocab,)).argmax())
+            if a.gen_varied:
+                tok = 100 + ((a.prompt + g) * 7919) % (vocab - 200)
         tg.append(a.gen / (time.perf_counter() - t0))
     print(json.dumps({"prompt_tps": statistics.median(pp), "gen_tps": statistics.median(tg),
                       "prompt_tps_min": min(pp), "prompt_tps_max": max(pp),

@@ -161,7 +161,9 @@ struct ExpertStats {
   int64_t slots = 0, slot_bytes = 0;  // the budget's slots, each the largest expert's size
   int64_t experts = 0;                // experts in the file
   int64_t hits = 0, misses = 0;       // experts the steps asked for: resident, or read from the file
-  int64_t bytes_read = 0;             // read from the file by misses
+  int64_t prefetched = 0;             // read ahead of the step that asked for them (the next layer's likely ones)
+  int64_t prefetch_used = 0;          // of those, asked for while still resident
+  int64_t bytes_read = 0;             // read from the file (misses and reads ahead)
   double read_s = 0;                  // wall seconds the steps waited on those reads
   int64_t written = 0;                // bytes written to the file at load (0: it held them all)
 };
@@ -186,9 +188,14 @@ struct LoadOptions {
   // written at load unless it holds them already). < 0, or a budget that holds every expert: all
   // resident, no file. The same bits as all resident.
   // kExpertsBudgetAuto: what memory allows once the dense weights are in (nvfp4/memory_info.h,
-  // less a reserve of 1 GiB and a tenth).
+  // less 256 MiB and a twentieth), which the caller may then lower for its KV caches
+  // (Model::set_experts_budget).
   int64_t experts_budget = -1;
   std::string experts_file;
+  // With a store: read the next MoE layer's likely experts (its router on this layer's input)
+  // while a step of a few tokens computes. Off by default: on random weights the guess was right
+  // for 38% of the reads and generation slower (docs/BENCHMARKS.md section 34).
+  bool experts_read_ahead = false;
 };
 
 // The KV cache's element: float, IEEE half, or FP8 E4M3 (`--kv fp8`: each attention layer's keys
@@ -232,6 +239,10 @@ class Model {
   const Model* mtp() const;
   // The expert store's figures so far (LoadOptions::experts_budget); zero without one.
   ExpertStats expert_stats() const;
+  // Another budget for the expert store, between steps (what is resident goes): `--experts-budget
+  // auto` once the caller knows its KV caches. Throws nvfp4::Error without a store, or when the
+  // budget holds fewer experts than a token routes to.
+  void set_experts_budget(int64_t bytes);
 
   struct Impl;
   const Impl& impl() const { return *impl_; }

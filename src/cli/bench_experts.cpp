@@ -14,6 +14,8 @@ ExpertStats experts_delta(const ExpertStats& a, const ExpertStats& b) {
   ExpertStats d = b;
   d.hits -= a.hits;
   d.misses -= a.misses;
+  d.prefetched -= a.prefetched;
+  d.prefetch_used -= a.prefetch_used;
   d.bytes_read -= a.bytes_read;
   d.read_s -= a.read_s;
   return d;
@@ -46,6 +48,8 @@ nlohmann::json experts_part_json(const ExpertStats& d, int64_t tokens, double se
   const double asked = static_cast<double>(d.hits + d.misses), t = static_cast<double>(std::max<int64_t>(tokens, 1));
   return {{"hits", d.hits},
           {"misses", d.misses},
+          {"prefetched", d.prefetched},
+          {"prefetch_used", d.prefetch_used},
           {"hit_rate", asked > 0 ? static_cast<double>(d.hits) / asked : 0.0},
           {"disk_mb_per_token", static_cast<double>(d.bytes_read) / t / 1e6},
           {"read_s", d.read_s},

@@ -34,6 +34,7 @@ struct Opt {
   int peer_timeout_s = 600;
   bool peer_skip_nvfp4 = false;  // only the Q4_0 column
   int verify_drafts = 0;          // --verify-drafts K: a verify step's cost for k = 1 .. K
+  bool gen_varied = false;        // --gen-varied: generated inputs continue the prompt's ids, not the greedy pick
 };
 
 std::optional<nlohmann::json> peer(const Opt& o, const std::string& args, int timeout_s = 0) {
@@ -86,6 +87,7 @@ Measured measure(const Loaded& L, const Opt& o, int threads) {
     for (int64_t g = 0; g < o.gen; ++g) {
       int32_t tok = 0;
       for (int64_t i = 1; i < nv; ++i) if (logits[static_cast<size_t>(i)] > logits[static_cast<size_t>(tok)]) tok = static_cast<int32_t>(i);
+      if (o.gen_varied) tok = static_cast<int32_t>(100 + ((o.prompt + g) * 7919) % (nv - 200));
       ctx.eval(&tok, 1, logits.data());
     }
     tg_ms.push_back(bench::now_ms() - t0);
@@ -93,7 +95,7 @@ Measured measure(const Loaded& L, const Opt& o, int threads) {
     const ExpertStats e2 = L.model->expert_stats();
     for (auto [sum, a, b] : {std::tuple{&pe, &e0, &e1}, std::tuple{&ge, &e1, &e2}}) {
       const ExpertStats d = experts_delta(*a, *b);
-      sum->hits += d.hits, sum->misses += d.misses, sum->bytes_read += d.bytes_read, sum->read_s += d.read_s;
+      sum->hits += d.hits, sum->misses += d.misses, sum->prefetched += d.prefetched, sum->prefetch_used += d.prefetch_used, sum->bytes_read += d.bytes_read, sum->read_s += d.read_s;
     }
   }
   Measured m;
@@ -107,6 +109,7 @@ Measured measure(const Loaded& L, const Opt& o, int threads) {
     for (int64_t g = 0; g < o.gen; ++g) {
       int32_t tok = 0;
       for (int64_t i = 1; i < nv; ++i) if (logits[static_cast<size_t>(i)] > logits[static_cast<size_t>(tok)]) tok = static_cast<int32_t>(i);
+      if (o.gen_varied) tok = static_cast<int32_t>(100 + ((o.prompt + g) * 7919) % (nv - 200));
       ctx.eval(&tok, 1, logits.data());
     }
     ctx.set_profile(nullptr);
@@ -156,7 +159,7 @@ void print_profile(const nlohmann::json& pj) {
 
 std::string peer_args(const Opt& o, int threads) {
   return " --prompt " + std::to_string(o.prompt) + " --gen " + std::to_string(o.gen) + " --threads " +
-         std::to_string(threads) + " --reps " + std::to_string(o.reps) + " --kv " + o.m.kv;
+         std::to_string(threads) + " --reps " + std::to_string(o.reps) + " --kv " + o.m.kv + (o.gen_varied ? " --gen-varied" : "");
 }
 
 // --contention: generation at one thread and at the default count, without and with a fixed busy
@@ -232,7 +235,8 @@ int run(const Opt& o) {
   ThreadPool pool(L.threads);  // for the DRAM stream, after measure()'s pool is gone
   const bench::Stats pps = ms.pps, tgs = ms.tgs;
   const double pp = ms.pp, tg = ms.tg;
-  const double gbps = bench::dram_read_gbps(pool, int64_t{1} << 30);
+  // (256 MiB with an expert store: a budget near the memory cgroup's limit leaves no room for 1 GiB.)
+  const double gbps = bench::dram_read_gbps(pool, L.model->expert_stats().slots > 0 ? int64_t{256} << 20 : int64_t{1} << 30);
   const double bpt = static_cast<double>(L.model->bytes_per_token());
   nlohmann::json j;
   j["model"] = o.m.model;
@@ -368,8 +372,9 @@ int run(const Opt& o) {
                 e["file"].get<std::string>().c_str(), e["slots"].get<long long>(), e["slot_mib"].get<double>(),
                 e["experts"].get<long long>(), e["disk_read_gbps"].get<double>());
     for (const char* part : {"prompt", "gen"})
-      std::printf("  %-6s hit rate %.1f %%, %.1f MB read from disk per token, %.1f %% of the time waiting on reads\n", part,
-                  100.0 * e[part]["hit_rate"].get<double>(), e[part]["disk_mb_per_token"].get<double>(),
+      std::printf("  %-6s hit rate %.1f %%, %lld read ahead (%lld used), %.1f MB read from disk per token, %.1f %% of the time waiting on reads\n",
+                  part, 100.0 * e[part]["hit_rate"].get<double>(), e[part]["prefetched"].get<long long>(),
+                  e[part]["prefetch_used"].get<long long>(), e[part]["disk_mb_per_token"].get<double>(),
                   100.0 * e[part]["read_share"].get<double>());
     if (e["disk_bound_gen_tps"].get<double>() > 0)
       std::printf("  generation at %.1f %% of the disk bound (%.2f t/s)\n", e["gen_pct_of_disk_bound"].get<double>(),
@@ -408,6 +413,9 @@ const BenchRegistrar reg("model", "end-to-end prompt and generation speed, roofl
                "generation at -t 1 and the default -t, without and with a busy loop on every core (and llama.cpp under it)");
   app.add_option("--peer-timeout-s", o->peer_timeout_s, "--contention: seconds each loaded llama.cpp run may take (0: no limit)")
       ->check(CLI::Range(0, 86400));
+  app.add_flag("--gen-varied", o->gen_varied,
+               "the timed generation feeds the prompt's id formula onward instead of the greedy pick (llama.cpp too): "
+               "routing that varies as text's does (random weights' greedy picks repeat)");
   app.add_flag("--profile", o->profile,
                "after the timed runs, one more generation timed by part (attention, router, experts, mlp, head): ms, MB and GB/s per token");
   app.add_option("--verify-drafts", o->verify_drafts,

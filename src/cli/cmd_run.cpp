@@ -192,8 +192,8 @@ int run(RunArgs& a) {
               << out.size() << " tokens, " << gen_tps << " tok/s; resident " << static_cast<int64_t>(resident_mib()) << " MiB (peak "
               << static_cast<int64_t>(peak_rss_mib()) << " MiB)\n";
     if (const ExpertStats es = L.model->expert_stats(); es.slots > 0)
-      std::cerr << "nvfp4: experts: " << es.hits << " hits, " << es.misses << " read from disk ("
-                << static_cast<double>(es.bytes_read) / (1 << 20) << " MiB, " << es.read_s * 1000 << " ms)\n";
+      std::cerr << "nvfp4: experts: " << es.hits << " hits, " << es.misses << " misses, " << es.prefetched << " read ahead ("
+                << static_cast<double>(es.bytes_read) / (1 << 20) << " MiB from disk; " << es.read_s * 1000 << " ms waited)\n";
     if (a.g.speculative)
       std::cerr << "nvfp4: speculative (" << proposer_name(a.spec) << "): " << r.accepted
                 << " of " << r.drafted << " drafted tokens accepted (acceptance " << acceptance << "), " << r.steps << " decode steps for " << out.size() << " tokens"

@@ -89,6 +89,7 @@ int serve(ServeArgs a) {
     if (!a.m.mtp_file.empty() && a.spec != "mtp")
       throw Error(a.m.mtp_file, "", "--mtp is the MTP side file of --spec mtp", "--spec mtp", "--spec " + a.spec);
     a.m.mtp = a.spec == "mtp";
+    a.m.sequences = a.parallel;  // (--experts-budget auto leaves their KV caches room)
     L = load_model(a.m, false);
     a.so.mtp = a.spec == "mtp";
     a.so.mtp_name = a.m.mtp_file.empty() ? "(its mtp.* layers)" : a.m.mtp_file;

@@ -1,5 +1,6 @@
 #include "io/json_config.h"
 #include "nvfp4/mapped_file.h"
+#include "nvfp4/memory_info.h"
 #include "cli/model_setup.h"
 
 #include "nvfp4/mtp_draft.h"
@@ -38,6 +39,9 @@ void ModelArgs::add(CLI::App& app, bool model_required) {
   app.add_option("--experts-file", experts_file,
                  "with --experts-budget: the experts in the kernels' layout, written at load unless it holds them "
                  "(default: beside the model, MODEL.experts)");
+  app.add_flag("--experts-read-ahead", experts_read_ahead,
+               "with --experts-budget: read the next layer's likely experts (its router on this layer's input) while a "
+               "token computes");
 }
 
 int64_t experts_budget_bytes(const std::string& v) {
@@ -189,6 +193,7 @@ Loaded load_model(const ModelArgs& a, bool quiet) {
   lo.mtp_source = L.mtp_ck.get();
   lo.experts_budget = experts_budget_bytes(a.experts_budget);
   lo.experts_file = a.experts_file;
+  lo.experts_read_ahead = a.experts_read_ahead;
   if (!a.experts_file.empty() && a.experts_budget.empty())
     throw Error(a.experts_file, "--experts-file", "the experts' file is read with a budget", "--experts-budget GIB|auto", "none");
   if (!a.calibrate.empty()) {
@@ -198,6 +203,24 @@ Loaded load_model(const ModelArgs& a, bool quiet) {
     lo.input_scales = calibrate_input_scales(*L.ck, toks, std::min<int64_t>(a.n_ctx, 512), L.threads);
   }
   L.model = Model::load(*L.ck, lo);
+  if (lo.experts_budget == kExpertsBudgetAuto && L.model->expert_stats().slots > 0) {
+    // What memory leaves now (the dense weights in) less the KV caches and recurrent states the
+    // sequences will take, 256 MiB and a twentieth.
+    const ModelConfig& c = L.model->config();
+    const KvType kt = kv_type(a.kv);
+    const int64_t elem = kt == KvType::f32 ? 4 : kt == KvType::f16 ? 2 : 1;
+    int64_t per_seq = 0;
+    for (int64_t l = 0; l < c.n_layer; ++l)
+      per_seq += c.mixer(l) == MixerKind::attention ? 2 * c.kv_dim() * elem * a.n_ctx : c.recurrent_floats(l) * 4;
+    const MemoryInfo mi = memory_info();
+    const int64_t avail = mi.available(), kv = per_seq * a.sequences;
+    const int64_t budget = std::max<int64_t>(avail - kv - (int64_t{256} << 20) - avail / 20, 0);
+    L.model->set_experts_budget(budget);
+    if (!quiet)
+      std::cerr << "nvfp4: experts budget auto: " << (budget >> 20) << " MiB (" << mi.describe() << "; KV caches and states "
+                << (kv >> 20) << " MiB for " << a.sequences << " sequence" << (a.sequences == 1 ? "" : "s") << " of " << a.n_ctx
+                << "; 256 MiB and a twentieth kept free)\n";
+  }
   if (a.mtp) {  // the module checked before anything drafts with it
     std::vector<int32_t> ids;
     if (L.tok.add_bos() && L.tok.bos() >= 0) ids.push_back(L.tok.bos());

@@ -29,6 +29,8 @@ struct ModelArgs {
   // --experts-budget GIB|auto and --experts-file PATH (LoadOptions::experts_budget / experts_file).
   std::string experts_budget;
   std::string experts_file;
+  bool experts_read_ahead = false;
+  int64_t sequences = 1;  // the sequences that will hold a KV cache (serve: --parallel), for `auto`
   void add(CLI::App& app, bool model_required = true);
 };
 

@@ -74,7 +74,7 @@ std::span<const uint8_t> Linear::stream() const {
 }
 
 void Linear::release_stream() {
-  impl_->w.bytes = HugeVector<uint8_t>(impl_->w.bytes.get_allocator());
+  impl_->w.bytes = HugeVector<uint8_t>(HugePageAllocator<uint8_t>());  // (an arena's block goes with its arena)
   impl_->w.ext = nullptr;
 }
 

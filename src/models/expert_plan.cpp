@@ -26,7 +26,7 @@ int64_t ExpertPlan::budget() const {
   if (asked != kExpertsBudgetAuto) return asked;
   const int64_t a = memory_info().available();
   if (a < 0) return 0;
-  return std::max<int64_t>(a - (int64_t{1} << 30) - a / 10, 0);
+  return std::max<int64_t>(a - (int64_t{256} << 20) - a / 20, 0);
 }
 
 ExpertPlan plan_experts(Loader& L, const ModelConfig& c, bool check_only) {
@@ -35,6 +35,7 @@ ExpertPlan plan_experts(Loader& L, const ModelConfig& c, bool check_only) {
   p.offload = !check_only && c.n_expert > 0 && (p.asked >= 0 || p.asked == kExpertsBudgetAuto);
   if (!p.offload) return p;
   p.file = L.opt.experts_file;
+  p.read_ahead = L.opt.experts_read_ahead;
   if (p.file.empty()) {
     std::error_code ec;
     p.file = std::filesystem::is_directory(L.path, ec) ? L.path + "/nvfp4.experts" : L.path + ".experts";
@@ -43,7 +44,7 @@ ExpertPlan plan_experts(Loader& L, const ModelConfig& c, bool check_only) {
   return p;
 }
 
-void offload_experts(ExpertPlan& p, const ModelConfig& c, int64_t layer, std::vector<Expert>& experts) {
+void offload_experts(ExpertPlan& p, Loader& L, const ModelConfig& c, int64_t layer, std::vector<Expert>& experts) {
   for (const Expert& e : experts)
     for (const MatMul* mm : {&e.gate, &e.up, &e.down})
       if (mm->n_out > 0 && !mm->nvfp4)
@@ -54,13 +55,19 @@ void offload_experts(ExpertPlan& p, const ModelConfig& c, int64_t layer, std::ve
     const int64_t all = expert_bytes(experts[0]) * c.n_expert * moe_layers, budget = p.budget();
     if (budget >= all) {
       p.offload = false;
+      L.experts_own = false;  // the rest go where the dense weights go
       p.note = "experts: all " + std::to_string(c.n_expert * moe_layers) + " resident (" + bytes_text(all) +
                "; the experts budget of " + bytes_text(budget) + " holds them)";
       return;
     }
-    p.store = std::make_shared<ExpertStore>(p.file);
+    p.store = std::make_shared<ExpertStore>(p.file, p.read_ahead);
   }
   p.store->add_layer(layer, experts);
+  // The layer's streams were carved from an arena of their own: with them written and released, it
+  // goes (its pages unmapped), and the next layer's experts get a fresh one. (Freed to the heap,
+  // streams of 1-2 MiB left holes that the next layer's aligned blocks did not fit: the heap grew
+  // by a layer of experts per layer.)
+  L.expert_arena = std::make_shared<HugeArena>();
 }
 
 }  // namespace nvfp4

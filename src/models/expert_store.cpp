@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 
@@ -85,12 +85,15 @@ uint64_t expert_hash(const uint8_t* p, size_t n) {
   return r ^ (r >> 29);
 }
 
-ExpertStore::ExpertStore(std::string path) : path_(std::move(path)) {
+ExpertStore::ExpertStore(std::string path, bool read_ahead) : path_(std::move(path)), read_ahead_(read_ahead) {
   fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0)
     throw Error(path_, "", "the expert file (--experts-file, beside the model by default) opened for reading and writing",
                 "a writable path", std::strerror(errno));
   st_.file = path_;
+  // NVFP4_EXPERTS_DIRECT=0: reads through the page cache (to time what O_DIRECT gives).
+  if (const char* v = std::getenv("NVFP4_EXPERTS_DIRECT"); !v || std::string(v) != "0")
+    direct_fd_ = ::open(path_.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);  // -1 where the file system refuses it
   end_ = kHeader;
   // A clean table from an earlier load: the experts it holds need no write.
   Header h{};
@@ -112,7 +115,14 @@ ExpertStore::ExpertStore(std::string path) : path_(std::move(path)) {
 }
 
 ExpertStore::~ExpertStore() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  work_.notify_all();
+  for (std::thread& t : readers_) t.join();
   if (fd_ >= 0) ::close(fd_);
+  if (direct_fd_ >= 0) ::close(direct_fd_);
 }
 
 void ExpertStore::write_header(bool clean) {
@@ -184,18 +194,42 @@ void ExpertStore::finish(int64_t budget, int64_t min_slots, const std::string& s
   for (const auto& es : layers_)
     for (const Entry& e : es) largest = std::max(largest, e.size);
   slot_bytes_ = round_up(std::max<int64_t>(largest, 1), kPage);
-  n_slots_ = std::min<int64_t>(budget / slot_bytes_, static_cast<int64_t>(order_));
-  if (n_slots_ < min_slots)
-    throw Error(source, "", "--experts-budget: room for the experts one token routes to (" + std::to_string(min_slots) + " of " +
-                                bytes_text(slot_bytes_) + ")",
-                ">= " + bytes_text(min_slots * slot_bytes_), bytes_text(budget));
-  slab_ = HugeVector<uint8_t>(static_cast<size_t>(n_slots_ * slot_bytes_));
-  owner_.assign(static_cast<size_t>(n_slots_), nullptr);
-  st_.slots = n_slots_;
+  min_slots_ = min_slots;
+  source_ = source;
+  size_slots(budget);
+  for (int i = 0; i < kReaders; ++i) readers_.emplace_back([this] { read_loop(); });
   st_.slot_bytes = slot_bytes_;
   st_.experts = static_cast<int64_t>(order_);
   old_.clear();
   old_.shrink_to_fit();
+}
+
+void ExpertStore::size_slots(int64_t budget) {
+  const int64_t n = std::min<int64_t>(budget / slot_bytes_, static_cast<int64_t>(order_));
+  if (n < min_slots_)
+    throw Error(source_, "", "--experts-budget: room for the experts one token routes to (" + std::to_string(min_slots_) + " of " +
+                                 bytes_text(slot_bytes_) + ")",
+                ">= " + bytes_text(min_slots_ * slot_bytes_), bytes_text(budget));
+  n_slots_ = n;
+  slab_ = HugeVector<uint8_t>();  // taken at the first step
+  owner_.assign(static_cast<size_t>(n_slots_), nullptr);
+  st_.slots = n_slots_;
+}
+
+void ExpertStore::set_budget(int64_t budget) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& es : layers_)
+    for (const Entry& e : es)
+      if (e.pins > 0 || e.state == Entry::loading)
+        throw Error(path_, "", "the experts' budget changed between steps", "no expert in use", "a step's experts pinned");
+  for (auto& es : layers_)
+    for (Entry& e : es) {
+      if (e.slot >= 0) attach(e, nullptr);
+      e.slot = -1;
+      e.state = Entry::absent;
+      e.ahead = false;
+    }
+  size_slots(budget);
 }
 
 ExpertStore::Entry& ExpertStore::entry(int64_t layer, int32_t id) {
@@ -211,69 +245,156 @@ void ExpertStore::attach(Entry& e, const uint8_t* base) {
     if (e.lin[j]) e.lin[j]->attach_stream(base ? base + e.part[j] : nullptr);
 }
 
-void ExpertStore::acquire(int64_t layer, std::span<const int32_t> ids, ThreadPool& pool) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (static_cast<int64_t>(ids.size()) > n_slots_)
-    throw Error(path_, "", "experts asked for at once", "<= " + std::to_string(n_slots_) + " (the slots)", std::to_string(ids.size()));
+void ExpertStore::begin(int64_t layer, std::span<const int32_t> ids) {
+  std::unique_lock<std::mutex> lock(mu_);
+  // At least 2 MiB, so that it is a mapping of its own, page-aligned for O_DIRECT (nvfp4/huge_pages.h).
+  if (slab_.empty()) slab_ = HugeVector<uint8_t>(static_cast<size_t>(std::max<int64_t>(n_slots_ * slot_bytes_, int64_t{2} << 20)));
   ++tick_;
-  std::vector<Entry*> miss;
   for (int32_t id : ids) {
     Entry& e = entry(layer, id);
     e.freq = e.freq + 1 == 0 ? e.freq : e.freq + 1;
     e.last = tick_;
     ++e.pins;
-    if (e.slot >= 0) ++st_.hits;
-    else miss.push_back(&e);
   }
-  std::vector<int64_t> slot_of(miss.size());
-  for (size_t i = 0; i < miss.size(); ++i) {
-    int64_t best = -1;
-    for (int64_t s = 0; s < n_slots_; ++s) {
-      const Entry* o = owner_[static_cast<size_t>(s)];
-      if (!o) { best = s; break; }
-      if (o->pins > 0) continue;
-      const Entry* b = best < 0 ? nullptr : owner_[static_cast<size_t>(best)];
-      if (!b || o->freq < b->freq || (o->freq == b->freq && o->last < b->last)) best = s;
+  bool queued = false;
+  for (int32_t id : ids) {
+    Entry& e = entry(layer, id);
+    if (e.slot >= 0) {
+      ++st_.hits;
+      if (e.ahead) ++st_.prefetch_used, e.ahead = false;
+      continue;
     }
-    Entry* gone = owner_[static_cast<size_t>(best)];
-    if (gone) attach(*gone, nullptr), gone->slot = -1;
-    owner_[static_cast<size_t>(best)] = miss[i];
-    miss[i]->slot = best;
-    slot_of[i] = best;
+    int64_t best = victim();
+    while (best < 0 && loading_ > 0) {  // every other slot on its way in: one becomes evictable when read
+      done_.wait(lock);
+      best = victim();
+    }
+    if (best < 0) {
+      for (int32_t x : ids) --entry(layer, x).pins;
+      throw Error(path_, "", "a free or unpinned slot for each expert a step asks for", std::to_string(n_slots_) + " slots",
+                  "all pinned");
+    }
+    load_into(e, best);
+    ++st_.misses;
+    queued = true;
   }
-  if (!miss.empty()) {
-    const auto t0 = std::chrono::steady_clock::now();
-    std::atomic<int64_t> bad{-1};
-    pool.run(static_cast<int64_t>(miss.size()), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        Entry& m = *miss[static_cast<size_t>(i)];
-        uint8_t* dst = slab_.data() + slot_of[static_cast<size_t>(i)] * slot_bytes_;
-        if (read_all(fd_, dst, m.size, m.offset) != m.size || expert_hash(dst, static_cast<size_t>(m.size)) != m.hash)
-          bad.store(i);
-      }
-    });
+  if (queued) work_.notify_all();
+}
+
+int64_t ExpertStore::victim() const {
+  int64_t best = -1;
+  for (int64_t s = 0; s < n_slots_; ++s) {
+    const Entry* o = owner_[static_cast<size_t>(s)];
+    if (!o) return s;
+    if (o->pins > 0 || o->state == Entry::loading) continue;  // (loading: an I/O thread writes its slot)
+    const Entry* b = best < 0 ? nullptr : owner_[static_cast<size_t>(best)];
+    if (!b || o->freq < b->freq || (o->freq == b->freq && o->last < b->last)) best = s;
+  }
+  return best;
+}
+
+void ExpertStore::load_into(Entry& e, int64_t slot) {
+  Entry* gone = owner_[static_cast<size_t>(slot)];
+  if (gone) attach(*gone, nullptr), gone->slot = -1, gone->state = Entry::absent, gone->ahead = false;
+  owner_[static_cast<size_t>(slot)] = &e;
+  e.slot = slot;
+  e.state = Entry::loading;
+  jobs_.push_back(&e);
+  ++loading_;
+  st_.bytes_read += e.size;
+}
+
+void ExpertStore::prefetch(int64_t layer, std::span<const int32_t> ids) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (slab_.empty() || !read_ahead_) return;
+  bool queued = false;
+  for (int32_t id : ids) {
+    Entry& e = entry(layer, id);
+    if (e.slot >= 0) continue;
+    const int64_t s = victim();
+    if (s < 0) break;
+    load_into(e, s);
+    e.ahead = true;
+    ++st_.prefetched;
+    queued = true;
+  }
+  if (queued) work_.notify_all();
+}
+
+void ExpertStore::wait(int64_t layer, std::span<const int32_t> ids) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto pending = [&] {
+    for (int32_t id : ids)
+      if (entry(layer, id).state == Entry::loading) return true;
+    return false;
+  };
+  if (pending()) {
+    done_.wait(lock, [&] { return !pending(); });
     st_.read_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    for (size_t i = 0; i < miss.size(); ++i) {
-      st_.bytes_read += miss[i]->size;
-      ++st_.misses;
+  }
+  const Entry* bad = nullptr;
+  for (int32_t id : ids) {
+    Entry& e = entry(layer, id);
+    if (e.state == Entry::failed) {
+      bad = &e;
+      owner_[static_cast<size_t>(e.slot)] = nullptr;
+      e.slot = -1;
+      e.state = Entry::absent;
+    } else if (e.state == Entry::read) {
+      attach(e, slab_.data() + e.slot * slot_bytes_);
+      e.state = Entry::ready;
     }
-    if (bad.load() >= 0) {
-      // Nothing of this acquire stays pinned or attached: the slots read go back empty.
-      for (size_t i = 0; i < miss.size(); ++i) owner_[static_cast<size_t>(slot_of[i])] = nullptr, miss[i]->slot = -1;
-      for (int32_t id : ids) --entry(layer, id).pins;
-      const Entry& m = *miss[static_cast<size_t>(bad.load())];
-      const int64_t x = &m - layers_[static_cast<size_t>(layer)].data();
-      throw Error(path_, "blk." + std::to_string(layer) + " expert " + std::to_string(x),
-                  "an expert read back from the file as this load packed it (delete the file to have it rewritten)",
-                  std::to_string(m.size) + " bytes hashing to " + hex(m.hash), "other bytes (a short read or a changed file)");
-    }
-    for (size_t i = 0; i < miss.size(); ++i) attach(*miss[i], slab_.data() + slot_of[i] * slot_bytes_);
+  }
+  if (bad) {
+    const int64_t x = bad - layers_[static_cast<size_t>(layer)].data();
+    throw Error(path_, "blk." + std::to_string(layer) + " expert " + std::to_string(x),
+                "an expert read back from the file as this load packed it (delete the file to have it rewritten)",
+                std::to_string(bad->size) + " bytes hashing to " + hex(bad->hash), "other bytes (a short read or a changed file)");
   }
   since_age_ += ids.size();
   if (since_age_ > static_cast<uint64_t>(8 * n_slots_)) {
     since_age_ = 0;
     for (auto& es : layers_)
       for (Entry& e : es) e.freq >>= 1;
+  }
+}
+
+void ExpertStore::acquire(int64_t layer, std::span<const int32_t> ids) {
+  begin(layer, ids);
+  try {
+    wait(layer, ids);
+  } catch (...) {
+    release(layer, ids);
+    throw;
+  }
+}
+
+// An I/O thread: reads queued experts into their slots (a slot being read is pinned, so nothing
+// else touches it), checks each against its hash, and wakes the waiters.
+void ExpertStore::read_loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    work_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+    if (stop_) return;
+    Entry* e = jobs_.front();
+    jobs_.pop_front();
+    uint8_t* dst = slab_.data() + e->slot * slot_bytes_;
+    const int64_t size = e->size, offset = e->offset;
+    const uint64_t hash = e->hash;
+    lock.unlock();
+    // O_DIRECT where the file system allows it: whole 4 KiB pages (the slot and the offset are
+    // aligned, the slot holds the rounded size), past the page cache, which in a memory cgroup
+    // would hold a second copy of what the slots hold. Else through the page cache.
+    int64_t got = -1;
+    if (direct_fd_ >= 0 && reinterpret_cast<uintptr_t>(dst) % kPage == 0)
+      got = read_all(direct_fd_, dst, (size + kPage - 1) / kPage * kPage, offset);
+    if (got < size) got = read_all(fd_, dst, size, offset);  // (a file system that refused the direct read)
+    const bool ok = got >= size && expert_hash(dst, static_cast<size_t>(size)) == hash;
+    lock.lock();
+    e->state = ok ? Entry::read : Entry::failed;
+    --loading_;
+    done_.notify_all();
   }
 }
 

@@ -29,9 +29,11 @@ struct Loader {
   // Model::check: tensors checked (present, shaped, FP8 bytes finite) but not prepared; the
   // linear layers, dense matrices and heads come back empty (their names and sizes only).
   bool check_only = false;
-  // Experts go to an expert store (LoadOptions::experts_budget): their streams get allocations of
-  // their own, freed when the store has written them, rather than a place in the shared arena.
+  // Experts go to an expert store (LoadOptions::experts_budget): their streams go to expert_arena,
+  // one per layer, dropped when the store has written them (src/models/expert_plan.cpp), rather
+  // than to the shared arena.
   bool experts_own = false;
+  std::shared_ptr<HugeArena> expert_arena = std::make_shared<HugeArena>();
 
   const gguf::Value& meta(const std::string& key) const {
     const gguf::Value* v = ck.meta(key);
@@ -130,7 +132,7 @@ struct Loader {
 
   MatMul linear_copy(const std::string& base, int64_t n_out, int64_t n_in, bool expert = false) const {
     const std::string name = base + ".weight";
-    const std::shared_ptr<HugeArena> where = expert && experts_own ? nullptr : arena;
+    const std::shared_ptr<HugeArena> where = expert && experts_own ? expert_arena : arena;
     const TensorEntry& e = shaped(name, {n_out, n_in});
     MatMul m;
     m.name = base;

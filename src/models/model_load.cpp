@@ -286,14 +286,10 @@ std::unique_ptr<Model> Model::build(const Checkpoint& ck, const LoadOptions& opt
           throw Error(path, mm->name + ".weight", "mode w4a4 needs an activation scale (input_scale) for every NVFP4 layer",
                       "an input scale (a W4A4 checkpoint, or calibrated scales)", "none");
     m.layers.push_back(std::move(w));
-    if (plan.offload && !m.layers.back().experts.empty()) offload_experts(plan, c, i, m.layers.back().experts);
+    if (plan.offload && !m.layers.back().experts.empty()) offload_experts(plan, L, c, i, m.layers.back().experts);
   }
   if (plan.store) {
     plan.store->finish(plan.budget(), c.n_expert_used, path);
-    const ExpertStats st = plan.store->stats();
-    plan.note = "experts: " + std::to_string(st.experts) + " read from " + st.file + " on demand into " + std::to_string(st.slots) +
-                " slots of " + bytes_text(st.slot_bytes) + " (" +
-                (st.written > 0 ? bytes_text(st.written) + " written at load" : std::string("the file held them all")) + ")";
     m.experts = std::move(plan.store);
   }
   m.experts_note = plan.note;
@@ -325,6 +321,11 @@ std::unique_ptr<Model> Model::build(const Checkpoint& ck, const LoadOptions& opt
 }
 
 ExpertStats Model::expert_stats() const { return impl_->experts ? impl_->experts->stats() : ExpertStats{}; }
+
+void Model::set_experts_budget(int64_t bytes) {
+  if (!impl_->experts) throw Error(impl_->source, "", "an experts budget for a model with an expert store", "--experts-budget at load", "none");
+  impl_->experts->set_budget(bytes);
+}
 
 const ModelConfig& Model::config() const { return impl_->cfg; }
 const Model* Model::mtp() const { return impl_->mtp.get(); }
@@ -471,6 +472,12 @@ std::vector<std::string> Model::describe() const {
                 std::to_string(bytes_per_token() / (1024 * 1024)) + " MiB read per token; " +
                 std::to_string(huge_resident_process() / (1024 * 1024)) + " MiB of the process on 2 MiB pages (transparent huge pages: " +
                 (thp_mode().empty() ? std::string("absent") : thp_mode()) + ")");
+  if (m.experts) {  // the store's slots as they are now (Model::set_experts_budget may have changed them)
+    const ExpertStats st = m.experts->stats();
+    out.push_back("experts: " + std::to_string(st.experts) + " read from " + st.file + " on demand into " + std::to_string(st.slots) +
+                  " slots of " + bytes_text(st.slot_bytes) + " (" +
+                  (st.written > 0 ? bytes_text(st.written) + " written at load" : std::string("the file held them all")) + ")");
+  }
   if (!m.experts_note.empty()) out.push_back(m.experts_note);
   if (m.mtp) {  // --spec mtp: the module beside the trunk, in its own storage
     const Impl& t = *m.mtp->impl_;

@@ -116,6 +116,33 @@ void route(const ModelConfig& c, const float* logits, int32_t* sel, float* weigh
   for (int64_t j = 0; j < k; ++j) weight[j] = static_cast<float>(c.norm_topk ? pe[static_cast<size_t>(j)] / sel_sum : pe[static_cast<size_t>(j)]);
 }
 
+namespace {
+// With an expert store, for steps of a few tokens: the next MoE layer's likely experts read while
+// this layer computes. Its router is applied to this layer's router input (the residual stream
+// moves little from one layer to the next) and each token's top k are queued
+// (ExpertStore::prefetch). Only which experts are resident depends on the guess, never a result.
+constexpr int64_t kPrefetchTokens = 4;
+
+void prefetch_next(StepRun& s, int64_t layer, const float* x, ExpertStore& store) {
+  const std::vector<LayerWeights>& layers = s.m.layers;
+  size_t nx = static_cast<size_t>(layer) + 1;
+  while (nx < layers.size() && layers[nx].experts.empty()) ++nx;
+  if (nx >= layers.size()) return;
+  const LayerWeights& N = layers[nx];
+  const ModelConfig& c = s.m.cfg;
+  const int64_t ne = c.n_expert, k = c.n_expert_used;
+  std::vector<float> logits(static_cast<size_t>(s.n * ne)), wt(static_cast<size_t>(k));
+  std::vector<int32_t> sel(static_cast<size_t>(k)), ids;
+  s.dense(N.router, x, s.n, logits.data());
+  for (int64_t t = 0; t < s.n; ++t) {
+    route(c, logits.data() + t * ne, sel.data(), wt.data(), N.exp_bias.empty() ? nullptr : N.exp_bias.data());
+    for (const int32_t e : sel)
+      if (std::find(ids.begin(), ids.end(), e) == ids.end()) ids.push_back(e);
+  }
+  store.prefetch(static_cast<int64_t>(nx), ids);
+}
+}  // namespace
+
 void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn_in, float* out_in, const MoeOptions& opt) {
   // The gated experts' activation: SwiGLU, or Gemma 4's GeGLU (gelu with tanh).
   const auto glu = [&](float* g, const float* u, int64_t count) {
@@ -204,31 +231,46 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn_in, float* out_i
   if (nvfp4) {
     // Expert-major: gate and up of every active expert in one dispatch, then SwiGLU, then every
     // down in one dispatch. One token: its k experts' gate/up read the same row, prepared once.
-    // With an expert store (LoadOptions::experts_budget) the active experts run in runs of at most
-    // its slots, each run acquired (read from disk where missing) and released after its downs;
-    // every expert's rows are computed as in one run, so the bits are the same.
+    // With an expert store (LoadOptions::experts_budget) the active experts run in runs that fit
+    // its slots: all at once when they do, else runs of half the slots, the next run's reads
+    // queued before the current one computes; each run pinned from begin to release. Every
+    // expert's rows are computed as in one run, so the bits are the same.
     ExpertStore* store = s.m.experts.get();
     const int64_t layer = &L - s.m.layers.data();
     std::vector<int32_t> active;
     for (int64_t e = 0; e < c.n_expert; ++e)
       if (rows_of(e) > 0) active.push_back(static_cast<int32_t>(e));
-    const size_t run_len = store ? static_cast<size_t>(store->slots()) : active.size();
+    size_t run_len = std::max<size_t>(active.size(), 1);
+    if (store && static_cast<int64_t>(active.size()) > store->slots())
+      run_len = static_cast<size_t>(store->slots() >= 2 ? store->slots() / 2 : 1);
+    const bool ahead = store && run_len < active.size() && store->slots() >= 2;  // the next run read under this one
+    const auto run_at = [&](size_t r0) { return std::span<const int32_t>(active.data() + r0, std::min(run_len, active.size() - r0)); };
+    struct Pins {  // the runs begun and not yet released, released however the block ends
+      ExpertStore* st = nullptr;
+      int64_t layer = 0;
+      std::vector<std::span<const int32_t>> runs;
+      ~Pins() {
+        for (const auto& r : runs) st->release(layer, r);
+      }
+    } pins{store, layer, {}};
+    const auto begin = [&](std::span<const int32_t> r) {
+      store->begin(layer, r);
+      pins.runs.push_back(r);
+    };
     std::vector<const Linear*> lin;
     std::vector<const float*> xs;
     std::vector<const int64_t*> rows;
     std::vector<int64_t> ns;
     std::vector<float*> ys;
+    if (store && !active.empty()) begin(run_at(0));
+    if (store && n <= kPrefetchTokens && !opt.router_in) prefetch_next(s, layer, xn_in, *store);
     for (size_t r0 = 0; r0 < active.size(); r0 += run_len) {
-      const std::span<const int32_t> run(active.data() + r0, std::min(run_len, active.size() - r0));
-      if (store) store->acquire(layer, run, s.pool);
-      struct Unpin {  // released however the run ends
-        ExpertStore* st;
-        int64_t layer;
-        std::span<const int32_t> ids;
-        ~Unpin() {
-          if (st) st->release(layer, ids);
-        }
-      } unpin{store, layer, run};
+      const std::span<const int32_t> run = run_at(r0);
+      if (store) {
+        if (!ahead && r0 > 0) begin(run);
+        store->wait(layer, run);
+        if (ahead && r0 + run_len < active.size()) begin(run_at(r0 + run_len));
+      }
       lin.clear(), rows.clear(), ns.clear(), ys.clear();
       for (const int32_t e : run) {
         const int64_t cnt = rows_of(e), b = w.moe_count[static_cast<size_t>(e)];
@@ -267,6 +309,10 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn_in, float* out_i
         ys.push_back(w.moe_y.data() + b * d);
       }
       s.linear_many(lin, xs, ns, ys);
+      if (store) {  // this run's experts may go
+        store->release(layer, run);
+        pins.runs.erase(pins.runs.begin());
+      }
     }
   } else {
     // Float experts (DenseLinear): one expert at a time over its gathered rows.

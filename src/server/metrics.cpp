@@ -52,6 +52,7 @@ std::string Metrics::render() const {
     metric("nvfp4_experts_slots", "gauge", "experts the memory budget holds (--experts-budget)", static_cast<double>(e.slots));
     metric("nvfp4_experts_hits_total", "counter", "routed experts found resident", static_cast<double>(e.hits));
     metric("nvfp4_experts_misses_total", "counter", "routed experts read from the experts file", static_cast<double>(e.misses));
+    metric("nvfp4_experts_prefetched_total", "counter", "experts read ahead (the next layer's likely ones)", static_cast<double>(e.prefetched));
     metric("nvfp4_experts_disk_bytes_total", "counter", "bytes read from the experts file", static_cast<double>(e.bytes_read));
     metric("nvfp4_experts_read_seconds_total", "counter", "seconds steps waited on expert reads", e.read_s);
   }
