@@ -245,7 +245,7 @@ void ExpertStore::attach(Entry& e, const uint8_t* base) {
     if (e.lin[j]) e.lin[j]->attach_stream(base ? base + e.part[j] : nullptr);
 }
 
-void ExpertStore::begin(int64_t layer, std::span<const int32_t> ids) {
+int64_t ExpertStore::begin(int64_t layer, std::span<const int32_t> ids) {
   std::unique_lock<std::mutex> lock(mu_);
   // At least 2 MiB, so that it is a mapping of its own, page-aligned for O_DIRECT (nvfp4/huge_pages.h).
   if (slab_.empty()) slab_ = HugeVector<uint8_t>(static_cast<size_t>(std::max<int64_t>(n_slots_ * slot_bytes_, int64_t{2} << 20)));
@@ -256,7 +256,7 @@ void ExpertStore::begin(int64_t layer, std::span<const int32_t> ids) {
     e.last = tick_;
     ++e.pins;
   }
-  bool queued = false;
+  int64_t queued = 0;
   for (int32_t id : ids) {
     Entry& e = entry(layer, id);
     if (e.slot >= 0) {
@@ -276,9 +276,10 @@ void ExpertStore::begin(int64_t layer, std::span<const int32_t> ids) {
     }
     load_into(e, best);
     ++st_.misses;
-    queued = true;
+    ++queued;
   }
-  if (queued) work_.notify_all();
+  if (queued > 0) work_.notify_all();
+  return queued;
 }
 
 int64_t ExpertStore::victim() const {

@@ -62,7 +62,7 @@ class ExpertStore {
   // one is left out of its slot). Every begin is matched by one release of the same ids (after
   // wait, or instead of it), the experts pinned at once at most slots(); acquire releases them
   // itself when its wait throws.
-  void begin(int64_t layer, std::span<const int32_t> ids);
+  int64_t begin(int64_t layer, std::span<const int32_t> ids);  // the reads it queued
   void wait(int64_t layer, std::span<const int32_t> ids);
   void acquire(int64_t layer, std::span<const int32_t> ids);  // begin, then wait
   void release(int64_t layer, std::span<const int32_t> ids);

@@ -232,18 +232,18 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn_in, float* out_i
     // Expert-major: gate and up of every active expert in one dispatch, then SwiGLU, then every
     // down in one dispatch. One token: its k experts' gate/up read the same row, prepared once.
     // With an expert store (LoadOptions::experts_budget) the active experts run in runs that fit
-    // its slots: all at once when they do, else runs of half the slots, the next run's reads
-    // queued before the current one computes; each run pinned from begin to release. Every
+    // its slots: all begun at once when they do, else runs of half the slots, the next run's
+    // reads queued before the current one computes; each run pinned from begin to release. Every
     // expert's rows are computed as in one run, so the bits are the same.
     ExpertStore* store = s.m.experts.get();
     const int64_t layer = &L - s.m.layers.data();
     std::vector<int32_t> active;
     for (int64_t e = 0; e < c.n_expert; ++e)
       if (rows_of(e) > 0) active.push_back(static_cast<int32_t>(e));
+    const bool fits = !store || static_cast<int64_t>(active.size()) <= store->slots();
     size_t run_len = std::max<size_t>(active.size(), 1);
-    if (store && static_cast<int64_t>(active.size()) > store->slots())
-      run_len = static_cast<size_t>(store->slots() >= 2 ? store->slots() / 2 : 1);
-    const bool ahead = store && run_len < active.size() && store->slots() >= 2;  // the next run read under this one
+    if (!fits) run_len = static_cast<size_t>(store->slots() >= 2 ? store->slots() / 2 : 1);
+    const bool ahead = !fits && store->slots() >= 2;  // the next run read under this one
     const auto run_at = [&](size_t r0) { return std::span<const int32_t>(active.data() + r0, std::min(run_len, active.size() - r0)); };
     struct Pins {  // the runs begun and not yet released, released however the block ends
       ExpertStore* st = nullptr;
@@ -262,14 +262,26 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn_in, float* out_i
     std::vector<const int64_t*> rows;
     std::vector<int64_t> ns;
     std::vector<float*> ys;
-    if (store && !active.empty()) begin(run_at(0));
+    // When they fit, every active expert is begun at once (all the reads queued), and with reads
+    // to wait for they run in quarters, each computed as soon as its experts are in.
+    bool all_begun = false;
+    if (store && !active.empty()) {
+      if (fits) {
+        const int64_t queued = store->begin(layer, active);
+        pins.runs.push_back(active);
+        all_begun = true;
+        if (queued > 0) run_len = std::max<size_t>(1, (active.size() + 3) / 4);
+      } else {
+        begin(run_at(0));
+      }
+    }
     if (store && n <= kPrefetchTokens && !opt.router_in) prefetch_next(s, layer, xn_in, *store);
     for (size_t r0 = 0; r0 < active.size(); r0 += run_len) {
       const std::span<const int32_t> run = run_at(r0);
       if (store) {
-        if (!ahead && r0 > 0) begin(run);
+        if (!all_begun && !ahead && r0 > 0) begin(run);
         store->wait(layer, run);
-        if (ahead && r0 + run_len < active.size()) begin(run_at(r0 + run_len));
+        if (!all_begun && ahead && r0 + run_len < active.size()) begin(run_at(r0 + run_len));
       }
       lin.clear(), rows.clear(), ns.clear(), ys.clear();
       for (const int32_t e : run) {
@@ -309,7 +321,7 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn_in, float* out_i
         ys.push_back(w.moe_y.data() + b * d);
       }
       s.linear_many(lin, xs, ns, ys);
-      if (store) {  // this run's experts may go
+      if (store && !all_begun) {  // this run's experts may go
         store->release(layer, run);
         pins.runs.erase(pins.runs.begin());
       }
