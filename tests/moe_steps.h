@@ -2,16 +2,25 @@
 // tests/test_expert_store.cpp): every position's logits, the schedules, and the tiny models of each
 // routed family (tests/moe_tiny.h).
 #pragma once
+#include <memory>
 #include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "moe_tiny.h"
+#include "nvfp4/checkpoint.h"
 #include "nvfp4/model.h"
 #include "nvfp4/thread_pool.h"
 #include "models/builders.h"
 
 namespace nvfp4::test::moe_steps {
+
+// The tiny MoE t written to path and opened.
+inline std::unique_ptr<Checkpoint> tiny_checkpoint(const std::string& path, const TinyMoe& t) {
+  write_tiny_moe(path, t);
+  return Checkpoint::open(path);
+}
 
 using Prompts = std::vector<std::vector<int32_t>>;
 inline const Prompts kPrompts = {{5, 17, 3, 88, 41}, {9, 9, 60, 2, 71, 33, 12, 95, 4}, {44, 1, 70}};

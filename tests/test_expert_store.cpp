@@ -7,6 +7,7 @@
 // budgets too small for one token, and non-NVFP4 experts, are refused.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "io_test_util.h"
@@ -47,9 +48,7 @@ class ExpertStoreStep : public ::testing::TestWithParam<int> {};
 TEST_P(ExpertStoreStep, TwoExpertsPerLayerAndTheFewestGiveTheResidentLogits) {
   const Arch arch = arches()[static_cast<size_t>(GetParam())];
   test::ScratchDir dir;
-  const std::string path = dir.path + "/moe.gguf";
-  test::write_tiny_moe(path, arch.t);
-  const auto ck = Checkpoint::open(path);
+  const auto ck = tiny_checkpoint(dir.path + "/moe.gguf", arch.t);
   const int64_t slot = slot_bytes(arch.t);
   for (Mode mode : {Mode::a16q8, Mode::w4a4}) {
     std::vector<std::vector<float>> ref;
@@ -92,9 +91,7 @@ INSTANTIATE_TEST_SUITE_P(Archs, ExpertStoreStep, ::testing::Range(0, 4), [](cons
 TEST(ExpertStore, PrefillThroughTheFewestSlotsGivesTheResidentLogits) {
   test::ScratchDir dir;
   test::TinyMoe t;
-  const std::string path = dir.path + "/moe.gguf";
-  test::write_tiny_moe(path, t);
-  const auto ck = Checkpoint::open(path);
+  const auto ck = tiny_checkpoint(dir.path + "/moe.gguf", t);
   Prompts p(1);
   for (int i = 0; i < 80; ++i) p[0].push_back((i * 37 + 11) % 96);
   const auto ref = run(*load(*ck, Mode::a16q8), {{{0, 80}}}, 2, p);
@@ -107,9 +104,7 @@ TEST(ExpertStore, PrefillThroughTheFewestSlotsGivesTheResidentLogits) {
 TEST(ExpertStore, FiguresCountEveryRoutedExpert) {
   test::ScratchDir dir;
   test::TinyMoe t;
-  const std::string path = dir.path + "/moe.gguf";
-  test::write_tiny_moe(path, t);
-  const auto ck = Checkpoint::open(path);
+  const auto ck = tiny_checkpoint(dir.path + "/moe.gguf", t);
   const auto m = load(*ck, Mode::a16q8, 2 * t.n_layer * slot_bytes(t), dir.path + "/e");
   const Prompts p = {{5, 17, 3, 88, 41, 9, 9, 60}};
   run(*m, one_at_a_time(p), 1, p);
@@ -160,9 +155,7 @@ TEST(ExpertStore, FileReusedRewrittenAndCheckedOnEveryRead) {
 TEST(ExpertStore, RefusesABudgetBelowOneTokensExpertsAndNonNvfp4Experts) {
   test::ScratchDir dir;
   test::TinyMoe t;
-  const std::string path = dir.path + "/moe.gguf";
-  test::write_tiny_moe(path, t);
-  const auto ck = Checkpoint::open(path);
+  const auto ck = tiny_checkpoint(dir.path + "/moe.gguf", t);
   try {
     load(*ck, Mode::a16q8, (t.n_used - 1) * slot_bytes(t) + 100, dir.path + "/e");
     FAIL() << "a budget below the experts one token routes to was taken";
@@ -220,6 +213,57 @@ TEST(ExpertStore, OtherFamiliesBlocksThroughTheFewestSlotsGiveTheResidentLogits)
     EXPECT_TRUE(run(*m, all_in_one(), 1) == ref) << f.dir;
     EXPECT_GT(m->expert_stats().misses, 0) << f.dir;
   }
+}
+
+}  // namespace
+
+namespace {
+
+// Logits of one step of `tokens` on a fresh sequence (no cache), for driving the store.
+void step_tokens(const Model& m, const std::vector<int32_t>& tokens) {
+  ThreadPool pool(1);
+  Sequence q(m, 96);
+  Workspace ws(m, 96);
+  std::vector<StepToken> toks;
+  for (size_t i = 0; i < tokens.size(); ++i) toks.push_back(StepToken{tokens[i], &q, static_cast<int64_t>(i), i + 1 == tokens.size()});
+  std::vector<float> logits(static_cast<size_t>(m.config().n_vocab));
+  forward(m, toks, ws, pool, logits.data());
+}
+
+// The admission policy: experts one token keeps asking for stay resident through a prompt that
+// asks for every expert once (frequency beats one use), so the next such step reads nothing.
+TEST(ExpertStore, APromptThatTouchesEveryExpertDoesNotPushOutTheHotOnes) {
+  test::ScratchDir dir;
+  test::TinyMoe t;
+  const auto ck = tiny_checkpoint(dir.path + "/moe.gguf", t);
+  // Room for half the experts: a token's k in each layer fit many times over, all of them do not.
+  const auto m = load(*ck, Mode::a16q8, t.n_layer * t.n_expert / 2 * slot_bytes(t), dir.path + "/e", false);
+  for (int i = 0; i < 6; ++i) step_tokens(*m, {5});  // token 5 alone, again and again: its experts get hot
+  const ExpertStats hot = m->expert_stats();
+  EXPECT_EQ(hot.misses, t.n_layer * t.n_used);  // read once, then hits
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 60; ++i) prompt.push_back((i * 37 + 11) % 96);
+  step_tokens(*m, prompt);
+  const ExpertStats after_prompt = m->expert_stats();
+  EXPECT_GT(after_prompt.misses - hot.misses, 0);  // the prompt read what was not resident
+  step_tokens(*m, {5});
+  EXPECT_EQ(m->expert_stats().misses, after_prompt.misses) << "the prompt pushed out the hot experts";
+}
+
+// A file cut short or with a broken table is not trusted: the next load writes the experts again,
+// and the logits are the resident model's.
+TEST(ExpertStore, ATruncatedFileIsRewrittenAtLoad) {
+  test::ScratchDir dir;
+  test::TinyMoe t;
+  const std::string path = dir.path + "/moe.gguf", file = dir.path + "/moe.experts";
+  test::write_tiny_moe(path, t);
+  const auto ck = Checkpoint::open(path);
+  const int64_t budget = t.n_used * slot_bytes(t);
+  EXPECT_GT(load(*ck, Mode::a16q8, budget, file)->expert_stats().written, 0);
+  std::filesystem::resize_file(file, std::filesystem::file_size(file) / 2);
+  const auto m = load(*ck, Mode::a16q8, budget, file);
+  EXPECT_GT(m->expert_stats().written, 0);
+  EXPECT_TRUE(run(*m, mixed(), 2) == run(*load(*ck, Mode::a16q8), mixed(), 2));
 }
 
 }  // namespace

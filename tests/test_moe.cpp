@@ -34,9 +34,7 @@ class MoeStep : public ::testing::TestWithParam<int> {};
 TEST_P(MoeStep, GroupedByExpertEqualsOneTokenAtATime) {
   const Arch arch = arches()[static_cast<size_t>(GetParam())];
   test::ScratchDir dir;
-  const std::string path = dir.path + "/moe.gguf";
-  test::write_tiny_moe(path, arch.t);
-  const auto ck = Checkpoint::open(path);
+  const auto ck = tiny_checkpoint(dir.path + "/moe.gguf", arch.t);
   for (Mode mode : {Mode::a16q8, Mode::w4a4}) {
     LoadOptions lo;
     lo.mode = mode;
@@ -70,9 +68,7 @@ TEST(MoeStep, PrefillGemmPerExpertEqualsOneTokenAtATime) {
   test::ScratchDir dir;
   test::TinyMoe t;
   t.n_expert = 4;
-  const std::string path = dir.path + "/moe.gguf";
-  test::write_tiny_moe(path, t);
-  const auto ck = Checkpoint::open(path);
+  const auto ck = tiny_checkpoint(dir.path + "/moe.gguf", t);
   Prompts p(1);
   for (int i = 0; i < 80; ++i) p[0].push_back((i * 37 + 11) % 96);
   for (Mode mode : {Mode::a16q8, Mode::w4a4}) {
@@ -90,9 +86,7 @@ TEST(MoeStep, FloatModeAgreesAcrossSchedules) {
   test::TinyMoe t;
   t.n_ff_shexp = 64;
   t.arch = "qwen2moe";
-  const std::string path = dir.path + "/moe.gguf";
-  test::write_tiny_moe(path, t);
-  const auto ck = Checkpoint::open(path);
+  const auto ck = tiny_checkpoint(dir.path + "/moe.gguf", t);
   LoadOptions lo;
   lo.mode = Mode::f32;
   const auto m = Model::load(*ck, lo);
@@ -139,9 +133,7 @@ TEST(MoeRoute, TopKTiesGoToTheLowerExpertAndWeightsFollowTheGating) {
 TEST(MoeLoad, DescribesTheExpertsAndCountsActiveBytes) {
   test::ScratchDir dir;
   test::TinyMoe t;
-  const std::string path = dir.path + "/moe.gguf";
-  test::write_tiny_moe(path, t);
-  const auto ck = Checkpoint::open(path);
+  const auto ck = tiny_checkpoint(dir.path + "/moe.gguf", t);
   const auto m = Model::load(*ck, LoadOptions{});
   EXPECT_EQ(m->config().arch, "qwen3_moe");
   EXPECT_NE(m->describe()[0].find("8 experts of 64 (2 per token, renormalised)"), std::string::npos) << m->describe()[0];

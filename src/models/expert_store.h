@@ -13,9 +13,10 @@
 //
 // Slots: budget / the largest expert (rounded up to 4 KiB), at least the experts a token routes
 // to. A step's MoE block asks for the experts it routed to (begin): those resident are hits, the
-// others are read into free or evicted slots (one pread each, by the store's I/O threads) and all
-// are pinned until release; a step whose experts outnumber the slots runs them in runs of half the
-// slots, the next run's reads under the current run's compute (moe_ffn.cpp). The victim is the unpinned slot whose expert was used least often (counts
+// others are read into free or evicted slots (one pread each, O_DIRECT where the file system
+// allows it, by the store's I/O threads) and all are pinned until release. A step pins at most half
+// the slots (moe_ffn.cpp: more experts than that run in runs of a quarter, the next run's reads
+// under the current run's compute), so the experts it streams through cannot evict the rest. The victim is the unpinned slot whose expert was used least often (counts
 // halved as uses pass 8 x the slots: frequency with aging), the least recently on a tie, so a
 // prompt that touches every expert once cannot push out the ones decode keeps using.
 // The kernels read the same bytes as from a resident stream: results do not depend on the budget.

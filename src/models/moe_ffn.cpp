@@ -231,19 +231,23 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn_in, float* out_i
   if (nvfp4) {
     // Expert-major: gate and up of every active expert in one dispatch, then SwiGLU, then every
     // down in one dispatch. One token: its k experts' gate/up read the same row, prepared once.
-    // With an expert store (LoadOptions::experts_budget) the active experts run in runs that fit
-    // its slots: all begun at once when they do, else runs of half the slots, the next run's
-    // reads queued before the current one computes; each run pinned from begin to release. Every
+    // With an expert store (LoadOptions::experts_budget) the active experts run in runs: all begun
+    // at once when they fit in half its slots, else runs of a quarter, the next run's reads
+    // queued before the current one computes; each run pinned from begin to release. Every
     // expert's rows are computed as in one run, so the bits are the same.
     ExpertStore* store = s.m.experts.get();
     const int64_t layer = &L - s.m.layers.data();
     std::vector<int32_t> active;
     for (int64_t e = 0; e < c.n_expert; ++e)
       if (rows_of(e) > 0) active.push_back(static_cast<int32_t>(e));
-    const bool fits = !store || static_cast<int64_t>(active.size()) <= store->slots();
+    // A step pins at most half the slots (or one token's k, when that is more): the rest keep
+    // what other layers and later tokens use most, which the experts streamed through cannot
+    // push out (they are used once; the store evicts the least used).
+    const int64_t cap = store ? std::max<int64_t>(store->slots() / 2, std::min<int64_t>(k, store->slots())) : 0;
+    const bool fits = !store || static_cast<int64_t>(active.size()) <= cap;
     size_t run_len = std::max<size_t>(active.size(), 1);
-    if (!fits) run_len = static_cast<size_t>(store->slots() >= 2 ? store->slots() / 2 : 1);
-    const bool ahead = !fits && store->slots() >= 2;  // the next run read under this one
+    if (!fits) run_len = static_cast<size_t>(std::max<int64_t>(cap / 2, 1));
+    const bool ahead = !fits && 2 * static_cast<int64_t>(run_len) <= store->slots();  // the next run read under this one
     const auto run_at = [&](size_t r0) { return std::span<const int32_t>(active.data() + r0, std::min(run_len, active.size() - r0)); };
     struct Pins {  // the runs begun and not yet released, released however the block ends
       ExpertStore* st = nullptr;
