@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "cli_util.h"
+#include "nvfp4/kernels.h"
 #include "io_test_util.h"
 #include "model_path.h"
 #include "serve_util.h"
@@ -46,6 +47,12 @@ TEST(CliExperts, RunServeBenchWithTwoExpertsGiveTheResidentTokens) {
   ASSERT_EQ(again.rc, 0) << again.out;
   EXPECT_EQ(json_of(again)["ids"].get<std::vector<int32_t>>(), ids);
   EXPECT_EQ(json_of(again)["experts"]["written_mib"].get<double>(), 0.0);
+  // Every ISA this CPU has (NVFP4_ISA), through two experts: the same tokens.
+  for (nvfp4::Isa isa : nvfp4::supported_isas()) {
+    const Result r2 = nvfp4::test::sh("NVFP4_ISA=" + std::string(nvfp4::isa_name(isa)) + " " + NVFP4_BINARY + " run -m " + m + args + budget + " 2>/dev/null");
+    ASSERT_EQ(r2.rc, 0) << nvfp4::isa_name(isa) << r2.out;
+    EXPECT_EQ(json_of(r2)["ids"].get<std::vector<int32_t>>(), ids) << nvfp4::isa_name(isa);
+  }
   // The log says where the experts come from.
   const Result text = cli("run -m " + m + " -p hi -n 2 --ctx 64" + budget, true);
   ASSERT_EQ(text.rc, 0) << text.out;
