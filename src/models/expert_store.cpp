@@ -245,7 +245,7 @@ void ExpertStore::attach(Entry& e, const uint8_t* base) {
     if (e.lin[j]) e.lin[j]->attach_stream(base ? base + e.part[j] : nullptr);
 }
 
-int64_t ExpertStore::begin(int64_t layer, std::span<const int32_t> ids) {
+int64_t ExpertStore::begin(int64_t layer, std::span<const int32_t> ids, std::vector<uint8_t>* queued_out) {
   std::unique_lock<std::mutex> lock(mu_);
   // At least 2 MiB, so that it is a mapping of its own, page-aligned for O_DIRECT (nvfp4/huge_pages.h).
   if (slab_.empty()) slab_ = HugeVector<uint8_t>(static_cast<size_t>(std::max<int64_t>(n_slots_ * slot_bytes_, int64_t{2} << 20)));
@@ -257,8 +257,9 @@ int64_t ExpertStore::begin(int64_t layer, std::span<const int32_t> ids) {
     ++e.pins;
   }
   int64_t queued = 0;
-  for (int32_t id : ids) {
-    Entry& e = entry(layer, id);
+  if (queued_out) queued_out->assign(ids.size(), 0);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    Entry& e = entry(layer, ids[i]);
     if (e.slot >= 0) {
       ++st_.hits;
       if (e.ahead) ++st_.prefetch_used, e.ahead = false;
@@ -277,6 +278,7 @@ int64_t ExpertStore::begin(int64_t layer, std::span<const int32_t> ids) {
     load_into(e, best);
     ++st_.misses;
     ++queued;
+    if (queued_out) (*queued_out)[i] = 1;
   }
   if (queued > 0) work_.notify_all();
   return queued;

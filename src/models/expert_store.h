@@ -63,7 +63,8 @@ class ExpertStore {
   // one is left out of its slot). Every begin is matched by one release of the same ids (after
   // wait, or instead of it), the experts pinned at once at most slots(); acquire releases them
   // itself when its wait throws.
-  int64_t begin(int64_t layer, std::span<const int32_t> ids);  // the reads it queued
+  // Returns the reads it queued; queued (when given): 1 for each of ids whose read it queued.
+  int64_t begin(int64_t layer, std::span<const int32_t> ids, std::vector<uint8_t>* queued = nullptr);
   void wait(int64_t layer, std::span<const int32_t> ids);
   void acquire(int64_t layer, std::span<const int32_t> ids);  // begin, then wait
   void release(int64_t layer, std::span<const int32_t> ids);

@@ -271,10 +271,19 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn_in, float* out_i
     bool all_begun = false;
     if (store && !active.empty()) {
       if (fits) {
-        const int64_t queued = store->begin(layer, active);
+        std::vector<uint8_t> queued;
         pins.runs.push_back(active);
+        if (store->begin(layer, active, &queued) > 0) {
+          run_len = std::max<size_t>(1, (active.size() + 3) / 4);
+          // The resident ones first: they compute while the others are read (the order of the
+          // runs changes nothing in an expert's rows).
+          std::vector<int32_t> order;
+          for (size_t i = 0; i < active.size(); ++i) if (!queued[i]) order.push_back(active[i]);
+          for (size_t i = 0; i < active.size(); ++i) if (queued[i]) order.push_back(active[i]);
+          active = std::move(order);
+          pins.runs.back() = active;
+        }
         all_begun = true;
-        if (queued > 0) run_len = std::max<size_t>(1, (active.size() + 3) / 4);
       } else {
         begin(run_at(0));
       }
@@ -305,15 +314,27 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn_in, float* out_i
       }
       if (one) s.linear_group(lin, xn, 1, ys);
       else s.linear_routed(lin, xn, n, rows, ns, ys);
-      // The run's pairs: [moe_count[first], moe_count[last + 1]).
-      const int64_t p0 = w.moe_count[static_cast<size_t>(run.front())] * ff,
-                    p1 = w.moe_count[static_cast<size_t>(run.back()) + 1] * ff;
+      // The run's experts' pairs, each expert's [moe_count[e], moe_count[e + 1]) (one stretch when
+      // the run is in expert order), as one flat range [0, total) of elements.
+      std::vector<int64_t> seg0, seg_at;  // each stretch's first element, and its start in the flat range
+      int64_t total = 0;
+      for (const int32_t e : run) {
+        const int64_t b = w.moe_count[static_cast<size_t>(e)] * ff, len = rows_of(e) * ff;
+        if (!seg0.empty() && seg0.back() + (total - seg_at.back()) == b) { total += len; continue; }
+        seg0.push_back(b), seg_at.push_back(total), total += len;
+      }
+      seg_at.push_back(total);
       const auto act = [&](int64_t b, int64_t e) {
-        if (gated) glu(w.moe_g.data() + p0 + b, w.moe_u.data() + p0 + b, e - b);
-        else relu2_rows(w.moe_g.data() + p0 + b, e - b);
+        size_t i = static_cast<size_t>(std::upper_bound(seg_at.begin(), seg_at.end(), b) - seg_at.begin()) - 1;
+        for (; b < e; ++i) {
+          const int64_t hi = std::min(e, seg_at[i + 1]), at = seg0[i] + (b - seg_at[i]);
+          if (gated) glu(w.moe_g.data() + at, w.moe_u.data() + at, hi - b);
+          else relu2_rows(w.moe_g.data() + at, hi - b);
+          b = hi;
+        }
       };
-      if (p1 - p0 < 4096) act(0, p1 - p0);
-      else s.parallel(p1 - p0, act, 16);
+      if (total < 4096) act(0, total);
+      else s.parallel(total, act, 16);
       lin.clear(), xs.clear(), ns.clear(), ys.clear();
       for (const int32_t e : run) {
         const int64_t cnt = rows_of(e), b = w.moe_count[static_cast<size_t>(e)];
