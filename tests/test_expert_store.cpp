@@ -267,3 +267,35 @@ TEST(ExpertStore, ATruncatedFileIsRewrittenAtLoad) {
 }
 
 }  // namespace
+
+namespace {
+
+// Experts bigger than the I/O threads' piece (1 MiB: 1.7 MiB here) are read in pieces side by side
+// and checked whole: the resident logits, and a piece changed is still caught.
+TEST(ExpertStore, ExpertsReadInSeveralPiecesGiveTheResidentLogits) {
+  test::ScratchDir dir;
+  test::TinyMoe t;
+  t.n_embd = 256, t.n_head = 4, t.n_head_kv = 2, t.head_dim = 64, t.n_ff_exp = 4096, t.n_expert = 4;
+  const auto ck = tiny_checkpoint(dir.path + "/moe.gguf", t);
+  ASSERT_GT(expert_bytes(t), int64_t{1} << 20);
+  const std::string file = dir.path + "/e";
+  const auto m = load(*ck, Mode::a16q8, t.n_used * slot_bytes(t), file, false);
+  EXPECT_TRUE(run(*m, mixed(), 2) == run(*load(*ck, Mode::a16q8), mixed(), 2));
+  EXPECT_GT(m->expert_stats().misses, 0);
+  {  // one byte of the second piece of every expert: the next reads are refused
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    const int64_t stride = slot_bytes(t);
+    for (int64_t x = 0; x < t.n_layer * t.n_expert; ++x) {
+      f.seekp(4096 + x * stride + (int64_t{1} << 20) + 100);
+      f.put('\x33');
+    }
+  }
+  try {
+    run(*m, one_at_a_time(), 1);
+    FAIL() << "a changed piece was read without an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace

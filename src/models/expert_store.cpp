@@ -20,6 +20,7 @@ namespace {
 constexpr char kMagic[8] = {'N', 'V', 'F', 'P', '4', 'E', 'X', 'P'};
 constexpr uint32_t kVersion = 1;
 constexpr int64_t kPage = 4096, kHeader = 4096, kEntryBytes = 24;
+constexpr int64_t kPiece = int64_t{1} << 20;  // the I/O threads' read size (a multiple of kPage)
 
 int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
@@ -302,7 +303,12 @@ void ExpertStore::load_into(Entry& e, int64_t slot) {
   owner_[static_cast<size_t>(slot)] = &e;
   e.slot = slot;
   e.state = Entry::loading;
-  jobs_.push_back(&e);
+  // In pieces of kPiece, so that the I/O threads read one expert side by side (a step that misses
+  // one or two experts a layer would otherwise keep one read in flight).
+  const int64_t rounded = round_up(e.size, kPage);
+  e.pieces = static_cast<int>((rounded + kPiece - 1) / kPiece);
+  e.bad = false;
+  for (int64_t at = 0; at < rounded; at += kPiece) jobs_.push_back(Job{&e, at, std::min(kPiece, rounded - at)});
   ++loading_;
   st_.bytes_read += e.size;
 }
@@ -380,20 +386,28 @@ void ExpertStore::read_loop() {
   for (;;) {
     work_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
     if (stop_) return;
-    Entry* e = jobs_.front();
+    const Job job = jobs_.front();
     jobs_.pop_front();
-    uint8_t* dst = slab_.data() + e->slot * slot_bytes_;
-    const int64_t size = e->size, offset = e->offset;
-    const uint64_t hash = e->hash;
+    Entry* e = job.e;
+    uint8_t* dst = slab_.data() + e->slot * slot_bytes_ + job.at;
+    const int64_t size = e->size, offset = e->offset + job.at;
+    const int64_t want = std::min(job.len, size - job.at);  // the expert's bytes in this piece
     lock.unlock();
-    // O_DIRECT where the file system allows it: whole 4 KiB pages (the slot and the offset are
-    // aligned, the slot holds the rounded size), past the page cache, which in a memory cgroup
-    // would hold a second copy of what the slots hold. Else through the page cache.
+    // O_DIRECT where the file system allows it: whole 4 KiB pages (the slot, the offset and the
+    // piece are aligned, the slot holds the rounded size), past the page cache, which in a memory
+    // cgroup would hold a second copy of what the slots hold. Else through the page cache.
     int64_t got = -1;
-    if (direct_fd_ >= 0 && reinterpret_cast<uintptr_t>(dst) % kPage == 0)
-      got = read_all(direct_fd_, dst, (size + kPage - 1) / kPage * kPage, offset);
-    if (got < size) got = read_all(fd_, dst, size, offset);  // (a file system that refused the direct read)
-    const bool ok = got >= size && expert_hash(dst, static_cast<size_t>(size)) == hash;
+    if (direct_fd_ >= 0 && reinterpret_cast<uintptr_t>(dst) % kPage == 0) got = read_all(direct_fd_, dst, job.len, offset);
+    if (got < want) got = read_all(fd_, dst, want, offset);  // (a file system that refused the direct read)
+    lock.lock();
+    if (got < want) e->bad = true;
+    if (--e->pieces > 0) continue;
+    // The last piece in: the whole expert checked against the load's hash.
+    const bool read_ok = !e->bad;
+    const uint64_t hash = e->hash;
+    const uint8_t* whole = slab_.data() + e->slot * slot_bytes_;
+    lock.unlock();
+    const bool ok = read_ok && expert_hash(whole, static_cast<size_t>(size)) == hash;
     lock.lock();
     e->state = ok ? Entry::read : Entry::failed;
     --loading_;

@@ -85,6 +85,8 @@ class ExpertStore {
     enum State { absent, loading, read, ready, failed } state = absent;  // read: in its slot, not yet attached
     uint32_t freq = 0, pins = 0;
     bool ahead = false;  // read ahead and not yet asked for
+    int pieces = 0;      // reads of it still running
+    bool bad = false;    // a piece came back short
     uint64_t last = 0;
   };
   Entry& entry(int64_t layer, int32_t id);
@@ -108,7 +110,11 @@ class ExpertStore {
   std::vector<Entry*> owner_;               // each slot's expert, or null
   mutable std::mutex mu_;
   std::condition_variable work_, done_;  // jobs queued (or stop); reads finished
-  std::deque<Entry*> jobs_;
+  struct Job {  // a piece of an expert's read: bytes [at, at + len) of it
+    Entry* e;
+    int64_t at, len;
+  };
+  std::deque<Job> jobs_;
   std::vector<std::thread> readers_;
   bool stop_ = false;
   int64_t loading_ = 0;  // entries whose reads are queued or running
