@@ -1,4 +1,4 @@
-// The expert store (expert_store.h): the file written at load, the slots, acquire and release.
+// The expert store (expert_store.h): the file written at load, the slots, begin, wait and release.
 #include "models/expert_store.h"
 
 #include <fcntl.h>
@@ -366,16 +366,6 @@ void ExpertStore::wait(int64_t layer, std::span<const int32_t> ids) {
     since_age_ = 0;
     for (auto& es : layers_)
       for (Entry& e : es) e.freq >>= 1;
-  }
-}
-
-void ExpertStore::acquire(int64_t layer, std::span<const int32_t> ids) {
-  begin(layer, ids);
-  try {
-    wait(layer, ids);
-  } catch (...) {
-    release(layer, ids);
-    throw;
   }
 }
 

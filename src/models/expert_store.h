@@ -61,12 +61,10 @@ class ExpertStore {
   // I/O threads (kReaders of them, so reads overlap each other and the caller's compute); wait()
   // returns once they are resident (throwing nvfp4::Error when one read back other bytes; that
   // one is left out of its slot). Every begin is matched by one release of the same ids (after
-  // wait, or instead of it), the experts pinned at once at most slots(); acquire releases them
-  // itself when its wait throws.
+  // wait, or instead of it), the experts pinned at once at most slots().
   // Returns the reads it queued; queued (when given): 1 for each of ids whose read it queued.
   int64_t begin(int64_t layer, std::span<const int32_t> ids, std::vector<uint8_t>* queued = nullptr);
   void wait(int64_t layer, std::span<const int32_t> ids);
-  void acquire(int64_t layer, std::span<const int32_t> ids);  // begin, then wait
   void release(int64_t layer, std::span<const int32_t> ids);
   // Reads of the experts ids of `layer` queued ahead of the step that will ask for them (the next
   // MoE layer's likely experts: moe_ffn.cpp), into slots no step holds; nothing pinned. A later
