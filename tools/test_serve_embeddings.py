@@ -6,7 +6,8 @@
 MODEL is the bundled SmolLM2-135M-Instruct (hidden size 576). Checks: the client's default
 (base64) and encoding_format "float" give the same vectors, of the model's width and unit norm; a
 text's embedding is the same alone, in a batch, by its token ids, and while generations run
-(4 slots); "pooling": "last" differs from the mean; texts that differ get different vectors and
+(4 slots); "pooling": "last" differs from the mean; "pooling": "none" gives every token's row,
+whose mean and last row are the pooled ones to the bit; texts that differ get different vectors and
 a paraphrase is nearer than an unrelated text; bad input is a 400 naming the field.
 Exit 0 when every check passes.
 """
@@ -14,6 +15,7 @@ import concurrent.futures
 import json
 import math
 import os
+import struct
 import sys
 import urllib.request
 
@@ -23,6 +25,15 @@ from test_serve_openai import start  # noqa: E402
 
 TEXTS = ["The cat sat on the mat.", "A cat was sitting on the mat.", "Quarterly revenue rose by 4 percent.",
          "def f(x): return x + 1"]
+
+
+def f32(x):
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def unit(v):
+    n = math.sqrt(sum(x * x for x in v))
+    return [f32(x / n) for x in v]
 
 
 def cos(a, b):
@@ -66,6 +77,20 @@ def main():
         last = c.embeddings.create(model="m", input=TEXTS[0], extra_body={"pooling": "last"}).data[0].embedding
         assert last != vecs[0] and len(last) == 576
         checks += 1
+        # "pooling": "none": every token's row, unscaled; their mean and the last row, scaled as the
+        # server scales, are the pooled embeddings to the bit (sums in double, in token order).
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/embeddings",
+                                     data=json.dumps({"input": ids, "pooling": "none"}).encode(),
+                                     headers={"Authorization": "Bearer k", "Content-Type": "application/json"})
+        rows = json.loads(urllib.request.urlopen(req).read())["data"][0]["embedding"]
+        assert len(rows) == len(ids) and all(len(r) == 576 for r in rows), (len(rows), len(ids))
+        assert max(abs(math.sqrt(sum(x * x for x in r)) - 1) for r in rows) > 0.1, "rows are not unscaled"
+        mean = [f32(sum(r[i] for r in rows) / len(rows)) for i in range(576)]
+        assert unit(mean) == vecs[0], "the rows' mean differs from pooling mean"
+        assert unit(rows[-1]) == last, "the last row differs from pooling last"
+        flat = c.embeddings.create(model="m", input=ids, extra_body={"pooling": "none"}).data[0].embedding
+        assert flat == [x for r in rows for x in r], "base64 rows differ from float rows"
+        checks += 4
         assert len({tuple(v) for v in vecs}) == len(vecs)
         assert cos(vecs[0], vecs[1]) > cos(vecs[0], vecs[2]), (cos(vecs[0], vecs[1]), cos(vecs[0], vecs[2]))
         checks += 2

@@ -85,8 +85,10 @@ EmbeddingsRequest parse_embeddings_request(const std::string& body) {
     r.base64 = *f == "base64";
   }
   if (const auto p = j.find("pooling"); p != j.end() && !p->is_null()) {
-    if (!p->is_string() || (*p != "mean" && *p != "last")) bad("pooling", "must be \"mean\" or \"last\"");
+    if (!p->is_string() || (*p != "mean" && *p != "last" && *p != "none"))
+      bad("pooling", "must be \"mean\", \"last\" or \"none\"");
     r.last = *p == "last";
+    r.tokens = *p == "none";
   }
   if (const auto d = j.find("dimensions"); d != j.end() && !d->is_null()) {
     if (!d->is_number_integer()) bad("dimensions", "must be an integer", "invalid_type");
@@ -125,7 +127,7 @@ void handle_embeddings(const Backend& b, const httplib::Request& req, const std:
     n_tokens += static_cast<int64_t>(p.size());
     j->prompt = std::move(p);
     j->max_tokens = 0;
-    j->embed = r.last ? Job::Embed::Last : Job::Embed::Mean;
+    j->embed = r.tokens ? Job::Embed::Tokens : r.last ? Job::Embed::Last : Job::Embed::Mean;
     j->cache_prompt = false;  // every token's hidden state is needed
     b.sched->submit(j);
     jobs.push_back(std::move(j));
@@ -142,6 +144,19 @@ void handle_embeddings(const Backend& b, const httplib::Request& req, const std:
     {
       std::lock_guard lk(jobs[i]->mu);
       v = std::move(jobs[i]->embedding);
+    }
+    if (r.tokens) {  // the rows as they are
+      json e;
+      if (r.base64) {
+        e = base64(v);
+      } else {
+        e = json::array();
+        for (size_t at = 0; at < v.size(); at += static_cast<size_t>(b.n_embd))
+          e.push_back(std::vector<float>(v.begin() + static_cast<std::ptrdiff_t>(at),
+                                         v.begin() + static_cast<std::ptrdiff_t>(at + static_cast<size_t>(b.n_embd))));
+      }
+      data.push_back({{"object", "embedding"}, {"index", i}, {"embedding", std::move(e)}});
+      continue;
     }
     double norm = 0;
     for (float x : v) norm += static_cast<double>(x) * x;

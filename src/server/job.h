@@ -30,8 +30,9 @@ struct Job {
   // the job ends ("stop") when the text is whole and nothing may follow. Null: unconstrained.
   std::shared_ptr<const CompiledOutput> grammar;
   // An embedding (embeddings.h): the prompt is run and its final-normed hidden states pooled into
-  // `embedding` (the mean, or the last token's; set under mu before done); nothing is generated.
-  enum class Embed { None, Mean, Last } embed = Embed::None;
+  // `embedding` (the mean, or the last token's, or every token's row in order for Tokens; set under
+  // mu before done); nothing is generated. None: not an embedding job.
+  enum class Embed { None, Mean, Last, Tokens } embed = Embed::None;
   std::vector<float> embedding;
 
   // The client is gone or the server stops: the scheduler frees the slot at its next step.

@@ -43,6 +43,7 @@ struct Scheduler::Slot {
   std::optional<OutputMatcher> checker;  // the job's grammar's, when it has one
   SpecSlot spec;
   std::vector<double> embed_sum;  // an embedding job's pooled hidden states so far
+  std::vector<float> embed_rows;  // ... or its tokens' rows so far (Embed::Tokens)
   int index = 0;             // its place in slots_ (its MTP sequence's)
   Slot(const Model& m, int64_t n_ctx, KvType kv) : seq(m, n_ctx, kv) {}
 };
@@ -143,6 +144,7 @@ void Scheduler::finish(Slot& s, const std::string& reason, const std::optional<A
   s.text.reset();
   s.checker.reset();
   s.embed_sum.clear();
+  s.embed_rows.clear();
 }
 
 bool Scheduler::admit() {
@@ -523,6 +525,17 @@ void Scheduler::pool_embeddings(const std::vector<Embedded>& chunks) {
   for (const auto& [sp, first, count] : chunks) {
     Slot& s = *sp;
     const bool last = s.job->embed == Job::Embed::Last;
+    if (s.job->embed == Job::Embed::Tokens) {  // every row as it is, in token order
+      s.embed_rows.insert(s.embed_rows.end(), hidden_.data() + first * d, hidden_.data() + (first + count) * d);
+      if (s.n_prompt_done < s.job->prompt.size()) continue;
+      {
+        std::lock_guard lk(s.job->mu);
+        s.job->embedding = std::move(s.embed_rows);
+        s.job->n_generated = 0;
+      }
+      finish(s, "stop", std::nullopt);
+      continue;
+    }
     if (s.embed_sum.empty()) s.embed_sum.assign(d, 0.0);
     // In token order, whatever the chunks: the same sums (the same bits) however the steps cut it.
     for (size_t t = last ? first + count - 1 : first; t < first + count; ++t) {
