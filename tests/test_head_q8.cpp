@@ -9,6 +9,7 @@
 #include "isa_scope.h"
 #include "kernels/head_q8.h"
 #include "nvfp4/codec.h"
+#include "nvfp4/error.h"
 #include "nvfp4/ggml_types.h"
 #include "nvfp4/kernels.h"
 #include "nvfp4/kernels_ref.h"
@@ -195,4 +196,60 @@ TEST(HeadQ8, InterleavedLayoutEveryColumnCountAndRowRange) {
       }
     }
   }
+}
+
+// Head::prefix (the MTP proposer's --draft-vocab): the head of the first n rows gives, on every
+// compiled ISA and in the integer and float modes, the bits of the whole head's first n logits,
+// for Q8_0 (integer-exact and dequantized) and F32/F16/BF16 heads; n not a multiple of 64, past
+// the head, or an NVFP4 head is refused.
+TEST(HeadPrefix, FirstRowsGiveTheWholeHeadsBitsOnEveryIsa) {
+  test::Rng rng(31);
+  const int64_t n_out = 200, n_in = 96, n = 3;
+  const auto blocks = random_blocks(rng, n_out, n_in);
+  std::vector<float> wf(static_cast<size_t>(n_out * n_in));
+  for (auto& v : wf) v = rng.gauss() * 0.05f;
+  std::vector<uint16_t> w16(wf.size());
+  for (size_t i = 0; i < wf.size(); ++i) w16[i] = float_to_half(wf[i]);
+  std::vector<Head> heads;
+  heads.push_back(Head::q8_0(blocks.data(), n_out, n_in, true));
+  heads.push_back(Head::q8_0(blocks.data(), n_out, n_in, false));
+  heads.push_back(Head::dense(PinnedDense::prepare(DType::f32, wf.data(), n_out, n_in)));
+  heads.push_back(Head::dense(PinnedDense::prepare(DType::f16, w16.data(), n_out, n_in)));
+  heads.push_back(Head::dense(PinnedDense::prepare(DType::bf16, w16.data(), n_out, n_in)));
+  std::vector<float> x(static_cast<size_t>(n * n_in));
+  for (auto& v : x) v = rng.gauss();
+  ThreadPool pool(2);
+  for (const Head& h : heads) {
+    SCOPED_TRACE(h.type_name());
+    for (const int64_t k : {int64_t{64}, int64_t{128}, int64_t{192}}) {
+      const Head p = h.prefix(k);
+      EXPECT_EQ(p.n_out(), k);
+      EXPECT_EQ(p.type_name(), h.type_name());
+      for (Isa isa : compiled_isas()) {
+        test::IsaEnv e(isa);
+        for (const Mode mode : {Mode::a16q8, Mode::f32}) {
+          std::vector<float> whole(static_cast<size_t>(n * n_out)), part(static_cast<size_t>(n * k));
+          h.forward(mode, x.data(), n, whole.data(), pool);
+          p.forward(mode, x.data(), n, part.data(), pool);
+          for (int64_t t = 0; t < n; ++t)
+            EXPECT_EQ(0, std::memcmp(part.data() + t * k, whole.data() + t * n_out, static_cast<size_t>(k) * 4))
+                << "column " << t << ", " << k << " rows, " << isa_name(isa);
+        }
+      }
+      std::vector<float> a(static_cast<size_t>(n_in)), b(a.size());
+      h.row(k - 1, a.data());
+      p.row(k - 1, b.data());
+      EXPECT_EQ(a, b);
+    }
+    EXPECT_THROW(h.prefix(100), Error);
+    EXPECT_THROW(h.prefix(256), Error);
+    EXPECT_THROW(h.prefix(0), Error);
+  }
+  RowMatrix rm;
+  rm.n_out = 64;
+  rm.n_in = 64;
+  rm.codes.assign(64 * 32, 0x11);
+  rm.scales.assign(64 * 4, 0x38);
+  const Head nv = Head::nvfp4(std::move(rm), 0.0f, "head", true, true);
+  EXPECT_THROW(nv.prefix(64), Error);
 }

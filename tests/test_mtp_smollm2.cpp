@@ -3,7 +3,8 @@
 // in llama.cpp's nextn layout (--mtp FILE): its first and chained drafts against the float32
 // reference the training script wrote with transformers, its acceptance on the check text above
 // the floor, and --spec mtp giving the tokens of plain decoding, greedy and sampled, with real
-// acceptance this time (the fixtures' random heads accept almost nothing).
+// acceptance this time (the fixtures' random heads accept almost nothing), also with a draft
+// vocabulary (--draft-vocab).
 #include <cmath>
 #include <fstream>
 
@@ -98,7 +99,7 @@ TEST(MtpSmolLM2, SpecMtpGivesThePlainTokensWithRealAcceptance) {
   EXPECT_GE(acc, 0.2);
   const char* prompts[] = {"The library opens at nine", "def fibonacci(n):", "Once upon a time, in a small village,",
                            "The three primary colors are", "Question: what is the capital of Italy? Answer:"};
-  int64_t drafted = 0, accepted = 0;
+  int64_t drafted = 0, accepted = 0, vocab_accepted = 0;
   for (const char* text : prompts) {
     for (const bool sampled : {false, true}) {
       SCOPED_TRACE(std::string(text) + (sampled ? " sampled" : " greedy"));
@@ -125,10 +126,20 @@ TEST(MtpSmolLM2, SpecMtpGivesThePlainTokensWithRealAcceptance) {
       EXPECT_EQ(spec.tokens, plain.tokens);
       drafted += spec.drafted;
       accepted += spec.accepted;
+      // Drafting over the first 8192 ids (--draft-vocab): other drafts, the same tokens.
+      MtpProposer q(*L.m, 128, 16);
+      EXPECT_EQ(q.set_draft_vocab(8150), 8192);
+      const GenerateResult small = run(&q);
+      EXPECT_EQ(small.tokens, plain.tokens);
+      vocab_accepted += small.accepted;
     }
   }
   std::printf("SmolLM2 --spec mtp: %lld of %lld drafts accepted\n", static_cast<long long>(accepted), static_cast<long long>(drafted));
   EXPECT_GT(accepted, 0);  // the rollback and the accepted path both exercised
+  EXPECT_GT(vocab_accepted, 0);
+  MtpProposer whole(*L.m, 128, 16);
+  EXPECT_EQ(whole.set_draft_vocab(0), L.m->config().n_vocab);
+  EXPECT_EQ(whole.set_draft_vocab(1 << 20), L.m->config().n_vocab);
 }
 
 }  // namespace

@@ -148,6 +148,13 @@ def build_data(trunk, tok, a):
         s = rng.randrange(max(1, len(ids) - L))
         train.append(ids[s:s + L])
     log(f"text windows: {len(train)} ({sum(map(len, train))} tokens)")
+    if a.teacher == "engine":
+        import mtp_engine_teacher as E
+        for name, t in [x for x in lic if x[0] in HELD_LICENSES] + [x for x in py if x[0] in HELD_PY]:
+            evals += windows_of(tok.encode(t), cap=a.eval_cap)
+        return E.build_data(a.nvfp4, trunk_gguf(), tok, trunk.model.embed_tokens.weight.detach(), a, L, K, log,
+                            chat_ids, CHAT_EVAL, train, evals, chat_train_prompts(rng, lic_tr, py_tr, a.chat_windows),
+                            str(pathlib.Path(a.work) / "engine.log"))
     for i, p in enumerate(chat_train_prompts(rng, lic_tr, py_tr, a.chat_windows)):
         ids = chat_ids(tok, p)[: L - a.chat_new]
         train.append(generate(trunk, tok, ids, a.chat_new)[:L])
@@ -197,7 +204,8 @@ def train(mtp, d, emb, a, watch=None):
     opt = torch.optim.AdamW(params, lr=a.lr, betas=(0.9, 0.98), weight_decay=0.0)
     g = torch.Generator().manual_seed(0)
     n = len(d["ids"])
-    pool = list(range(n)) + list(range(n - a.chat_windows, n)) * (a.chat_repeat - 1)  # answers last
+    n_chat = int(d["n_chat_train"][0]) if "n_chat_train" in d else a.chat_windows
+    pool = list(range(n)) + list(range(n - n_chat, n)) * (a.chat_repeat - 1)  # answers last
     mask = M.causal_mask(L - 1)
     order = []
     t_start = time.process_time()
@@ -279,6 +287,8 @@ def evaluate(mtp, d, emb, starts=None):
             g2 = mtp(hh, ee, pp, mask2)[:, T:]
             d2 = (g2 @ emb.T).argmax(-1)
             tgt = d["ti"][i, :, 0].long()                            # trunk argmax at each position
+            if "own_tokens" in d:  # the engine's own greedy answers: the next token is its pick
+                tgt = torch.cat([d["ids"][i, 1:], d["ids"][i, -1:]])
             v = int(d["valid"][i])
             s = 0 if starts is None else starts[i]
             t1 = torch.arange(s, v - 1)
@@ -353,8 +363,13 @@ def main():
     ap.add_argument("--hard", type=float, default=0.5)
     ap.add_argument("--negatives", type=int, default=2048)
     ap.add_argument("--watch-every", type=int, default=50)
+    ap.add_argument("--teacher", choices=["torch", "engine"], default="torch",
+                    help="engine: the answers and hidden states from `nvfp4 serve` (the trunk --spec mtp sees)")
+    ap.add_argument("--engine-answers", type=int, default=1600, help="engine teacher: general chat prompts answered")
+    ap.add_argument("--nvfp4", default=str(ROOT / "build" / "nvfp4"))
+    ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     out_dir, work = pathlib.Path(a.out), pathlib.Path(a.work)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -365,7 +380,8 @@ def main():
     check_permute(trunk, cfg)
     emb = trunk.model.embed_tokens.weight.detach()
     key = json.dumps({k: getattr(a, k) for k in ("license_windows", "python_windows", "chat_windows",
-                                                  "chat_new", "eval_cap")}, sort_keys=True)
+                                                  "chat_new", "eval_cap", "teacher", "engine_answers")},
+                     sort_keys=True)
     cache = work / "cache.pt"
     d = torch.load(cache) if cache.exists() else None
     if d is None or d.get("key") != key:

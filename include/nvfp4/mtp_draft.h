@@ -18,6 +18,8 @@
 
 namespace nvfp4 {
 
+class Head;  // ops/head.h
+
 class MtpProposer {
  public:
   // trunk: a model loaded with LoadOptions::mtp (throws nvfp4::Error naming the file when it has
@@ -28,6 +30,15 @@ class MtpProposer {
 
   float p_min = 0.0f;  // --draft-p-min: stop drafting at a token whose draft probability is below
   int n_min = 0;       // --draft-min: a draft shorter than this is dropped
+
+  // --draft-vocab: the module's head reads only the trunk head's first n rows (rounded up to 64),
+  // the tokens a byte-pair vocabulary merged first, its most frequent (FR-Spec's draft
+  // vocabulary); drafts are those ids' argmax and p_min their softmax. The head is most of an MTP
+  // step's bytes at a small model's size. 0 or n >= the vocabulary: the whole head. The output is
+  // the same bits either way (the trunk verifies every draft). Throws nvfp4::Error for an NVFP4
+  // head. Returns the rows drafted over.
+  int64_t set_draft_vocab(int64_t n);
+  int64_t draft_vocab() const { return nv_; }
 
   // After each trunk step holding slot's sequence: the final-normed hidden states (forward(...,
   // hidden)) of its tokens at positions p0 .. p0 + n - 1, rows of n_embd.
@@ -55,9 +66,10 @@ class MtpProposer {
  private:
   struct Slot;
   const Model& mtp_;
+  std::shared_ptr<const Head> draft_head_;  // the head of --draft-vocab, or null
   std::vector<std::unique_ptr<Slot>> slots_;
   Workspace ws_;
-  std::vector<float> logits_, h_in_, out_;
+  std::vector<float> logits_, h_in_, out_, rows_;
   int64_t evaluated_ = 0;
   int64_t d_ = 0, nv_ = 0;
 };

@@ -30,6 +30,7 @@ struct RunArgs {
   bool draft_quantize = false;
   int draft_min = 0;
   float draft_p_min = 0.0f;
+  int64_t draft_vocab = 0;
   bool allow_drift = false;
   bool temp_set = false, top_k_set = false, top_p_set = false;
 };
@@ -103,6 +104,7 @@ int run(RunArgs& a) {
     mtp = std::make_unique<MtpProposer>(*L.model, co.n_ctx, co.n_batch, co.kv);
     mtp->n_min = a.draft_min;
     mtp->p_min = a.draft_p_min;
+    mtp->set_draft_vocab(a.draft_vocab);
     a.g.mtp = mtp.get();
   }
   std::string said;
@@ -114,7 +116,8 @@ int run(RunArgs& a) {
     std::cerr << "nvfp4: speculative decoding: ";
     if (a.spec == "ngram") std::cerr << "prompt lookup (n-gram " << a.g.ngram.n_min << ".." << a.g.ngram.n_max << ")";
     else if (a.spec == "mtp") std::cerr << "the checkpoint's MTP module" << (a.m.mtp_file.empty() ? "" : " (" + a.m.mtp_file + ")")
-                                        << " (greedy, draft-min " << a.draft_min << ", draft-p-min " << a.draft_p_min << ")";
+                                        << " (greedy, draft-min " << a.draft_min << ", draft-p-min " << a.draft_p_min
+                                        << ", draft vocabulary " << mtp->draft_vocab() << " of " << L.model->config().n_vocab << ")";
     else std::cerr << "draft model " << a.draft_model << " (" << mode_name(D.mode) << ", greedy, draft-min " << a.draft_min
                    << ", draft-p-min " << a.draft_p_min << ")";
     std::cerr << ", drafts of up to " << a.g.draft_max << " tokens, verified in one step"
@@ -175,6 +178,7 @@ int run(RunArgs& a) {
         sj["draft_min"] = a.draft_min;
         sj["draft_p_min"] = a.draft_p_min;
         sj["draft_evaluated"] = mtp->evaluated();
+        sj["draft_vocab"] = mtp->draft_vocab();
         sj["check_acceptance"] = L.mtp_check;
       } else {
         sj["draft_model"] = a.draft_model;
@@ -233,6 +237,10 @@ const Registrar reg("run", "generate text from a prompt", [](CLI::App& app) {
   app.add_option("--draft-p-min,--spec-draft-p-min", a->draft_p_min,
                  "draft model: stop drafting at a token the draft gives less probability than this (default 0)")
       ->check(CLI::Range(0.0f, 1.0f));
+  app.add_option("--draft-vocab,--spec-draft-vocab", a->draft_vocab,
+                 "--spec mtp: draft over the head's first N token ids only, a byte-pair vocabulary's most frequent "
+                 "(the same output; a cheaper MTP step; default 0: all)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   app.add_option("--draft-precision", a->draft_precision, "draft model: a16q8, a16, w4a4, f32 (default: its own default)")
       ->check(CLI::IsMember({"a16q8", "a16", "w4a4", "f32"}));
   app.add_flag("--draft-quantize", a->draft_quantize, "draft model: quantize its float linear layers to NVFP4 at load");

@@ -250,6 +250,10 @@ const Registrar reg("serve", "OpenAI-compatible HTTP server with continuous batc
   app.add_option("--draft-p-min,--spec-draft-p-min", a->so.draft_p_min,
                  "draft model: stop a draft at a token whose draft probability is below this (default 0: off; llama.cpp's is 0.75)")
       ->check(CLI::Range(0.0f, 1.0f));
+  app.add_option("--draft-vocab,--spec-draft-vocab", a->so.draft_vocab,
+                 "--spec mtp: draft over the head's first N token ids only, a byte-pair vocabulary's most frequent "
+                 "(the same output; a cheaper MTP step; default 0: all)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   app.add_option("--spec-window", a->so.window,
                  "speculative: requests per back-off window (default 8): speculation is judged over each window")
       ->check(CLI::Range(1, 100000));

@@ -30,6 +30,16 @@ HeadQ8 HeadQ8::prepare(const uint8_t* blocks, int64_t n_out, int64_t n_in) {
   return h;
 }
 
+HeadQ8 HeadQ8::prefix(int64_t n) const {
+  HeadQ8 h;
+  h.n_out = h.rows = n;
+  h.n_in = n_in;
+  h.blocks = blocks;
+  h.q.assign(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(n * n_in));
+  h.d.assign(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(n * blocks));
+  return h;
+}
+
 void head_q8_off(const ActQ8& a, int64_t blocks, int32_t* off) {
   for (int64_t t = 0; t < a.n; ++t) {
     for (int64_t j = 0; j < blocks; ++j) {

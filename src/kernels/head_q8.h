@@ -51,6 +51,8 @@ struct HeadQ8 {
   uint16_t scale(int64_t r, int64_t j) const { return scales(r / kHeadRowPad, j)[r % kHeadRowPad]; }
   // From n_out rows of GGUF Q8_0 blocks (34 bytes per 32 values). n_in % 32 == 0.
   static HeadQ8 prepare(const uint8_t* blocks, int64_t n_out, int64_t n_in);
+  // A copy of rows 0 .. n - 1 (n <= n_out, a multiple of kHeadRowPad): the first n / 16 groups.
+  HeadQ8 prefix(int64_t n) const;
   size_t bytes() const { return q.size() + d.size() * 2; }
 };
 

@@ -60,6 +60,22 @@ PinnedDense PinnedDense::from_f32(std::vector<float> w, int64_t n_out, int64_t n
   return d;
 }
 
+PinnedDense PinnedDense::prefix(int64_t n) const {
+  PinnedDense d;
+  d.n_out_ = n;
+  d.n_in_ = n_in_;
+  d.elem_ = elem_;
+  const size_t count = static_cast<size_t>(n * n_in_);
+  if (elem_ == pinned_dense_detail::kF32) {
+    d.f_.resize(count);
+    std::memcpy(d.f_.data(), f_.data(), count * 4);
+  } else {
+    d.h_.resize(count);
+    std::memcpy(d.h_.data(), h_.data(), count * 2);
+  }
+  return d;
+}
+
 void PinnedDense::row(int64_t r, float* out) const {
   if (is_f16()) {
     for (int64_t i = 0; i < n_in_; ++i) out[i] = half_to_float(h_[static_cast<size_t>(r * n_in_ + i)]);

@@ -29,6 +29,8 @@ class PinnedDense {
   // or F32.
   static PinnedDense prepare(DType dtype, const void* w, int64_t n_out, int64_t n_in);
   static PinnedDense from_f32(std::vector<float> w, int64_t n_out, int64_t n_in);
+  // A copy of rows 0 .. n - 1 (n <= n_out), in the same storage.
+  PinnedDense prefix(int64_t n) const;
   int64_t n_out() const { return n_out_; }
   int64_t n_in() const { return n_in_; }
   bool is_f16() const { return elem_ == pinned_dense_detail::kF16; }

@@ -5,6 +5,7 @@
 
 #include "kernels/packed.h"
 #include "nvfp4/codec.h"
+#include "nvfp4/error.h"
 #include "nvfp4/kernels.h"
 #include "nvfp4/q8_0.h"
 #include "nvfp4/quantize.h"
@@ -47,6 +48,23 @@ Head Head::nvfp4(RowMatrix w, float input_scale, const std::string& name, bool f
     h.has_lin_ = true;
   }
   if (rows) h.rows_ = std::move(w);
+  return h;
+}
+
+Head Head::prefix(int64_t n) const {
+  if (n <= 0 || n > n_out_ || n % 64 != 0)
+    throw Error("", "--draft-vocab", "the head's first rows", "a multiple of 64 in 64 .. " + std::to_string(n_out_), std::to_string(n));
+  if (type_ == Type::nvfp4)
+    throw Error("", "--draft-vocab", "a draft vocabulary's head", "F32, F16, BF16 or Q8_0", "NVFP4 (its rows are packed for the kernels)");
+  Head h;
+  h.type_ = type_;
+  h.n_out_ = n;
+  h.n_in_ = n_in_;
+  h.q8_int_ = q8_int_;
+  if (type_ == Type::q8_0 && q8_int_)
+    h.q8_ = q8_.prefix(n);
+  else
+    h.dense_ = dense_.prefix(n);
   return h;
 }
 

@@ -33,6 +33,10 @@ class Head {
   // y[t*n_out + r] = W x_t for t < n.
   void forward(Mode mode, const float* x, int64_t n, float* y, ThreadPool& pool) const;
   void row(int64_t r, float* out) const;
+  // The head of rows 0 .. n - 1 only (a draft vocabulary: the MTP proposer's --draft-vocab), a
+  // copy in the same storage whose rows give the same bits. n <= n_out, a multiple of 64.
+  // Throws nvfp4::Error for an NVFP4 head (its rows are not kept once packed).
+  Head prefix(int64_t n) const;
   std::string kernel_name(Mode mode) const;
   size_t bytes() const;
 

@@ -7,6 +7,8 @@
 #include "nvfp4/draft.h"
 #include "nvfp4/error.h"
 #include "nvfp4/sampler.h"
+#include "kernels/pinned_math.h"
+#include "ops/head.h"
 #include "ops/model_impl.h"
 
 namespace nvfp4 {
@@ -40,6 +42,22 @@ MtpProposer::MtpProposer(const Model& trunk, int64_t n_ctx, int64_t n_batch, KvT
 }
 
 MtpProposer::~MtpProposer() = default;
+
+int64_t MtpProposer::set_draft_vocab(int64_t n) {
+  const Head& full = mtp_.impl().head();
+  const int64_t nv = mtp_.config().n_vocab;
+  n = (n + 63) / 64 * 64;
+  if (n <= 0 || n >= std::min(nv, full.n_out())) {
+    draft_head_.reset();
+    return nv_ = nv;
+  }
+  try {
+    draft_head_ = std::make_shared<const Head>(full.prefix(n));
+  } catch (const Error& e) {
+    throw Error(mtp_.impl().source, "--draft-vocab", e.rule(), e.expected(), e.found());
+  }
+  return nv_ = n;
+}
 
 void MtpProposer::reset(int slot) {
   Slot& s = *slots_.at(static_cast<size_t>(slot));
@@ -123,7 +141,23 @@ void MtpProposer::propose(std::span<const Ask> asks, ThreadPool& pool) {
     const int64_t n = static_cast<int64_t>(step.size());
     if (logits_.size() < row_item.size() * static_cast<size_t>(nv_)) logits_.resize(row_item.size() * static_cast<size_t>(nv_));
     if (out_.size() < static_cast<size_t>(n * d_)) out_.resize(static_cast<size_t>(n * d_));
-    forward_mtp(mtp_, step, h_in_.data(), ws_, pool, logits_.data(), out_.data());
+    if (!draft_head_) {
+      forward_mtp(mtp_, step, h_in_.data(), ws_, pool, logits_.data(), out_.data());
+    } else {  // the module's output rows, then the draft vocabulary's head on those that draft
+      forward_mtp(mtp_, step, h_in_.data(), ws_, pool, nullptr, out_.data());
+      rows_.clear();
+      for (int64_t t = 0; t < n; ++t)
+        if (step[static_cast<size_t>(t)].logits) rows_.insert(rows_.end(), out_.begin() + t * d_, out_.begin() + (t + 1) * d_);
+      const int64_t r = static_cast<int64_t>(rows_.size()) / d_;
+      draft_head_->forward(mtp_.impl().mode, rows_.data(), r, logits_.data(), pool);
+      const ModelConfig& c = mtp_.config();
+      for (int64_t i = 0; i < r * nv_; ++i) {  // as step() finishes its logits
+        if (c.logit_scale != 0.0f) logits_[static_cast<size_t>(i)] *= c.logit_scale;
+        if (c.final_softcap != 0.0f)
+          logits_[static_cast<size_t>(i)] = static_cast<float>(
+              c.final_softcap * pinned::tanh(static_cast<double>(logits_[static_cast<size_t>(i)]) / c.final_softcap));
+      }
+    }
     evaluated_ += n;
     for (size_t r = 0; r < row_item.size(); ++r)
       row_item[r]->logits.assign(logits_.begin() + static_cast<std::ptrdiff_t>(r * static_cast<size_t>(nv_)),

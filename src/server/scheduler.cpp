@@ -62,6 +62,7 @@ Scheduler::Scheduler(const Model& model, const Tokenizer& tok, const SchedulerOp
   if (opt_.spec.mtp) {
     mtp_ = std::make_unique<MtpProposer>(model, opt_.n_ctx, opt_.n_batch, opt_.kv, opt_.parallel);
     mtp_->p_min = opt_.spec.draft_p_min;
+    mtp_->set_draft_vocab(opt_.spec.draft_vocab);
   }
   metrics_.slots = opt_.parallel;
   thread_ = std::thread([this] { loop(); });

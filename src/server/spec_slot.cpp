@@ -13,7 +13,8 @@ std::string SpecOptions::describe() const {
   char p_min[32];
   std::snprintf(p_min, sizeof p_min, "%g", static_cast<double>(draft_p_min));
   const std::string what =
-      mtp ? "the checkpoint's MTP module " + mtp_name + " (greedy, one MTP sequence per slot, draft-p-min " + p_min + ")"
+      mtp ? "the checkpoint's MTP module " + mtp_name + " (greedy, one MTP sequence per slot, draft-p-min " + p_min +
+                (draft_vocab > 0 ? ", draft vocabulary " + std::to_string(draft_vocab) : std::string()) + ")"
       : draft ? "draft model " + draft_name + " (" + std::string(mode_name(draft->mode())) +
                   ", greedy, one draft sequence per slot, draft-p-min " + p_min + ")"
             : "prompt lookup (n-gram " + std::to_string(lookup.n_min) + ".." + std::to_string(lookup.n_max) + ")";

@@ -26,6 +26,7 @@ struct SpecOptions {
   int draft_max = 8;   // --draft-max: tokens per draft (adapted per slot, as `run` does)
   int draft_min = 0;   // --draft-min: a shorter draft is dropped
   float draft_p_min = 0.0f;  // --draft-p-min: the draft model stops at a token of lower probability
+  int64_t draft_vocab = 0;   // --draft-vocab: the MTP module drafts over the head's first rows (0: all)
   int window = 8;            // --spec-window: requests per back-off window (spec_backoff.h)
   double min_speedup = 1.0;  // --spec-min-speedup: back off below this estimate (0: never)
   NgramProposer lookup;
