@@ -1,7 +1,8 @@
 // `--spec mtp` through the real binaries on the Qwen3.5 release layout (fixtures/hybrid/qwen3_5/
 // float-vlm, its MTP layer beside the text model; quantized at load to run a16q8): run gives the
 // ids of plain decoding and says what drafted; serve gives them alone and under concurrent load
-// and counts the drafts in /metrics; a checkpoint without MTP layers is refused by name.
+// and counts the drafts in /metrics (serve with a draft vocabulary, run with and without); a
+// checkpoint without MTP layers is refused by name.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -30,13 +31,20 @@ TEST(CliMtp, RunAndServeGiveThePlainTokens) {
   EXPECT_EQ(sj["method"], "mtp");
   EXPECT_EQ(sj["proposer"], "MTP module");
   EXPECT_GT(sj["draft_evaluated"].get<int64_t>(), 0);
+  EXPECT_EQ(sj["draft_vocab"], 503);
+  // A draft vocabulary (--draft-vocab, rounded up to 64 rows): other drafts, the same ids.
+  const Result dv = cli("run -m " + m + args + " --spec mtp --draft-max 3 --spec-allow-low-acceptance --draft-vocab 100");
+  ASSERT_EQ(dv.rc, 0) << dv.out;
+  EXPECT_EQ(ids_of(dv), plain);
+  EXPECT_EQ(json_of(dv)["speculative"]["draft_vocab"], 128);
   const Result log = cli("run -m " + m + " --quantize -p 'hello world, hello' -n 4 --ctx 64 --spec mtp --spec-allow-low-acceptance", true);
   ASSERT_EQ(log.rc, 0) << log.out;
   EXPECT_NE(log.out.find("the checkpoint's MTP module"), std::string::npos) << log.out;
   EXPECT_EQ(log.out.find("left out: multi-token-prediction"), std::string::npos) << log.out;  // read, not set aside
 
   nvfp4::test::ServeProcess srv({"serve", "-m", m, "--quantize", "--port", "0", "-t", "2", "--ctx", "64", "--parallel", "3",
-                                 "--spec", "mtp", "--spec-allow-low-acceptance", "--draft-max", "3", "--spec-min-speedup", "0"});
+                                 "--spec", "mtp", "--spec-allow-low-acceptance", "--draft-max", "3", "--spec-min-speedup", "0",
+                                 "--draft-vocab", "256"});
   ASSERT_TRUE(srv.ready(std::chrono::seconds(120))) << srv.log();
   const nlohmann::json body = {{"prompt", "hello world, hello"}, {"max_tokens", 24}, {"temperature", 0}, {"return_tokens", true}};
   const auto alone = nvfp4::test::complete(srv.port(), body, false);
