@@ -144,6 +144,10 @@ struct StepRun {
 // the rows a layer runs with (docs/DETERMINISM.md), so a prompt window's MLP runs kMlpRows tokens
 // at a time and its gate/up rows (the workspace's largest buffers) are kMlpRows wide, not
 // n_batch; the float modes keep one pass. kMlpRows is well above the GEMM kernels' kPrefillN.
+// The head's n logits as the model finishes them: times logit_scale (Muse Glimmer's
+// output_multiplier), then capped (Gemma's final_softcap: cap * tanh(x / cap) from the pinned exp).
+void finish_logits(const ModelConfig& c, float* logits, int64_t n);
+
 inline constexpr int64_t kMlpRows = 128;
 inline int64_t mlp_rows(Mode mode, int64_t n) {
   return mode == Mode::a16q8 || mode == Mode::w4a4 ? std::min(n, kMlpRows) : n;

@@ -7,9 +7,9 @@
 #include "nvfp4/draft.h"
 #include "nvfp4/error.h"
 #include "nvfp4/sampler.h"
-#include "kernels/pinned_math.h"
 #include "ops/head.h"
 #include "ops/model_impl.h"
+#include "ops/step_impl.h"
 
 namespace nvfp4 {
 
@@ -150,13 +150,7 @@ void MtpProposer::propose(std::span<const Ask> asks, ThreadPool& pool) {
         if (step[static_cast<size_t>(t)].logits) rows_.insert(rows_.end(), out_.begin() + t * d_, out_.begin() + (t + 1) * d_);
       const int64_t r = static_cast<int64_t>(rows_.size()) / d_;
       draft_head_->forward(mtp_.impl().mode, rows_.data(), r, logits_.data(), pool);
-      const ModelConfig& c = mtp_.config();
-      for (int64_t i = 0; i < r * nv_; ++i) {  // as step() finishes its logits
-        if (c.logit_scale != 0.0f) logits_[static_cast<size_t>(i)] *= c.logit_scale;
-        if (c.final_softcap != 0.0f)
-          logits_[static_cast<size_t>(i)] = static_cast<float>(
-              c.final_softcap * pinned::tanh(static_cast<double>(logits_[static_cast<size_t>(i)]) / c.final_softcap));
-      }
+      finish_logits(mtp_.config(), logits_.data(), r * nv_);
     }
     evaluated_ += n;
     for (size_t r = 0; r < row_item.size(); ++r)

@@ -74,6 +74,15 @@ void check_sequence(const Model::Impl& m, const Sequence& seq) {
 }
 }  // namespace
 
+void finish_logits(const ModelConfig& c, float* logits, int64_t n) {
+  if (c.logit_scale != 0.0f)  // Muse Glimmer: the logits times output_multiplier, in float, before the cap
+    for (int64_t i = 0; i < n; ++i) logits[i] *= c.logit_scale;
+  if (c.final_softcap != 0.0f) {  // Gemma: cap * tanh(logit / cap), the tanh in double from the pinned exp
+    const double cap = c.final_softcap;
+    for (int64_t i = 0; i < n; ++i) logits[i] = static_cast<float>(cap * pinned::tanh(static_cast<double>(logits[i]) / cap));
+  }
+}
+
 namespace {
 // An MTP step's input rows: x[t] = eh_proj(concat(RMSNorm(embed(token)) * enorm, RMSNorm(h_in[t]) * hnorm)).
 void mtp_input(const StepRun& run, std::span<const StepToken> tokens, const float* h_in) {
@@ -168,12 +177,7 @@ void step(const Model& model, std::span<const StepToken> tokens, const float* h_
   PartTimer timer(ws.prof, StepProfile::head, static_cast<double>(m.head().bytes()));
   if (!hidden) run.rmsnorm(ws.xn.data(), m.output_norm, ws.xn.data(), rows, d);  // in place: a row is read before it is written
   m.head().forward(m.mode, ws.xn.data(), rows, logits, pool);
-  if (c.logit_scale != 0.0f)  // Muse Glimmer: the logits times output_multiplier, in float, before the cap
-    for (int64_t i = 0; i < rows * c.n_vocab; ++i) logits[i] *= c.logit_scale;
-  if (c.final_softcap != 0.0f) {  // Gemma: cap * tanh(logit / cap), the tanh in double from the pinned exp
-    const double cap = c.final_softcap;
-    for (int64_t i = 0; i < rows * c.n_vocab; ++i) logits[i] = static_cast<float>(cap * pinned::tanh(static_cast<double>(logits[i]) / cap));
-  }
+  finish_logits(c, logits, rows * c.n_vocab);
 }
 
 // A layer that reads a sliding layer's keys and values (Gemma 4's KV sharing) runs after its source
