@@ -16,6 +16,10 @@ its top-K next-token logits. Loss: cross-entropy of the MTP's softmax, restricte
 teacher top-K ids plus random vocabulary rows (the tied head's rows gathered), against the teacher's
 top-K distribution at position t+1, plus half the cross-entropy of the teacher's argmax.
 
+--teacher engine (tools/mtp_engine_teacher.py; the committed head): `nvfp4 serve` (build/nvfp4) is the
+teacher instead: its own greedy answers to --engine-answers generated chat prompts, and every token's
+hidden state as the engine computes it (/v1/embeddings, "pooling": "none"); fixtures/mtp/README.md.
+
 Run (about 20 minutes at one thread):
   nice -n 19 /work/wt/mixed-precision/.pyvenv/bin/python tools/train_mtp_smollm2.py
   --from-gguf fixtures/mtp/smollm2_mtp.gguf: no training; re-read the side file, re-measure, rewrite
