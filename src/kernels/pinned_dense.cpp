@@ -60,20 +60,9 @@ PinnedDense PinnedDense::from_f32(std::vector<float> w, int64_t n_out, int64_t n
   return d;
 }
 
-PinnedDense PinnedDense::prefix(int64_t n) const {
-  PinnedDense d;
-  d.n_out_ = n;
-  d.n_in_ = n_in_;
-  d.elem_ = elem_;
-  const size_t count = static_cast<size_t>(n * n_in_);
-  if (elem_ == pinned_dense_detail::kF32) {
-    d.f_.resize(count);
-    std::memcpy(d.f_.data(), f_.data(), count * 4);
-  } else {
-    d.h_.resize(count);
-    std::memcpy(d.h_.data(), h_.data(), count * 2);
-  }
-  return d;
+PinnedDense PinnedDense::prefix(int64_t n) const {  // the first rows are a row-major matrix of their own
+  if (elem_ == pinned_dense_detail::kF32) return prepare(DType::f32, f_.data(), n, n_in_);
+  return prepare(is_f16() ? DType::f16 : DType::bf16, h_.data(), n, n_in_);
 }
 
 void PinnedDense::row(int64_t r, float* out) const {
