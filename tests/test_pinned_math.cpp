@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "nvfp4/codec.h"
 #include "nvfp4/kernels.h"
 #include "ops/attention.h"
 #include "kernels/pinned_math.h"
@@ -81,7 +82,8 @@ TEST(PinnedMath, VectorExpAndSwigluEqualScalarBits) {
   for (const auto& [name, fns] : variants) {
     for (const float mx : {0.0f, 3.25f, -17.5f}) {
       // Lengths that leave every tail size.
-      for (const int64_t n : {int64_t(x.size()), int64_t(x.size()) - 1, int64_t(7), int64_t(3)}) {
+      for (const int64_t n : {int64_t(x.size()), int64_t(x.size()) - 1, int64_t(7), int64_t(3), int64_t(17), int64_t(31),
+                              int64_t(32), int64_t(33), int64_t(47), int64_t(64), int64_t(71)}) {
         std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n));
         exp_shifted_scalar(x.data(), mx, want.data(), n);
         fns.first(x.data(), mx, got.data(), n);
@@ -96,5 +98,33 @@ TEST(PinnedMath, VectorExpAndSwigluEqualScalarBits) {
     fns.second(got.data(), u.data(), static_cast<int64_t>(x.size()));
     for (size_t i = 0; i < x.size(); ++i)
       ASSERT_EQ(std::bit_cast<uint32_t>(want[i]), std::bit_cast<uint32_t>(got[i])) << name << " swiglu x " << x[i];
+  }
+}
+
+// The KV cache's F16 stores: every ISA's row conversion == float_to_half, on every float's upper
+// 16 bits (sign, exponent, the mantissa's top 7) with lower bits around each rounding boundary
+// (bit 13 is F16's last mantissa bit for normal halves; subnormal halves round at higher bits).
+TEST(PinnedMath, ToHalfRowsEqualFloatToHalf) {
+  std::vector<float> f;
+  const uint32_t lows[] = {0x0000, 0x0001, 0x0FFF, 0x1000, 0x1001, 0x1FFF, 0x2000, 0x2001, 0x3FFF, 0x4000, 0x7FFF,
+                           0x8000, 0x8001, 0xBFFF, 0xC000, 0xFFFF};
+  for (uint32_t hi = 0; hi < 0x10000; ++hi)
+    for (const uint32_t lo : lows) f.push_back(std::bit_cast<float>((hi << 16) | lo));
+  std::vector<uint16_t> want(f.size());
+  for (size_t i = 0; i < f.size(); ++i) want[i] = float_to_half(f[i]);
+  std::vector<std::pair<std::string, void (*)(const float*, uint16_t*, int64_t)>> fns{{"scalar", to_half_scalar}};
+  if (isa_supported(Isa::avx2)) fns.push_back({"avx2", to_half_avx2});
+  if (isa_supported(Isa::avx512)) fns.push_back({"avx512", to_half_avx512});
+  for (const auto& [name, fn] : fns) {
+    std::vector<uint16_t> got(f.size(), 0xABCD);
+    fn(f.data(), got.data(), static_cast<int64_t>(f.size()));
+    for (size_t i = 0; i < f.size(); ++i)
+      ASSERT_EQ(want[i], got[i]) << name << " float bits 0x" << std::hex << std::bit_cast<uint32_t>(f[i]);
+    for (const int64_t n : {1, 7, 8, 9, 15, 16, 17, 33}) {  // the tails, and nothing past n written
+      std::vector<uint16_t> part(40, 0xABCD);
+      fn(f.data() + 1000, part.data(), n);
+      for (int64_t i = 0; i < 40; ++i)
+        ASSERT_EQ(part[static_cast<size_t>(i)], i < n ? want[static_cast<size_t>(1000 + i)] : uint16_t{0xABCD}) << name << " n " << n;
+    }
   }
 }

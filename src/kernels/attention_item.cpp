@@ -11,6 +11,10 @@ namespace nvfp4 {
 void swiglu_scalar(float* g, const float* u, int64_t n) { swiglu(g, u, n); }
 void exp_shifted_scalar(const float* s, float mx, float* out, int64_t n) { exp_shifted_scalar_body(s, mx, out, n); }
 
+void to_half_scalar(const float* f, uint16_t* h, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) h[i] = float_to_half(f[i]);
+}
+
 void swiglu_rows(float* g, const float* u, int64_t n) { kern::table(active_isa()).swiglu(g, u, n); }
 
 namespace {

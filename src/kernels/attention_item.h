@@ -97,8 +97,9 @@ inline constexpr int64_t kLine = 64 / static_cast<int64_t>(sizeof(E));
 // Scores of keys [j0, j0 + C) (j0 and C multiples of kTile) for the G heads: per key, d
 // ascending, in local arrays (registers) across d, one load of each tile row for all heads.
 // noinline: inlined into the item function, GCC 12 kept the G = 1 accumulators on the stack.
+// dst[h]: where head h's C scores go (a.s[h] + j0, or a tile's buffer for the last keys).
 template <int G, int64_t C, class E, class Widen>
-__attribute__((noinline)) void score_chunk(const AttnItem& a, int64_t j0, Widen widen) {
+__attribute__((noinline)) void score_chunk(const AttnItem& a, int64_t j0, Widen widen, float* const* dst) {
   static_assert(C % kTile == 0);
   constexpr int64_t T = kTile, NT = C / T;  // keys per tile, tiles in the chunk
   const E* __restrict kt = static_cast<const E*>(a.K) + (j0 / kTile) * a.hd * kTile + j0 % kTile;
@@ -123,7 +124,7 @@ __attribute__((noinline)) void score_chunk(const AttnItem& a, int64_t j0, Widen 
   }
   for (int h = 0; h < G; ++h)
     for (int64_t t = 0; t < NT; ++t)
-      for (int64_t jj = 0; jj < T; ++jj) a.s[h][j0 + t * T + jj] = acc[h][t][jj];
+      for (int64_t jj = 0; jj < T; ++jj) dst[h][t * T + jj] = acc[h][t][jj];
 }
 
 // Output dimensions [d0, d0 + C) (C a multiple of 16) for the G heads: per dimension, j ascending.
@@ -156,20 +157,20 @@ template <int G, class ExpShifted>
 inline void softmax_rows(float* const* s, int64_t len, float scale, ExpShifted exp_shifted) {
   for (int h = 0; h < G; ++h) {
     float* __restrict r = s[h];
-    // Scale, and the maximum in 16 lanes (which of two equal zeros wins cannot change s - max).
-    float lane_max[16];
+    // Scale, then the maximum in 16 lanes (which of two equal zeros wins cannot change s - max;
+    // a NaN is never taken). The lanes as one GCC vector: written per lane, the ternary stayed
+    // scalar (it is no IEEE max, so GCC does not vectorize it by itself).
+    for (int64_t j = 0; j < len; ++j) r[j] = r[j] * scale;
+    typedef float Lanes __attribute__((vector_size(64)));
+    Lanes lane_max;
     for (int l = 0; l < 16; ++l) lane_max[l] = -INFINITY;
     int64_t j = 0;
-    for (; j + 16 <= len; j += 16)
-      for (int l = 0; l < 16; ++l) {
-        const float v = r[j + l] * scale;
-        r[j + l] = v;
-        lane_max[l] = lane_max[l] < v ? v : lane_max[l];
-      }
-    for (; j < len; ++j) {
-      r[j] = r[j] * scale;
-      lane_max[0] = lane_max[0] < r[j] ? r[j] : lane_max[0];
+    for (; j + 16 <= len; j += 16) {
+      Lanes v;
+      __builtin_memcpy(&v, r + j, sizeof v);
+      lane_max = lane_max < v ? v : lane_max;
     }
+    for (; j < len; ++j) lane_max[0] = lane_max[0] < r[j] ? r[j] : lane_max[0];
     float mx = -INFINITY;
     for (int l = 0; l < 16; ++l) mx = mx < lane_max[l] ? lane_max[l] : mx;
     exp_shifted(r, mx, r, len);
@@ -194,25 +195,24 @@ inline void softmax_rows(float* const* s, int64_t len, float scale, ExpShifted e
 template <int G, int64_t kKeys, class E, class Widen>
 inline void scores_range(const AttnItem& a, int64_t j0, int64_t j1, Widen widen) {
   constexpr int64_t kC = G == 1 ? kKeys : kKeys / 2;
-  for (; j0 + kC <= j1; j0 += kC) score_chunk<G, kC, E>(a, j0, widen);
-  for (; j0 + 16 <= j1; j0 += 16) score_chunk<G, 16, E>(a, j0, widen);
-  // The rest lies in one tile (j0 a multiple of 16; the cache holds the whole tile, so an F16
-  // row of it is widened whole and only its first n keys used).
+  float* dst[G];
+  const auto at = [&](int64_t j) {
+    for (int h = 0; h < G; ++h) dst[h] = a.s[h] + j;
+    return dst;
+  };
+  for (; j0 + kC <= j1; j0 += kC) score_chunk<G, kC, E>(a, j0, widen, at(j0));
+  for (; j0 + 16 <= j1; j0 += 16) score_chunk<G, 16, E>(a, j0, widen, at(j0));
+  // The rest lies in one tile (j0 a multiple of 16): the cache (and a window's gathered keys)
+  // holds the whole tile, so the whole tile's scores are computed into a buffer and its first n
+  // kept. Each key's score is its own sum over d ascending: the unused keys change no bit (a
+  // loop over the n keys alone, adding through memory, took 13% of decode attention).
   const int64_t n = j1 - j0;
   if (n == 0) return;
+  float tile[G][kTile];
+  for (int h = 0; h < G; ++h) dst[h] = tile[h];
+  score_chunk<G, kTile, E>(a, j0, widen, dst);
   for (int h = 0; h < G; ++h)
-    for (int64_t j = 0; j < n; ++j) a.s[h][j0 + j] = 0.0f;
-  const E* kt = static_cast<const E*>(a.K) + (j0 / kTile) * a.hd * kTile;
-  for (int64_t d = 0; d < a.hd; ++d) {
-    float buf[kTile];
-    widen_rows<1>(kt + d * kTile, 0, buf, widen);
-    const float* __restrict kd = row(kt + d * kTile, buf);
-    for (int h = 0; h < G; ++h) {
-      const float qd = a.q[h][d];
-      float* __restrict s = a.s[h] + j0;
-      for (int64_t j = 0; j < n; ++j) s[j] = s[j] + qd * kd[j];
-    }
-  }
+    for (int64_t j = 0; j < n; ++j) a.s[h][j0 + j] = tile[h][j];
 }
 
 // Output dimensions [d0, d1) (d0 a multiple of kDims or of 16; d1 = hd or a multiple of 16).

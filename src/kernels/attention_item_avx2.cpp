@@ -36,6 +36,12 @@ void attention_phase_avx2(const void* item, int phase, int64_t b, int64_t e) {
   attention_phase<64, 32, WidenE4m3Avx2>(*static_cast<const AttnItem*>(item), static_cast<AttnPhase>(phase), b, e,
                             pinned::exp_shifted_avx2, widen16_avx2);
 }
+void to_half_avx2(const float* f, uint16_t* h, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(h + i), _mm256_cvtps_ph(_mm256_loadu_ps(f + i), _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; ++i) h[i] = float_to_half(f[i]);
+}
 void swiglu_avx2(float* g, const float* u, int64_t n) { pinned::swiglu_avx2_body(g, u, n); }
 void exp_shifted_avx2(const float* s, float mx, float* out, int64_t n) { pinned::exp_shifted_avx2(s, mx, out, n); }
 }  // namespace nvfp4

@@ -33,6 +33,12 @@ void attention_phase_avx512(const void* item, int phase, int64_t b, int64_t e) {
   attention_phase<128, 64, WidenE4m3Avx512>(*static_cast<const AttnItem*>(item), static_cast<AttnPhase>(phase), b, e,
                             pinned::exp_shifted_avx512, widen16_avx512);
 }
+void to_half_avx512(const float* f, uint16_t* h, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(h + i), _mm512_cvtps_ph(_mm512_loadu_ps(f + i), _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; ++i) h[i] = float_to_half(f[i]);
+}
 void swiglu_avx512(float* g, const float* u, int64_t n) { pinned::swiglu_avx512_body(g, u, n); }
 void exp_shifted_avx512(const float* s, float mx, float* out, int64_t n) { pinned::exp_shifted_avx512(s, mx, out, n); }
 }  // namespace nvfp4

@@ -19,6 +19,12 @@ void swiglu_avx512(float* g, const float* u, int64_t n);
 void exp_shifted_scalar(const float* s, float mx, float* out, int64_t n);
 void exp_shifted_avx2(const float* s, float mx, float* out, int64_t n);
 void exp_shifted_avx512(const float* s, float mx, float* out, int64_t n);
+// h[i] = float_to_half(f[i]) for i < n (round to nearest even; the KV cache's stores): F16C's
+// vcvtps2ph with its rounding set to nearest even is that conversion for every float, NaNs
+// included (quieted, the top mantissa bits kept).
+void to_half_scalar(const float* f, uint16_t* h, int64_t n);
+void to_half_avx2(const float* f, uint16_t* h, int64_t n);
+void to_half_avx512(const float* f, uint16_t* h, int64_t n);
 
 // One attention item (an AttnItem of kernels/attention_item.h, passed as void*) and one phase of
 // it over positions [b, e), per ISA.

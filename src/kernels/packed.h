@@ -206,6 +206,7 @@ using DenseFn = void (*)(DType dtype, const uint8_t* w, int64_t n_out, int64_t n
 using AttnItemFn = void (*)(const void* item);
 using AttnPhaseFn = void (*)(const void* item, int phase, int64_t b, int64_t e);
 using SwigluFn = void (*)(float* g, const float* u, int64_t n);
+using ToHalfFn = void (*)(const float* f, uint16_t* h, int64_t n);
 using PinnedRowsFn = void (*)(const void* w, int elem, int64_t n_in, int64_t n_out, const float* x, int64_t n,
                               float* y, int64_t b, int64_t e);
 
@@ -232,6 +233,7 @@ struct KernelTable {
   AttnItemFn attn_item;
   AttnPhaseFn attn_phase;
   SwigluFn swiglu;
+  ToHalfFn to_half;  // float_to_half over a row (the F16 KV cache's stores)
   PinnedRowsFn pinned_rows; const char* pinned_name;  // "gemv_pinned16_<isa>"
   HeadQ8Fn head_q8; const char* head_q8_name;          // the integer-exact Q8_0 head
   DeltaHeadFn delta_head; const char* delta_head_name; // Gated DeltaNet: one value head's delta rule

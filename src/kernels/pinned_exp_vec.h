@@ -35,8 +35,27 @@ inline typename V::D exp_vec(typename V::D x) {
 template <class V>
 inline void exp_shifted_vec(const float* s, float mx, float* out, int64_t n) {
   int64_t j = 0;
-  for (; j + V::kLanes <= n; j += V::kLanes) V::store_f(out + j, V::to_f(exp_vec<V>(V::load_f_minus(s + j, mx))));
-  for (; j < n; ++j) out[j] = static_cast<float>(exp(static_cast<double>(s[j] - mx)));
+  // Four vectors an iteration: the polynomial is one chain of dependent multiplies and adds, and
+  // four independent chains keep the FP ports busy (one alone waited on their latency).
+  constexpr int64_t L = V::kLanes;
+  for (; j + 4 * L <= n; j += 4 * L) {
+    const typename V::D x0 = exp_vec<V>(V::load_f_minus(s + j, mx));
+    const typename V::D x1 = exp_vec<V>(V::load_f_minus(s + j + L, mx));
+    const typename V::D x2 = exp_vec<V>(V::load_f_minus(s + j + 2 * L, mx));
+    const typename V::D x3 = exp_vec<V>(V::load_f_minus(s + j + 3 * L, mx));
+    V::store_f(out + j, V::to_f(x0));
+    V::store_f(out + j + L, V::to_f(x1));
+    V::store_f(out + j + 2 * L, V::to_f(x2));
+    V::store_f(out + j + 3 * L, V::to_f(x3));
+  }
+  for (; j + L <= n; j += L) V::store_f(out + j, V::to_f(exp_vec<V>(V::load_f_minus(s + j, mx))));
+  if (j == n) return;
+  // The rest in one vector through a buffer padded with mx (its lanes unused): each lane is the
+  // scalar function's operations, and the scalar pinned::exp costs about a vector's time per value.
+  float in[V::kLanes], res[V::kLanes];
+  for (int64_t l = 0; l < V::kLanes; ++l) in[l] = j + l < n ? s[j + l] : mx;
+  V::store_f(res, V::to_f(exp_vec<V>(V::load_f_minus(in, mx))));
+  for (int64_t l = 0; j + l < n; ++l) out[j + l] = res[l];
 }
 
 // g[i] = float(g / (1 + exp(-g))) * u[i], the SiLU in double as pinned::silu.

@@ -14,6 +14,7 @@
 namespace nvfp4 {
 
 static_assert(kTile == kKeyTile);
+static constexpr int64_t kMaxKvRow = 1024;  // KvCache::store's F16 keys, converted this many at a time
 
 void KvCache::init(int64_t n_layer, int64_t n_kv, int64_t head_dim, int64_t n_ctx, KvType type) {
   n_layer_ = n_layer;
@@ -52,6 +53,21 @@ void KvCache::store(int64_t l, int64_t pos, const float* k, const float* v) {
   const int64_t base = l * layer_size(), vbase = base + n_kv_ * hd_ * k_ctx_;
   const int64_t tile = base + (pos / kKeyTile) * hd_ * kKeyTile + pos % kKeyTile;
   const float ks = k_scale(l), vs = v_scale(l);
+  if (type_ == KvType::f16) {
+    // The rows converted with the ISA's F16 conversion (the same bits as float_to_half), then
+    // the keys placed in their tile (one value per tile row), the values as one row per head.
+    const kern::ToHalfFn to_half = kern::table(active_isa()).to_half;
+    const int64_t m = n_kv_ * hd_;
+    uint16_t kh[kMaxKvRow];
+    for (int64_t i0 = 0; i0 < m; i0 += kMaxKvRow) {
+      const int64_t c = std::min<int64_t>(kMaxKvRow, m - i0);
+      to_half(k + i0, kh, c);
+      for (int64_t i = i0; i < i0 + c; ++i)
+        h_[static_cast<size_t>(tile + (i / hd_) * hd_ * k_ctx_ + (i % hd_) * kKeyTile)] = kh[i - i0];
+    }
+    for (int64_t h = 0; h < n_kv_; ++h) to_half(v + h * hd_, h_.data() + vbase + (h * n_ctx_ + pos) * hd_, hd_);
+    return;
+  }
   for (int64_t h = 0; h < n_kv_; ++h)
     for (int64_t d = 0; d < hd_; ++d) {
       const size_t ki = static_cast<size_t>(tile + h * hd_ * k_ctx_ + d * kKeyTile);
@@ -284,11 +300,14 @@ void attention_layer(const AttnView& v, const AttnStep& st, const float* q, floa
     // one sequential pass over its scores) is done, in the first dispatch, by whichever thread
     // finishes the item's last key range: who does it never changes a bit, and it saves the
     // hand-off a dispatch of its own would cost.
+    // Items KV head first, then token: a verify step's tokens of one sequence read the same keys
+    // and values, and in this order one thread reads them for all of its tokens, the later ones
+    // from its own cache (token first, each thread read them all from DRAM again).
     const int64_t items = n * per_token, dchunks = (hd + 15) / 16;
-    const auto make = [&](int64_t it) { return call.item(it / per_token, (it % per_token) / parts, (it % per_token) % parts); };
+    const auto make = [&](int64_t it) { return call.item(it % n, (it / n) / parts, (it / n) % parts); };
     std::vector<int64_t> first(static_cast<size_t>(items + 1), 0);  // the item's first key tile of the step
     for (int64_t it = 0; it < items; ++it) {
-      const int64_t len = st.tok[static_cast<size_t>(it / per_token)].pos + 1;
+      const int64_t len = st.tok[static_cast<size_t>(it % n)].pos + 1;
       first[static_cast<size_t>(it + 1)] = first[static_cast<size_t>(it)] + key_tiles(len);
     }
     const int64_t n_tiles = first[static_cast<size_t>(items)];
@@ -333,9 +352,10 @@ void attention_layer(const AttnView& v, const AttnStep& st, const float* q, floa
     }, 1);
     return;
   }
-  // Many items (a prompt window): whole items. Causal cost grows with t, so the tokens go to the
-  // pool in zigzag order (0, n-1, 1, n-2, ...): each thread's contiguous range then holds about
-  // the same number of keys.
+  // Many items (a prompt window): whole items, KV head first (as above: one head's keys and
+  // values stay in a thread's cache across its tokens). Causal cost grows with t, so each head's
+  // tokens go to the pool in zigzag order (0, n-1, 1, n-2, ...): each thread's contiguous range
+  // then holds about the same number of keys.
   // The pool runs the chunks of run(n * per_token) by index, so each chunk has scores of its own.
   pool.run(n_chunks, [&](int64_t cb, int64_t ce) {
     for (int64_t chunk = cb; chunk < ce; ++chunk) {
@@ -343,7 +363,7 @@ void attention_layer(const AttnView& v, const AttnStep& st, const float* q, floa
       int64_t b, e;
       partition(n * per_token, n_chunks, static_cast<int>(chunk), 1, b, e);
       for (int64_t slot = b; slot < e; ++slot) {
-        const int64_t i = slot / per_token, r = slot % per_token;
+        const int64_t i = slot % n, r = slot / n;
         const int64_t t = (i % 2 == 0) ? i / 2 : n - 1 - i / 2;
         AttnItem a = call.item(t, r / parts, r % parts);
         for (int k = 0; k < a.g; ++k) a.s[k] = s + k * max_len;
