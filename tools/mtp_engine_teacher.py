@@ -29,6 +29,10 @@ TEMPLATES = [
     "How can I learn more about {}?", "Summarize what you know about {} in a few sentences.",
     "Write a short email to a friend about {}.", "List five questions a student might ask about {}.",
     "What is a common misconception about {}?", "Compare {} and {}.",
+    "Write a limerick about {}.", "What would happen if there were no {}?", "Teach me the basics of {}.",
+    "Write a short dialogue between two people discussing {}.", "What are the main parts of {}?",
+    "Give me a step-by-step guide related to {}.", "How has {} changed over the last hundred years?",
+    "Write a product description inspired by {}.", "What questions should I ask an expert on {}?",
 ]
 TOPICS = [
     "the moon", "volcanoes", "bread baking", "chess", "rainforests", "electric cars", "the French Revolution",
@@ -97,9 +101,9 @@ class Engine:
                                      headers={"Content-Type": "application/json"})
         return json.loads(urllib.request.urlopen(req, timeout=600).read())
 
-    def answer(self, prompt_ids, n):
-        r = self.post("/v1/completions", {"prompt": prompt_ids, "max_tokens": n, "temperature": 0,
-                                          "return_tokens": True})
+    def answer(self, prompt_ids, n, temperature=0.0, seed=0):
+        r = self.post("/v1/completions", {"prompt": prompt_ids, "max_tokens": n, "temperature": temperature,
+                                          "seed": seed, "return_tokens": True})
         return list(prompt_ids) + r["choices"][0]["tokens"]
 
     def hidden(self, ids):
@@ -113,10 +117,11 @@ class Engine:
         self.log.close()
 
 
-def answers(eng, prompt_id_lists, n_new, log, workers=16):
+def answers(eng, prompt_id_lists, n_new, log, workers=16, temperature=0.0):
+    """Greedy answers, or sampled at `temperature` with seed i for prompt i."""
     out = [None] * len(prompt_id_lists)
     with concurrent.futures.ThreadPoolExecutor(workers) as ex:
-        futs = {ex.submit(eng.answer, p, n_new): i for i, p in enumerate(prompt_id_lists)}
+        futs = {ex.submit(eng.answer, p, n_new, temperature, i): i for i, p in enumerate(prompt_id_lists)}
         for k, f in enumerate(concurrent.futures.as_completed(futs)):
             out[futs[f]] = f.result()
             if (k + 1) % 200 == 0:
@@ -154,6 +159,12 @@ def build_data(binary, model, tok, emb, a, L, K, log, chat_ids, chat_eval, text_
         pid = [chat_ids(tok, p)[: L - a.chat_new] for p in prompts]
         log(f"engine answers: {len(pid)} prompts ({a.engine_answers} general, {len(code_prompts)} code/license)")
         gen = [g[:L] for g in answers(eng, pid, a.chat_new, log)]
+        if a.engine_sampled:
+            # Sampled answers (temperature 0.8) to more prompts: states the greedy text rarely
+            # reaches; the targets are still the trunk's own next-token logits at each state.
+            sp = [chat_ids(tok, p)[: L - a.chat_new] for p in chat_prompts(random.Random(2), a.engine_sampled)]
+            log(f"engine answers: {len(sp)} more prompts, sampled at temperature 0.8")
+            gen += [g[:L] for g in answers(eng, sp, a.chat_new, log, temperature=0.8)]
         ev_ids = [chat_ids(tok, p) for p in chat_eval]
         ev = answers(eng, ev_ids, a.chat_new, log)
         log(f"engine answers: {sum(len(g) - len(p) for g, p in zip(gen, pid))} generated tokens")

@@ -370,6 +370,8 @@ def main():
     ap.add_argument("--teacher", choices=["torch", "engine"], default="torch",
                     help="engine: the answers and hidden states from `nvfp4 serve` (the trunk --spec mtp sees)")
     ap.add_argument("--engine-answers", type=int, default=1600, help="engine teacher: general chat prompts answered")
+    ap.add_argument("--engine-sampled", type=int, default=0,
+                    help="engine teacher: more chat prompts answered by sampling (temperature 0.8)")
     ap.add_argument("--nvfp4", default=str(ROOT / "build" / "nvfp4"))
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args()
@@ -384,7 +386,7 @@ def main():
     check_permute(trunk, cfg)
     emb = trunk.model.embed_tokens.weight.detach()
     key = json.dumps({k: getattr(a, k) for k in ("license_windows", "python_windows", "chat_windows",
-                                                  "chat_new", "eval_cap", "teacher", "engine_answers")},
+                                                  "chat_new", "eval_cap", "teacher", "engine_answers", "engine_sampled")},
                      sort_keys=True)
     cache = work / "cache.pt"
     d = torch.load(cache) if cache.exists() else None
