@@ -141,17 +141,17 @@ TEST(GatedDelta, ShapesItCannotRunAreRefusedByField) {
 TEST(GatedDelta, EveryIsaGivesTheScalarBits) {
   std::mt19937 rng(5);
   std::normal_distribution<float> nd(0.0f, 0.7f);
-  for (const auto& [dk, dv] : std::vector<std::pair<int64_t, int64_t>>{{128, 128}, {16, 16}, {20, 37}, {3, 5}}) {
+  for (const auto& [dk, dv] : std::vector<std::pair<int64_t, int64_t>>{{128, 128}, {16, 16}, {20, 37}, {3, 5}, {128, 136}, {7, 64}, {9, 200}, {5, 8}, {4, 24}}) {
     std::vector<float> S0(static_cast<size_t>(dk * dv)), k(static_cast<size_t>(dk)), q(k.size()), v(static_cast<size_t>(dv));
     for (auto* vec : {&S0, &k, &q, &v})
       for (float& x : *vec) x = nd(rng);
     std::vector<float> S_ref = S0, mem(v.size()), o_ref(v.size());
-    kern::table(Isa::scalar).delta_head(S_ref.data(), k.data(), q.data(), v.data(), 0.93f, 0.61f, mem.data(), o_ref.data(), dk, dv);
+    kern::table(Isa::scalar).delta_head(S_ref.data(), k.data(), q.data(), v.data(), 0.93f, 0.61f, mem.data(), o_ref.data(), dk, dv, nullptr);
     for (Isa isa : compiled_isas()) {
       if (!isa_supported(isa)) continue;
       SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::to_string(dk) + "x" + std::to_string(dv));
-      std::vector<float> S = S0, o(v.size());
-      kern::table(isa).delta_head(S.data(), k.data(), q.data(), v.data(), 0.93f, 0.61f, mem.data(), o.data(), dk, dv);
+      std::vector<float> S = S0, o(v.size()), next(S0.size(), 1.0f);
+      kern::table(isa).delta_head(S.data(), k.data(), q.data(), v.data(), 0.93f, 0.61f, mem.data(), o.data(), dk, dv, next.data());
       EXPECT_EQ(std::memcmp(S.data(), S_ref.data(), S.size() * 4), 0);
       EXPECT_EQ(std::memcmp(o.data(), o_ref.data(), o.size() * 4), 0);
     }

@@ -81,18 +81,18 @@ TEST(Mamba2, GroupsInAnyOrderGiveTheTokensBits) {
 TEST(Mamba2, EveryIsaGivesTheScalarBits) {
   std::mt19937 rng(5);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (const auto& [ds, hd] : {std::pair<int64_t, int64_t>{16, 64}, {128, 64}, {7, 13}, {16, 1}}) {
+  for (const auto& [ds, hd] : {std::pair<int64_t, int64_t>{16, 64}, {128, 64}, {7, 13}, {16, 1}, {5, 200}, {9, 136}, {3, 24}, {4, 8}}) {
     std::vector<float> S0(static_cast<size_t>(ds * hd)), x(static_cast<size_t>(hd)), B(static_cast<size_t>(ds)), C(static_cast<size_t>(ds));
     for (auto* v : {&S0, &x, &B, &C})
       for (float& f : *v) f = nd(rng);
     std::vector<float> S_ref = S0, y_ref(static_cast<size_t>(hd)), xdt(static_cast<size_t>(hd));
-    kern::mamba2_scan_scalar(S_ref.data(), x.data(), B.data(), C.data(), 0.37f, 0.81f, 1.3f, xdt.data(), y_ref.data(), ds, hd);
+    kern::mamba2_scan_scalar(S_ref.data(), x.data(), B.data(), C.data(), 0.37f, 0.81f, 1.3f, xdt.data(), y_ref.data(), ds, hd, nullptr);
     int tried = 0;
     for (Isa isa : compiled_isas()) {
       if (!isa_supported(isa)) continue;
       SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::to_string(ds) + "x" + std::to_string(hd));
       std::vector<float> S = S0, y(static_cast<size_t>(hd));
-      kern::mamba2_scan(isa)(S.data(), x.data(), B.data(), C.data(), 0.37f, 0.81f, 1.3f, xdt.data(), y.data(), ds, hd);
+      kern::mamba2_scan(isa)(S.data(), x.data(), B.data(), C.data(), 0.37f, 0.81f, 1.3f, xdt.data(), y.data(), ds, hd, S_ref.data());
       EXPECT_EQ(std::memcmp(S.data(), S_ref.data(), S.size() * 4), 0);
       EXPECT_EQ(std::memcmp(y.data(), y_ref.data(), y.size() * 4), 0);
       ++tried;

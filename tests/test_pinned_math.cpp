@@ -12,6 +12,7 @@
 #include "nvfp4/codec.h"
 #include "nvfp4/kernels.h"
 #include "ops/attention.h"
+#include "kernels/packed.h"
 #include "kernels/pinned_math.h"
 #include "test_util.h"
 
@@ -98,6 +99,23 @@ TEST(PinnedMath, VectorExpAndSwigluEqualScalarBits) {
     fns.second(got.data(), u.data(), static_cast<int64_t>(x.size()));
     for (size_t i = 0; i < x.size(); ++i)
       ASSERT_EQ(std::bit_cast<uint32_t>(want[i]), std::bit_cast<uint32_t>(got[i])) << name << " swiglu x " << x[i];
+  }
+}
+
+// The in-place SiLU (the Gated DeltaNet conv and output gate): every ISA's row form == pinned::silu
+// lane for lane, at lengths that leave every tail size.
+TEST(PinnedMath, SiluRowsEqualScalarBits) {
+  const std::vector<float> x = exp_inputs();
+  for (Isa isa : compiled_isas()) {
+    if (!isa_supported(isa)) continue;
+    for (const int64_t n : {int64_t(x.size()), int64_t(x.size()) - 1, int64_t(1), int64_t(15), int64_t(16), int64_t(17),
+                            int64_t(31), int64_t(33), int64_t(128)}) {
+      std::vector<float> got(x.begin(), x.begin() + n);
+      kern::table(isa).silu(got.data(), n);
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(std::bit_cast<uint32_t>(pinned::silu(x[static_cast<size_t>(i)])), std::bit_cast<uint32_t>(got[static_cast<size_t>(i)]))
+            << isa_name(isa) << " silu x " << x[static_cast<size_t>(i)] << ", n " << n;
+    }
   }
 }
 

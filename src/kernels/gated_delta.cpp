@@ -42,7 +42,8 @@ void GatedDeltaShape::check(const char* where) const {
 
 namespace {
 // The causal depthwise conv of channels [c0, c0 + n) over (window, this input), oldest tap first,
-// then SiLU into x[0 .. n); each channel's window slides.
+// into x[0 .. n) (SiLU follows, over the whole group, in the ISA's vector form); each channel's
+// window slides.
 void conv_channels(const GatedDeltaShape& s, const GatedDeltaWeights& w, int64_t c0, int64_t n, const float* qkv,
                    float* conv_state, float* x) {
   const int64_t K = s.conv_kernel;
@@ -52,8 +53,8 @@ void conv_channels(const GatedDeltaShape& s, const GatedDeltaWeights& w, int64_t
     float acc = 0.0f;
     for (int64_t t = 0; t < K - 1; ++t) acc += wc[t] * win[t];
     acc += wc[K - 1] * qkv[c];
-    x[c - c0] = pinned::silu(acc);
-    std::memmove(win, win + 1, static_cast<size_t>(K - 2) * sizeof(float));
+    x[c - c0] = acc;
+    for (int64_t t = 0; t + 1 < K - 1; ++t) win[t] = win[t + 1];
     win[K - 2] = qkv[c];
   }
 }
@@ -62,7 +63,7 @@ void conv_channels(const GatedDeltaShape& s, const GatedDeltaWeights& w, int64_t
 void gated_delta_group(const GatedDeltaShape& s, const GatedDeltaWeights& w, int64_t kh, const float* qkv, const float* z,
                        const float* a, const float* b, float* conv_state, float* ssm_state, float* y, float* scratch) {
   const int64_t dk = s.d_k, dv = s.d_v, rep = s.n_v_heads / s.n_k_heads;
-  const kern::DeltaHeadFn delta = kern::table(active_isa()).delta_head;
+  const kern::KernelTable& kt = kern::table(active_isa());
   float* q = scratch;            // [d_k]
   float* k = q + dk;             // [d_k]
   float* vs = k + dk;            // [rep * d_v]
@@ -70,6 +71,7 @@ void gated_delta_group(const GatedDeltaShape& s, const GatedDeltaWeights& w, int
   conv_channels(s, w, kh * dk, dk, qkv, conv_state, q);
   conv_channels(s, w, s.key_dim() + kh * dk, dk, qkv, conv_state, k);
   conv_channels(s, w, 2 * s.key_dim() + kh * rep * dv, rep * dv, qkv, conv_state, vs);
+  kt.silu(q, 2 * dk + rep * dv);  // q, k and vs lie back to back in scratch
   // l2-normalise q (with 1/sqrt(d_k)) and k.
   const double q_scale = 1.0 / std::sqrt(static_cast<double>(dk));
   const double iq = inv_norm(q, dk, 1e-6) * q_scale, ik = inv_norm(k, dk, 1e-6);
@@ -83,18 +85,23 @@ void gated_delta_group(const GatedDeltaShape& s, const GatedDeltaWeights& w, int
     const float decay = static_cast<float>(pinned::exp(g));
     const float beta = static_cast<float>(1.0 / (1.0 + pinned::exp(-static_cast<double>(b[h]))));
     float* o = y + h * dv;
-    delta(S, k, q, v, decay, beta, mem, o, dk, dv);  // gated_delta_head.h, the ISA's form
+    // gated_delta_head.h, the ISA's form; the next head's state (the next group's first head after
+    // the last: groups run in ascending order on a thread) is prefetched under this one.
+    const float* next = h + 1 < s.n_v_heads ? S + dk * dv : nullptr;
+    kt.delta_head(S, k, q, v, decay, beta, mem, o, dk, dv, next);
     // Gated RMSNorm over the head: (o * rsqrt(mean o^2 + eps)) * norm_w * SiLU(z).
     double ss = 0.0;
     for (int64_t j = 0; j < dv; ++j) ss += static_cast<double>(o[j]) * static_cast<double>(o[j]);
     const double inv = 1.0 / std::sqrt(ss / static_cast<double>(dv) + static_cast<double>(w.eps));
-    const float* zh = z + h * dv;
-    for (int64_t j = 0; j < dv; ++j) o[j] = static_cast<float>(o[j] * inv) * w.norm_w[j] * pinned::silu(zh[j]);
+    // mem is free after the delta rule: SiLU(z) of this head goes there.
+    std::memcpy(mem, z + h * dv, static_cast<size_t>(dv) * sizeof(float));
+    kt.silu(mem, dv);
+    for (int64_t j = 0; j < dv; ++j) o[j] = static_cast<float>(o[j] * inv) * w.norm_w[j] * mem[j];
   }
 }
 
 void kern::delta_head_scalar(float* S, const float* k, const float* q, const float* v, float decay, float beta, float* mem,
-                             float* o, int64_t dk, int64_t dv) {
+                             float* o, int64_t dk, int64_t dv, const float* /*next: the reference prefetches nothing*/) {
   delta_head_body(S, k, q, v, decay, beta, mem, o, dk, dv);
 }
 

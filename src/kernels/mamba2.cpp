@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kernels/mamba2_scan.h"
+#include "kernels/packed.h"
 #include "kernels/pinned_math.h"
 #include "nvfp4/error.h"
 
@@ -17,7 +18,8 @@ namespace {
 double softplus(double x) { return x > 20.0 ? x : pinned::log(1.0 + pinned::exp(x)); }
 
 // The causal depthwise conv of channels [c0, c0 + n) over (window, this input), oldest tap first,
-// plus the bias, then SiLU into out[0 .. n); each channel's window slides.
+// plus the bias, into out[0 .. n) (SiLU follows, over the group, in the ISA's vector form); each
+// channel's window slides.
 void conv_channels(const Mamba2Shape& s, const Mamba2Weights& w, int64_t c0, int64_t n, const float* in, float* conv_state,
                    float* out) {
   const int64_t K = s.conv_kernel;
@@ -28,8 +30,8 @@ void conv_channels(const Mamba2Shape& s, const Mamba2Weights& w, int64_t c0, int
     for (int64_t t = 0; t < K - 1; ++t) acc += wc[t] * win[t];
     acc += wc[K - 1] * in[c];
     if (w.conv_b) acc += w.conv_b[c];
-    out[c - c0] = pinned::silu(acc);
-    std::memmove(win, win + 1, static_cast<size_t>(K - 2) * sizeof(float));
+    out[c - c0] = acc;
+    for (int64_t t = 0; t + 1 < K - 1; ++t) win[t] = win[t + 1];
     win[K - 2] = in[c];
   }
 }
@@ -62,6 +64,8 @@ void mamba2_group(const Mamba2Shape& s, const Mamba2Weights& w, int64_t g, const
   conv_channels(s, w, g * gw, gw, xbc, conv_state, x);
   conv_channels(s, w, inner + g * ds, ds, xbc, conv_state, B);
   conv_channels(s, w, inner + s.n_groups * ds + g * ds, ds, xbc, conv_state, C);
+  const kern::KernelTable& kt = kern::table(active_isa());
+  kt.silu(x, gw + 2 * ds);  // x, B and C lie back to back in scratch
   float* yg = y + g * gw;
   const kern::Mamba2ScanFn scan = kern::mamba2_scan(active_isa());  // mamba2_scan.h: every form the scalar one's bits
   for (int64_t j = 0; j < hpg; ++j) {
@@ -72,11 +76,18 @@ void mamba2_group(const Mamba2Shape& s, const Mamba2Weights& w, int64_t g, const
     const float dtf = static_cast<float>(dt);
     const double A = -pinned::exp(static_cast<double>(w.A_log[h]));
     const float dA = static_cast<float>(pinned::exp(static_cast<double>(dtf) * A));
-    scan(ssm_state + h * ds * hd, x + j * hd, B, C, dtf, dA, w.D[h], xdt, yg + j * hd, ds, hd);
+    float* S = ssm_state + h * ds * hd;
+    // The next head's state (the next group's first head after the last: groups run in ascending
+    // order on a thread) is prefetched under this one.
+    scan(S, x + j * hd, B, C, dtf, dA, w.D[h], xdt, yg + j * hd, ds, hd, h + 1 < s.n_heads ? S + ds * hd : nullptr);
   }
   // The gated RMSNorm over the group: v = y * SiLU(z); v * rsqrt(mean v^2 + eps) * norm_w.
   const float* zg = z + g * gw;
-  for (int64_t i = 0; i < gw; ++i) yg[i] = yg[i] * pinned::silu(zg[i]);
+  for (int64_t i0 = 0; i0 < gw; i0 += hd) {  // SiLU(z) a head at a time through xdt (free after the scans)
+    std::memcpy(xdt, zg + i0, static_cast<size_t>(hd) * sizeof(float));
+    kt.silu(xdt, hd);
+    for (int64_t i = 0; i < hd; ++i) yg[i0 + i] = yg[i0 + i] * xdt[i];
+  }
   double ss = 0.0;
   for (int64_t i = 0; i < gw; ++i) ss += static_cast<double>(yg[i]) * static_cast<double>(yg[i]);
   const double inv = 1.0 / std::sqrt(ss / static_cast<double>(gw) + static_cast<double>(w.eps));
@@ -85,7 +96,7 @@ void mamba2_group(const Mamba2Shape& s, const Mamba2Weights& w, int64_t g, const
 }
 
 void kern::mamba2_scan_scalar(float* S, const float* x, const float* B, const float* C, float dt, float dA, float Dh, float* xdt,
-                              float* y, int64_t ds, int64_t hd) {
+                              float* y, int64_t ds, int64_t hd, const float* /*next: the reference prefetches nothing*/) {
   mamba2_scan_body(S, x, B, C, dt, dA, Dh, xdt, y, ds, hd);
 }
 

@@ -1,8 +1,8 @@
 // One Mamba-2 head's state update and output for one token (kernels/mamba2.h has the derivation):
 //   xdt_p = x_p * dt;  S_np = S_np * dA + B_n * xdt_p;  y_p = sum_n S_np C_n (n ascending);  y_p += D x_p
 // Every p is its own lane, each product rounded before its add (the build has no FMA
-// contraction), so the compiler's vector form of these loops (mamba2_avx2.cpp, mamba2_avx512.cpp:
-// this body compiled with their flags) computes exactly the scalar form's bits, 8 or 16 lanes of p.
+// contraction), so a vector form over lanes of p (mamba2_scan_vec.h, in mamba2_avx2.cpp and
+// mamba2_avx512.cpp) computes exactly the scalar form's bits.
 #pragma once
 #include <cstdint>
 
@@ -10,14 +10,15 @@
 
 namespace nvfp4 {
 namespace kern {
+// next: the state the caller runs next, which the vector forms prefetch (mamba2_scan_vec.h), or null.
 using Mamba2ScanFn = void (*)(float* S, const float* x, const float* B, const float* C, float dt, float dA, float Dh, float* xdt,
-                              float* y, int64_t ds, int64_t hd);
+                              float* y, int64_t ds, int64_t hd, const float* next);
 void mamba2_scan_scalar(float* S, const float* x, const float* B, const float* C, float dt, float dA, float Dh, float* xdt, float* y,
-                        int64_t ds, int64_t hd);
+                        int64_t ds, int64_t hd, const float* next);
 void mamba2_scan_avx2(float* S, const float* x, const float* B, const float* C, float dt, float dA, float Dh, float* xdt, float* y,
-                      int64_t ds, int64_t hd);
+                      int64_t ds, int64_t hd, const float* next);
 void mamba2_scan_avx512(float* S, const float* x, const float* B, const float* C, float dt, float dA, float Dh, float* xdt, float* y,
-                        int64_t ds, int64_t hd);
+                        int64_t ds, int64_t hd, const float* next);
 // The form for `isa` (AVX-VNNI machines take the AVX2 one).
 inline Mamba2ScanFn mamba2_scan(Isa isa) {
   return isa == Isa::avx512 ? mamba2_scan_avx512 : isa == Isa::avx2 || isa == Isa::avxvnni ? mamba2_scan_avx2 : mamba2_scan_scalar;

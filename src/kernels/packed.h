@@ -206,6 +206,7 @@ using DenseFn = void (*)(DType dtype, const uint8_t* w, int64_t n_out, int64_t n
 using AttnItemFn = void (*)(const void* item);
 using AttnPhaseFn = void (*)(const void* item, int phase, int64_t b, int64_t e);
 using SwigluFn = void (*)(float* g, const float* u, int64_t n);
+using SiluFn = void (*)(float* x, int64_t n);
 using ToHalfFn = void (*)(const float* f, uint16_t* h, int64_t n);
 using PinnedRowsFn = void (*)(const void* w, int elem, int64_t n_in, int64_t n_out, const float* x, int64_t n,
                               float* y, int64_t b, int64_t e);
@@ -214,11 +215,13 @@ using PinnedRowsFn = void (*)(const void* w, int elem, int64_t n_in, int64_t n_o
 struct HeadQ8;
 using HeadQ8Fn = void (*)(const HeadQ8& w, const ActQ8& a, int64_t r_b, int64_t r_e, float* y);
 
-// gated_delta_head.h: S, k, q, v, decay, beta, mem, o, d_k, d_v (the same bits on every ISA).
-using DeltaHeadFn = void (*)(float*, const float*, const float*, const float*, float, float, float*, float*, int64_t, int64_t);
-void delta_head_scalar(float*, const float*, const float*, const float*, float, float, float*, float*, int64_t, int64_t);
-void delta_head_avx2(float*, const float*, const float*, const float*, float, float, float*, float*, int64_t, int64_t);
-void delta_head_avx512(float*, const float*, const float*, const float*, float, float, float*, float*, int64_t, int64_t);
+// gated_delta_head.h: S, k, q, v, decay, beta, mem, o, d_k, d_v, next (the same bits on every
+// ISA; next: the state the caller runs next, which the vector forms prefetch, or null).
+using DeltaHeadFn = void (*)(float*, const float*, const float*, const float*, float, float, float*, float*, int64_t, int64_t,
+                             const float*);
+void delta_head_scalar(float*, const float*, const float*, const float*, float, float, float*, float*, int64_t, int64_t, const float*);
+void delta_head_avx2(float*, const float*, const float*, const float*, float, float, float*, float*, int64_t, int64_t, const float*);
+void delta_head_avx512(float*, const float*, const float*, const float*, float, float, float*, float*, int64_t, int64_t, const float*);
 
 struct KernelTable {
   Isa isa;
@@ -233,6 +236,7 @@ struct KernelTable {
   AttnItemFn attn_item;
   AttnPhaseFn attn_phase;
   SwigluFn swiglu;
+  SiluFn silu;       // x = silu(x) in place (the Gated DeltaNet conv and output gate)
   ToHalfFn to_half;  // float_to_half over a row (the F16 KV cache's stores)
   PinnedRowsFn pinned_rows; const char* pinned_name;  // "gemv_pinned16_<isa>"
   HeadQ8Fn head_q8; const char* head_q8_name;          // the integer-exact Q8_0 head

@@ -70,5 +70,20 @@ inline void swiglu_vec(float* g, const float* u, int64_t n) {
   for (; i < n; ++i) g[i] = silu(g[i]) * u[i];
 }
 
+// x[i] = float(x / (1 + exp(-x))) in place, pinned::silu lane by lane; two vectors an iteration
+// (each exp is one dependent chain).
+template <class V>
+inline void silu_vec(float* x, int64_t n) {
+  constexpr int64_t L = V::kLanes;
+  int64_t i = 0;
+  for (; i + 2 * L <= n; i += 2 * L) {
+    const typename V::D a = V::load_f(x + i), b = V::load_f(x + i + L);
+    const typename V::D ea = exp_vec<V>(V::neg(a)), eb = exp_vec<V>(V::neg(b));
+    V::store_f(x + i, V::to_f(V::div(a, V::add(V::set(1.0), ea))));
+    V::store_f(x + i + L, V::to_f(V::div(b, V::add(V::set(1.0), eb))));
+  }
+  for (; i < n; ++i) x[i] = silu(x[i]);
+}
+
 }  // namespace
 }  // namespace nvfp4::pinned
