@@ -61,8 +61,16 @@ inline void exp_shifted_vec(const float* s, float mx, float* out, int64_t n) {
 // g[i] = float(g / (1 + exp(-g))) * u[i], the SiLU in double as pinned::silu.
 template <class V>
 inline void swiglu_vec(float* g, const float* u, int64_t n) {
+  constexpr int64_t L = V::kLanes;
   int64_t i = 0;
-  for (; i + V::kLanes <= n; i += V::kLanes) {
+  // Two vectors an iteration (each exp is one dependent chain), then one.
+  for (; i + 2 * L <= n; i += 2 * L) {
+    const typename V::D a = V::load_f(g + i), b = V::load_f(g + i + L);
+    const typename V::D ea = exp_vec<V>(V::neg(a)), eb = exp_vec<V>(V::neg(b));
+    V::store_f_times(g + i, V::to_f(V::div(a, V::add(V::set(1.0), ea))), u + i);
+    V::store_f_times(g + i + L, V::to_f(V::div(b, V::add(V::set(1.0), eb))), u + i + L);
+  }
+  for (; i + L <= n; i += L) {
     const typename V::D x = V::load_f(g + i);
     const typename V::D e = exp_vec<V>(V::neg(x));
     V::store_f_times(g + i, V::to_f(V::div(x, V::add(V::set(1.0), e))), u + i);

@@ -197,12 +197,16 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn_in, float* out_i
     std::vector<int64_t> fill(w.moe_count.begin(), w.moe_count.end() - 1);
     for (size_t i = 0; i < nk; ++i) w.moe_pairs[static_cast<size_t>(fill[static_cast<size_t>(w.moe_sel[i])]++)] = static_cast<int64_t>(i);
   }
+  // The active experts (ascending), and whether they are all NVFP4 (the others are not read: a
+  // walk over all n_expert experts' records cost 6.6 us a layer at 256 experts, BENCHMARKS 39).
+  std::vector<int32_t> active;
+  for (int64_t e = 0; e < c.n_expert; ++e)
+    if (w.moe_count[static_cast<size_t>(e) + 1] > w.moe_count[static_cast<size_t>(e)]) active.push_back(static_cast<int32_t>(e));
   bool nvfp4 = true;
-  for (int64_t e = 0; e < c.n_expert; ++e) {
+  for (const int32_t e : active) {
     const Expert& ex = L.experts[static_cast<size_t>(e)];
     nvfp4 = nvfp4 && (!gated || ex.gate.nvfp4) && ex.up.nvfp4 && ex.down.nvfp4;  // (no gate: Nemotron-H)
-    if (w.prof && w.moe_count[static_cast<size_t>(e) + 1] > w.moe_count[static_cast<size_t>(e)])
-      w.prof->bytes[StepProfile::experts] += static_cast<double>(ex.gate.bytes + ex.up.bytes + ex.down.bytes);
+    if (w.prof) w.prof->bytes[StepProfile::experts] += static_cast<double>(ex.gate.bytes + ex.up.bytes + ex.down.bytes);
   }
   if (w.prof && L.sh_up.n_out > 0)
     w.prof->bytes[StepProfile::experts] += static_cast<double>(L.sh_gate.bytes + L.sh_up.bytes + L.sh_down.bytes + L.sh_gate_inp.bytes());
@@ -213,6 +217,16 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn_in, float* out_i
   // gathered only where something reads them as floats (float experts, an observer); NVFP4
   // experts get them through Linear::forward_routed, which quantizes each token once.
   const bool one = n == 1;
+  // One token with no expert store, and a shared expert that is NVFP4 and plain (no observer,
+  // pre-scale, bias or output scale) over the experts' own input: its projections join the routed
+  // experts' two dispatches (every row is its own forward()'s bits wherever it runs) instead of
+  // two more hand-offs of short streams (BENCHMARKS 39); its output lands in moe_y's row nk.
+  const int64_t fs = c.n_ff_shexp;
+  const auto plain = [](const MatMul& m) { return m.nvfp4 && m.pre_scale.empty() && m.bias.empty() && m.out_scale.empty(); };
+  const bool sh_gated = L.sh_gate.n_out > 0;
+  const bool merge_sh = one && nvfp4 && !s.m.experts && !w.obs && !latent && L.sh_up.n_out > 0 && plain(L.sh_up) &&
+                        plain(L.sh_down) && (!sh_gated || plain(L.sh_gate));
+  if (merge_sh) w.moe_y.resize((nk + 1) * static_cast<size_t>(d));
   w.moe_tok.resize(nk);
   for (size_t p = 0; p < nk; ++p) w.moe_tok[p] = w.moe_pairs[p] / k;
   if (!one && (!nvfp4 || w.obs)) w.moe_x.resize(nk * static_cast<size_t>(d));
@@ -237,9 +251,6 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn_in, float* out_i
     // expert's rows are computed as in one run, so the bits are the same.
     ExpertStore* store = s.m.experts.get();
     const int64_t layer = &L - s.m.layers.data();
-    std::vector<int32_t> active;
-    for (int64_t e = 0; e < c.n_expert; ++e)
-      if (rows_of(e) > 0) active.push_back(static_cast<int32_t>(e));
     // A step pins at most half the slots (or one token's k, when that is more): the rest keep
     // what other layers and later tokens use most, which the experts streamed through cannot
     // push out (they are used once; the store evicts the least used).
@@ -312,6 +323,10 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn_in, float* out_i
           ys.push_back(w.moe_g.data() + b * ff);
         }
       }
+      if (merge_sh) {  // (one token: linear_group reads lin and ys only)
+        if (sh_gated) lin.push_back(&L.sh_gate.lin), ys.push_back(w.g.data());
+        lin.push_back(&L.sh_up.lin), ys.push_back(sh_gated ? w.u.data() : w.g.data());
+      }
       if (one) s.linear_group(lin, xn, 1, ys);
       else s.linear_routed(lin, xn, n, rows, ns, ys);
       // The run's experts' pairs, each expert's [moe_count[e], moe_count[e + 1]) (one stretch when
@@ -335,6 +350,10 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn_in, float* out_i
       };
       if (total < 4096) act(0, total);
       else s.parallel(total, act, 16);
+      if (merge_sh) {
+        if (sh_gated) swiglu_rows(w.g.data(), w.u.data(), fs);
+        else relu2_rows(w.g.data(), fs);
+      }
       lin.clear(), xs.clear(), ns.clear(), ys.clear();
       for (const int32_t e : run) {
         const int64_t cnt = rows_of(e), b = w.moe_count[static_cast<size_t>(e)];
@@ -345,6 +364,7 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn_in, float* out_i
         ns.push_back(cnt);
         ys.push_back(w.moe_y.data() + b * d);
       }
+      if (merge_sh) lin.push_back(&L.sh_down.lin), xs.push_back(w.g.data()), ns.push_back(1), ys.push_back(w.moe_y.data() + nk * d);
       s.linear_many(lin, xs, ns, ys);
       if (store && !all_begun) {  // this run's experts may go
         store->release(layer, run);
@@ -369,17 +389,15 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn_in, float* out_i
       s.linear(ex.down, w.moe_g.data() + b * ff, cnt, w.moe_y.data() + b * d);
     }
   }
-  // Back from pair order to (token, rank) slots.
-  w.moe_slots.resize(nk * static_cast<size_t>(d));
-  for (size_t p = 0; p < nk; ++p)
-    std::memcpy(w.moe_slots.data() + static_cast<size_t>(w.moe_pairs[p]) * static_cast<size_t>(d),
-                w.moe_y.data() + p * static_cast<size_t>(d), static_cast<size_t>(d) * 4);
+  // Each (token, rank) pair's row of moe_y (pair moe_pairs[p] is row p).
+  std::vector<int64_t> row_of(nk);
+  for (size_t p = 0; p < nk; ++p) row_of[static_cast<size_t>(w.moe_pairs[p])] = static_cast<int64_t>(p);
   // Each token's sum over its experts in rank order: out = w_0 y_0, then out += w_j y_j.
   for (int64_t t = 0; t < n; ++t) {
     float* o = out + t * d;
     for (int64_t j = 0; j < k; ++j) {
       const float wt = w.moe_w[static_cast<size_t>(t * k + j)];
-      const float* y = w.moe_slots.data() + (t * k + j) * d;
+      const float* y = w.moe_y.data() + row_of[static_cast<size_t>(t * k + j)] * d;
       if (j == 0) for (int64_t i = 0; i < d; ++i) o[i] = wt * y[i];
       else for (int64_t i = 0; i < d; ++i) o[i] = o[i] + wt * y[i];
     }
@@ -390,29 +408,36 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn_in, float* out_i
   }
   xn = xn_in;
   out = out_in;
-  const int64_t fs = c.n_ff_shexp;
   if (L.sh_gate.n_out == 0 && L.sh_up.n_out > 0) {
     // Nemotron-H's shared expert: down(relu(up(n2))^2), added with weight 1.
-    s.run(L.sh_up, xn, w.g.data());
-    relu2_rows(w.g.data(), n * fs);
-    w.moe_y.resize(static_cast<size_t>(n * c.n_embd));
-    s.run(L.sh_down, w.g.data(), w.moe_y.data());
-    for (int64_t i = 0; i < n * c.n_embd; ++i) out[i] = out[i] + w.moe_y[static_cast<size_t>(i)];
+    const float* shy = w.moe_y.data() + nk * d;  // merged: computed beside the routed experts
+    if (!merge_sh) {
+      s.run(L.sh_up, xn, w.g.data());
+      relu2_rows(w.g.data(), n * fs);
+      w.moe_y.resize(static_cast<size_t>(n * c.n_embd));
+      s.run(L.sh_down, w.g.data(), w.moe_y.data());
+      shy = w.moe_y.data();
+    }
+    for (int64_t i = 0; i < n * c.n_embd; ++i) out[i] = out[i] + shy[i];
     return;
   }
   if (L.sh_gate.n_out == 0) return;
   // The shared expert over every token, weighted by sigmoid(g_sh . n2) (float(1 / (1 + exp(-z)))).
   const int64_t d_model = c.n_embd;
-  s.run_group_rows({{&L.sh_gate, w.g.data()}, {&L.sh_up, w.u.data()}}, xn, [&](int64_t r0, int64_t r1) {
-    for (int64_t t = 0; t < n; ++t) swiglu_rows(w.g.data() + t * fs + r0, w.u.data() + t * fs + r0, r1 - r0);
-  });
-  w.moe_y.resize(static_cast<size_t>(n * d_model));
-  s.run(L.sh_down, w.g.data(), w.moe_y.data());
+  const float* shy = w.moe_y.data() + nk * d;  // merged: computed beside the routed experts
+  if (!merge_sh) {
+    s.run_group_rows({{&L.sh_gate, w.g.data()}, {&L.sh_up, w.u.data()}}, xn, [&](int64_t r0, int64_t r1) {
+      for (int64_t t = 0; t < n; ++t) swiglu_rows(w.g.data() + t * fs + r0, w.u.data() + t * fs + r0, r1 - r0);
+    });
+    w.moe_y.resize(static_cast<size_t>(n * d_model));
+    s.run(L.sh_down, w.g.data(), w.moe_y.data());
+    shy = w.moe_y.data();
+  }
   w.moe_logits.resize(static_cast<size_t>(n));
   s.dense(L.sh_gate_inp, xn, n, w.moe_logits.data());
   for (int64_t t = 0; t < n; ++t) {
     const float g = static_cast<float>(1.0 / (1.0 + pinned::exp(-static_cast<double>(w.moe_logits[static_cast<size_t>(t)]))));
-    for (int64_t i = 0; i < d_model; ++i) out[t * d_model + i] = out[t * d_model + i] + g * w.moe_y[static_cast<size_t>(t * d_model + i)];
+    for (int64_t i = 0; i < d_model; ++i) out[t * d_model + i] = out[t * d_model + i] + g * shy[t * d_model + i];
   }
 }
 

@@ -53,7 +53,7 @@ struct Workspace::Impl {
   // Mixture of experts: router logits [n][n_expert], each (token, rank)'s expert and weight, the
   // pairs grouped by expert (moe_count: prefix sums by expert), gathered rows and their outputs,
   // and the expert outputs by (token, rank) [n * k][n_embd].
-  std::vector<float> moe_logits, moe_w, moe_x, moe_y, moe_g, moe_u, moe_slots;
+  std::vector<float> moe_logits, moe_w, moe_x, moe_y, moe_g, moe_u;
   std::vector<float> moe_lat, moe_sum;  // LatentMoE: the rows in the latent width, the experts' sum there
   std::vector<int32_t> moe_sel;
   std::vector<int64_t> moe_count, moe_pairs, moe_tok;

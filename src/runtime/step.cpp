@@ -31,7 +31,7 @@ size_t Workspace::bytes() const {
   size_t b = w.rope.bytes() + (w.arena.size() + w.attn_scratch.size() + w.pre.size()) * 4;
   for (const auto* v : {&w.qgate, &w.gate_att, &w.lin_qkv, &w.lin_z, &w.lin_b, &w.lin_a, &w.lin_fused, &w.lin_fused_ba, &w.lin_y})
     b += v->size() * 4;
-  for (const auto* v : {&w.moe_logits, &w.moe_w, &w.moe_x, &w.moe_y, &w.moe_g, &w.moe_u, &w.moe_slots})
+  for (const auto* v : {&w.moe_logits, &w.moe_w, &w.moe_x, &w.moe_y, &w.moe_g, &w.moe_u})
     b += v->size() * 4;
   for (const RopeTable& r : w.ropes) b += r.bytes();
   b += w.moe_sel.size() * 4 + (w.moe_count.size() + w.moe_pairs.size()) * 8;
