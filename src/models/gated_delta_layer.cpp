@@ -68,13 +68,24 @@ void build_gated_delta(StepRun& s, const LayerWeights& L, int64_t l) {
     if (W.qkvz.n_out > 0) {
       grow(w.lin_fused, n * (C + vd));
       grow(w.lin_fused_ba, n * 2 * nv);
-      s.run(W.qkvz, w.xn.data(), w.lin_fused.data());
-      s.run(W.ba, w.xn.data(), w.lin_fused_ba.data());
+      // NVFP4 beside NVFP4: one dispatch for both (the same input; each row's bits are its own
+      // forward()'s). A float ba (small_linear) runs on its own.
+      if (W.ba.nvfp4) {
+        s.run_group({{&W.qkvz, w.lin_fused.data()}, {&W.ba, w.lin_fused_ba.data()}}, w.xn.data());
+      } else {
+        s.run(W.qkvz, w.xn.data(), w.lin_fused.data());
+        s.run(W.ba, w.xn.data(), w.lin_fused_ba.data());
+      }
       regroup(g, n, w.lin_fused.data(), w.lin_fused_ba.data(), w.lin_qkv.data(), w.lin_z.data(), w.lin_b.data(), w.lin_a.data());
     } else {
-      s.run_group({{&W.qkv, w.lin_qkv.data()}, {&W.z, w.lin_z.data()}}, w.xn.data());
-      s.run(W.b, w.xn.data(), w.lin_b.data());
-      s.run(W.a, w.xn.data(), w.lin_a.data());
+      if (W.b.nvfp4 && W.a.nvfp4) {
+        s.run_group({{&W.qkv, w.lin_qkv.data()}, {&W.z, w.lin_z.data()}, {&W.b, w.lin_b.data()}, {&W.a, w.lin_a.data()}},
+                    w.xn.data());
+      } else {
+        s.run_group({{&W.qkv, w.lin_qkv.data()}, {&W.z, w.lin_z.data()}}, w.xn.data());
+        s.run(W.b, w.xn.data(), w.lin_b.data());
+        s.run(W.a, w.xn.data(), w.lin_a.data());
+      }
     }
   }
   {
