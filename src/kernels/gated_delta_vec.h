@@ -19,6 +19,8 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/state_rows.h"
+
 namespace nvfp4 {
 namespace {
 
@@ -47,10 +49,7 @@ inline void delta_update_chunk(float* __restrict S, const float* __restrict k, c
   const typename V::F dec = V::set1(decay);
   for (int64_t i = 0; i < dk; ++i) {
     float* row = S + i * dv + j0;
-    if (next) {  // the next head's row i, all of it (the first chunk brings it)
-      const char* nr = reinterpret_cast<const char*>(next + i * dv);
-      for (int64_t b = 0; b < dv * 4; b += 64) __builtin_prefetch(nr + b, 0, 2);
-    }
+    prefetch_state_row(next, i, dv);  // the next head's row i, all of it (the first chunk brings it)
     const typename V::F ki = V::set1(k[i]), qi = V::set1(q[i]);
     for (int u = 0; u < NJ; ++u) {
       const typename V::F r = V::add(V::mul(V::load(row + u * L), dec), V::mul(ki, dd[u]));

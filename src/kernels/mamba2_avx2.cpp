@@ -1,24 +1,10 @@
 // One Mamba-2 head's scan (mamba2_scan.h) on avx2: mamba2_scan_vec.h over 8 lanes of p, xdt and y
 // of up to 4 vectors each in registers. The same bits as the scalar form (tests/test_mamba2.cpp, ==).
-#include <immintrin.h>
-
 #include "kernels/mamba2_scan.h"
+#include "kernels/float_lanes_avx2.h"
 #include "kernels/mamba2_scan_vec.h"
 
 namespace nvfp4::kern {
-namespace {
-struct F256 {
-  using F = __m256;
-  static constexpr int64_t kLanes = 8;
-  static F zero() { return _mm256_setzero_ps(); }
-  static F set1(float v) { return _mm256_set1_ps(v); }
-  static F load(const float* p) { return _mm256_loadu_ps(p); }
-  static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
-  static F add(F a, F b) { return _mm256_add_ps(a, b); }
-  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
-};
-}  // namespace
-
 void mamba2_scan_avx2(float* S, const float* x, const float* B, const float* C, float dt, float dA, float Dh, float* xdt, float* y,
                       int64_t ds, int64_t hd, const float* next) {
   mamba2_scan_vec<F256, 4>(S, x, B, C, dt, dA, Dh, xdt, y, ds, hd, next);

@@ -15,6 +15,8 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/state_rows.h"
+
 namespace nvfp4 {
 namespace {
 
@@ -32,10 +34,7 @@ inline void mamba2_scan_chunk(float* __restrict S, const float* __restrict x, co
   const typename V::F a = V::set1(dA);
   for (int64_t n = 0; n < ds; ++n) {
     float* row = S + n * hd + p0;
-    if (next) {  // the next head's row n, all of it (the first chunk brings it)
-      const char* nr = reinterpret_cast<const char*>(next + n * hd);
-      for (int64_t b = 0; b < hd * 4; b += 64) __builtin_prefetch(nr + b, 0, 2);
-    }
+    prefetch_state_row(next, n, hd);  // the next head's row n, all of it (the first chunk brings it)
     const typename V::F bn = V::set1(B[n]), cn = V::set1(C[n]);
     for (int u = 0; u < NJ; ++u) {
       const typename V::F r = V::add(V::mul(V::load(row + u * L), a), V::mul(bn, xd[u]));
