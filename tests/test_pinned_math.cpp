@@ -119,6 +119,26 @@ TEST(PinnedMath, SiluRowsEqualScalarBits) {
   }
 }
 
+// Gemma 4's gelu_tanh(g) * u: every ISA's row form == pinned::gelu_tanh times u, lane for lane.
+TEST(PinnedMath, GegluRowsEqualScalarBits) {
+  const std::vector<float> x = exp_inputs();
+  test::Rng rng(9);
+  std::vector<float> u(x.size());
+  for (auto& e : u) e = static_cast<float>(rng.uniform() * 4.0 - 2.0);
+  for (Isa isa : compiled_isas()) {
+    if (!isa_supported(isa)) continue;
+    for (const int64_t n : {int64_t(x.size()), int64_t(x.size()) - 1, int64_t(1), int64_t(15), int64_t(17), int64_t(33)}) {
+      std::vector<float> got(x.begin(), x.begin() + n);
+      kern::table(isa).geglu(got.data(), u.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        const size_t k = static_cast<size_t>(i);
+        ASSERT_EQ(std::bit_cast<uint32_t>(pinned::gelu_tanh(x[k]) * u[k]), std::bit_cast<uint32_t>(got[k]))
+            << isa_name(isa) << " geglu x " << x[k] << ", n " << n;
+      }
+    }
+  }
+}
+
 // The KV cache's F16 stores: every ISA's row conversion == float_to_half, on every float's upper
 // 16 bits (sign, exponent, the mantissa's top 7) with lower bits around each rounding boundary
 // (bit 13 is F16's last mantissa bit for normal halves; subnormal halves round at higher bits).

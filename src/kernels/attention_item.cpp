@@ -9,6 +9,9 @@
 namespace nvfp4 {
 
 void swiglu_scalar(float* g, const float* u, int64_t n) { swiglu(g, u, n); }
+void geglu_scalar(float* g, const float* u, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) g[i] = pinned::gelu_tanh(g[i]) * u[i];
+}
 void silu_scalar(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = pinned::silu(x[i]);
 }
@@ -20,6 +23,7 @@ void to_half_scalar(const float* f, uint16_t* h, int64_t n) {
 
 void swiglu_rows(float* g, const float* u, int64_t n) { kern::table(active_isa()).swiglu(g, u, n); }
 void silu_rows(float* x, int64_t n) { kern::table(active_isa()).silu(x, n); }
+void geglu_rows(float* g, const float* u, int64_t n) { kern::table(active_isa()).geglu(g, u, n); }
 
 namespace {
 // 16 F16 values widened one by one (baseline x86-64 has no F16C).

@@ -44,5 +44,6 @@ void to_half_avx2(const float* f, uint16_t* h, int64_t n) {
 }
 void swiglu_avx2(float* g, const float* u, int64_t n) { pinned::swiglu_avx2_body(g, u, n); }
 void silu_avx2(float* x, int64_t n) { pinned::silu_avx2_body(x, n); }
+void geglu_avx2(float* g, const float* u, int64_t n) { pinned::geglu_avx2_body(g, u, n); }
 void exp_shifted_avx2(const float* s, float mx, float* out, int64_t n) { pinned::exp_shifted_avx2(s, mx, out, n); }
 }  // namespace nvfp4

@@ -41,5 +41,6 @@ void to_half_avx512(const float* f, uint16_t* h, int64_t n) {
 }
 void swiglu_avx512(float* g, const float* u, int64_t n) { pinned::swiglu_avx512_body(g, u, n); }
 void silu_avx512(float* x, int64_t n) { pinned::silu_avx512_body(x, n); }
+void geglu_avx512(float* g, const float* u, int64_t n) { pinned::geglu_avx512_body(g, u, n); }
 void exp_shifted_avx512(const float* s, float mx, float* out, int64_t n) { pinned::exp_shifted_avx512(s, mx, out, n); }
 }  // namespace nvfp4

@@ -11,6 +11,8 @@ namespace nvfp4 {
 void swiglu_rows(float* g, const float* u, int64_t n);
 // x[i] = silu(x[i]) in place (pinned::silu's bits), vectorized for the active ISA.
 void silu_rows(float* x, int64_t n);
+// g[i] = gelu_tanh(g[i]) * u[i] (pinned::gelu_tanh's bits; Gemma 4), vectorized for the active ISA.
+void geglu_rows(float* g, const float* u, int64_t n);
 
 // The per-ISA bodies behind swiglu_rows and the softmax numerators (exp_shifted: out[j] =
 // float(exp(double(s[j] - mx)))), exposed so the tests can hold every compiled variant to the
@@ -21,6 +23,9 @@ void swiglu_avx512(float* g, const float* u, int64_t n);
 void silu_scalar(float* x, int64_t n);
 void silu_avx2(float* x, int64_t n);
 void silu_avx512(float* x, int64_t n);
+void geglu_scalar(float* g, const float* u, int64_t n);
+void geglu_avx2(float* g, const float* u, int64_t n);
+void geglu_avx512(float* g, const float* u, int64_t n);
 void exp_shifted_scalar(const float* s, float mx, float* out, int64_t n);
 void exp_shifted_avx2(const float* s, float mx, float* out, int64_t n);
 void exp_shifted_avx512(const float* s, float mx, float* out, int64_t n);

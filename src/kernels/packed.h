@@ -237,6 +237,7 @@ struct KernelTable {
   AttnPhaseFn attn_phase;
   SwigluFn swiglu;
   SiluFn silu;       // x = silu(x) in place (the Gated DeltaNet conv and output gate)
+  SwigluFn geglu;    // g = gelu_tanh(g) * u (Gemma 4)
   ToHalfFn to_half;  // float_to_half over a row (the F16 KV cache's stores)
   PinnedRowsFn pinned_rows; const char* pinned_name;  // "gemv_pinned16_<isa>"
   HeadQ8Fn head_q8; const char* head_q8_name;          // the integer-exact Q8_0 head

@@ -36,6 +36,7 @@ struct Avx2 {
 inline void exp_shifted_avx2(const float* s, float mx, float* out, int64_t n) { exp_shifted_vec<Avx2>(s, mx, out, n); }
 inline void swiglu_avx2_body(float* g, const float* u, int64_t n) { swiglu_vec<Avx2>(g, u, n); }
 inline void silu_avx2_body(float* x, int64_t n) { silu_vec<Avx2>(x, n); }
+inline void geglu_avx2_body(float* g, const float* u, int64_t n) { geglu_vec<Avx2>(g, u, n); }
 
 }  // namespace
 }  // namespace nvfp4::pinned

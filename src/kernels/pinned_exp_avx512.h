@@ -36,6 +36,7 @@ struct Avx512 {
 inline void exp_shifted_avx512(const float* s, float mx, float* out, int64_t n) { exp_shifted_vec<Avx512>(s, mx, out, n); }
 inline void swiglu_avx512_body(float* g, const float* u, int64_t n) { swiglu_vec<Avx512>(g, u, n); }
 inline void silu_avx512_body(float* x, int64_t n) { silu_vec<Avx512>(x, n); }
+inline void geglu_avx512_body(float* g, const float* u, int64_t n) { geglu_vec<Avx512>(g, u, n); }
 
 }  // namespace
 }  // namespace nvfp4::pinned

@@ -78,6 +78,28 @@ inline void swiglu_vec(float* g, const float* u, int64_t n) {
   for (; i < n; ++i) g[i] = silu(g[i]) * u[i];
 }
 
+// g[i] = float(gelu_tanh(g[i])) * u[i] in pinned::gelu_tanh's operations and order, lane by lane
+// (tanh(t) = 1 - 2 / (exp(2t) + 1)); two vectors an iteration.
+template <class V>
+inline typename V::D gelu_tanh_vec(typename V::D x) {
+  const typename V::D c = V::mul(V::mul(V::mul(V::set(0.044715), x), x), x);
+  const typename V::D t = V::mul(V::set(kGeluC), V::add(x, c));
+  const typename V::D e = exp_vec<V>(V::mul(V::set(2.0), t));
+  const typename V::D th = V::sub(V::set(1.0), V::div(V::set(2.0), V::add(e, V::set(1.0))));
+  return V::mul(V::mul(V::set(0.5), x), V::add(V::set(1.0), th));
+}
+template <class V>
+inline void geglu_vec(float* g, const float* u, int64_t n) {
+  constexpr int64_t L = V::kLanes;
+  int64_t i = 0;
+  for (; i + 2 * L <= n; i += 2 * L) {
+    const typename V::D a = gelu_tanh_vec<V>(V::load_f(g + i)), b = gelu_tanh_vec<V>(V::load_f(g + i + L));
+    V::store_f_times(g + i, V::to_f(a), u + i);
+    V::store_f_times(g + i + L, V::to_f(b), u + i + L);
+  }
+  for (; i < n; ++i) g[i] = gelu_tanh(g[i]) * u[i];
+}
+
 // x[i] = float(x / (1 + exp(-x))) in place, pinned::silu lane by lane; two vectors an iteration
 // (each exp is one dependent chain).
 template <class V>

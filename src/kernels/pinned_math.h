@@ -53,4 +53,12 @@ inline float silu(float x) {
   return static_cast<float>(xd / (1.0 + exp(-xd)));
 }
 
+// gelu with tanh (transformers' gelu_pytorch_tanh): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+// in double from the pinned exp, rounded once (Gemma 4's MLP, experts and per-layer embeddings).
+inline constexpr double kGeluC = 0.7978845608028654;  // sqrt(2 / pi)
+inline float gelu_tanh(float x) {
+  const double xd = x;
+  return static_cast<float>(0.5 * xd * (1.0 + tanh(kGeluC * (xd + 0.044715 * xd * xd * xd))));
+}
+
 }  // namespace nvfp4::pinned

@@ -179,7 +179,7 @@ void gemma4_ffn(StepRun& s, const LayerWeights& L) {
       const StepRun r = s.rows(std::min(rows, n - t0));
       r.run_group_rows({{&L.gate, w.g.data()}, {&L.up, w.u.data()}}, w.xn.data() + t0 * d, [&](int64_t r0, int64_t r1) {
         for (int64_t t = 0; t < r.n; ++t)
-          for (int64_t i = r0; i < r1; ++i) w.g.data()[t * ff + i] = gelu_tanh(w.g.data()[t * ff + i]) * w.u.data()[t * ff + i];
+          geglu_rows(w.g.data() + t * ff + r0, w.u.data() + t * ff + r0, r1 - r0);
       });
       r.run(L.down, w.g.data(), w.o.data() + t0 * d);
     }

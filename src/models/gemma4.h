@@ -10,13 +10,9 @@ namespace nvfp4 {
 
 struct Loader;
 
-// gelu with tanh (transformers' gelu_pytorch_tanh): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
-// in double from the pinned exp, rounded once.
-inline float gelu_tanh(float x) {
-  const double xd = x;
-  constexpr double kC = 0.7978845608028654;  // sqrt(2 / pi)
-  return static_cast<float>(0.5 * xd * (1.0 + pinned::tanh(kC * (xd + 0.044715 * xd * xd * xd))));
-}
+// gelu with tanh in the pinned order (kernels/pinned_math.h); geglu_rows (kernels/attention_kernels.h)
+// is its vector form times up, the same bits.
+using pinned::gelu_tanh;
 
 // Per-layer embeddings (src/models/gemma4_ple.cpp). Loading: the table, its projection and norm
 // into m (c.n_embd_per_layer > 0), and layer b's gate, projection and norm into w.

@@ -72,7 +72,7 @@ void gemma4_ple_layer(StepRun& s, const LayerWeights& L, int64_t l) {
   for (int64_t t = 0; t < n; ++t) {
     float* g = w.g.data() + t * P;
     const float* in = w.ple.data() + t * width + l * P;
-    for (int64_t i = 0; i < P; ++i) g[i] = gelu_tanh(g[i]) * in[i];
+    geglu_rows(g, in, P);
   }
   s.run(L.ple_proj, w.g.data(), w.o.data());
   s.rmsnorm(w.o.data(), L.ple_post_norm, w.o.data(), n, d);

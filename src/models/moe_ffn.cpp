@@ -147,7 +147,7 @@ void moe_ffn(StepRun& s, const LayerWeights& L, const float* xn_in, float* out_i
   // The gated experts' activation: SwiGLU, or Gemma 4's GeGLU (gelu with tanh).
   const auto glu = [&](float* g, const float* u, int64_t count) {
     if (!opt.gelu) return swiglu_rows(g, u, count);
-    for (int64_t i = 0; i < count; ++i) g[i] = gelu_tanh(g[i]) * u[i];
+    geglu_rows(g, u, count);
   };
   const ModelConfig& c = s.m.cfg;
   Workspace::Impl& w = s.ws;
