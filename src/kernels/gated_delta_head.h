@@ -2,9 +2,8 @@
 // part of the Gated DeltaNet mixer that touches the head's whole state S [d_k][d_v]:
 //   S *= decay;  mem_j = sum_i S_ij k_i;  d_j = (v_j - mem_j) beta;  S_ij += k_i d_j;  o_j = sum_i S_ij q_i
 // Every j is its own lane: i ascending, each product rounded before its add (the build has no FMA
-// contraction). So the compiler's vector form of these loops (gated_delta_avx2.cpp,
-// gated_delta_avx512.cpp: this body compiled with their flags) computes exactly the scalar
-// form's bits, with 8 or 16 lanes of j.
+// contraction). This is the scalar reference; the AVX2 and AVX-512 forms (gated_delta_vec.h) do
+// each lane's operations in this order, 8 or 16 lanes of j, so they compute exactly its bits.
 #pragma once
 #include <cstdint>
 
