@@ -22,6 +22,7 @@
 #include "io_test_util.h"
 #include "nvfp4/checkpoint.h"
 #include "nvfp4/error.h"
+#include "nvfp4/kernels.h"
 #include "nvfp4/model.h"
 #include "nvfp4/safetensors.h"
 #include "nvfp4/thread_pool.h"
@@ -198,5 +199,51 @@ TEST(MixedCheckpoints, CompressedTensorsWeightShapeOptional) {
   } catch (const Error& e) {
     EXPECT_EQ(e.tensor(), m + ".weight_shape");
     EXPECT_NE(std::string(e.what()).find("[64, 128]"), std::string::npos) << e.what();
+  }
+}
+
+// A mixed checkpoint in the default mode: its FP8 layers take the integer-exact kernel (named at
+// load), so its logits have the same bits on every ISA, with one and two threads, and whether the
+// prompt runs in one step or a token at a time (docs/DETERMINISM.md).
+TEST(MixedCheckpoints, A16q8LogitsSameBitsOnEveryIsaThreadsAndSteps) {
+  const std::vector<int32_t> ids = {17, 250, 3, 99, 402, 7};
+  for (const char* dir : {"mixed/qwen3/modelopt-mixed", "mixed/qwen3/ct-mixed", "mixed/qwen3_moe_i64/modelopt-mixed",
+                          "mixed/qwen3_moe_i64/ct-mixed"}) {
+    const auto ck = Checkpoint::open(test::fixture_path(dir));
+    LoadOptions lo;
+    lo.mode = Mode::a16q8;
+    const auto m = Model::load(*ck, lo);
+    std::string text;
+    for (const auto& l : m->describe()) text += l + "\n";
+    EXPECT_NE(text.find("FP8 kernel fp8_q8_"), std::string::npos) << dir << "\n" << text;
+    const size_t nv = static_cast<size_t>(m->config().n_vocab);
+    std::vector<float> first;
+    for (const Isa isa : compiled_isas()) {
+      if (!isa_supported(isa)) continue;
+      force_isa(isa);
+      for (int threads : {1, 2}) {
+        for (bool one_step : {true, false}) {
+          ThreadPool pool(threads);
+          ContextOptions co;
+          co.n_ctx = 32;
+          Context ctx(*m, co, pool);
+          std::vector<float> out(ids.size() * nv);
+          if (one_step) {
+            ctx.eval(ids.data(), static_cast<int64_t>(ids.size()), out.data(), true);
+          } else {
+            for (size_t p = 0; p < ids.size(); ++p) ctx.eval(&ids[p], 1, out.data() + p * nv);
+          }
+          if (first.empty()) {
+            first = out;
+            continue;
+          }
+          size_t diff = 0;
+          for (size_t k = 0; k < out.size(); ++k) diff += std::memcmp(&out[k], &first[k], 4) != 0;
+          EXPECT_EQ(diff, 0u) << dir << " " << isa_name(isa) << " threads " << threads << (one_step ? " one step" : " token by token");
+        }
+      }
+      clear_forced_isa();
+    }
+    first.clear();
   }
 }

@@ -23,7 +23,7 @@ PUBLIC = {
     "temp_cleanup.h": "base", "thread_pool.h": "base",
     "codec.h": "format", "ggml_types.h": "format", "layout.h": "format", "matrix.h": "format",
     "q8_0.h": "format", "quantize.h": "format", "validate.h": "format",
-    "dense.h": "kernels", "kernels.h": "kernels", "kernels_ref.h": "kernels", "linear.h": "kernels",
+    "dense.h": "kernels", "fp8_linear.h": "kernels", "kernels.h": "kernels", "kernels_ref.h": "kernels", "linear.h": "kernels",
     "arch.h": "io", "checkpoint.h": "io", "gguf.h": "io", "gguf_writer.h": "io", "safetensors.h": "io",
     "chat.h": "text", "tokenizer.h": "text",
     "model.h": "ops", "sequence_state.h": "ops",

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "kernels/fp8_q8.h"
 #include "kernels/head_q8.h"
 #include "kernels/attention_kernels.h"
 #include "kernels/packed.h"
@@ -219,7 +220,8 @@ const KernelTable& table_of(Isa isa) {
                                   rows_scalar, "gemv_pinned16_scalar",
                                   head_q8_scalar, "head_q8_ref",
                                   delta_head_scalar, "delta_head_scalar",
-                                  gemv_fp8s_scalar, "gemv_fp8s_ref"};
+                                  gemv_fp8s_scalar, "gemv_fp8s_ref",
+                                  fp8_q8_scalar, "fp8_q8_ref"};
   static const KernelTable avx2{Isa::avx2, prepare_q8_cols_avx2,
                                 gemv_a16q8_avx2<Pf>, "gemv_a16q8_avx2",
                                 gemm_a16q8_avx2<Pf>, "gemm_a16q8_avx2",
@@ -232,7 +234,8 @@ const KernelTable& table_of(Isa isa) {
                                 rows_avx2, "gemv_pinned16_avx2",
                                 head_q8_avx2, "head_q8_avx2",
                                 delta_head_avx2, "delta_head_avx2",
-                                gemv_fp8s_avx2, "gemv_fp8s_avx2"};
+                                gemv_fp8s_avx2, "gemv_fp8s_avx2",
+                                fp8_q8_avx2, "fp8_q8_avx2"};
   static const KernelTable avx512{Isa::avx512, prepare_q8_cols_avx512,
                                   gemv_a16q8_avx512vnni<Pf>, "gemv_a16q8_avx512vnni",
                                   gemm_a16q8_avx512vnni<Pf>, "gemm_a16q8_avx512vnni",
@@ -245,7 +248,8 @@ const KernelTable& table_of(Isa isa) {
                                   rows_avx512, "gemv_pinned16_avx512",
                                   head_q8_avx512vnni, "head_q8_avx512vnni",
                                   delta_head_avx512, "delta_head_avx512",
-                                  gemv_fp8s_avx512, "gemv_fp8s_avx512"};
+                                  gemv_fp8s_avx512, "gemv_fp8s_avx512",
+                                  fp8_q8_avx512vnni, "fp8_q8_avx512vnni"};
 #ifdef NVFP4_HAVE_AVXVNNI
   // The AVX2 table with the integer-exact gemv/gemm kernels on vpdpbusd (ymm).
   static const KernelTable avxvnni = [] {

@@ -214,6 +214,9 @@ using PinnedRowsFn = void (*)(const void* w, int elem, int64_t n_in, int64_t n_o
 // The Q8_0 head (kernels/head_q8.h): rows [r_b, r_e) of y for every column of a.
 struct HeadQ8;
 using HeadQ8Fn = void (*)(const HeadQ8& w, const ActQ8& a, int64_t r_b, int64_t r_e, float* y);
+// An FP8 E4M3 layer in the integer-exact modes (kernels/fp8_q8.h): rows [r_b, r_e), every column.
+struct Fp8Q8;
+using Fp8Q8Fn = void (*)(const Fp8Q8& w, const ActQ8& a, int64_t r_b, int64_t r_e, float* y);
 
 // gated_delta_head.h: S, k, q, v, decay, beta, mem, o, d_k, d_v, next (the same bits on every
 // ISA; next: the state the caller runs next, which the vector forms prefetch, or null).
@@ -243,6 +246,7 @@ struct KernelTable {
   HeadQ8Fn head_q8; const char* head_q8_name;          // the integer-exact Q8_0 head
   DeltaHeadFn delta_head; const char* delta_head_name; // Gated DeltaNet: one value head's delta rule
   DenseFn fp8s;    const char* fp8s_name;  // the scaled FP8 forms (DType::mxfp8, fp8_b128): gemv_fp8s*.cpp
+  Fp8Q8Fn fp8_q8;  const char* fp8_q8_name;  // FP8 E4M3 x a16q8 activations, integer-exact: fp8_q8*.cpp
 };
 inline constexpr int64_t kPrefillN = 32;
 

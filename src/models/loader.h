@@ -160,7 +160,12 @@ struct Loader {
           throw Error(path, name, "FP8 E4M3 weight: finite values", "no NaN byte (0x7F, 0xFF)",
                       "a NaN at row " + std::to_string(k / n_in) + ", column " + std::to_string(k % n_in));
       if (check_only) return m;
-      m.dense = DenseLinear::prepare(DType::e4m3, codes, n_out, n_in);
+      // The integer-exact modes take the integer-exact form (the same bits on every ISA:
+      // include/nvfp4/fp8_linear.h); a16 and the float references the float one.
+      if ((opt.mode == Mode::a16q8 || opt.mode == Mode::w4a4) && Fp8Linear::fits(n_in))
+        m.fp8 = Fp8Linear::prepare(codes, n_out, n_in);
+      else
+        m.dense = DenseLinear::prepare(DType::e4m3, codes, n_out, n_in);
       m.out_scale = std::move(scale);
       m.bytes = static_cast<size_t>(n_out * n_in) + m.out_scale.size() * 4;
       return m;

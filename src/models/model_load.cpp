@@ -442,7 +442,7 @@ std::vector<std::string> Model::describe() const {
   for (const auto& l : m.layers)
     for (const MatMul* mm : l.matmuls()) {
       (mm->nvfp4 ? nv : mm->use_pinned ? np : nf)++;
-      n8 += !mm->nvfp4 && !mm->use_pinned && mm->dense.dtype() == DType::e4m3;
+      n8 += !mm->nvfp4 && !mm->use_pinned && (mm->fp8 || mm->dense.dtype() == DType::e4m3);
       nmx += !mm->nvfp4 && !mm->use_pinned && mm->dense.dtype() == DType::mxfp8;
       nb8 += !mm->nvfp4 && !mm->use_pinned && mm->dense.dtype() == DType::fp8_b128;
     }
@@ -450,10 +450,12 @@ std::vector<std::string> Model::describe() const {
   // MLPs or experts (FP8 attention beside NVFP4 MLPs, as NVIDIA ships them).
   const MatMul* any_nvfp4 = nullptr;
   const MatMul* any_float = nullptr;
+  const MatMul* any_fp8 = nullptr;
   for (const auto& l : m.layers)
     for (const MatMul* mm : l.matmuls()) {
       if (mm->nvfp4 && !any_nvfp4) any_nvfp4 = mm;
-      if (!mm->nvfp4 && !mm->use_pinned && !any_float) any_float = mm;
+      if (!mm->nvfp4 && !mm->use_pinned && !mm->fp8 && !any_float) any_float = mm;
+      if (mm->fp8 && !any_fp8) any_fp8 = mm;
     }
   std::string lin = "linear layers: " + std::to_string(nv) + " NVFP4, " + std::to_string(nf) + " float (f32)" +
                     (n8 > 0 ? " of which " + std::to_string(n8) + " FP8 (E4M3 bytes as stored, the scale on the output)" : "") +
@@ -465,6 +467,7 @@ std::vector<std::string> Model::describe() const {
            " (1 token), " + any_nvfp4->kernel(m.mode, 64) + " (64 tokens), software prefetch " +
            std::string(prefetch_name(active_prefetch()));
   if (any_float) lin += "; float kernel " + any_float->kernel(m.mode, 1);
+  if (any_fp8) lin += "; FP8 kernel " + any_fp8->kernel(m.mode, 1) + " (integer-exact: the same bits on every ISA)";
   out.push_back(lin);
   out.push_back("head: " + m.head().type_name() + ", kernel " + m.head().kernel_name(m.mode) + "; embedding " +
                 m.embd.type_name());

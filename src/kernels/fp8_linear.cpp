@@ -1,0 +1,46 @@
+// Fp8Linear: the row-interleaved E4M3 bytes (kernels/fp8_q8.h) and forward(): the window's
+// activations quantized once (ActQ8, as Linear's a16q8), then the active ISA's fp8_q8 kernel over
+// groups of 16 rows split across the pool.
+#include "nvfp4/fp8_linear.h"
+
+#include "kernels/fp8_q8.h"
+#include "nvfp4/error.h"
+#include "nvfp4/kernels.h"
+
+namespace nvfp4 {
+
+struct Fp8Linear::Impl {
+  kern::Fp8Q8 w;
+};
+
+Fp8Linear::Fp8Linear() = default;
+Fp8Linear::~Fp8Linear() = default;
+Fp8Linear::Fp8Linear(Fp8Linear&&) noexcept = default;
+Fp8Linear& Fp8Linear::operator=(Fp8Linear&&) noexcept = default;
+
+Fp8Linear Fp8Linear::prepare(const uint8_t* codes, int64_t n_out, int64_t n_in) {
+  if (!fits(n_in) || n_out <= 0)
+    throw Error("", "Fp8Linear::prepare", "an FP8 layer's shape", "n_out > 0 and n_in a positive multiple of 16",
+                std::to_string(n_out) + " x " + std::to_string(n_in));
+  Fp8Linear l;
+  l.impl_ = std::make_unique<Impl>();
+  l.impl_->w = kern::Fp8Q8::prepare(codes, n_out, n_in);
+  return l;
+}
+
+int64_t Fp8Linear::n_out() const { return impl_->w.n_out; }
+int64_t Fp8Linear::n_in() const { return impl_->w.n_in; }
+size_t Fp8Linear::bytes() const { return impl_ ? impl_->w.bytes() : 0; }
+std::string Fp8Linear::kernel_name() const { return kern::table(active_isa()).fp8_q8_name; }
+
+void Fp8Linear::forward(const float* x, int64_t n, float* y, ThreadPool& pool) const {
+  const kern::Fp8Q8& w = impl_->w;
+  const kern::KernelTable& k = kern::table(active_isa());
+  kern::ActQ8 a;
+  a.shape(n, w.n_in);
+  if (n < 16) k.prep_q8(x, 0, n, a);
+  else pool.run(n, [&](int64_t b, int64_t e) { k.prep_q8(x, b, e, a); });
+  pool.run(w.n_out, [&](int64_t b, int64_t e) { k.fp8_q8(w, a, b, e, y); }, kern::kFp8RowPad);
+}
+
+}  // namespace nvfp4
