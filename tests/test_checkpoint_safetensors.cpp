@@ -152,9 +152,17 @@ TEST(CheckpointSafetensors, MixedPrecisionModelDescribesItsKernels) {
   const auto m = Model::load(*ck, LoadOptions{});
   const auto lines = m->describe();
   ASSERT_GE(lines.size(), 2u);
-  EXPECT_NE(lines[1].find("linear layers: 3 NVFP4, 4 float"), std::string::npos) << lines[1];
+  // a16q8: the BF16 layers in the pinned order, the FP8 ones integer-exact, each kernel named.
+  EXPECT_NE(lines[1].find("linear layers: 3 NVFP4, 0 float (f32), 2 float in the pinned order"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find(", 2 FP8 integer-exact"), std::string::npos) << lines[1];
   EXPECT_NE(lines[1].find("NVFP4 mode a16q8, kernels "), std::string::npos) << lines[1];
-  EXPECT_NE(lines[1].find("float kernel "), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("FP8 kernel fp8_q8_"), std::string::npos) << lines[1];
+  // f32: all four through the float kernel.
+  LoadOptions lo;
+  lo.mode = Mode::f32;
+  const auto lf = Model::load(*ck, lo)->describe();
+  EXPECT_NE(lf[1].find("linear layers: 3 NVFP4, 4 float (f32) of which 2 FP8"), std::string::npos) << lf[1];
+  EXPECT_NE(lf[1].find("float kernel "), std::string::npos) << lf[1];
 }
 
 TEST(CheckpointSafetensors, FloatCheckpointAndSingleFile) {

@@ -17,8 +17,10 @@
 // Modes: a16q8, w4a4 (where the checkpoint serves it) and f32. A line reads
 //   <checkpoint> <mode> <path> <hash> [isa=<isa> when the mode's bits follow the ISA]
 // a16q8 and w4a4 are the same bits on every ISA and thread count (SPEC section 5) for checkpoints
-// whose linear layers are all NVFP4; f32 (and float layers in any mode) follow the vector width,
-// so those lines carry the ISA and compare only on one machine.
+// whose linear layers are NVFP4, float in the pinned order or integer-exact FP8 (docs/
+// DETERMINISM.md; describe() counts "0 float (f32)"); f32 (and MXFP8 or block-scaled FP8 layers
+// in any mode) follow the vector width, so those lines carry the ISA and compare only on one
+// machine.
 #include <cstdint>
 #include <cstdio>
 #include <cstring>

@@ -185,6 +185,17 @@ struct Loader {
       return m;
     }
     if (check_only) return m;
+    // A float layer (F16, BF16 or F32 as stored) in the integer-exact modes: read as stored, in the
+    // pinned order (the same bits on every ISA, as the head), not widened to F32.
+    DType fdt = DType::f32;
+    const void* fdata = nullptr;
+    const bool pin = !opt.quantize && (opt.mode == Mode::a16q8 || opt.mode == Mode::w4a4);
+    if (pin && ck.raw_float(name, fdt, fdata)) {
+      m.use_pinned = true;
+      m.pinned = PinnedDense::prepare(fdt, fdata, n_out, n_in);
+      m.bytes = m.pinned.bytes();
+      return m;
+    }
     std::vector<float> w = ck.to_f32(name);
     if (opt.quantize) {
       const RowMatrix q = quantize(w.data(), n_out, n_in, name);
@@ -195,7 +206,7 @@ struct Loader {
       return m;
     }
     m.bytes = w.size() * 4;
-    if (opt.pinned_float) {
+    if (opt.pinned_float || pin) {  // (pin: rows the reader reorders, so not readable as stored)
       m.use_pinned = true;
       m.pinned = PinnedDense::from_f32(std::move(w), n_out, n_in);
       return m;
