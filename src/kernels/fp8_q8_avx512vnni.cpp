@@ -10,6 +10,7 @@
 #include <array>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "kernels/fp8_q8.h"
 
@@ -40,7 +41,7 @@ inline int32_t load4(const int8_t* p) {
 // T columns; S accumulator sets (units alternate between them): vpdpbusd's latency (5 cycles) would
 // otherwise bound one column's three chains to a unit every 5 cycles.
 template <int T, int S>
-void group_cols(const Fp8Q8& w, const ActQ8& a, int64_t g, int64_t t0, __mmask16 mask, float* y) {
+void group_cols(const Fp8Q8& w, const ActQ8& a, const int8_t* qc, int64_t g, int64_t t0, __mmask16 mask, float* y) {
   const __m512i ta0 = _mm512_load_si512(kPlanes.p[0]), ta1 = _mm512_load_si512(kPlanes.p[0] + 64);
   const __m512i tb0 = _mm512_load_si512(kPlanes.p[1]), tb1 = _mm512_load_si512(kPlanes.p[1] + 64);
   const __m512i tc0 = _mm512_load_si512(kPlanes.p[2]), tc1 = _mm512_load_si512(kPlanes.p[2] + 64);
@@ -53,7 +54,7 @@ void group_cols(const Fp8Q8& w, const ActQ8& a, int64_t g, int64_t t0, __mmask16
     const int64_t j0 = b * (kQ8Block / kGroup), j1 = std::min<int64_t>(a.groups, (b + 1) * (kQ8Block / kGroup));
     for (int64_t j = j0; j < j1; ++j) {  // 16 inputs: 4 units
       const int8_t* qa[T];
-      for (int t = 0; t < T; ++t) qa[t] = a.qg(j, t0 + t);
+      for (int t = 0; t < T; ++t) qa[t] = qc + (t0 + t) * w.n_in + j * kGroup;
       #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
         const uint8_t* p = w.unit(g, 4 * j + k);
@@ -96,7 +97,7 @@ void group_cols(const Fp8Q8& w, const ActQ8& a, int64_t g, int64_t t0, __mmask16
   for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * w.n_out + g * kFp8RowPad, mask, acc[t]);
 }
 
-using GroupFn = void (*)(const Fp8Q8&, const ActQ8&, int64_t, int64_t, __mmask16, float*);
+using GroupFn = void (*)(const Fp8Q8&, const ActQ8&, const int8_t*, int64_t, int64_t, __mmask16, float*);
 
 template <int... T>
 constexpr std::array<GroupFn, sizeof...(T)> group_fns(std::integer_sequence<int, T...>) {
@@ -108,11 +109,16 @@ constexpr std::array<GroupFn, sizeof...(T)> group_fns(std::integer_sequence<int,
 void fp8_q8_avx512vnni(const Fp8Q8& w, const ActQ8& a, int64_t r_b, int64_t r_e, float* y) {
   constexpr int kMaxCols = 4;
   constexpr auto fns = group_fns(std::make_integer_sequence<int, kMaxCols>{});
+  // Each column's codes contiguous (ActQ8 interleaves 8 columns' groups: 16 bytes in each 128 a
+  // column would take a line of L1 per 16 inputs, which long rows' streams then evict).
+  std::vector<int8_t> qc(static_cast<size_t>(a.n * w.n_in));
+  for (int64_t t = 0; t < a.n; ++t)
+    for (int64_t j = 0; j < a.groups; ++j) std::memcpy(qc.data() + t * w.n_in + j * kGroup, a.qg(j, t), kGroup);
   for (int64_t g = r_b / kFp8RowPad; g * kFp8RowPad < r_e; ++g) {
     const int64_t lo = std::max<int64_t>(r_b - g * kFp8RowPad, 0), hi = std::min<int64_t>(r_e - g * kFp8RowPad, kFp8RowPad);
     const __mmask16 m = static_cast<__mmask16>(((1u << hi) - 1) & ~((1u << lo) - 1));
     for (int64_t t0 = 0; t0 < a.n; t0 += kMaxCols)
-      fns[static_cast<size_t>(std::min<int64_t>(kMaxCols, a.n - t0) - 1)](w, a, g, t0, m, y);
+      fns[static_cast<size_t>(std::min<int64_t>(kMaxCols, a.n - t0) - 1)](w, a, qc.data(), g, t0, m, y);
   }
 }
 
