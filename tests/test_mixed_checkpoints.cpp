@@ -21,6 +21,7 @@
 
 #include "io_test_util.h"
 #include "nvfp4/checkpoint.h"
+#include "nvfp4/convert.h"
 #include "nvfp4/error.h"
 #include "nvfp4/kernels.h"
 #include "nvfp4/model.h"
@@ -205,6 +206,64 @@ TEST(MixedCheckpoints, CompressedTensorsWeightShapeOptional) {
 // A mixed checkpoint in the default mode: its FP8 layers take the integer-exact kernel (named at
 // load), so its logits have the same bits on every ISA, with one and two threads, and whether the
 // prompt runs in one step or a token at a time (docs/DETERMINISM.md).
+namespace {
+// Logits of ids in a16q8 with the ISA forced, one step or token by token.
+std::vector<float> a16q8_logits(const Model& m, const std::vector<int32_t>& ids, int threads, bool one_step) {
+  const size_t nv = static_cast<size_t>(m.config().n_vocab);
+  ThreadPool pool(threads);
+  ContextOptions co;
+  co.n_ctx = 32;
+  Context ctx(m, co, pool);
+  std::vector<float> out(ids.size() * nv);
+  if (one_step) ctx.eval(ids.data(), static_cast<int64_t>(ids.size()), out.data(), true);
+  else
+    for (size_t p = 0; p < ids.size(); ++p) ctx.eval(&ids[p], 1, out.data() + p * nv);
+  return out;
+}
+}  // namespace
+
+// convert to GGUF writes a mixed checkpoint's FP8 layers as Q8_0 (GGUF has no FP8 type), naming
+// the error each adds; the GGUF runs them integer-exact (the Q8_0 head's kernel: the same bits on
+// every ISA and step composition), its logits within Q8_0's error of the directory's.
+TEST(MixedCheckpoints, ConvertToGgufWritesFp8AsQ8_0) {
+  const std::vector<int32_t> ids = {17, 250, 3, 99, 402, 7};
+  for (const char* dir : {"mixed/qwen3/modelopt-mixed", "mixed/qwen3/ct-mixed", "mixed/qwen3_moe_i64/ct-mixed"}) {
+    test::ScratchDir tmp;
+    const std::string out = tmp / "m.gguf";
+    ConvertOptions co;
+    co.head = "f16";  // the embedding as it is (BF16 values are F16 values here): only the FP8 layers change
+    const ConvertReport r = convert(test::fixture_path(dir), out, co);
+    EXPECT_EQ(r.fp8_to_q8, 8) << dir;  // 2 layers x q, k, v, o
+    size_t noted = 0;
+    for (const auto& n : r.notes) noted += n.find("FP8 -> Q8_0") != std::string::npos && n.find("relative RMS error") != std::string::npos;
+    EXPECT_EQ(noted, 8u) << dir;
+    const auto ck_g = Checkpoint::open(out), ck_d = Checkpoint::open(test::fixture_path(dir));
+    EXPECT_EQ(ck_g->tensor("blk.0.attn_q.weight").storage_name, "Q8_0") << dir;
+    LoadOptions lo;
+    const auto mg = Model::load(*ck_g, lo), md = Model::load(*ck_d, lo);
+    std::string text;
+    for (const auto& l : mg->describe()) text += l + "\n";
+    EXPECT_NE(text.find("8 Q8_0 integer-exact"), std::string::npos) << text;
+    const std::vector<float> first = a16q8_logits(*mg, ids, 1, true), dirs = a16q8_logits(*md, ids, 2, true);
+    for (const Isa isa : compiled_isas()) {
+      if (!isa_supported(isa)) continue;
+      force_isa(isa);
+      for (bool one_step : {true, false}) {
+        const std::vector<float> y = a16q8_logits(*mg, ids, 2, one_step);
+        EXPECT_EQ(std::memcmp(y.data(), first.data(), y.size() * 4), 0) << dir << " " << isa_name(isa) << " one step " << one_step;
+      }
+      clear_forced_isa();
+    }
+    double worst = 0, range = 0;
+    for (size_t k = 0; k < first.size(); ++k) {
+      worst = std::max(worst, std::fabs(static_cast<double>(first[k]) - dirs[k]));
+      range = std::max(range, std::fabs(static_cast<double>(dirs[k])));
+    }
+    EXPECT_LT(worst, 0.05 * range) << dir;  // Q8_0 of the FP8 weights: a relative RMS error near 5e-3 each
+    EXPECT_GT(worst, 0.0) << dir;           // (requantized: not the directory's bits)
+  }
+}
+
 TEST(MixedCheckpoints, A16q8LogitsSameBitsOnEveryIsaThreadsAndSteps) {
   const std::vector<int32_t> ids = {17, 250, 3, 99, 402, 7};
   for (const char* dir : {"mixed/qwen3/modelopt-mixed", "mixed/qwen3/ct-mixed", "mixed/qwen3_moe_i64/modelopt-mixed",

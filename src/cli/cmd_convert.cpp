@@ -91,7 +91,8 @@ Registrar reg(
         for (const auto& n : r.notes) std::cerr << "note: " << n << "\n";
         std::cout << a->out << ": " << r.quantized << " quantized to NVFP4, " << r.repacked
                   << " NVFP4 repacked, " << r.kept << " copied, " << r.retyped << " converted to "
-                  << a->opt.keep_type << (r.verified ? "; verified bit for bit" : "") << "\n";
+                  << a->opt.keep_type << (r.fp8_to_q8 > 0 ? ", " + std::to_string(r.fp8_to_q8) + " FP8 to Q8_0" : "")
+                  << (r.verified ? "; verified bit for bit" : "") << "\n";
         return 0;
       };
     });

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -77,6 +78,29 @@ float quantize_to_blocks(const std::vector<float>& w, int64_t n_out, int64_t n_i
 }
 
 bool is_head(const std::string& name) { return name == "output.weight" || name == "token_embd.weight"; }
+
+// The relative RMS error Q8_0 adds to w ([n_out][n_in], n_in % 32 == 0): sqrt(sum (q - w)^2 / sum w^2).
+std::string q8_0_error_text(const std::vector<float>& w, int64_t n_out, int64_t n_in) {
+  std::vector<uint8_t> b(static_cast<size_t>(n_in / kQ8_0Block) * sizeof(BlockQ8_0));
+  double err = 0, ref = 0;
+  for (int64_t r = 0; r < n_out; ++r) {
+    const float* x = w.data() + r * n_in;
+    quantize_row_q8_0(x, n_in, b.data());
+    for (int64_t j = 0; j < n_in / kQ8_0Block; ++j) {
+      BlockQ8_0 q;
+      std::memcpy(&q, b.data() + j * sizeof(BlockQ8_0), sizeof q);
+      const float d = half_to_float(q.d);
+      for (int i = 0; i < kQ8_0Block; ++i) {
+        const double v = x[j * kQ8_0Block + i], e = static_cast<double>(q.qs[i]) * d - v;
+        err += e * e;
+        ref += v * v;
+      }
+    }
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2e", ref > 0 ? std::sqrt(err / ref) : 0.0);
+  return buf;
+}
 
 // --head q8: Q8_0 blocks, copied when the input already holds Q8_0, else quantized from float32.
 Recipe q8_0_recipe(const Checkpoint& ck, const TensorEntry& e, const std::string& name, const std::vector<int64_t>& ne,
@@ -233,6 +257,17 @@ std::vector<Recipe> plan(const Checkpoint& ck, const ConvertOptions& opt, std::s
       out.push_back({base_name(name) + ".scale", {1}, ggml::F32, 4, [s2](uint8_t* dst) { std::memcpy(dst, &s2, 4); }});
       if (is > 0) out.push_back({base_name(name) + ".input_scale", {1}, ggml::F32, 4, [is](uint8_t* dst) { std::memcpy(dst, &is, 4); }});
       ++rep.repacked;
+      continue;
+    }
+    // An FP8 layer (E4M3, any scale form) to GGUF: Q8_0 (GGUF has no FP8 type; llama.cpp reads
+    // Q8_0, and we run it integer-exact), the error it adds in the log; --quantize names it to make
+    // it NVFP4 instead, --keep to keep it float.
+    if (e.storage == Storage::fp8 && e.shape.size() == 2 && n_in % kQ8_0Block == 0 && !matches_any(opt.quantize, name) &&
+        !matches_any(opt.keep, name)) {
+      rep.notes.push_back(name + ": FP8 -> Q8_0 (GGUF has no FP8 type), relative RMS error " +
+                          q8_0_error_text(ck.to_f32(name), n_out, n_in));
+      out.push_back(q8_0_recipe(ck, e, name, ne, n_out, n_in));
+      ++rep.fp8_to_q8;
       continue;
     }
     const bool head = is_head(name) && e.shape.size() == 2;

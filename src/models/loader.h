@@ -14,6 +14,7 @@
 #include "nvfp4/error.h"
 #include "nvfp4/ggml_types.h"
 #include "nvfp4/huge_pages.h"
+#include "nvfp4/q8_0.h"
 #include "nvfp4/quantize.h"
 #include "ops/model_impl.h"
 
@@ -150,6 +151,19 @@ struct Loader {
       m.bytes = w.codes.size() + w.scales.size() + 4;
       return m;
     }
+    const bool integer = opt.mode == Mode::a16q8 || opt.mode == Mode::w4a4;
+    // A GGUF Q8_0 layer (an FP8 layer `convert` wrote to GGUF, or llama.cpp's Q8_0) in the
+    // integer-exact modes: its blocks as stored, the Q8_0 head's integer-exact kernel.
+    uint32_t gtype = 0;
+    const void* gdata = nullptr;
+    if (!opt.quantize && !opt.pinned_float && integer && n_in % kQ8_0Block == 0 && ck.raw_ggml(name, gtype, gdata) &&
+        gtype == ggml::Q8_0) {
+      if (check_only) return m;
+      m.q8 = Head::q8_0(static_cast<const uint8_t*>(gdata), n_out, n_in, true);
+      m.use_q8 = true;
+      m.bytes = m.q8.bytes();
+      return m;
+    }
     // An FP8 layer served as it is: its E4M3 bytes (a quarter of the widened F32), the scale on the
     // output. NaN bytes (0x7F, 0xFF) are refused: the kernels widen every other byte exactly.
     const uint8_t* codes = nullptr;
@@ -162,7 +176,7 @@ struct Loader {
       if (check_only) return m;
       // The integer-exact modes take the integer-exact form (the same bits on every ISA:
       // include/nvfp4/fp8_linear.h); a16 and the float references the float one.
-      if ((opt.mode == Mode::a16q8 || opt.mode == Mode::w4a4) && Fp8Linear::fits(n_in))
+      if (integer && Fp8Linear::fits(n_in))
         m.fp8 = Fp8Linear::prepare(codes, n_out, n_in);
       else
         m.dense = DenseLinear::prepare(DType::e4m3, codes, n_out, n_in);

@@ -438,11 +438,11 @@ std::vector<std::string> Model::describe() const {
                 (c.n_rot > 0 ? " over " + std::to_string(c.n_rot) + " of " + std::to_string(c.head_dim) + " dimensions" : "") +
                 (c.rope.freq_factors.empty() ? "" : " with frequency factors") +
                 (c.rope.linear_factor != 1.0 ? " linear x" + std::to_string(c.rope.linear_factor) : ""));
-  int nv = 0, nf = 0, np = 0, nx = 0, n8 = 0, nmx = 0, nb8 = 0;
+  int nv = 0, nf = 0, np = 0, nx = 0, nq = 0, n8 = 0, nmx = 0, nb8 = 0;
   for (const auto& l : m.layers)
     for (const MatMul* mm : l.matmuls()) {
-      (mm->nvfp4 ? nv : mm->fp8 ? nx : mm->use_pinned ? np : nf)++;
-      n8 += !mm->nvfp4 && !mm->use_pinned && !mm->fp8 && mm->dense.dtype() == DType::e4m3;
+      (mm->nvfp4 ? nv : mm->fp8 ? nx : mm->use_q8 ? nq : mm->use_pinned ? np : nf)++;
+      n8 += !mm->nvfp4 && !mm->use_pinned && !mm->fp8 && !mm->use_q8 && mm->dense.dtype() == DType::e4m3;
       nmx += !mm->nvfp4 && !mm->use_pinned && mm->dense.dtype() == DType::mxfp8;
       nb8 += !mm->nvfp4 && !mm->use_pinned && mm->dense.dtype() == DType::fp8_b128;
     }
@@ -454,21 +454,23 @@ std::vector<std::string> Model::describe() const {
   for (const auto& l : m.layers)
     for (const MatMul* mm : l.matmuls()) {
       if (mm->nvfp4 && !any_nvfp4) any_nvfp4 = mm;
-      if (!mm->nvfp4 && !mm->use_pinned && !mm->fp8 && !any_float) any_float = mm;
-      if (mm->fp8 && !any_fp8) any_fp8 = mm;
+      if (!mm->nvfp4 && !mm->use_pinned && !mm->fp8 && !mm->use_q8 && !any_float) any_float = mm;
+      if ((mm->fp8 || mm->use_q8) && !any_fp8) any_fp8 = mm;
     }
   std::string lin = "linear layers: " + std::to_string(nv) + " NVFP4, " + std::to_string(nf) + " float (f32)" +
                     (n8 > 0 ? " of which " + std::to_string(n8) + " FP8 (E4M3 bytes as stored, the scale on the output)" : "") +
                     (nmx > 0 ? (n8 > 0 ? ", " : " of which ") + std::to_string(nmx) + " MXFP8 (E4M3 bytes and an E8M0 scale per 32, as stored)" : "") +
                     (nb8 > 0 ? (n8 + nmx > 0 ? ", " : " of which ") + std::to_string(nb8) + " FP8 with 128x128 block scales (as stored)" : "") +
                     (np > 0 ? ", " + std::to_string(np) + " float in the pinned order (the same bits on every ISA)" : "") +
-                    (nx > 0 ? ", " + std::to_string(nx) + " FP8 integer-exact (E4M3 bytes as stored, the scale on the output)" : "");
+                    (nx > 0 ? ", " + std::to_string(nx) + " FP8 integer-exact (E4M3 bytes as stored, the scale on the output)" : "") +
+                    (nq > 0 ? ", " + std::to_string(nq) + " Q8_0 integer-exact (blocks as stored)" : "");
   if (any_nvfp4)
     lin += "; NVFP4 mode " + std::string(mode_name(m.mode)) + ", kernels " + any_nvfp4->kernel(m.mode, 1) +
            " (1 token), " + any_nvfp4->kernel(m.mode, 64) + " (64 tokens), software prefetch " +
            std::string(prefetch_name(active_prefetch()));
   if (any_float) lin += "; float kernel " + any_float->kernel(m.mode, 1);
-  if (any_fp8) lin += "; FP8 kernel " + any_fp8->kernel(m.mode, 1) + " (integer-exact: the same bits on every ISA)";
+  if (any_fp8) lin += std::string("; ") + (any_fp8->fp8 ? "FP8" : "Q8_0") + " kernel " + any_fp8->kernel(m.mode, 1) +
+                      " (integer-exact: the same bits on every ISA)";
   out.push_back(lin);
   out.push_back("head: " + m.head().type_name() + ", kernel " + m.head().kernel_name(m.mode) + "; embedding " +
                 m.embd.type_name());

@@ -25,6 +25,8 @@ struct MatMul {
   Linear lin;
   DenseLinear dense;
   Fp8Linear fp8;       // instead of dense: an FP8 E4M3 layer in the integer-exact modes
+  Head q8;             // instead of dense: a GGUF Q8_0 layer in the integer-exact modes (head_q8.h)
+  bool use_q8 = false;
   PinnedDense pinned;  // instead of dense with LoadOptions::pinned_float
   bool use_pinned = false;
   int64_t n_out = 0, n_in = 0;
@@ -39,6 +41,7 @@ struct MatMul {
   void forward(Mode mode, const float* x, int64_t n, float* y, ThreadPool& pool, LinearScratch* scratch) const {
     if (nvfp4) lin.forward(mode, x, n, y, pool, scratch);
     else if (fp8) fp8.forward(x, n, y, pool);
+    else if (use_q8) q8.forward(mode, x, n, y, pool);
     else if (use_pinned) pinned.forward(x, n, y, pool);
     else dense.forward(x, n, y, pool);
     if (!out_scale.empty())
@@ -46,7 +49,8 @@ struct MatMul {
         for (int64_t r = 0; r < n_out; ++r) y[t * n_out + r] *= out_scale[out_scale.size() == 1 ? 0 : static_cast<size_t>(r)];
   }
   std::string kernel(Mode mode, int64_t n) const {
-    return nvfp4 ? lin.kernel_name(mode, n) : fp8 ? fp8.kernel_name() : use_pinned ? pinned.kernel_name() : dense.kernel_name(n);
+    return nvfp4 ? lin.kernel_name(mode, n) : fp8 ? fp8.kernel_name() : use_q8 ? q8.kernel_name(mode)
+           : use_pinned ? pinned.kernel_name() : dense.kernel_name(n);
   }
 };
 
