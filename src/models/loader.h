@@ -203,7 +203,7 @@ struct Loader {
     // pinned order (the same bits on every ISA, as the head), not widened to F32.
     DType fdt = DType::f32;
     const void* fdata = nullptr;
-    const bool pin = !opt.quantize && (opt.mode == Mode::a16q8 || opt.mode == Mode::w4a4);
+    const bool pin = !opt.quantize && integer;
     if (pin && ck.raw_float(name, fdt, fdata)) {
       m.use_pinned = true;
       m.pinned = PinnedDense::prepare(fdt, fdata, n_out, n_in);
