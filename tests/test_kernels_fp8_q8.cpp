@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -183,6 +184,66 @@ TEST_P(Fp8Q8Isa, ExtremesAndBound) {
       const double k = static_cast<double>(a.blocks + 2), g = k * 0x1p-24 / (1 - k * 0x1p-24);
       EXPECT_LE(std::fabs(ry[static_cast<size_t>(t * m_out + r)] - exact), g * S) << t << " " << r;
     }
+}
+
+// MXFP8: every E8M0 byte the loader takes (0..246) on a one-hot input against the independent
+// decode, then random layers (scales 100..140) at shapes ending mid-group and mid-block, 1 to 9
+// columns, one and two threads: the scalar reference's bits on every ISA.
+TEST_P(Fp8Q8Isa, MxfpSameBitsAsReference) {
+  {
+    const int64_t n_out = 247, n_in = 64;
+    std::vector<uint8_t> codes(static_cast<size_t>(n_out * n_in), 0x38), sc(static_cast<size_t>(n_out * 2));  // 0x38: 1.0
+    for (int64_t r = 0; r < n_out; ++r) sc[static_cast<size_t>(2 * r)] = sc[static_cast<size_t>(2 * r + 1)] = static_cast<uint8_t>(r);
+    std::vector<float> x(static_cast<size_t>(n_in), 0.0f);
+    x[37] = 2.5f;
+    kern::ActQ8 a;
+    kern::prepare_q8(x.data(), 1, n_in, a);
+    const int8_t q = a.qg(37 / 16, 0)[37 % 16];
+    const kern::Fp8Q8 w = kern::Fp8Q8::prepare_mx(codes.data(), sc.data(), n_out, n_in);
+    std::vector<float> ref(static_cast<size_t>(n_out));
+    kern::fp8_q8_scalar(w, a, 0, n_out, ref.data());
+    for (int64_t r = 0; r < n_out; ++r) {
+      float f = static_cast<float>(static_cast<double>(e4m3_to_float(0x38)) * 512.0 * q);
+      f = f * static_cast<float>(std::ldexp(1.0, static_cast<int>(r) - 127 - 9));
+      const float s = 0.0f + f;
+      float c = s * a.d[0];
+      EXPECT_EQ(bits(ref[static_cast<size_t>(r)]), bits(0.0f + c)) << "e8m0 " << r;
+    }
+    force_isa(GetParam());
+    ThreadPool pool(2);
+    const Fp8Linear l = Fp8Linear::prepare_mx(codes.data(), sc.data(), n_out, n_in);
+    std::vector<float> y(static_cast<size_t>(n_out));
+    l.forward(x.data(), 1, y.data(), pool);
+    clear_forced_isa();
+    for (int64_t r = 0; r < n_out; ++r) EXPECT_EQ(bits(y[static_cast<size_t>(r)]), bits(ref[static_cast<size_t>(r)])) << r;
+  }
+  for (int64_t n_out : {1, 17, 40}) {
+    for (int64_t n_in : {32, 96, 288, 800}) {
+      const std::vector<uint8_t> codes = random_codes(n_out * n_in);
+      std::vector<uint8_t> sc(static_cast<size_t>(n_out * n_in / 32));
+      for (auto& e : sc) e = static_cast<uint8_t>(100 + next_rand() % 41);
+      const kern::Fp8Q8 w = kern::Fp8Q8::prepare_mx(codes.data(), sc.data(), n_out, n_in);
+      for (int64_t n : {1, 3, 5, 9}) {
+        std::vector<float> x = random_x(n * n_in, 0x1p-20f);
+        if (n >= 3)
+          for (int64_t i = 0; i < n_in; ++i) x[static_cast<size_t>(n_in + i)] = 0.0f;
+        kern::ActQ8 a;
+        kern::prepare_q8(x.data(), n, n_in, a);
+        std::vector<float> ref(static_cast<size_t>(n * n_out));
+        kern::fp8_q8_scalar(w, a, 0, n_out, ref.data());
+        force_isa(GetParam());
+        const Fp8Linear l = Fp8Linear::prepare_mx(codes.data(), sc.data(), n_out, n_in);
+        for (int threads : {1, 2}) {
+          ThreadPool pool(threads);
+          std::vector<float> y(static_cast<size_t>(n * n_out), -1.0f);
+          l.forward(x.data(), n, y.data(), pool);
+          for (size_t k = 0; k < y.size(); ++k)
+            ASSERT_EQ(bits(y[k]), bits(ref[k])) << n_out << "x" << n_in << " n " << n << " threads " << threads << " at " << k;
+        }
+        clear_forced_isa();
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryIsa, Fp8Q8Isa, ::testing::ValuesIn(compiled_isas()),

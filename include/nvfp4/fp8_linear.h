@@ -1,5 +1,5 @@
 // An FP8 E4M3 linear layer (a checkpoint's per-tensor or per-channel FP8 layer, its scale applied
-// by the caller) in the integer-exact modes (a16q8, w4a4): the input quantized as a16q8 quantizes
+// by the caller; or MXFP8, its E8M0 scales inside) in the integer-exact modes (a16q8, w4a4): the input quantized as a16q8 quantizes
 // it, each 256-block's dot product an exact integer, then a pinned float order
 // (src/kernels/fp8_q8.h), so a mixed checkpoint gives the same bits on every ISA, thread count
 // and batch. One byte a weight, as stored.
@@ -23,6 +23,9 @@ class Fp8Linear {
   static bool fits(int64_t n_in) { return n_in > 0 && n_in % 16 == 0; }
   // From row-major E4M3 bytes [n_out][n_in] (NaN bytes refused by the caller); fits(n_in).
   static Fp8Linear prepare(const uint8_t* codes, int64_t n_out, int64_t n_in);
+  // MXFP8: codes and one E8M0 byte per 32 inputs of a row, [n_out][n_in / 32] (bytes <= 246, as the
+  // loader takes them); n_in % 32 == 0.
+  static Fp8Linear prepare_mx(const uint8_t* codes, const uint8_t* scales, int64_t n_out, int64_t n_in);
   explicit operator bool() const { return impl_ != nullptr; }
   int64_t n_out() const;
   int64_t n_in() const;

@@ -28,6 +28,16 @@ Fp8Linear Fp8Linear::prepare(const uint8_t* codes, int64_t n_out, int64_t n_in) 
   return l;
 }
 
+Fp8Linear Fp8Linear::prepare_mx(const uint8_t* codes, const uint8_t* scales, int64_t n_out, int64_t n_in) {
+  if (n_in <= 0 || n_in % 32 != 0 || n_out <= 0)
+    throw Error("", "Fp8Linear::prepare_mx", "an MXFP8 layer's shape", "n_out > 0 and n_in a positive multiple of 32",
+                std::to_string(n_out) + " x " + std::to_string(n_in));
+  Fp8Linear l;
+  l.impl_ = std::make_unique<Impl>();
+  l.impl_->w = kern::Fp8Q8::prepare_mx(codes, scales, n_out, n_in);
+  return l;
+}
+
 int64_t Fp8Linear::n_out() const { return impl_->w.n_out; }
 int64_t Fp8Linear::n_in() const { return impl_->w.n_in; }
 size_t Fp8Linear::bytes() const { return impl_ ? impl_->w.bytes() : 0; }

@@ -9,6 +9,12 @@
 //   acc = 0.0f; for b ascending, unless column t's block b is all zero (ActQ8::zero):
 //     c = float(T_b); c = c * 2^-9; c = c * d_a[t][b]; acc = acc + c      (float32, unfused)
 //   y[t][r] = acc    (the layer's scale, one or one per row, then multiplies y: ops/model_impl.h)
+// MXFP8 (an E8M0 byte e_j per 32 inputs of a row, Fp8Q8::mx) instead, per 256-block b:
+//   s = 0.0f; for each 32-block j of b ascending: T_j = sum_{i in j} W[r][i] * q_a[t][i] (int32,
+//   |T_j| < 2^30); f = float(T_j); f = f * (2^(e_j - 127) * 2^-9); s = s + f   (the scale's product
+//   is a power of two, exact as a float for every byte the loader takes)
+//   then, unless the block is all zero: c = s * d_a[t][b]; acc = acc + c
+//   y[t][r] = acc
 // float(T_b) rounds the exact integer once (to nearest even), so every variant that gets T_b
 // exactly, in any order, gives the same bits. Bound against float64: with S = sum_b |d_a[b]| *
 // |T_b| * 2^-9, |y - exact(q)| <= gamma(B + 2) * S (B blocks; gamma(k) = k u / (1 - k u), u = 2^-24).
@@ -43,12 +49,18 @@ inline constexpr int64_t kFp8PrefetchBytes = 2048;
 struct Fp8Q8 {
   int64_t n_out = 0, n_in = 0, rows = 0, units = 0;  // rows: n_out padded to 16; units: n_in / 4
   HugeVector<uint8_t> b;  // [rows / 16][units][16][4] E4M3 bytes
+  HugeVector<uint8_t> mx;  // MXFP8: [rows / 16][n_in / 32][16] E8M0 bytes (padding rows 127); empty: none
   int64_t groups() const { return rows / kFp8RowPad; }
   const uint8_t* unit(int64_t g, int64_t u) const { return b.data() + (g * units + u) * kFp8Unit; }
   uint8_t byte(int64_t r, int64_t i) const { return unit(r / kFp8RowPad, i / 4)[r % kFp8RowPad * 4 + i % 4]; }
+  const uint8_t* mx_scales(int64_t g, int64_t j32) const { return mx.data() + (g * (n_in / 32) + j32) * kFp8RowPad; }
+  // The power of two an E8M0 byte scales a 32-block's T by: 2^(e - 127) * 2^-9, exact.
+  static float mx_factor(uint8_t e) { return e8m0_bits(e) * 0x1p-9f; }
   // From row-major E4M3 bytes [n_out][n_in]; n_in % 16 == 0 (the caller checks).
   static Fp8Q8 prepare(const uint8_t* codes, int64_t n_out, int64_t n_in);
-  size_t bytes() const { return b.size(); }
+  // MXFP8: codes and E8M0 scales [n_out][n_in / 32]; n_in % 32 == 0.
+  static Fp8Q8 prepare_mx(const uint8_t* codes, const uint8_t* scales, int64_t n_out, int64_t n_in);
+  size_t bytes() const { return b.size() + mx.size(); }
 };
 
 // Fp8Q8Fn (packed.h): rows [r_b, r_e) of y for every column of a, y[t * w.n_out + r].

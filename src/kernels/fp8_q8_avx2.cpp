@@ -22,13 +22,16 @@ namespace {
 // each): per unit and piece, 4 rows x 4 inputs widen into two ymm, and the column's 4 values
 // broadcast to both halves. 2 P T accumulators: P = 2 with T <= 2 (one or two columns: each unit's
 // line is read twice, from L1), P = 1 with T <= 4 (wider windows: a quarter's widening serves 4).
-template <int P, int T>
+// MX: MXFP8, each row's 4 lanes closed every 32 inputs (8 units) into T_j, then the float steps of
+// fp8_q8.h.
+template <int P, int T, bool MX>
 void piece_cols(const Fp8Q8& w, const ActQ8& a, int64_t g, int part, int64_t t0, const float* const* qf, int lo, int hi, float* y) {
   float acc[T][4 * P] = {};
   for (int64_t b = 0; b < a.blocks; ++b) {
     __m256i s[T][2 * P];
     for (int t = 0; t < T; ++t)
       for (int k = 0; k < 2 * P; ++k) s[t][k] = _mm256_setzero_si256();
+    float smx[T][4 * P] = {};
     const int64_t u0 = b * (kQ8Block / 4), u1 = std::min<int64_t>(w.units, (b + 1) * (kQ8Block / 4));
     #pragma GCC unroll 4
     for (int64_t u = u0; u < u1; ++u) {
@@ -47,6 +50,34 @@ void piece_cols(const Fp8Q8& w, const ActQ8& a, int64_t g, int part, int64_t t0,
           s[t][2 * k + 1] = _mm256_add_epi32(s[t][2 * k + 1], _mm256_cvttps_epi32(_mm256_mul_ps(w1, q[t])));
         }
       }
+      if constexpr (MX) {
+        if (u % 8 == 7) {  // a 32-block closed (|T_j| < 2^30: int32)
+          const uint8_t* e = w.mx_scales(g, u / 8) + part * 4 * P;
+          for (int t = 0; t < T; ++t) {
+            alignas(32) int32_t lanes[16 * P];
+            for (int k = 0; k < 2 * P; ++k) {
+              _mm256_store_si256(reinterpret_cast<__m256i*>(lanes + 8 * k), s[t][k]);
+              s[t][k] = _mm256_setzero_si256();
+            }
+            for (int r = 0; r < 4 * P; ++r) {
+              float f = static_cast<float>(lanes[4 * r] + lanes[4 * r + 1] + lanes[4 * r + 2] + lanes[4 * r + 3]);
+              f = f * Fp8Q8::mx_factor(e[r]);
+              smx[t][r] = smx[t][r] + f;
+            }
+          }
+        }
+      }
+    }
+    if constexpr (MX) {
+      for (int t = 0; t < T; ++t) {
+        const size_t at = static_cast<size_t>((t0 + t) * a.blocks + b);
+        if (a.zero[at]) continue;
+        for (int r = 0; r < 4 * P; ++r) {
+          const float c = smx[t][r] * a.d[at];
+          acc[t][r] = acc[t][r] + c;
+        }
+      }
+      continue;
     }
     for (int t = 0; t < T; ++t) {
       const size_t at = static_cast<size_t>((t0 + t) * a.blocks + b);
@@ -67,8 +98,10 @@ void piece_cols(const Fp8Q8& w, const ActQ8& a, int64_t g, int part, int64_t t0,
 }
 
 using PieceFn = void (*)(const Fp8Q8&, const ActQ8&, int64_t, int, int64_t, const float* const*, int, int, float*);
-constexpr PieceFn kHalf[2] = {piece_cols<2, 1>, piece_cols<2, 2>};
-constexpr PieceFn kQuarter[4] = {piece_cols<1, 1>, piece_cols<1, 2>, piece_cols<1, 3>, piece_cols<1, 4>};
+constexpr PieceFn kHalf[2][2] = {{piece_cols<2, 1, false>, piece_cols<2, 2, false>}, {piece_cols<2, 1, true>, piece_cols<2, 2, true>}};
+constexpr PieceFn kQuarter[2][4] = {
+    {piece_cols<1, 1, false>, piece_cols<1, 2, false>, piece_cols<1, 3, false>, piece_cols<1, 4, false>},
+    {piece_cols<1, 1, true>, piece_cols<1, 2, true>, piece_cols<1, 3, true>, piece_cols<1, 4, true>}};
 
 }  // namespace
 
@@ -96,7 +129,8 @@ void fp8_q8_avx2(const Fp8Q8& w, const ActQ8& a, int64_t r_b, int64_t r_e, float
           const int lo = static_cast<int>(std::clamp<int64_t>(r_b - base, 0, rows)), hi = static_cast<int>(std::clamp<int64_t>(r_e - base, 0, rows));
           if (lo >= hi) continue;
           const int64_t k = std::min<int64_t>(step, nc - t) - 1;
-          (nc <= 2 ? kHalf[k] : kQuarter[k])(w, a, g, part, c0 + t, qf + t, lo, hi, y);
+          const int mx = w.mx.empty() ? 0 : 1;
+          (nc <= 2 ? kHalf[mx][k] : kQuarter[mx][k])(w, a, g, part, c0 + t, qf + t, lo, hi, y);
         }
       }
     }

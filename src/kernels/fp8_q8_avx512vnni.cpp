@@ -38,9 +38,19 @@ inline int32_t load4(const int8_t* p) {
   return v;
 }
 
+// The 16 rows' MXFP8 factors of 32-block j (Fp8Q8::mx_factor, lane by lane: E8M0 bits, byte 0 the
+// subnormal 2^-127, times 2^-9).
+inline __m512 mx_factors(const Fp8Q8& w, int64_t g, int64_t j32) {
+  const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.mx_scales(g, j32))));
+  const __m512i bits = _mm512_mask_blend_epi32(_mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()), _mm512_slli_epi32(e, 23),
+                                               _mm512_set1_epi32(0x00400000));
+  return _mm512_mul_ps(_mm512_castsi512_ps(bits), _mm512_set1_ps(0x1p-9f));
+}
+
 // T columns; S accumulator sets (units alternate between them): vpdpbusd's latency (5 cycles) would
-// otherwise bound one column's three chains to a unit every 5 cycles.
-template <int T, int S>
+// otherwise bound one column's three chains to a unit every 5 cycles. MX: MXFP8, the planes
+// closed every 32 inputs (fp8_q8.h).
+template <int T, int S, bool MX>
 void group_cols(const Fp8Q8& w, const ActQ8& a, const int8_t* qc, int64_t g, int64_t t0, __mmask16 mask, float* y) {
   const __m512i ta0 = _mm512_load_si512(kPlanes.p[0]), ta1 = _mm512_load_si512(kPlanes.p[0] + 64);
   const __m512i tb0 = _mm512_load_si512(kPlanes.p[1]), tb1 = _mm512_load_si512(kPlanes.p[1] + 64);
@@ -51,6 +61,8 @@ void group_cols(const Fp8Q8& w, const ActQ8& a, const int8_t* qc, int64_t g, int
     __m512i sa[S][T], sb[S][T], sc[S][T];
     for (int k = 0; k < S; ++k)
       for (int t = 0; t < T; ++t) sa[k][t] = sb[k][t] = sc[k][t] = _mm512_setzero_si512();
+    __m512 smx[T];  // MX: the block's float sum of its 32-blocks
+    for (int t = 0; t < T; ++t) smx[t] = _mm512_setzero_ps();
     const int64_t j0 = b * (kQ8Block / kGroup), j1 = std::min<int64_t>(a.groups, (b + 1) * (kQ8Block / kGroup));
     for (int64_t j = j0; j < j1; ++j) {  // 16 inputs: 4 units
       const int8_t* qa[T];
@@ -73,6 +85,28 @@ void group_cols(const Fp8Q8& w, const ActQ8& a, const int8_t* qc, int64_t g, int
           sc[k % S][t] = _mm512_dpbusd_epi32(sc[k % S][t], pc, qs);
         }
       }
+      if constexpr (MX) {
+        if (j % 2 == 1) {  // a 32-block closed: T_j = A + 32 B + 1024 C in int32 (|T_j| < 2^30)
+          const __m512 f32 = mx_factors(w, g, j / 2);
+          for (int t = 0; t < T; ++t) {
+            for (int k = 1; k < S; ++k) {
+              sa[0][t] = _mm512_add_epi32(sa[0][t], sa[k][t]);
+              sb[0][t] = _mm512_add_epi32(sb[0][t], sb[k][t]);
+              sc[0][t] = _mm512_add_epi32(sc[0][t], sc[k][t]);
+            }
+            const __m512i Tj = _mm512_add_epi32(_mm512_add_epi32(sa[0][t], _mm512_slli_epi32(sb[0][t], 5)), _mm512_slli_epi32(sc[0][t], 10));
+            smx[t] = _mm512_add_ps(smx[t], _mm512_mul_ps(_mm512_cvtepi32_ps(Tj), f32));
+            for (int k = 0; k < S; ++k) sa[k][t] = sb[k][t] = sc[k][t] = _mm512_setzero_si512();
+          }
+        }
+      }
+    }
+    if constexpr (MX) {
+      for (int t = 0; t < T; ++t) {
+        const size_t at = static_cast<size_t>((t0 + t) * a.blocks + b);
+        if (!a.zero[at]) acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(smx[t], _mm512_set1_ps(a.d[at])));
+      }
+      continue;
     }
     for (int t = 0; t < T; ++t) {
       const size_t at = static_cast<size_t>((t0 + t) * a.blocks + b);
@@ -99,16 +133,18 @@ void group_cols(const Fp8Q8& w, const ActQ8& a, const int8_t* qc, int64_t g, int
 
 using GroupFn = void (*)(const Fp8Q8&, const ActQ8&, const int8_t*, int64_t, int64_t, __mmask16, float*);
 
-template <int... T>
+template <bool MX, int... T>
 constexpr std::array<GroupFn, sizeof...(T)> group_fns(std::integer_sequence<int, T...>) {
-  return {&group_cols<T + 1, (T + 1 <= 2 ? 2 : 1)>...};
+  return {&group_cols<T + 1, (T + 1 <= 2 ? 2 : 1), MX>...};
 }
 
 }  // namespace
 
 void fp8_q8_avx512vnni(const Fp8Q8& w, const ActQ8& a, int64_t r_b, int64_t r_e, float* y) {
   constexpr int kMaxCols = 4;
-  constexpr auto fns = group_fns(std::make_integer_sequence<int, kMaxCols>{});
+  constexpr auto fns_pt = group_fns<false>(std::make_integer_sequence<int, kMaxCols>{});
+  constexpr auto fns_mx = group_fns<true>(std::make_integer_sequence<int, kMaxCols>{});
+  const auto& fns = w.mx.empty() ? fns_pt : fns_mx;
   // Each column's codes contiguous (ActQ8 interleaves 8 columns' groups: 16 bytes in each 128 a
   // column would take a line of L1 per 16 inputs, which long rows' streams then evict).
   std::vector<int8_t> qc(static_cast<size_t>(a.n * w.n_in));

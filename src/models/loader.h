@@ -194,7 +194,11 @@ struct Loader {
           throw Error(path, name, "FP8 E4M3 weight: finite values", "no NaN byte (0x7F, 0xFF)",
                       "a NaN at row " + std::to_string(k / n_in) + ", column " + std::to_string(k % n_in));
       if (check_only) return m;
-      m.dense = DenseLinear::prepare_scaled(sdt, codes, sscales, n_out, n_in);
+      // MXFP8 in the integer-exact modes: integer-exact too (a power of two per 32-block).
+      if (integer && sdt == DType::mxfp8 && n_in % kMxBlock == 0)
+        m.fp8 = Fp8Linear::prepare_mx(codes, static_cast<const uint8_t*>(sscales), n_out, n_in);
+      else
+        m.dense = DenseLinear::prepare_scaled(sdt, codes, sscales, n_out, n_in);
       m.bytes = static_cast<size_t>(n_out * n_in + scale_bytes(sdt, n_out, n_in));
       return m;
     }

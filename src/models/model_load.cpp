@@ -462,7 +462,7 @@ std::vector<std::string> Model::describe() const {
                     (nmx > 0 ? (n8 > 0 ? ", " : " of which ") + std::to_string(nmx) + " MXFP8 (E4M3 bytes and an E8M0 scale per 32, as stored)" : "") +
                     (nb8 > 0 ? (n8 + nmx > 0 ? ", " : " of which ") + std::to_string(nb8) + " FP8 with 128x128 block scales (as stored)" : "") +
                     (np > 0 ? ", " + std::to_string(np) + " float in the pinned order (the same bits on every ISA)" : "") +
-                    (nx > 0 ? ", " + std::to_string(nx) + " FP8 integer-exact (E4M3 bytes as stored, the scale on the output)" : "") +
+                    (nx > 0 ? ", " + std::to_string(nx) + " FP8 integer-exact (E4M3 bytes as stored)" : "") +
                     (nq > 0 ? ", " + std::to_string(nq) + " Q8_0 integer-exact (blocks as stored)" : "");
   if (any_nvfp4)
     lin += "; NVFP4 mode " + std::string(mode_name(m.mode)) + ", kernels " + any_nvfp4->kernel(m.mode, 1) +
