@@ -76,7 +76,9 @@ TEST_P(ExpertStoreStep, TwoExpertsPerLayerAndTheFewestGiveTheResidentLogits) {
       }
       const ExpertStats s1 = m->expert_stats();
       EXPECT_GT(s1.misses, 0);
-      if (slots > arch.t.n_used) EXPECT_GT(s1.hits, 0);  // (k slots: each layer's experts push out the other's)
+      if (slots > arch.t.n_used) {
+        EXPECT_GT(s1.hits, 0);
+      }  // (k slots: each layer's experts push out the other's)
       EXPECT_EQ(s1.bytes_read, (s1.misses + s1.prefetched) * expert_bytes(arch.t));
       EXPECT_GT(s1.read_s, 0.0);
     }

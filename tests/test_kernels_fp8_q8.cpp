@@ -246,5 +246,84 @@ TEST_P(Fp8Q8Isa, MxfpSameBitsAsReference) {
   }
 }
 
+// FP8 with 128 x 128 block scales (DeepSeek, GLM, Kimi): a one-hot input in every row of three
+// row blocks against the steps of fp8_q8.h by hand (the factor s * 2^-9 once), then random layers
+// at shapes ending mid-block (n_in = 160: a 128-block and a 32-wide one; rows past a 128-row
+// block), 1 to 9 columns, one and two threads: the scalar reference's bits on every ISA, and the
+// float64 bound on the dequantized weights (e4m3 * s) times the quantized input.
+TEST_P(Fp8Q8Isa, Block128SameBitsAsReference) {
+  {
+    const int64_t n_out = 300, n_in = 160;
+    std::vector<uint8_t> codes(static_cast<size_t>(n_out * n_in), 0x38);  // 1.0
+    const std::vector<float> sc = {0.37f, 3.0e-3f, 1.5f, 7.0e4f, 1.0e-30f, 2.0f};  // [3][2]
+    std::vector<float> x(static_cast<size_t>(n_in), 0.0f);
+    x[141] = -1.75f;  // in the second (32-wide) input block
+    kern::ActQ8 a;
+    kern::prepare_q8(x.data(), 1, n_in, a);
+    const int8_t q = a.qg(141 / 16, 0)[141 % 16];
+    const kern::Fp8Q8 w = kern::Fp8Q8::prepare_b128(codes.data(), sc.data(), n_out, n_in);
+    std::vector<float> ref(static_cast<size_t>(n_out));
+    kern::fp8_q8_scalar(w, a, 0, n_out, ref.data());
+    for (int64_t r = 0; r < n_out; ++r) {
+      float f = static_cast<float>(512 * q);
+      f = f * (sc[static_cast<size_t>(2 * (r / 128) + 1)] * 0x1p-9f);
+      const float s = 0.0f + 0.0f + 0.0f + 0.0f + f;  // four zero 32-blocks, then the one holding input 141
+      const float c = s * a.d[0];
+      EXPECT_EQ(bits(ref[static_cast<size_t>(r)]), bits(0.0f + c)) << "row " << r;
+    }
+    force_isa(GetParam());
+    ThreadPool pool(2);
+    const Fp8Linear l = Fp8Linear::prepare_b128(codes.data(), sc.data(), n_out, n_in);
+    EXPECT_STREQ(l.form(), "b128");
+    std::vector<float> y(static_cast<size_t>(n_out));
+    l.forward(x.data(), 1, y.data(), pool);
+    clear_forced_isa();
+    for (int64_t r = 0; r < n_out; ++r) EXPECT_EQ(bits(y[static_cast<size_t>(r)]), bits(ref[static_cast<size_t>(r)])) << r;
+  }
+  for (int64_t n_out : {1, 17, 150}) {
+    for (int64_t n_in : {32, 160, 288, 800}) {
+      const std::vector<uint8_t> codes = random_codes(n_out * n_in);
+      const int64_t br = (n_out + 127) / 128, bc = (n_in + 127) / 128;
+      std::vector<float> sc(static_cast<size_t>(br * bc));
+      for (auto& v : sc) v = std::ldexp(1.0f + static_cast<float>(next_rand() % 1000) / 999.0f, static_cast<int>(next_rand() % 20) - 14);
+      const kern::Fp8Q8 w = kern::Fp8Q8::prepare_b128(codes.data(), sc.data(), n_out, n_in);
+      for (int64_t n : {1, 3, 5, 9}) {
+        std::vector<float> x = random_x(n * n_in, 0x1p-20f);
+        if (n >= 3)
+          for (int64_t i = 0; i < n_in; ++i) x[static_cast<size_t>(n_in + i)] = 0.0f;
+        kern::ActQ8 a;
+        kern::prepare_q8(x.data(), n, n_in, a);
+        std::vector<float> ref(static_cast<size_t>(n * n_out));
+        kern::fp8_q8_scalar(w, a, 0, n_out, ref.data());
+        // The bound: 32-blocks' T_j exact; float(T_j), its product, the block's sum of at most 8
+        // and the block's two steps round once each: gamma(B + 11) * S over the exact terms.
+        for (int64_t t = 0; t < n; ++t)
+          for (int64_t r = 0; r < n_out; ++r) {
+            double exact = 0, S = 0;
+            for (int64_t i = 0; i < n_in; ++i) {
+              const double v = static_cast<double>(e4m3_to_float(codes[static_cast<size_t>(r * n_in + i)])) *
+                               sc[static_cast<size_t>((r / 128) * bc + i / 128)] * a.qg(i / 16, t)[i % 16] *
+                               a.d[static_cast<size_t>(t * a.blocks + i / 256)];
+              exact += v;
+              S += std::fabs(v);
+            }
+            const double k = static_cast<double>(a.blocks + 11), g = k * 0x1p-24 / (1 - k * 0x1p-24);
+            ASSERT_LE(std::fabs(ref[static_cast<size_t>(t * n_out + r)] - exact), g * S) << n_out << "x" << n_in << " " << t << " " << r;
+          }
+        force_isa(GetParam());
+        const Fp8Linear l = Fp8Linear::prepare_b128(codes.data(), sc.data(), n_out, n_in);
+        for (int threads : {1, 2}) {
+          ThreadPool pool(threads);
+          std::vector<float> y(static_cast<size_t>(n * n_out), -1.0f);
+          l.forward(x.data(), n, y.data(), pool);
+          for (size_t k = 0; k < y.size(); ++k)
+            ASSERT_EQ(bits(y[k]), bits(ref[k])) << n_out << "x" << n_in << " n " << n << " threads " << threads << " at " << k;
+        }
+        clear_forced_isa();
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryIsa, Fp8Q8Isa, ::testing::ValuesIn(compiled_isas()),
                          [](const ::testing::TestParamInfo<Isa>& i) { return std::string(isa_name(i.param)); });

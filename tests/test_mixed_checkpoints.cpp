@@ -268,7 +268,8 @@ TEST(MixedCheckpoints, A16q8LogitsSameBitsOnEveryIsaThreadsAndSteps) {
   const std::vector<int32_t> ids = {17, 250, 3, 99, 402, 7};
   for (const char* dir : {"mixed/qwen3/modelopt-mixed", "mixed/qwen3/ct-mixed", "mixed/qwen3_moe_i64/modelopt-mixed",
                           "mixed/qwen3_moe_i64/ct-mixed", "mixed/qwen3/modelopt-mxfp8", "mixed/qwen3/modelopt-mxfp8-mix",
-                          "mixed/qwen3/ct-mxfp8"}) {
+                          "mixed/qwen3/ct-mxfp8", "mixed/qwen3/modelopt-fp8-block", "mixed/qwen3/ct-fp8-block",
+                          "mixed/qwen3/deepseek-fp8-block"}) {
     const auto ck = Checkpoint::open(test::fixture_path(dir));
     LoadOptions lo;
     lo.mode = Mode::a16q8;

@@ -223,10 +223,10 @@ TEST(ScaledFp8, BlockE8m0ScalesEqualTheirF32) {
       }
     }));
   }
-  const auto logits = [](const std::string& d) {
+  const auto logits = [](const std::string& d, Mode mode) {
     const auto ck = Checkpoint::open(d);
     LoadOptions lo;
-    lo.mode = Mode::f32;
+    lo.mode = mode;
     const auto m = Model::load(*ck, lo);
     ThreadPool pool(2);
     ContextOptions co;
@@ -237,9 +237,49 @@ TEST(ScaledFp8, BlockE8m0ScalesEqualTheirF32) {
     ctx.eval(ids.data(), static_cast<int64_t>(ids.size()), out.data(), true);
     return out;
   };
-  const auto a = logits(dirs[0]), b = logits(dirs[1]);
-  ASSERT_EQ(a.size(), b.size());
-  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
+  for (const Mode mode : {Mode::f32, Mode::a16q8}) {  // the float kernel and the integer-exact one
+    const auto a = logits(dirs[0], mode), b = logits(dirs[1], mode);
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << mode_name(mode);
+  }
+}
+
+// In a16q8 every scaled form runs the integer-exact FP8 kernel (kernels/fp8_q8.h: MXFP8's E8M0
+// powers of two, or each 128 x 128 block's F32 scale, times each 32-block's exact sum): the load
+// log says so, and the logits stay near transformers' on the dequantized weights (the input
+// quantized to 8 bits per 256-block: a relative error near 1e-2, as the FP8 fixtures' a16q8).
+TEST(ScaledFp8, A16q8RunsIntegerExactNearTransformers) {
+  std::ifstream in(test::fixture_path("mixed/qwen3/reference_scaled.json"));
+  ASSERT_TRUE(in);
+  const auto ref = nlohmann::json::parse(in);
+  for (const Form& f : kForms) {
+    const auto& r = ref[f.dir];
+    const auto ids = r["ids"].get<std::vector<int32_t>>();
+    const auto ck = Checkpoint::open(dir_of(f.dir));
+    LoadOptions lo;
+    lo.mode = Mode::a16q8;
+    const auto m = Model::load(*ck, lo);
+    std::string desc;
+    for (const auto& l : m->describe()) desc += l + "\n";
+    EXPECT_NE(desc.find(std::string(f.storage) == "MXFP8" ? " MXFP8)" : " with 128x128 block scales)"), std::string::npos) << desc;
+    EXPECT_NE(desc.find("FP8 kernel fp8_q8_"), std::string::npos) << desc;
+    ThreadPool pool(2);
+    ContextOptions co;
+    co.n_ctx = 32;
+    Context ctx(*m, co, pool);
+    const size_t nv = static_cast<size_t>(m->config().n_vocab);
+    std::vector<float> lg(ids.size() * nv);
+    ctx.eval(ids.data(), static_cast<int64_t>(ids.size()), lg.data(), true);
+    double worst = 0, range = 0;
+    for (size_t p = 0; p < ids.size(); ++p)
+      for (size_t v = 0; v < nv; ++v) {
+        const double want = r["logits"][p][v].get<double>();
+        worst = std::max(worst, std::abs(static_cast<double>(lg[p * nv + v]) - want));
+        range = std::max(range, std::abs(want));
+      }
+    EXPECT_LT(worst, 0.05 * range) << f.dir;
+    EXPECT_GT(worst, 0.0) << f.dir;  // (8-bit inputs: not the float32 result)
+  }
 }
 
 // CSF-compressed NVFP4 block scales (tools/gen_csf_fixture.py: modelopt-mixed with its MLP scales

@@ -1,7 +1,7 @@
 // `nvfp4 bench fp8`: a checkpoint's FP8 layers in the forms the model runs them, on the same random
 // E4M3 bytes: `exact` (Fp8Linear: the integer-exact modes a16q8 and w4a4), `float` (DenseLinear
-// e4m3: a16, f32), `mx-exact` (MXFP8 in a16q8 and w4a4), `mxfp8` and `b128` (the scaled forms'
-// float kernel), streaming from DRAM (rotating among copies totalling >= 8x the L3) and
+// e4m3: a16, f32), `mx-exact` (MXFP8 in a16q8 and w4a4), `b128-exact` (128 x 128 blocks in a16q8
+// and w4a4), `mxfp8` and `b128` (the scaled forms' float kernel), streaming from DRAM (rotating among copies totalling >= 8x the L3) and
 // cache-resident, against the DRAM read measured before each case (issue 29's bars: N=1 at >= 85%
 // of the read, N=8 within 1.5x of N=1).
 #include <cstdio>
@@ -58,6 +58,12 @@ Layer make(const std::string& form, const std::vector<uint8_t>& codes, int64_t n
     auto l = std::make_shared<Fp8Linear>(Fp8Linear::prepare_mx(codes.data(), sc.data(), n_out, n_in));
     return {[l](const float* x, int64_t n, float* y, ThreadPool& p) { l->forward(x, n, y, p); }, l->bytes(), l->kernel_name()};
   }
+  if (form == "b128-exact") {  // 128 x 128 block scales in the integer-exact modes
+    std::vector<float> sc(static_cast<size_t>(((n_out + 127) / 128) * ((n_in + 127) / 128)));
+    for (size_t i = 0; i < sc.size(); ++i) sc[i] = 0.001f * static_cast<float>(1 + i % 7);
+    auto l = std::make_shared<Fp8Linear>(Fp8Linear::prepare_b128(codes.data(), sc.data(), n_out, n_in));
+    return {[l](const float* x, int64_t n, float* y, ThreadPool& p) { l->forward(x, n, y, p); }, l->bytes(), l->kernel_name()};
+  }
   std::shared_ptr<DenseLinear> d;
   if (form == "float") {
     d = std::make_shared<DenseLinear>(DenseLinear::prepare(DType::e4m3, codes.data(), n_out, n_in));
@@ -74,7 +80,7 @@ Layer make(const std::string& form, const std::vector<uint8_t>& codes, int64_t n
     }
     d = std::make_shared<DenseLinear>(DenseLinear::prepare_scaled(dt, codes.data(), sc.data(), n_out, n_in));
   } else {
-    throw Error("", "--forms", "bad --forms entry", "exact, float, mx-exact, mxfp8 or b128", form);
+    throw Error("", "--forms", "bad --forms entry", "exact, float, mx-exact, mxfp8, b128-exact or b128", form);
   }
   const size_t bytes = codes.size() + static_cast<size_t>(scale_bytes(d->dtype(), n_out, n_in));
   return {[d](const float* x, int64_t n, float* y, ThreadPool& p) { d->forward(x, n, y, p); }, bytes, d->kernel_name(1)};
@@ -146,7 +152,7 @@ const BenchRegistrar reg("fp8", "time FP8 layers as the model runs them (integer
   auto o = std::make_shared<Options>();
   app.add_flag("--json", o->json, "one JSON object per case");
   app.add_option("--shapes", o->shapes, "n_outxn_in list (n_in a multiple of 128)")->capture_default_str();
-  app.add_option("--forms", o->forms, "exact (a16q8, w4a4), float (a16, f32), mx-exact (MXFP8 in a16q8, w4a4), mxfp8 (MXFP8 in a16, f32), b128")->capture_default_str();
+  app.add_option("--forms", o->forms, "exact (a16q8, w4a4), float (a16, f32), mx-exact (MXFP8 in a16q8, w4a4), mxfp8 (MXFP8 in a16, f32), b128-exact (128x128 blocks in a16q8, w4a4), b128 (in a16, f32)")->capture_default_str();
   app.add_option("--n", o->ns, "columns per call (list)")->capture_default_str();
   app.add_option("--threads", o->threads, "thread counts (list)")->capture_default_str();
   app.add_option("--residency", o->residency, "dram,cache")->capture_default_str();

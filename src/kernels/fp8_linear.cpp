@@ -38,9 +38,20 @@ Fp8Linear Fp8Linear::prepare_mx(const uint8_t* codes, const uint8_t* scales, int
   return l;
 }
 
+Fp8Linear Fp8Linear::prepare_b128(const uint8_t* codes, const float* scales, int64_t n_out, int64_t n_in) {
+  if (n_in <= 0 || n_in % 32 != 0 || n_out <= 0)
+    throw Error("", "Fp8Linear::prepare_b128", "an FP8 128 x 128 block layer's shape", "n_out > 0 and n_in a positive multiple of 32",
+                std::to_string(n_out) + " x " + std::to_string(n_in));
+  Fp8Linear l;
+  l.impl_ = std::make_unique<Impl>();
+  l.impl_->w = kern::Fp8Q8::prepare_b128(codes, scales, n_out, n_in);
+  return l;
+}
+
 int64_t Fp8Linear::n_out() const { return impl_->w.n_out; }
 int64_t Fp8Linear::n_in() const { return impl_->w.n_in; }
 size_t Fp8Linear::bytes() const { return impl_ ? impl_->w.bytes() : 0; }
+const char* Fp8Linear::form() const { return !impl_->w.mx.empty() ? "mxfp8" : !impl_->w.bs.empty() ? "b128" : "e4m3"; }
 std::string Fp8Linear::kernel_name() const { return kern::table(active_isa()).fp8_q8_name; }
 
 void Fp8Linear::forward(const float* x, int64_t n, float* y, ThreadPool& pool) const {

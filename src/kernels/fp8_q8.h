@@ -15,6 +15,10 @@
 //   is a power of two, exact as a float for every byte the loader takes)
 //   then, unless the block is all zero: c = s * d_a[t][b]; acc = acc + c
 //   y[t][r] = acc
+// FP8 with 128 x 128 block scales (DeepSeek, GLM, Kimi: one F32 scale s per 128 rows x 128 inputs,
+// Fp8Q8::bs) takes MXFP8's steps with the 32-block's factor the scale of the 128-block holding it,
+// times 2^-9: k = s * 2^-9, one float32 product rounded once at load (Fp8Q8::b128_factor), shared by
+// its four 32-blocks (fewer at a right edge); n_in % 32 == 0.
 // float(T_b) rounds the exact integer once (to nearest even), so every variant that gets T_b
 // exactly, in any order, gives the same bits. Bound against float64: with S = sum_b |d_a[b]| *
 // |T_b| * 2^-9, |y - exact(q)| <= gamma(B + 2) * S (B blocks; gamma(k) = k u / (1 - k u), u = 2^-24).
@@ -50,17 +54,30 @@ struct Fp8Q8 {
   int64_t n_out = 0, n_in = 0, rows = 0, units = 0;  // rows: n_out padded to 16; units: n_in / 4
   HugeVector<uint8_t> b;  // [rows / 16][units][16][4] E4M3 bytes
   HugeVector<uint8_t> mx;  // MXFP8: [rows / 16][n_in / 32][16] E8M0 bytes (padding rows 127); empty: none
+  HugeVector<float> bs;    // 128 x 128 blocks: [rows / 16][ceil(n_in / 128)][16] factors s * 2^-9; empty: none
+  // Whether T closes every 32 inputs, scaled by a factor per row and 32-block (MXFP8, 128 x 128).
+  bool scaled() const { return !mx.empty() || !bs.empty(); }
   int64_t groups() const { return rows / kFp8RowPad; }
   const uint8_t* unit(int64_t g, int64_t u) const { return b.data() + (g * units + u) * kFp8Unit; }
   uint8_t byte(int64_t r, int64_t i) const { return unit(r / kFp8RowPad, i / 4)[r % kFp8RowPad * 4 + i % 4]; }
   const uint8_t* mx_scales(int64_t g, int64_t j32) const { return mx.data() + (g * (n_in / 32) + j32) * kFp8RowPad; }
   // The power of two an E8M0 byte scales a 32-block's T by: 2^(e - 127) * 2^-9, exact.
   static float mx_factor(uint8_t e) { return e8m0_bits(e) * 0x1p-9f; }
+  // A 128 x 128 block's factor: its F32 scale times 2^-9, one product rounded once.
+  static float b128_factor(float s) { return s * 0x1p-9f; }
+  const float* b128_factors(int64_t g, int64_t j32) const { return bs.data() + (g * ((n_in + 127) / 128) + j32 / 4) * kFp8RowPad; }
+  // Row lane `lane` of group g's factor for 32-block j32 (scaled() layers).
+  float factor(int64_t g, int64_t j32, int64_t lane) const {
+    return mx.empty() ? b128_factors(g, j32)[lane] : mx_factor(mx_scales(g, j32)[lane]);
+  }
   // From row-major E4M3 bytes [n_out][n_in]; n_in % 16 == 0 (the caller checks).
   static Fp8Q8 prepare(const uint8_t* codes, int64_t n_out, int64_t n_in);
   // MXFP8: codes and E8M0 scales [n_out][n_in / 32]; n_in % 32 == 0.
   static Fp8Q8 prepare_mx(const uint8_t* codes, const uint8_t* scales, int64_t n_out, int64_t n_in);
-  size_t bytes() const { return b.size() + mx.size(); }
+  // FP8 with 128 x 128 block scales: codes and F32 scales [ceil(n_out / 128)][ceil(n_in / 128)];
+  // n_in % 32 == 0.
+  static Fp8Q8 prepare_b128(const uint8_t* codes, const float* scales, int64_t n_out, int64_t n_in);
+  size_t bytes() const { return b.size() + mx.size() + bs.size() * sizeof(float); }
 };
 
 // Fp8Q8Fn (packed.h): rows [r_b, r_e) of y for every column of a, y[t * w.n_out + r].

@@ -17,13 +17,48 @@
 namespace nvfp4::kern {
 namespace {
 
+// Column t's 4P rows' 32-block sums T_j in row order: each row's 4 int32 lanes added (integers: any
+// order; |T_j| < 2^30). s[k] holds rows 2k and 2k + 1 (4 lanes each); hadd pairs them to
+// [r0 r2 r4 r6 | r1 r3 r5 r7] (P = 2) or [r0 r2 r0 r2 | r1 r3 r1 r3] (P = 1), then a lane permute.
+template <int P>
+inline __m256i row_sums(const __m256i* s) {
+  if constexpr (P == 2) {
+    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+    return _mm256_permutevar8x32_epi32(h, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  } else {
+    const __m256i h1 = _mm256_hadd_epi32(s[0], s[1]);
+    return _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(h1, h1), _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5));
+  }
+}
+
+// The 4P rows' factors of 32-block j32 from row lane0 of group g (Fp8Q8::factor: 128 x 128
+// blocks' as stored; MXFP8's E8M0 bits, byte 0 the subnormal 2^-127, times 2^-9); lanes past 4P
+// zero.
+template <int P>
+inline __m256 row_factors(const Fp8Q8& w, int64_t g, int64_t j32, int64_t lane0) {
+  if (!w.bs.empty()) {
+    const float* f = w.b128_factors(g, j32) + lane0;
+    if constexpr (P == 2) return _mm256_loadu_ps(f);
+    else return _mm256_zextps128_ps256(_mm_loadu_ps(f));
+  }
+  uint64_t v = 0;
+  std::memcpy(&v, w.mx_scales(g, j32) + lane0, 4 * P);
+  const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(v)));
+  __m256i bits = _mm256_blendv_epi8(_mm256_slli_epi32(e, 23), _mm256_set1_epi32(0x00400000),
+                                    _mm256_cmpeq_epi32(e, _mm256_setzero_si256()));
+  // (P = 1: the 4 unused lanes zeroed before the product; as the subnormal 2^-127 of a zero byte
+  // they would take a microcode assist every 32-block.)
+  if constexpr (P == 1) bits = _mm256_blend_epi32(bits, _mm256_setzero_si256(), 0xF0);
+  return _mm256_mul_ps(_mm256_castsi256_ps(bits), _mm256_set1_ps(0x1p-9f));
+}
+
 // P pieces of 4 rows (P = 1: a quarter of group g, 16 bytes of each unit; P = 2: a half, 32 bytes)
 // from row base = 4 * P * part, for T columns whose inputs times 2^17 are qf[t] (n_in floats
 // each): per unit and piece, 4 rows x 4 inputs widen into two ymm, and the column's 4 values
 // broadcast to both halves. 2 P T accumulators: P = 2 with T <= 2 (one or two columns: each unit's
 // line is read twice, from L1), P = 1 with T <= 4 (wider windows: a quarter's widening serves 4).
-// MX: MXFP8, each row's 4 lanes closed every 32 inputs (8 units) into T_j, then the float steps of
-// fp8_q8.h.
+// MX: MXFP8 or 128 x 128 blocks, each row's 4 lanes closed every 32 inputs (8 units) into T_j, then
+// the float steps of fp8_q8.h.
 template <int P, int T, bool MX>
 void piece_cols(const Fp8Q8& w, const ActQ8& a, int64_t g, int part, int64_t t0, const float* const* qf, int lo, int hi, float* y) {
   float acc[T][4 * P] = {};
@@ -31,7 +66,8 @@ void piece_cols(const Fp8Q8& w, const ActQ8& a, int64_t g, int part, int64_t t0,
     __m256i s[T][2 * P];
     for (int t = 0; t < T; ++t)
       for (int k = 0; k < 2 * P; ++k) s[t][k] = _mm256_setzero_si256();
-    float smx[T][4 * P] = {};
+    __m256 smx[T];  // MX: rows' float sums of the block's 32-blocks (lanes past 4P unused)
+    for (int t = 0; t < T; ++t) smx[t] = _mm256_setzero_ps();
     const int64_t u0 = b * (kQ8Block / 4), u1 = std::min<int64_t>(w.units, (b + 1) * (kQ8Block / 4));
     #pragma GCC unroll 4
     for (int64_t u = u0; u < u1; ++u) {
@@ -51,19 +87,12 @@ void piece_cols(const Fp8Q8& w, const ActQ8& a, int64_t g, int part, int64_t t0,
         }
       }
       if constexpr (MX) {
-        if (u % 8 == 7) {  // a 32-block closed (|T_j| < 2^30: int32)
-          const uint8_t* e = w.mx_scales(g, u / 8) + part * 4 * P;
+        if (u % 8 == 7) {  // a 32-block closed: f = float(T_j) * factor; s = s + f, row by row in lanes
+          const __m256 fk = row_factors<P>(w, g, u / 8, part * 4 * P);
           for (int t = 0; t < T; ++t) {
-            alignas(32) int32_t lanes[16 * P];
-            for (int k = 0; k < 2 * P; ++k) {
-              _mm256_store_si256(reinterpret_cast<__m256i*>(lanes + 8 * k), s[t][k]);
-              s[t][k] = _mm256_setzero_si256();
-            }
-            for (int r = 0; r < 4 * P; ++r) {
-              float f = static_cast<float>(lanes[4 * r] + lanes[4 * r + 1] + lanes[4 * r + 2] + lanes[4 * r + 3]);
-              f = f * Fp8Q8::mx_factor(e[r]);
-              smx[t][r] = smx[t][r] + f;
-            }
+            const __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(row_sums<P>(s[t])), fk);
+            smx[t] = _mm256_add_ps(smx[t], f);
+            for (int k = 0; k < 2 * P; ++k) s[t][k] = _mm256_setzero_si256();
           }
         }
       }
@@ -72,8 +101,10 @@ void piece_cols(const Fp8Q8& w, const ActQ8& a, int64_t g, int part, int64_t t0,
       for (int t = 0; t < T; ++t) {
         const size_t at = static_cast<size_t>((t0 + t) * a.blocks + b);
         if (a.zero[at]) continue;
+        alignas(32) float sm[8];
+        _mm256_store_ps(sm, smx[t]);
         for (int r = 0; r < 4 * P; ++r) {
-          const float c = smx[t][r] * a.d[at];
+          const float c = sm[r] * a.d[at];
           acc[t][r] = acc[t][r] + c;
         }
       }
@@ -129,7 +160,7 @@ void fp8_q8_avx2(const Fp8Q8& w, const ActQ8& a, int64_t r_b, int64_t r_e, float
           const int lo = static_cast<int>(std::clamp<int64_t>(r_b - base, 0, rows)), hi = static_cast<int>(std::clamp<int64_t>(r_e - base, 0, rows));
           if (lo >= hi) continue;
           const int64_t k = std::min<int64_t>(step, nc - t) - 1;
-          const int mx = w.mx.empty() ? 0 : 1;
+          const int mx = w.scaled() ? 1 : 0;
           (nc <= 2 ? kHalf[mx][k] : kQuarter[mx][k])(w, a, g, part, c0 + t, qf + t, lo, hi, y);
         }
       }

@@ -38,9 +38,10 @@ inline int32_t load4(const int8_t* p) {
   return v;
 }
 
-// The 16 rows' MXFP8 factors of 32-block j (Fp8Q8::mx_factor, lane by lane: E8M0 bits, byte 0 the
-// subnormal 2^-127, times 2^-9).
+// The 16 rows' factors of 32-block j: 128 x 128 blocks' as stored, or MXFP8's (Fp8Q8::mx_factor,
+// lane by lane: E8M0 bits, byte 0 the subnormal 2^-127, times 2^-9).
 inline __m512 mx_factors(const Fp8Q8& w, int64_t g, int64_t j32) {
+  if (!w.bs.empty()) return _mm512_loadu_ps(w.b128_factors(g, j32));  // 128 x 128 blocks: stored factors
   const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.mx_scales(g, j32))));
   const __m512i bits = _mm512_mask_blend_epi32(_mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()), _mm512_slli_epi32(e, 23),
                                                _mm512_set1_epi32(0x00400000));
@@ -49,7 +50,7 @@ inline __m512 mx_factors(const Fp8Q8& w, int64_t g, int64_t j32) {
 
 // T columns; S accumulator sets (units alternate between them): vpdpbusd's latency (5 cycles) would
 // otherwise bound one column's three chains to a unit every 5 cycles. MX: MXFP8, the planes
-// closed every 32 inputs (fp8_q8.h).
+// closed every 32 inputs (fp8_q8.h); 128 x 128 blocks the same way.
 template <int T, int S, bool MX>
 void group_cols(const Fp8Q8& w, const ActQ8& a, const int8_t* qc, int64_t g, int64_t t0, __mmask16 mask, float* y) {
   const __m512i ta0 = _mm512_load_si512(kPlanes.p[0]), ta1 = _mm512_load_si512(kPlanes.p[0] + 64);
@@ -144,7 +145,7 @@ void fp8_q8_avx512vnni(const Fp8Q8& w, const ActQ8& a, int64_t r_b, int64_t r_e,
   constexpr int kMaxCols = 4;
   constexpr auto fns_pt = group_fns<false>(std::make_integer_sequence<int, kMaxCols>{});
   constexpr auto fns_mx = group_fns<true>(std::make_integer_sequence<int, kMaxCols>{});
-  const auto& fns = w.mx.empty() ? fns_pt : fns_mx;
+  const auto& fns = w.scaled() ? fns_mx : fns_pt;
   // Each column's codes contiguous (ActQ8 interleaves 8 columns' groups: 16 bytes in each 128 a
   // column would take a line of L1 per 16 inputs, which long rows' streams then evict).
   std::vector<int8_t> qc(static_cast<size_t>(a.n * w.n_in));

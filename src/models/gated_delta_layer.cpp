@@ -99,7 +99,7 @@ void build_gated_delta(StepRun& s, const LayerWeights& L, int64_t l) {
     // Group kh's part of a state: its conv channels (q, k and its value heads' v, K - 1 floats
     // each) and its value heads' matrices.
     const auto copy_group = [&](const float* from, float* to, int64_t kh) {
-      for (const auto [c0, nc] : {std::pair{kh * dk, dk}, std::pair{kd + kh * dk, dk}, std::pair{2 * kd + kh * rep * dv, rep * dv}})
+      for (const auto& [c0, nc] : {std::pair{kh * dk, dk}, std::pair{kd + kh * dk, dk}, std::pair{2 * kd + kh * rep * dv, rep * dv}})
         std::copy_n(from + c0 * K1, nc * K1, to + c0 * K1);
       const size_t m0 = conv_floats + static_cast<size_t>(kh * rep * dk * dv);
       std::copy_n(from + m0, rep * dk * dv, to + m0);

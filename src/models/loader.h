@@ -194,9 +194,12 @@ struct Loader {
           throw Error(path, name, "FP8 E4M3 weight: finite values", "no NaN byte (0x7F, 0xFF)",
                       "a NaN at row " + std::to_string(k / n_in) + ", column " + std::to_string(k % n_in));
       if (check_only) return m;
-      // MXFP8 in the integer-exact modes: integer-exact too (a power of two per 32-block).
+      // MXFP8 and 128 x 128 blocks in the integer-exact modes: integer-exact too (each 32-block's
+      // exact sum times a factor per row and 32-block: kernels/fp8_q8.h).
       if (integer && sdt == DType::mxfp8 && n_in % kMxBlock == 0)
         m.fp8 = Fp8Linear::prepare_mx(codes, static_cast<const uint8_t*>(sscales), n_out, n_in);
+      else if (integer && sdt == DType::fp8_b128 && n_in % kMxBlock == 0)
+        m.fp8 = Fp8Linear::prepare_b128(codes, static_cast<const float*>(sscales), n_out, n_in);
       else
         m.dense = DenseLinear::prepare_scaled(sdt, codes, sscales, n_out, n_in);
       m.bytes = static_cast<size_t>(n_out * n_in + scale_bytes(sdt, n_out, n_in));

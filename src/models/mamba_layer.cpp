@@ -43,7 +43,7 @@ void build_mamba(StepRun& s, const LayerWeights& L, int64_t l) {
     const int64_t ds = sh.d_state, hd = sh.head_dim, hpg = sh.n_heads / ng, gw = hpg * hd, K1 = sh.conv_kernel - 1;
     // Group g's part of a state: its x, B and C conv channels (K - 1 floats each) and its heads' S.
     const auto copy_group = [&](const float* from, float* to, int64_t g) {
-      for (const auto [c0, nc] : {std::pair{g * gw, gw}, std::pair{inner + g * ds, ds}, std::pair{inner + ng * ds + g * ds, ds}})
+      for (const auto& [c0, nc] : {std::pair{g * gw, gw}, std::pair{inner + g * ds, ds}, std::pair{inner + ng * ds + g * ds, ds}})
         std::copy_n(from + c0 * K1, nc * K1, to + c0 * K1);
       const size_t m0 = conv_floats + static_cast<size_t>(g * hpg * ds * hd);
       std::copy_n(from + m0, hpg * ds * hd, to + m0);

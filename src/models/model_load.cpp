@@ -438,10 +438,12 @@ std::vector<std::string> Model::describe() const {
                 (c.n_rot > 0 ? " over " + std::to_string(c.n_rot) + " of " + std::to_string(c.head_dim) + " dimensions" : "") +
                 (c.rope.freq_factors.empty() ? "" : " with frequency factors") +
                 (c.rope.linear_factor != 1.0 ? " linear x" + std::to_string(c.rope.linear_factor) : ""));
-  int nv = 0, nf = 0, np = 0, nx = 0, nq = 0, n8 = 0, nmx = 0, nb8 = 0;
+  int nv = 0, nf = 0, np = 0, nx = 0, nq = 0, n8 = 0, nmx = 0, nb8 = 0, nxmx = 0, nxb = 0;
   for (const auto& l : m.layers)
     for (const MatMul* mm : l.matmuls()) {
       (mm->nvfp4 ? nv : mm->fp8 ? nx : mm->use_q8 ? nq : mm->use_pinned ? np : nf)++;
+      nxmx += mm->fp8 && std::string(mm->fp8.form()) == "mxfp8";
+      nxb += mm->fp8 && std::string(mm->fp8.form()) == "b128";
       n8 += !mm->nvfp4 && !mm->use_pinned && !mm->fp8 && !mm->use_q8 && mm->dense.dtype() == DType::e4m3;
       nmx += !mm->nvfp4 && !mm->use_pinned && mm->dense.dtype() == DType::mxfp8;
       nb8 += !mm->nvfp4 && !mm->use_pinned && mm->dense.dtype() == DType::fp8_b128;
@@ -462,7 +464,10 @@ std::vector<std::string> Model::describe() const {
                     (nmx > 0 ? (n8 > 0 ? ", " : " of which ") + std::to_string(nmx) + " MXFP8 (E4M3 bytes and an E8M0 scale per 32, as stored)" : "") +
                     (nb8 > 0 ? (n8 + nmx > 0 ? ", " : " of which ") + std::to_string(nb8) + " FP8 with 128x128 block scales (as stored)" : "") +
                     (np > 0 ? ", " + std::to_string(np) + " float in the pinned order (the same bits on every ISA)" : "") +
-                    (nx > 0 ? ", " + std::to_string(nx) + " FP8 integer-exact (E4M3 bytes as stored)" : "") +
+                    (nx > 0 ? ", " + std::to_string(nx) + " FP8 integer-exact (E4M3 bytes as stored" +
+                                  (nxmx > 0 ? ", " + std::to_string(nxmx) + " MXFP8" : "") +
+                                  (nxb > 0 ? ", " + std::to_string(nxb) + " with 128x128 block scales" : "") + ")"
+                            : "") +
                     (nq > 0 ? ", " + std::to_string(nq) + " Q8_0 integer-exact (blocks as stored)" : "");
   if (any_nvfp4)
     lin += "; NVFP4 mode " + std::string(mode_name(m.mode)) + ", kernels " + any_nvfp4->kernel(m.mode, 1) +
