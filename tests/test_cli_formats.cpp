@@ -32,7 +32,7 @@ struct Form {
   const char* ref;      // the float model of the same weights (quality's reference)
   const char* attn;     // storage of blk.0.attn_q.weight
   const char* ffn;      // storage of blk.0's MLP / experts (ffn_up or ffn_up_exps.0)
-  bool lossless_dir;    // convert to a directory keeps every NVFP4 layer and nothing is requantized
+  bool lossless_dir;    // convert to a directory keeps every NVFP4 and FP8 layer and nothing is requantized
 };
 
 const Form kForms[] = {
@@ -41,24 +41,24 @@ const Form kForms[] = {
     {"arch/qwen3/modelopt-w4a16", "arch/qwen3/float", "NVFP4", "NVFP4", true},
     {"arch/qwen3/ct-nvfp4", "arch/qwen3/float", "NVFP4", "NVFP4", true},
     {"arch/qwen3/ct-nvfp4a16", "arch/qwen3/float", "NVFP4", "NVFP4", true},
-    {"mixed/qwen3/modelopt-mixed", "arch/qwen3/float", "F8_E4M3", "NVFP4", false},
-    {"mixed/qwen3/ct-mixed", "arch/qwen3/float", "F8_E4M3", "NVFP4", false},
+    {"mixed/qwen3/modelopt-mixed", "arch/qwen3/float", "F8_E4M3", "NVFP4", true},
+    {"mixed/qwen3/ct-mixed", "arch/qwen3/float", "F8_E4M3", "NVFP4", true},
     // FP8 with its scale along the input (tools/gen_scaled_fp8_fixtures.py) and CSF-compressed
     // NVFP4 scales (tools/gen_csf_fixture.py).
-    {"mixed/qwen3/modelopt-mxfp8", "arch/qwen3/float", "MXFP8", "MXFP8", false},
-    {"mixed/qwen3/modelopt-mxfp8-mix", "arch/qwen3/float", "MXFP8", "NVFP4", false},
-    {"mixed/qwen3/ct-mxfp8", "arch/qwen3/float", "MXFP8", "NVFP4", false},
-    {"mixed/qwen3/ct-fp8-block", "arch/qwen3/float", "F8_E4M3 128x128", "F8_E4M3 128x128", false},
-    {"mixed/qwen3/modelopt-fp8-block", "arch/qwen3/float", "F8_E4M3 128x128", "F8_E4M3 128x128", false},
-    {"mixed/qwen3/modelopt-mixed-csf", "arch/qwen3/float", "F8_E4M3", "NVFP4", false},
+    {"mixed/qwen3/modelopt-mxfp8", "arch/qwen3/float", "MXFP8", "MXFP8", true},
+    {"mixed/qwen3/modelopt-mxfp8-mix", "arch/qwen3/float", "MXFP8", "NVFP4", true},
+    {"mixed/qwen3/ct-mxfp8", "arch/qwen3/float", "MXFP8", "NVFP4", true},
+    {"mixed/qwen3/ct-fp8-block", "arch/qwen3/float", "F8_E4M3 128x128", "F8_E4M3 128x128", true},
+    {"mixed/qwen3/modelopt-fp8-block", "arch/qwen3/float", "F8_E4M3 128x128", "F8_E4M3 128x128", true},
+    {"mixed/qwen3/modelopt-mixed-csf", "arch/qwen3/float", "F8_E4M3", "NVFP4", true},
     // With an FP8 KV cache's calibrated scales (tools/gen_kv_fp8_fixture.py): GGUF output leaves them out.
     {"kv_fp8/qwen3/modelopt-w4a16-kvfp8", "arch/qwen3/float", "NVFP4", "NVFP4", true},
     {"kv_fp8/qwen3/ct-nvfp4a16-kvfp8", "arch/qwen3/float", "NVFP4", "NVFP4", true},
     // MoE with an expert width of 64 (llama.cpp's NVFP4 GGUF needs n_in % 64 == 0).
     {"moe/qwen3_moe_i64/modelopt-nvfp4", "moe/qwen3_moe_i64/float", "NVFP4", "NVFP4", true},
     {"moe/qwen3_moe_i64/modelopt-w4a16", "moe/qwen3_moe_i64/float", "NVFP4", "NVFP4", true},
-    {"mixed/qwen3_moe_i64/modelopt-mixed", "moe/qwen3_moe_i64/float", "F8_E4M3", "NVFP4", false},
-    {"mixed/qwen3_moe_i64/ct-mixed", "moe/qwen3_moe_i64/float", "F8_E4M3", "NVFP4", false},
+    {"mixed/qwen3_moe_i64/modelopt-mixed", "moe/qwen3_moe_i64/float", "F8_E4M3", "NVFP4", true},
+    {"mixed/qwen3_moe_i64/ct-mixed", "moe/qwen3_moe_i64/float", "F8_E4M3", "NVFP4", true},
 };
 
 using nvfp4::test::cli;
@@ -176,9 +176,16 @@ TEST_P(CliFormats, RunServeBenchInspectQualityConvertVerify) {
     const Result v = cli("verify " + m + " " + odir, true);
     EXPECT_EQ(v.rc, 0) << v.out;
     const Result vg = cli("verify " + m + " " + gguf, true);
-    EXPECT_EQ(vg.rc, 0) << vg.out;
+    const bool no_nvfp4 = std::string(f.ffn) != "NVFP4";  // (all FP8: nothing the GGUF keeps as it was)
+    EXPECT_EQ(vg.rc, no_nvfp4 ? 1 : 0) << vg.out;
+    if (std::string(f.attn).rfind("F8_E4M3", 0) == 0 || std::string(f.attn) == "MXFP8") {
+      // FP8 kept in the directory, byte for byte; Q8_0 in the GGUF (it has no FP8 type).
+      EXPECT_NE(v.out.find("same FP8 layers: "), std::string::npos) << v.out;
+      EXPECT_EQ(v.out.find("another form"), std::string::npos) << v.out;
+      EXPECT_NE(vg.out.find("in A, Q8_0 in B"), std::string::npos) << vg.out;
+    }
   } else {
-    // FP8 or float layers were quantized to NVFP4 on the way: verify says so rather than "same".
+    // Float layers were quantized to NVFP4 on the way: verify says so rather than "same".
     const Result v = cli("verify " + m + " " + odir, true);
     EXPECT_EQ(v.rc, 1) << v.out;
     EXPECT_NE(v.out.find("NVFP4 in B, not in A"), std::string::npos) << v.out;

@@ -27,6 +27,7 @@
 #include "nvfp4/model.h"
 #include "nvfp4/safetensors.h"
 #include "nvfp4/thread_pool.h"
+#include "nvfp4/verify.h"
 #include "test_util.h"
 #include "st_variant.h"
 
@@ -307,4 +308,53 @@ TEST(MixedCheckpoints, A16q8LogitsSameBitsOnEveryIsaThreadsAndSteps) {
     }
     first.clear();
   }
+}
+
+// convert to a directory keeps every FP8 form as the input stores it (weight, scale and input
+// scale byte for byte, declared as ModelOpt names the form), NVFP4 bit for bit: `verify` finds
+// every FP8 layer the same, and the logits are the same bits in a16q8 and f32. A Llama with
+// permuted q/k rows (fixtures/hf/mixed) and experts named once (the MoE) included. With --quantize
+// naming the attention, verify lists those FP8 layers as held in another form; so for GGUF (Q8_0).
+TEST(MixedCheckpoints, ConvertToDirectoryKeepsFp8AsStored) {
+  for (const char* dir : {"mixed/qwen3/modelopt-mixed", "mixed/qwen3/ct-mixed", "mixed/qwen3/modelopt-mxfp8-mix", "mixed/qwen3/ct-mxfp8",
+                          "mixed/qwen3/modelopt-fp8-block", "mixed/qwen3/deepseek-fp8-block", "mixed/qwen3_moe_i64/modelopt-mixed",
+                          "hf/mixed"}) {
+    test::ScratchDir tmp;
+    const std::string in = test::fixture_path(dir), out = tmp / "d";
+    ConvertOptions co;
+    co.verify = true;
+    const ConvertReport r = convert(in, out, co);
+    EXPECT_TRUE(r.verified) << dir;
+    EXPECT_GT(r.fp8_kept, 0) << dir;
+    const VerifyResult v = verify_checkpoints(in, out);
+    EXPECT_TRUE(v.same) << dir << ": " << v.difference;
+    EXPECT_EQ(v.fp8_same, r.fp8_kept) << dir;
+    EXPECT_TRUE(v.fp8_changed.empty()) << dir;
+    const auto ci = Checkpoint::open(in), cd = Checkpoint::open(out);
+    for (const TensorEntry& e : ci->tensors())
+      if (e.storage == Storage::fp8) EXPECT_EQ(cd->tensor(e.name).storage_name, e.storage_name) << dir << " " << e.name;
+    for (const Mode mode : {Mode::a16q8, Mode::f32}) {
+      const std::vector<int32_t> ids = {17, 25, 3, 9, 30, 7};  // (hf/mixed: a vocabulary of 32)
+      const auto a = logits(in, mode, ids), b = logits(out, mode, ids);
+      ASSERT_EQ(a.size(), b.size()) << dir;
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << dir << " " << mode_name(mode);
+    }
+  }
+  test::ScratchDir tmp;
+  const std::string in = test::fixture_path("mixed/qwen3/modelopt-mixed");
+  ConvertOptions co;
+  co.quantize = {"blk.*.attn_*"};
+  const ConvertReport r = convert(in, tmp / "q", co);
+  EXPECT_EQ(r.fp8_kept, 0);
+  EXPECT_EQ(r.quantized, 8);
+  VerifyResult v = verify_checkpoints(in, tmp / "q");
+  EXPECT_TRUE(v.same) << v.difference;
+  ASSERT_EQ(v.fp8_changed.size(), 8u);
+  EXPECT_NE(v.fp8_changed[0].find("F8_E4M3 in A, NVFP4 in B"), std::string::npos) << v.fp8_changed[0];
+  ConvertOptions cg;
+  convert(in, tmp / "m.gguf", cg);
+  v = verify_checkpoints(in, tmp / "m.gguf");
+  EXPECT_TRUE(v.same) << v.difference;
+  ASSERT_EQ(v.fp8_changed.size(), 8u);
+  EXPECT_NE(v.fp8_changed[0].find("F8_E4M3 in A, Q8_0 in B"), std::string::npos) << v.fp8_changed[0];
 }

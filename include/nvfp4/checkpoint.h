@@ -92,6 +92,21 @@ class Checkpoint {
   // scales as DenseLinear::prepare_scaled takes them (pointers valid while the checkpoint is);
   // false otherwise (the default).
   virtual bool raw_fp8_scaled(const std::string& name, DType& dtype, const uint8_t*& codes, const void*& scales) const;
+  // For an FP8 layer (any scale form): its tensors exactly as its file stores them (dtype name as
+  // safetensors spells it, shape, bytes; file row order, which for q/k of Llama-style families is
+  // not the canonical one), for writers that keep the layer losslessly (convert to a directory).
+  // input_scale.data is null when the layer has none; false for any other layer (the default).
+  struct StoredTensor {
+    std::string dtype;
+    std::vector<int64_t> shape;
+    const uint8_t* data = nullptr;
+    size_t nbytes = 0;
+  };
+  struct StoredFp8 {
+    DType form = DType::e4m3;  // e4m3 (a scale per tensor or output row), mxfp8 or fp8_b128
+    StoredTensor weight, scale, input_scale;
+  };
+  virtual bool stored_fp8(const std::string& name, StoredFp8& out) const;
   // A hint that the caller has copied what it needs of tensor `name` (Model::load, into the
   // kernels' layout): its mapped pages leave the resident set (read again if touched), so a
   // loaded model does not hold its weights twice. Pointers from raw_float stay valid.

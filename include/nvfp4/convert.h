@@ -61,6 +61,7 @@ struct ConvertReport {
   int kept = 0;        // copied as they are
   int retyped = 0;     // kept, but ggml-quantized -> keep_type
   int fp8_to_q8 = 0;   // FP8 layers -> Q8_0 (GGUF output: it has no FP8 type)
+  int fp8_kept = 0;    // FP8 layers (any scale form) -> a directory, their tensors byte for byte
   bool verified = false;
   std::vector<std::string> notes;  // tensors the default kept for a reason worth telling
 };

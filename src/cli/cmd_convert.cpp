@@ -92,6 +92,7 @@ Registrar reg(
         std::cout << a->out << ": " << r.quantized << " quantized to NVFP4, " << r.repacked
                   << " NVFP4 repacked, " << r.kept << " copied, " << r.retyped << " converted to "
                   << a->opt.keep_type << (r.fp8_to_q8 > 0 ? ", " + std::to_string(r.fp8_to_q8) + " FP8 to Q8_0" : "")
+                  << (r.fp8_kept > 0 ? ", " + std::to_string(r.fp8_kept) + " FP8 kept as stored (lossless)" : "")
                   << (r.verified ? "; verified bit for bit" : "") << "\n";
         return 0;
       };

@@ -1,6 +1,8 @@
 // Writes a checkpoint as an HF-style directory in ModelOpt's export layout: model.safetensors with
 // X.weight U8 [n_out][n_in/2], X.weight_scale F8_E4M3 [n_out][n_in/16], X.weight_scale_2 F32 [],
-// X.input_scale F32 [] (W4A4 layers), X.pre_quant_scale (AWQ), float tensors as they are;
+// X.input_scale F32 [] (W4A4 layers), X.pre_quant_scale (AWQ), float tensors as they are; FP8
+// layers (per tensor or channel, MXFP8, 128 x 128 blocks) byte for byte as the input stores them
+// (X.weight F8_E4M3, X.weight_scale, X.input_scale), unless --quantize names them;
 // config.json with quantization_config (quant_method modelopt) and hf_quant_config.json.
 // Canonical GGUF names go back to HF names and q/k rows back to HF order (the inverse of
 // llama.cpp's permutation, for the llama/mistral architectures). The directory is built under a
@@ -128,7 +130,7 @@ ConvertReport convert_to_modelopt_dir(const Checkpoint& ck, const std::string& o
   const WeightQuantizer wq(ck, opt, true, eligible);
   for (const auto& n : wq.notes()) rep.notes.push_back(n);
   std::vector<Owned> outt;
-  std::map<std::string, std::string> layer_algo;  // HF module -> ModelOpt quant_algo
+  std::map<std::string, Json> layer_algo;  // HF module -> its quantized_layers entry ({"quant_algo": ...})
   std::vector<std::string> excluded;
   // HF names in the family's own spelling (Mixtral: block_sparse_moe.experts.E.w1).
   const ArchInfo* family = find_arch(arch, ck.meta(arch + ".expert_count") != nullptr);
@@ -156,6 +158,24 @@ ConvertReport convert_to_modelopt_dir(const Checkpoint& ck, const std::string& o
       rep.notes.push_back(e.name + ": kept, n_in = " + std::to_string(n_in) + " is not a multiple of 16");
       q = false;
     }
+    // An FP8 layer kept: its tensors byte for byte (the input's row order is HF's), declared as
+    // ModelOpt names its form.
+    Checkpoint::StoredFp8 f8;
+    if (e.storage == Storage::fp8 && !matches_any(opt.quantize, e.name) && ck.stored_fp8(e.name, f8)) {
+      const auto copy = [&](const std::string& n, const Checkpoint::StoredTensor& t) {
+        outt.push_back({n, *st::dtype_from_name(t.dtype), t.shape, std::vector<uint8_t>(t.data, t.data + t.nbytes)});
+      };
+      copy(module + ".weight", f8.weight);
+      copy(module + ".weight_scale", f8.scale);  // (DeepSeek's weight_scale_inv: the same multiplier)
+      if (f8.input_scale.data) copy(module + ".input_scale", f8.input_scale);
+      int64_t scale_values = 1;
+      for (int64_t d : f8.scale.shape) scale_values *= d;
+      layer_algo[module] = f8.form == DType::mxfp8      ? Json{{"quant_algo", "MXFP8"}, {"group_size", kMxBlock}}
+                           : f8.form == DType::fp8_b128 ? Json{{"quant_algo", "fp8_pb_wo"}}
+                                                        : Json{{"quant_algo", scale_values == 1 ? "FP8" : "FP8_PER_CHANNEL_PER_TOKEN"}};
+      ++rep.fp8_kept;
+      continue;
+    }
     if (e.storage == Storage::nvfp4 || q) {
       RowMatrix m;
       if (e.storage == Storage::nvfp4) {
@@ -180,7 +200,7 @@ ConvertReport convert_to_modelopt_dir(const Checkpoint& ck, const std::string& o
         algo = "NVFP4_AWQ";
       }
       if (e.storage != Storage::nvfp4 && wq.awq_scaled(e.name)) algo = "NVFP4_AWQ";  // folded into its norm or not, as ModelOpt's export
-      layer_algo[module] = algo;
+      layer_algo[module] = {{"quant_algo", algo}};
       continue;
     }
     if (is_weight && e.shape.size() == 2 && e.name.rfind("token_embd", 0) != 0 && e.name.find("norm") == std::string::npos) {
@@ -209,12 +229,18 @@ ConvertReport convert_to_modelopt_dir(const Checkpoint& ck, const std::string& o
 
   // The quantization description, as ModelOpt writes it.
   std::string algo;
-  for (const auto& [m, al] : layer_algo) algo = algo.empty() || algo == al ? al : "MIXED_PRECISION";
-  if (algo.empty()) throw Error(file, "", "nothing to write as NVFP4", "at least one NVFP4 or quantizable layer", "none");
-  Json quant = {{"quant_algo", algo}, {"kv_cache_quant_algo", nullptr}, {"group_size", 16}, {"exclude_modules", excluded}};
+  for (const auto& [m, al] : layer_algo) {
+    const std::string a = al["quant_algo"].get<std::string>();
+    algo = algo.empty() || algo == a ? a : "MIXED_PRECISION";
+  }
+  if (algo.empty()) throw Error(file, "", "nothing to write as NVFP4", "at least one NVFP4, FP8 or quantizable layer", "none");
+  Json quant = {{"quant_algo", algo}, {"kv_cache_quant_algo", nullptr}};
+  if (algo == "MXFP8") quant["group_size"] = kMxBlock;
+  else if (algo != "FP8" && algo != "FP8_PER_CHANNEL_PER_TOKEN" && algo != "fp8_pb_wo") quant["group_size"] = 16;
+  quant["exclude_modules"] = excluded;
   if (algo == "MIXED_PRECISION") {
     Json layers = Json::object();
-    for (const auto& [m, al] : layer_algo) layers[m] = {{"quant_algo", al}};
+    for (const auto& [m, al] : layer_algo) layers[m] = al;
     quant["quantized_layers"] = layers;
   }
   if (algo == "NVFP4_AWQ") {  // export_hf_checkpoint's two extra fields for AWQ
@@ -277,6 +303,17 @@ ConvertReport convert_to_modelopt_dir(const Checkpoint& ck, const std::string& o
         if (x.codes != y.codes || x.scales != y.scales || std::memcmp(&x.scale2, &y.scale2, 4) != 0) {
           throw Error(out, e.name, "verify: NVFP4 weight differs from the input", "the input's codes and scales", "others");
         }
+      }
+      // FP8 layers kept: the same tensors read back (weights, scales and input scales, byte for byte).
+      for (const TensorEntry& e : ck.tensors()) {
+        Checkpoint::StoredFp8 x, y;
+        if (e.storage != Storage::fp8 || matches_any(opt.quantize, e.name) || !ck.stored_fp8(e.name, x)) continue;
+        const auto same = [](const Checkpoint::StoredTensor& p, const Checkpoint::StoredTensor& q) {
+          return p.dtype == q.dtype && p.shape == q.shape && p.nbytes == q.nbytes && (p.nbytes == 0 || std::memcmp(p.data, q.data, p.nbytes) == 0);
+        };
+        if (!back->stored_fp8(e.name, y) || x.form != y.form || !same(x.weight, y.weight) || !same(x.scale, y.scale) ||
+            !same(x.input_scale, y.input_scale))
+          throw Error(out, e.name, "verify: FP8 layer differs from the input", "its weight, scale and input scale as stored", "others");
       }
       rep.verified = true;
     }

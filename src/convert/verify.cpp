@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <set>
+#include <tuple>
 
 #include "nvfp4/checkpoint.h"
 #include "nvfp4/codec.h"
@@ -64,9 +65,32 @@ VerifyResult verify_checkpoints(const std::string& pa, const std::string& pb) {
     r.values += ma.n_out * ma.n_in;
   }
   for (const TensorEntry& eb : b->tensors()) {
-    if (eb.storage == Storage::nvfp4 && !seen.count(eb.name)) return differ(eb.name + ": NVFP4 in B, not in A");
+    const TensorEntry* ea = a->find(eb.name);
+    if (eb.storage == Storage::nvfp4 && !seen.count(eb.name) && !(ea && ea->storage == Storage::fp8))  // (FP8 in A: listed below)
+      return differ(eb.name + ": NVFP4 in B, not in A");
   }
-  if (r.tensors == 0) return differ("no NVFP4 tensor in either checkpoint");
+  for (const TensorEntry& ea : a->tensors()) {
+    Checkpoint::StoredFp8 x, y;
+    if (ea.storage != Storage::fp8 || !a->stored_fp8(ea.name, x)) continue;
+    const TensorEntry* eb = b->find(ea.name);
+    if (!eb) return differ(ea.name + ": FP8 in A, absent from B");
+    if (!b->stored_fp8(ea.name, y)) {
+      r.fp8_changed.push_back(ea.name + ": " + ea.storage_name + " in A, " + eb->storage_name + " in B");
+      continue;
+    }
+    for (const auto& [what, p, q] : {std::tuple{"weight", &x.weight, &y.weight}, {"scale", &x.scale, &y.scale}, {"input scale", &x.input_scale, &y.input_scale}}) {
+      if (p->dtype != q->dtype || p->shape != q->shape || p->nbytes != q->nbytes)
+        return differ(ea.name + ": FP8 " + what + " stored as " + (p->dtype.empty() ? "none" : p->dtype) + " in A, " + (q->dtype.empty() ? "none" : q->dtype) + " in B (or another shape)");
+      for (size_t i = 0; i < p->nbytes; ++i)
+        if (p->data[i] != q->data[i])
+          return differ(ea.name + ": FP8 " + what + " byte " + std::to_string(i) + ": A " + std::to_string(p->data[i]) + ", B " + std::to_string(q->data[i]));
+    }
+    ++r.fp8_same;
+  }
+  if (r.tensors == 0 && r.fp8_same == 0)
+    return differ(r.fp8_changed.empty() ? "no NVFP4 or FP8 tensor in both checkpoints"
+                                        : "no NVFP4 tensor, and none of A's " + std::to_string(r.fp8_changed.size()) +
+                                              " FP8 layers stored as FP8 in B (" + r.fp8_changed.front() + ", ...)");
   r.same = true;
   return r;
 }

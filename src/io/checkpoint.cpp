@@ -58,6 +58,7 @@ void Checkpoint::forget_meta(const std::string&) {}
 bool Checkpoint::raw_ggml(const std::string&, uint32_t&, const void*&) const { return false; }
 bool Checkpoint::raw_fp8(const std::string&, const uint8_t*&, std::vector<float>&) const { return false; }
 bool Checkpoint::raw_fp8_scaled(const std::string&, DType&, const uint8_t*&, const void*&) const { return false; }
+bool Checkpoint::stored_fp8(const std::string&, StoredFp8&) const { return false; }
 
 std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) { return open(path, OpenOptions{}); }
 

@@ -75,6 +75,7 @@ struct Source {
   // fp8_block: float scales per 128 x 128 block, read into bscale.
   enum Kind { nvfp4, fp8, mxfp8, fp8_block, plain } kind = plain;
   Ref w, scale;                 // codes (or FP8 / float values) and block scales (or FP8 scale)
+  Ref in_scale;                 // an FP8 layer's input_scale, as stored (t null: none)
   std::string module;           // HF module
   int64_t heads = 0;            // q/k row permutation (0: none)
   int64_t n_out = 0, n_in = 0;
@@ -198,6 +199,25 @@ class StCheckpoint final : public Checkpoint {
     dtype = s.kind == Source::mxfp8 ? DType::mxfp8 : DType::fp8_b128;
     codes = s.w.t->data;
     scales = scale_data(s);
+    return true;
+  }
+
+  bool stored_fp8(const std::string& name, StoredFp8& out) const override {
+    const Source& s = src_.at(tensor(name).name);
+    if (s.kind != Source::fp8 && s.kind != Source::mxfp8 && s.kind != Source::fp8_block) return false;
+    out.form = s.kind == Source::mxfp8 ? DType::mxfp8 : s.kind == Source::fp8_block ? DType::fp8_b128 : DType::e4m3;
+    const auto as_stored = [](const Ref& r) {
+      StoredTensor t;
+      if (!r.t) return t;
+      t.dtype = st::dtype_name(r.t->dtype);
+      t.shape = r.t->shape;
+      t.data = r.t->data;
+      t.nbytes = static_cast<size_t>(r.t->nbytes());
+      return t;
+    };
+    out.weight = as_stored(s.w);
+    out.scale = as_stored(s.scale);
+    out.input_scale = as_stored(s.in_scale);
     return true;
   }
 
@@ -374,6 +394,7 @@ class StCheckpoint final : public Checkpoint {
           e.storage_name = "F8_E4M3";
           e.bits_per_weight = 8.0;
         }
+        if (const Ref* is = find(module + ".input_scale")) s.in_scale = *is;
         used.insert({name, sc->t->name, module + ".input_scale"});
       } else {
         // NVFP4: codes U8 [n_out][n_in/2].
