@@ -103,9 +103,9 @@ TEST_P(Fp8Q8Isa, EveryByteOneHot) {
 // window around it.
 TEST_P(Fp8Q8Isa, SameBitsAsReference) {
   for (int64_t n_out : {1, 15, 16, 17, 40}) {
-    for (int64_t n_in : {16, 48, 256, 272, 784}) {
+    for (int64_t n_in : {16, 48, 96, 256, 272, 320, 352, 784}) {
       const std::vector<uint8_t> codes = random_codes(n_out * n_in);
-      for (int64_t n : {1, 2, 3, 5, 9}) {
+      for (int64_t n : {1, 2, 3, 5, 9, 17}) {  // (8 and more: the AMX form's tiles, two at 17)
         std::vector<float> x = random_x(n * n_in, 0x1p-20f);
         if (n >= 3)
           for (int64_t i = 0; i < n_in; ++i) x[static_cast<size_t>(n_in + i)] = 0.0f;  // column 1 all zero
@@ -160,6 +160,14 @@ TEST_P(Fp8Q8Isa, ExtremesAndBound) {
   std::vector<float> y(static_cast<size_t>(n_out));
   l.forward(x.data(), 1, y.data(), pool);
   for (int64_t r = 0; r < n_out; ++r) EXPECT_EQ(bits(y[static_cast<size_t>(r)]), bits(ref[static_cast<size_t>(r)])) << r;
+  {  // the same extremes in a window of 9 columns (the AMX form's planes at their largest)
+    std::vector<float> x5;
+    for (int k = 0; k < 9; ++k) x5.insert(x5.end(), x.begin(), x.end());
+    std::vector<float> y5(static_cast<size_t>(9 * n_out));
+    l.forward(x5.data(), 9, y5.data(), pool);
+    for (int64_t k = 0; k < 9 * n_out; ++k)
+      EXPECT_EQ(bits(y5[static_cast<size_t>(k)]), bits(ref[static_cast<size_t>(k % n_out)])) << "window of 9 at " << k;
+  }
 
   // The bound: |y - sum_b d_b 2^-9 T_b| <= gamma(B + 2) * sum_b |d_b| |T_b| 2^-9, in float64.
   const int64_t m_out = 24, m_in = 1040;
@@ -223,7 +231,7 @@ TEST_P(Fp8Q8Isa, MxfpSameBitsAsReference) {
       std::vector<uint8_t> sc(static_cast<size_t>(n_out * n_in / 32));
       for (auto& e : sc) e = static_cast<uint8_t>(100 + next_rand() % 41);
       const kern::Fp8Q8 w = kern::Fp8Q8::prepare_mx(codes.data(), sc.data(), n_out, n_in);
-      for (int64_t n : {1, 3, 5, 9}) {
+      for (int64_t n : {1, 3, 5, 9, 17, 33}) {  // (16 and more: the AMX form)
         std::vector<float> x = random_x(n * n_in, 0x1p-20f);
         if (n >= 3)
           for (int64_t i = 0; i < n_in; ++i) x[static_cast<size_t>(n_in + i)] = 0.0f;
@@ -287,7 +295,7 @@ TEST_P(Fp8Q8Isa, Block128SameBitsAsReference) {
       std::vector<float> sc(static_cast<size_t>(br * bc));
       for (auto& v : sc) v = std::ldexp(1.0f + static_cast<float>(next_rand() % 1000) / 999.0f, static_cast<int>(next_rand() % 20) - 14);
       const kern::Fp8Q8 w = kern::Fp8Q8::prepare_b128(codes.data(), sc.data(), n_out, n_in);
-      for (int64_t n : {1, 3, 5, 9}) {
+      for (int64_t n : {1, 3, 5, 9, 17}) {  // (16 and more: the AMX form)
         std::vector<float> x = random_x(n * n_in, 0x1p-20f);
         if (n >= 3)
           for (int64_t i = 0; i < n_in; ++i) x[static_cast<size_t>(n_in + i)] = 0.0f;

@@ -304,7 +304,7 @@ TEST_P(ForcedIsa, KernelNameSaysTheIsa) {
     EXPECT_EQ(name, "gemv_a16q8_avxvnni");
     EXPECT_EQ(lin.kernel_name(Mode::a16q8, 64), "gemm_a16q8_avxvnni");
   }
-  if (GetParam() == Isa::avx512) {
+  if (GetParam() == Isa::avx512 || GetParam() == Isa::amx) {  // (amx: the AVX-512 table but its FP8 windows)
     EXPECT_EQ(name, "gemv_a16q8_avx512vnni");
     EXPECT_EQ(lin.kernel_name(Mode::a16q8, 64), "gemm_a16q8_avx512vnni");
   }
@@ -357,6 +357,9 @@ TEST(Dispatch, SupportAgreesWithProcCpuinfo) {
   if (std::find(compiled.begin(), compiled.end(), Isa::avxvnni) != compiled.end()) {
     EXPECT_EQ(isa_supported(Isa::avxvnni), avx2 && has({"avx_vnni"}));
   }
+  // AMX needs the flags and the kernel's permission (arch_prctl, Linux 5.16+): without the flags,
+  // never; with them, the permission decides.
+  if (!(isa_supported(Isa::avx512) && has({"amx_tile", "amx_int8"}))) EXPECT_FALSE(isa_supported(Isa::amx));
 }
 
 TEST(Dispatch, PackUnpackRoundTrips) {

@@ -1,5 +1,5 @@
 // Which instruction set the kernels run on. The best variant the CPU supports is picked once, from
-// CPUID; NVFP4_ISA=scalar|avx2|avxvnni|avx512 in the environment, or force_isa() (tests, benchmarks),
+// CPUID; NVFP4_ISA=scalar|avx2|avxvnni|avx512|amx in the environment, or force_isa() (tests, benchmarks),
 // overrides it. Every variant of an integer-exact mode gives the scalar reference's bits, so the
 // choice changes speed only; the float modes stay within their derived bound of FP64.
 #pragma once
@@ -8,9 +8,10 @@
 
 namespace nvfp4 {
 
-enum class Isa { scalar, avx2, avxvnni, avx512 };
+enum class Isa { scalar, avx2, avxvnni, avx512, amx };
 
-// "scalar", "avx2", "avxvnni", "avx512".
+// "scalar", "avx2", "avxvnni", "avx512", "amx" (the AVX-512 table with AMX-INT8 kernels where
+// they are faster: FP8 layers over windows of columns).
 std::string_view isa_name(Isa isa);
 // Parses the names above; throws nvfp4::Error on anything else.
 Isa parse_isa(std::string_view s);

@@ -157,7 +157,7 @@ const BenchRegistrar reg("fp8", "time FP8 layers as the model runs them (integer
   app.add_option("--threads", o->threads, "thread counts (list)")->capture_default_str();
   app.add_option("--residency", o->residency, "dram,cache")->capture_default_str();
   app.add_option("--reps", o->reps, "timed calls per case")->capture_default_str();
-  app.add_option("--isa", o->isa, "force scalar, avx2, avxvnni or avx512");
+  app.add_option("--isa", o->isa, "force scalar, avx2, avxvnni, avx512 or amx");
   return std::function<int()>([o] { return run(*o); });
 });
 

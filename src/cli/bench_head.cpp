@@ -115,7 +115,7 @@ const BenchRegistrar reg("head", "time the output head as F16, Q8_0 and NVFP4 (D
   app.add_option("--threads", o->threads, "thread counts (list)")->capture_default_str();
   app.add_option("--mode", o->mode, "a16q8, w4a4 (Q8_0 integer-exact) or a16, f32 (dequantized)")->capture_default_str();
   app.add_option("--reps", o->reps, "timed calls per case")->capture_default_str();
-  app.add_option("--isa", o->isa, "force scalar, avx2, avxvnni or avx512");
+  app.add_option("--isa", o->isa, "force scalar, avx2, avxvnni, avx512 or amx");
   return std::function<int()>([o] { return run(*o); });
 });
 

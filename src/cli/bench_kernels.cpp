@@ -208,7 +208,7 @@ const BenchRegistrar reg("kernels", "time every kernel against the DRAM roofline
   app.add_option("--reps", o->reps, "timed calls per case (fewer when a case passes --max-case-s)")->capture_default_str();
   app.add_option("--max-case-s", o->max_case_s, "time budget per case, seconds")->capture_default_str();
   app.add_option("--dram-mib", o->dram_mib, "total size of the rotated copies (default 8x L3)");
-  app.add_option("--isa", o->isa, "force scalar, avx2, avxvnni or avx512");
+  app.add_option("--isa", o->isa, "force scalar, avx2, avxvnni, avx512 or amx");
   app.add_option("--prefetch", o->prefetch, "software prefetch plans to time side by side, each case in turn (list of l1, l1+l2; default this CPU's)");
   app.add_option("--peer", o->peer, "path of the ggml peer (default build-peer/nvfp4-peer-bench)");
   app.add_flag("--no-peer", o->no_peer, "do not run the ggml peer");

@@ -1,6 +1,8 @@
 // The one dispatch point: which ISA runs (CPUID once, NVFP4_ISA, force_isa) and the table of
 // kernels of each ISA, filled once. No kernel body tests the ISA.
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -21,24 +23,29 @@ std::string_view isa_name(Isa isa) {
     case Isa::avx2: return "avx2";
     case Isa::avxvnni: return "avxvnni";
     case Isa::avx512: return "avx512";
+    case Isa::amx: return "amx";
   }
   return "?";
 }
 
 Isa parse_isa(std::string_view s) {
-  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avxvnni, Isa::avx512}) {
+  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avxvnni, Isa::avx512, Isa::amx}) {
     if (s == isa_name(i)) return i;
   }
-  throw Error("", "NVFP4_ISA / --isa", "unknown instruction set (NVFP4_ISA or --isa)", "scalar, avx2, avxvnni or avx512",
+  throw Error("", "NVFP4_ISA / --isa", "unknown instruction set (NVFP4_ISA or --isa)", "scalar, avx2, avxvnni, avx512 or amx",
               std::string(s));
 }
 
 std::vector<Isa> compiled_isas() {
+  std::vector<Isa> v = {Isa::scalar, Isa::avx2};
 #ifdef NVFP4_HAVE_AVXVNNI
-  return {Isa::scalar, Isa::avx2, Isa::avxvnni, Isa::avx512};
-#else
-  return {Isa::scalar, Isa::avx2, Isa::avx512};
+  v.push_back(Isa::avxvnni);
 #endif
+  v.push_back(Isa::avx512);
+#ifdef NVFP4_HAVE_AMX
+  v.push_back(Isa::amx);
+#endif
+  return v;
 }
 
 namespace {
@@ -80,6 +87,28 @@ bool cpu_has_avx512() {
   return v;
 }
 
+// AMX-INT8: CPUID leaf 7 EDX bits 24 (AMX-TILE) and 25 (AMX-INT8), the OS saving the tile state
+// (XCR0 bits 17 and 18), and Linux's permission to use it, asked once for the process
+// (arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA; refused on kernels before 5.16).
+bool cpu_has_amx() {
+#ifdef NVFP4_HAVE_AMX
+  static const bool v = [] {
+    if (!cpu_has_avx512()) return false;
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 25))) return false;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return false;  // OSXSAVE: xgetbv allowed
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & (3u << 17)) != (3u << 17)) return false;
+    constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return ::syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return v;
+#else
+  return false;
+#endif
+}
+
 std::atomic<int> g_forced{-1};
 
 // NVFP4_ISA is read once, at the first dispatch: one choice for the whole process. Tests that
@@ -107,11 +136,13 @@ bool isa_supported(Isa isa) {
     case Isa::avx2: return cpu_has_avx2();
     case Isa::avxvnni: return cpu_has_avxvnni();
     case Isa::avx512: return cpu_has_avx512();
+    case Isa::amx: return cpu_has_amx();
   }
   return false;
 }
 
 Isa detect_isa() {
+  if (cpu_has_amx()) return Isa::amx;
   if (cpu_has_avx512()) return Isa::avx512;
   if (cpu_has_avxvnni()) return Isa::avxvnni;
   if (cpu_has_avx2()) return Isa::avx2;
@@ -266,7 +297,23 @@ const KernelTable& table_of(Isa isa) {
     return t;
   }();
 #endif
+#ifdef NVFP4_HAVE_AMX
+  // The AVX-512 table with the FP8 layers' windows on AMX-INT8 tiles.
+  static const KernelTable amx = [] {
+    KernelTable t = avx512;
+    t.isa = Isa::amx;
+    t.fp8_q8 = fp8_q8_amx;
+    t.fp8_q8_name = "fp8_q8_amx";
+    return t;
+  }();
+#endif
   switch (isa) {
+    case Isa::amx:
+#ifdef NVFP4_HAVE_AMX
+      return amx;
+#else
+      return avx512;
+#endif
     case Isa::avx512: return avx512;
     case Isa::avxvnni:
 #ifdef NVFP4_HAVE_AVXVNNI

@@ -84,5 +84,10 @@ struct Fp8Q8 {
 void fp8_q8_scalar(const Fp8Q8&, const ActQ8&, int64_t, int64_t, float*);
 void fp8_q8_avx2(const Fp8Q8&, const ActQ8&, int64_t, int64_t, float*);
 void fp8_q8_avx512vnni(const Fp8Q8&, const ActQ8&, int64_t, int64_t, float*);
+// AMX-INT8 (fp8_q8_amx.cpp): windows of kFp8AmxMinCols columns and more (MXFP8 and 128 x 128
+// blocks: kFp8AmxMinColsScaled); fewer, the VNNI form (where each is faster: BENCHMARKS.md 42).
+inline constexpr int64_t kFp8AmxMinCols = 8;
+inline constexpr int64_t kFp8AmxMinColsScaled = 16;
+void fp8_q8_amx(const Fp8Q8&, const ActQ8&, int64_t, int64_t, float*);
 
 }  // namespace nvfp4::kern

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/fp8_q8.h"
+#include "kernels/fp8_q8_factors_avx512.h"
 
 namespace nvfp4::kern {
 namespace {
@@ -36,16 +37,6 @@ inline int32_t load4(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
   return v;
-}
-
-// The 16 rows' factors of 32-block j: 128 x 128 blocks' as stored, or MXFP8's (Fp8Q8::mx_factor,
-// lane by lane: E8M0 bits, byte 0 the subnormal 2^-127, times 2^-9).
-inline __m512 mx_factors(const Fp8Q8& w, int64_t g, int64_t j32) {
-  if (!w.bs.empty()) return _mm512_loadu_ps(w.b128_factors(g, j32));  // 128 x 128 blocks: stored factors
-  const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.mx_scales(g, j32))));
-  const __m512i bits = _mm512_mask_blend_epi32(_mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()), _mm512_slli_epi32(e, 23),
-                                               _mm512_set1_epi32(0x00400000));
-  return _mm512_mul_ps(_mm512_castsi512_ps(bits), _mm512_set1_ps(0x1p-9f));
 }
 
 // T columns; S accumulator sets (units alternate between them): vpdpbusd's latency (5 cycles) would
@@ -88,7 +79,7 @@ void group_cols(const Fp8Q8& w, const ActQ8& a, const int8_t* qc, int64_t g, int
       }
       if constexpr (MX) {
         if (j % 2 == 1) {  // a 32-block closed: T_j = A + 32 B + 1024 C in int32 (|T_j| < 2^30)
-          const __m512 f32 = mx_factors(w, g, j / 2);
+          const __m512 f32 = fp8_factors_avx512(w, g, j / 2);
           for (int t = 0; t < T; ++t) {
             for (int k = 1; k < S; ++k) {
               sa[0][t] = _mm512_add_epi32(sa[0][t], sa[k][t]);

@@ -21,7 +21,7 @@ void mamba2_scan_avx512(float* S, const float* x, const float* B, const float* C
                         int64_t ds, int64_t hd, const float* next);
 // The form for `isa` (AVX-VNNI machines take the AVX2 one).
 inline Mamba2ScanFn mamba2_scan(Isa isa) {
-  return isa == Isa::avx512 ? mamba2_scan_avx512 : isa == Isa::avx2 || isa == Isa::avxvnni ? mamba2_scan_avx2 : mamba2_scan_scalar;
+  return isa == Isa::avx512 || isa == Isa::amx ? mamba2_scan_avx512 : isa == Isa::avx2 || isa == Isa::avxvnni ? mamba2_scan_avx2 : mamba2_scan_scalar;
 }
 }  // namespace kern
 
