@@ -7,6 +7,7 @@
 #include <bit>
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "kernels/fp8_q8.h"
@@ -62,6 +63,29 @@ std::vector<float> reference(const std::vector<uint8_t>& codes, int64_t n_out, i
 }
 
 uint32_t bits(float f) { return std::bit_cast<uint32_t>(f); }
+
+// n columns of random inputs, column 1 all zero from 3 columns on (a block ActQ8 skips).
+std::vector<float> window_x(int64_t n, int64_t n_in) {
+  std::vector<float> x = random_x(n * n_in, 0x1p-20f);
+  if (n >= 3)
+    for (int64_t i = 0; i < n_in; ++i) x[static_cast<size_t>(n_in + i)] = 0.0f;
+  return x;
+}
+
+// The layer on `isa` at one and two threads gives ref's bits (the count of other values is 0).
+void expect_ref_bits(Isa isa, const Fp8Linear& l, const std::vector<float>& x, int64_t n, const std::vector<float>& ref,
+                     const std::string& what) {
+  force_isa(isa);
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    std::vector<float> y(static_cast<size_t>(n * l.n_out()), -1.0f);
+    l.forward(x.data(), n, y.data(), pool);
+    size_t bad = 0;
+    for (size_t k = 0; k < y.size(); ++k) bad += bits(y[k]) != bits(ref[k]);
+    EXPECT_EQ(bad, 0u) << what << " n " << n << " threads " << threads;
+  }
+  clear_forced_isa();
+}
 
 }  // namespace
 
@@ -231,24 +255,14 @@ TEST_P(Fp8Q8Isa, MxfpSameBitsAsReference) {
       std::vector<uint8_t> sc(static_cast<size_t>(n_out * n_in / 32));
       for (auto& e : sc) e = static_cast<uint8_t>(100 + next_rand() % 41);
       const kern::Fp8Q8 w = kern::Fp8Q8::prepare_mx(codes.data(), sc.data(), n_out, n_in);
+      const Fp8Linear l = Fp8Linear::prepare_mx(codes.data(), sc.data(), n_out, n_in);
       for (int64_t n : {1, 3, 5, 9, 17, 33}) {  // (16 and more: the AMX form)
-        std::vector<float> x = random_x(n * n_in, 0x1p-20f);
-        if (n >= 3)
-          for (int64_t i = 0; i < n_in; ++i) x[static_cast<size_t>(n_in + i)] = 0.0f;
+        const std::vector<float> x = window_x(n, n_in);
         kern::ActQ8 a;
         kern::prepare_q8(x.data(), n, n_in, a);
         std::vector<float> ref(static_cast<size_t>(n * n_out));
         kern::fp8_q8_scalar(w, a, 0, n_out, ref.data());
-        force_isa(GetParam());
-        const Fp8Linear l = Fp8Linear::prepare_mx(codes.data(), sc.data(), n_out, n_in);
-        for (int threads : {1, 2}) {
-          ThreadPool pool(threads);
-          std::vector<float> y(static_cast<size_t>(n * n_out), -1.0f);
-          l.forward(x.data(), n, y.data(), pool);
-          for (size_t k = 0; k < y.size(); ++k)
-            ASSERT_EQ(bits(y[k]), bits(ref[k])) << n_out << "x" << n_in << " n " << n << " threads " << threads << " at " << k;
-        }
-        clear_forced_isa();
+        expect_ref_bits(GetParam(), l, x, n, ref, std::to_string(n_out) + "x" + std::to_string(n_in));
       }
     }
   }
@@ -295,10 +309,9 @@ TEST_P(Fp8Q8Isa, Block128SameBitsAsReference) {
       std::vector<float> sc(static_cast<size_t>(br * bc));
       for (auto& v : sc) v = std::ldexp(1.0f + static_cast<float>(next_rand() % 1000) / 999.0f, static_cast<int>(next_rand() % 20) - 14);
       const kern::Fp8Q8 w = kern::Fp8Q8::prepare_b128(codes.data(), sc.data(), n_out, n_in);
+      const Fp8Linear l = Fp8Linear::prepare_b128(codes.data(), sc.data(), n_out, n_in);
       for (int64_t n : {1, 3, 5, 9, 17}) {  // (16 and more: the AMX form)
-        std::vector<float> x = random_x(n * n_in, 0x1p-20f);
-        if (n >= 3)
-          for (int64_t i = 0; i < n_in; ++i) x[static_cast<size_t>(n_in + i)] = 0.0f;
+        const std::vector<float> x = window_x(n, n_in);
         kern::ActQ8 a;
         kern::prepare_q8(x.data(), n, n_in, a);
         std::vector<float> ref(static_cast<size_t>(n * n_out));
@@ -318,16 +331,7 @@ TEST_P(Fp8Q8Isa, Block128SameBitsAsReference) {
             const double k = static_cast<double>(a.blocks + 11), g = k * 0x1p-24 / (1 - k * 0x1p-24);
             ASSERT_LE(std::fabs(ref[static_cast<size_t>(t * n_out + r)] - exact), g * S) << n_out << "x" << n_in << " " << t << " " << r;
           }
-        force_isa(GetParam());
-        const Fp8Linear l = Fp8Linear::prepare_b128(codes.data(), sc.data(), n_out, n_in);
-        for (int threads : {1, 2}) {
-          ThreadPool pool(threads);
-          std::vector<float> y(static_cast<size_t>(n * n_out), -1.0f);
-          l.forward(x.data(), n, y.data(), pool);
-          for (size_t k = 0; k < y.size(); ++k)
-            ASSERT_EQ(bits(y[k]), bits(ref[k])) << n_out << "x" << n_in << " n " << n << " threads " << threads << " at " << k;
-        }
-        clear_forced_isa();
+        expect_ref_bits(GetParam(), l, x, n, ref, std::to_string(n_out) + "x" + std::to_string(n_in));
       }
     }
   }
