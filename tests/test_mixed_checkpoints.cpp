@@ -359,3 +359,19 @@ TEST(MixedCheckpoints, ConvertToDirectoryKeepsFp8AsStored) {
   ASSERT_EQ(v.fp8_changed.size(), 8u);
   EXPECT_NE(v.fp8_changed[0].find("F8_E4M3 in A, Q8_0 in B"), std::string::npos) << v.fp8_changed[0];
 }
+
+// ModelOpt's FP8 attention carries static input scales (W8A8 as declared); the integer-exact
+// modes quantize the input their own way, and the load log says so. compressed-tensors' dynamic
+// FP8 group has none: no such line.
+TEST(MixedCheckpoints, W8A8InputScalesNamedAtLoad) {
+  for (const auto& [dir, says] : {std::pair{"mixed/qwen3/modelopt-mixed", true}, {"mixed/qwen3/ct-mixed", false}}) {
+    const auto ck = Checkpoint::open(test::fixture_path(dir));
+    LoadOptions lo;
+    lo.mode = Mode::a16q8;
+    const auto m = Model::load(*ck, lo);
+    std::string text;
+    for (const auto& l : m->describe()) text += l + "\n";
+    EXPECT_EQ(text.find("8 FP8 layers declare W8A8 (a static input_scale): their inputs run as a16q8") != std::string::npos, says)
+        << dir << "\n" << text;
+  }
+}

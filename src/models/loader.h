@@ -181,6 +181,8 @@ struct Loader {
       else
         m.dense = DenseLinear::prepare(DType::e4m3, codes, n_out, n_in);
       m.out_scale = std::move(scale);
+      Checkpoint::StoredFp8 sf;
+      m.fp8_input_scale = ck.stored_fp8(name, sf) && sf.input_scale.data != nullptr;
       m.bytes = static_cast<size_t>(n_out * n_in) + m.out_scale.size() * 4;
       return m;
     }

@@ -438,12 +438,13 @@ std::vector<std::string> Model::describe() const {
                 (c.n_rot > 0 ? " over " + std::to_string(c.n_rot) + " of " + std::to_string(c.head_dim) + " dimensions" : "") +
                 (c.rope.freq_factors.empty() ? "" : " with frequency factors") +
                 (c.rope.linear_factor != 1.0 ? " linear x" + std::to_string(c.rope.linear_factor) : ""));
-  int nv = 0, nf = 0, np = 0, nx = 0, nq = 0, n8 = 0, nmx = 0, nb8 = 0, nxmx = 0, nxb = 0;
+  int nv = 0, nf = 0, np = 0, nx = 0, nq = 0, n8 = 0, nmx = 0, nb8 = 0, nxmx = 0, nxb = 0, nw8 = 0;
   for (const auto& l : m.layers)
     for (const MatMul* mm : l.matmuls()) {
       (mm->nvfp4 ? nv : mm->fp8 ? nx : mm->use_q8 ? nq : mm->use_pinned ? np : nf)++;
       nxmx += mm->fp8 && std::string(mm->fp8.form()) == "mxfp8";
       nxb += mm->fp8 && std::string(mm->fp8.form()) == "b128";
+      nw8 += mm->fp8_input_scale;
       n8 += !mm->nvfp4 && !mm->use_pinned && !mm->fp8 && !mm->use_q8 && mm->dense.dtype() == DType::e4m3;
       nmx += !mm->nvfp4 && !mm->use_pinned && mm->dense.dtype() == DType::mxfp8;
       nb8 += !mm->nvfp4 && !mm->use_pinned && mm->dense.dtype() == DType::fp8_b128;
@@ -477,6 +478,10 @@ std::vector<std::string> Model::describe() const {
   if (any_fp8) lin += std::string("; ") + (any_fp8->fp8 ? "FP8" : "Q8_0") + " kernel " + any_fp8->kernel(m.mode, 1) +
                       " (integer-exact: the same bits on every ISA)";
   out.push_back(lin);
+  if (nw8 > 0)
+    out.push_back(std::to_string(nw8) + " FP8 layers declare W8A8 (a static input_scale): their inputs run as " +
+                  std::string(mode_name(m.mode)) +
+                  " takes them, not as E4M3 at that scale (the weights and their scales as stored)");
   out.push_back("head: " + m.head().type_name() + ", kernel " + m.head().kernel_name(m.mode) + "; embedding " +
                 m.embd.type_name());
   out.push_back("weights: " + std::to_string(weight_bytes() / (1024 * 1024)) + " MiB as held, " +

@@ -38,6 +38,9 @@ struct MatMul {
   // An FP8 layer kept as its E4M3 bytes (dense of DType::e4m3): its scale, one value or one per
   // output row, multiplies each output in float (y = scale * (e4m3 . x)); empty: none.
   std::vector<float> out_scale;
+  // The checkpoint declares the FP8 layer W8A8 (a static input_scale): not honoured (the input runs
+  // as the mode quantizes it); Model::describe says so.
+  bool fp8_input_scale = false;
   void forward(Mode mode, const float* x, int64_t n, float* y, ThreadPool& pool, LinearScratch* scratch) const {
     if (nvfp4) lin.forward(mode, x, n, y, pool, scratch);
     else if (fp8) fp8.forward(x, n, y, pool);
