@@ -3,7 +3,7 @@
 # one and two threads: what a restructuring must leave unchanged.
 #   bash scripts/logit-hashes.sh [BUILD_DIR]           prints every line (f32 lines carry the ISA)
 #   bash scripts/logit-hashes.sh --check [BUILD_DIR]   compares the ISA-independent lines (a16q8
-#                                                      and w4a4 of all-NVFP4 models) with
+#                                                      and w4a4: NVFP4, float, FP8 and mixed models) with
 #                                                      tests/logit_hashes.txt; exit 1 on a change
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
