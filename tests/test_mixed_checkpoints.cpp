@@ -40,6 +40,13 @@ namespace {
 
 const std::string kDir = "mixed/qwen3/modelopt-mixed";
 
+// A model's load log (Model::describe), one line each.
+std::string describe_text(const Model& m) {
+  std::string text;
+  for (const auto& l : m.describe()) text += l + "\n";
+  return text;
+}
+
 std::vector<float> logits(const std::string& dir, Mode mode, std::vector<int32_t> ids = {17, 250, 3, 99, 402, 7}) {
   const auto ck = Checkpoint::open(dir);
   LoadOptions lo;
@@ -242,8 +249,7 @@ TEST(MixedCheckpoints, ConvertToGgufWritesFp8AsQ8_0) {
     EXPECT_EQ(ck_g->tensor("blk.0.attn_q.weight").storage_name, "Q8_0") << dir;
     LoadOptions lo;
     const auto mg = Model::load(*ck_g, lo), md = Model::load(*ck_d, lo);
-    std::string text;
-    for (const auto& l : mg->describe()) text += l + "\n";
+    const std::string text = describe_text(*mg);
     EXPECT_NE(text.find("8 Q8_0 integer-exact"), std::string::npos) << text;
     const std::vector<float> first = a16q8_logits(*mg, ids, 1, true), dirs = a16q8_logits(*md, ids, 2, true);
     for (const Isa isa : compiled_isas()) {
@@ -276,8 +282,7 @@ TEST(MixedCheckpoints, A16q8LogitsSameBitsOnEveryIsaThreadsAndSteps) {
     LoadOptions lo;
     lo.mode = Mode::a16q8;
     const auto m = Model::load(*ck, lo);
-    std::string text;
-    for (const auto& l : m->describe()) text += l + "\n";
+    const std::string text = describe_text(*m);
     EXPECT_NE(text.find("FP8 kernel fp8_q8_"), std::string::npos) << dir << "\n" << text;
     const size_t nv = static_cast<size_t>(m->config().n_vocab);
     std::vector<float> first;
@@ -333,7 +338,9 @@ TEST(MixedCheckpoints, ConvertToDirectoryKeepsFp8AsStored) {
     EXPECT_TRUE(v.fp8_changed.empty()) << dir;
     const auto ci = Checkpoint::open(in), cd = Checkpoint::open(out);
     for (const TensorEntry& e : ci->tensors())
-      if (e.storage == Storage::fp8) EXPECT_EQ(cd->tensor(e.name).storage_name, e.storage_name) << dir << " " << e.name;
+      if (e.storage == Storage::fp8) {
+        EXPECT_EQ(cd->tensor(e.name).storage_name, e.storage_name) << dir << " " << e.name;
+      }
     for (const Mode mode : {Mode::a16q8, Mode::f32}) {
       const std::vector<int32_t> ids = {17, 25, 3, 9, 30, 7};  // (hf/mixed: a vocabulary of 32)
       const auto a = logits(in, mode, ids), b = logits(out, mode, ids);
@@ -368,9 +375,7 @@ TEST(MixedCheckpoints, W8A8InputScalesNamedAtLoad) {
     const auto ck = Checkpoint::open(test::fixture_path(dir));
     LoadOptions lo;
     lo.mode = Mode::a16q8;
-    const auto m = Model::load(*ck, lo);
-    std::string text;
-    for (const auto& l : m->describe()) text += l + "\n";
+    const std::string text = describe_text(*Model::load(*ck, lo));
     EXPECT_EQ(text.find("8 FP8 layers declare W8A8 (a static input_scale): their inputs run as a16q8") != std::string::npos, says)
         << dir << "\n" << text;
   }

@@ -42,6 +42,7 @@ class Fp8Linear {
   struct Impl;
 
  private:
+  explicit Fp8Linear(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -3,6 +3,9 @@
 // groups of 16 rows split across the pool.
 #include "nvfp4/fp8_linear.h"
 
+#include <string>
+#include <utility>
+
 #include "kernels/fp8_q8.h"
 #include "nvfp4/error.h"
 #include "nvfp4/kernels.h"
@@ -18,34 +21,31 @@ Fp8Linear::~Fp8Linear() = default;
 Fp8Linear::Fp8Linear(Fp8Linear&&) noexcept = default;
 Fp8Linear& Fp8Linear::operator=(Fp8Linear&&) noexcept = default;
 
-Fp8Linear Fp8Linear::prepare(const uint8_t* codes, int64_t n_out, int64_t n_in) {
-  if (!fits(n_in) || n_out <= 0)
-    throw Error("", "Fp8Linear::prepare", "an FP8 layer's shape", "n_out > 0 and n_in a positive multiple of 16",
+Fp8Linear::Fp8Linear(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+namespace {
+// The layer's shape as the form needs it (n_in a positive multiple of `multiple`), else refused.
+void check_shape(const char* fn, const char* what, int64_t multiple, int64_t n_out, int64_t n_in) {
+  if (n_in <= 0 || n_in % multiple != 0 || n_out <= 0)
+    throw Error("", fn, std::string("an ") + what + " layer's shape",
+                "n_out > 0 and n_in a positive multiple of " + std::to_string(multiple),
                 std::to_string(n_out) + " x " + std::to_string(n_in));
-  Fp8Linear l;
-  l.impl_ = std::make_unique<Impl>();
-  l.impl_->w = kern::Fp8Q8::prepare(codes, n_out, n_in);
-  return l;
+}
+}  // namespace
+
+Fp8Linear Fp8Linear::prepare(const uint8_t* codes, int64_t n_out, int64_t n_in) {
+  check_shape("Fp8Linear::prepare", "FP8", 16, n_out, n_in);
+  return Fp8Linear(std::make_unique<Impl>(Impl{kern::Fp8Q8::prepare(codes, n_out, n_in)}));
 }
 
 Fp8Linear Fp8Linear::prepare_mx(const uint8_t* codes, const uint8_t* scales, int64_t n_out, int64_t n_in) {
-  if (n_in <= 0 || n_in % 32 != 0 || n_out <= 0)
-    throw Error("", "Fp8Linear::prepare_mx", "an MXFP8 layer's shape", "n_out > 0 and n_in a positive multiple of 32",
-                std::to_string(n_out) + " x " + std::to_string(n_in));
-  Fp8Linear l;
-  l.impl_ = std::make_unique<Impl>();
-  l.impl_->w = kern::Fp8Q8::prepare_mx(codes, scales, n_out, n_in);
-  return l;
+  check_shape("Fp8Linear::prepare_mx", "MXFP8", 32, n_out, n_in);
+  return Fp8Linear(std::make_unique<Impl>(Impl{kern::Fp8Q8::prepare_mx(codes, scales, n_out, n_in)}));
 }
 
 Fp8Linear Fp8Linear::prepare_b128(const uint8_t* codes, const float* scales, int64_t n_out, int64_t n_in) {
-  if (n_in <= 0 || n_in % 32 != 0 || n_out <= 0)
-    throw Error("", "Fp8Linear::prepare_b128", "an FP8 128 x 128 block layer's shape", "n_out > 0 and n_in a positive multiple of 32",
-                std::to_string(n_out) + " x " + std::to_string(n_in));
-  Fp8Linear l;
-  l.impl_ = std::make_unique<Impl>();
-  l.impl_->w = kern::Fp8Q8::prepare_b128(codes, scales, n_out, n_in);
-  return l;
+  check_shape("Fp8Linear::prepare_b128", "FP8 128 x 128 block", 32, n_out, n_in);
+  return Fp8Linear(std::make_unique<Impl>(Impl{kern::Fp8Q8::prepare_b128(codes, scales, n_out, n_in)}));
 }
 
 int64_t Fp8Linear::n_out() const { return impl_->w.n_out; }
