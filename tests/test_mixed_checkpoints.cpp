@@ -1,5 +1,5 @@
 // The mixed-precision fixtures of the real producers (tools/gen_mixed_fixtures.py: ModelOpt
-// MIXED_PRECISION and compressed-tensors mixed-precision, dense and MoE):
+// MIXED_PRECISION and compressed-tensors mixed-precision; dense, MoE and Nemotron-H with FP8 Mamba-2):
 // - f32 logits against transformers on the same dequantized weights (tools/mixed_reference.py,
 //   which dequantizes FP8 and NVFP4 without our code), and the same greedy tokens;
 // - an NVFP4 lm_head (NVIDIA's mixed checkpoints quantize it W4A16) or embedding keeps its own
@@ -106,7 +106,7 @@ TEST(MixedCheckpoints, Nvfp4EmbeddingHonoursItsScale2) {
 }
 
 TEST(MixedCheckpoints, F32LogitsMatchTransformersOnTheDequantizedWeights) {
-  for (const char* arch : {"qwen3", "qwen3_moe_i64"}) {
+  for (const char* arch : {"qwen3", "qwen3_moe_i64", "nemotron_h", "nemotron_h_latent"}) {
     std::ifstream f(test::fixture_path(std::string("mixed/") + arch + "/reference.json"));
     ASSERT_TRUE(f) << arch;
     const auto ref = nlohmann::json::parse(f);
@@ -121,6 +121,7 @@ TEST(MixedCheckpoints, F32LogitsMatchTransformersOnTheDequantizedWeights) {
         for (size_t v = 0; v < nv; ++v) worst = std::max(worst, std::abs(static_cast<double>(lg[p * nv + v]) - r["logits"][p][v].get<double>()));
       // Both sides run float32 on identical weights; only the order of the sums differs.
       EXPECT_LT(worst, 2e-3) << arch << "/" << form;
+      std::printf("%s/%s: f32 against transformers, max |diff| %.2e\n", arch, form.c_str(), worst);
       // Greedy continuation: the engine's own context, token by token.
       const auto ck = Checkpoint::open(dir);
       LoadOptions lo;
@@ -277,7 +278,8 @@ TEST(MixedCheckpoints, A16q8LogitsSameBitsOnEveryIsaThreadsAndSteps) {
   for (const char* dir : {"mixed/qwen3/modelopt-mixed", "mixed/qwen3/ct-mixed", "mixed/qwen3_moe_i64/modelopt-mixed",
                           "mixed/qwen3_moe_i64/ct-mixed", "mixed/qwen3/modelopt-mxfp8", "mixed/qwen3/modelopt-mxfp8-mix",
                           "mixed/qwen3/ct-mxfp8", "mixed/qwen3/modelopt-fp8-block", "mixed/qwen3/ct-fp8-block",
-                          "mixed/qwen3/deepseek-fp8-block"}) {
+                          "mixed/qwen3/deepseek-fp8-block", "mixed/nemotron_h/modelopt-mixed", "mixed/nemotron_h/ct-mixed",
+                          "mixed/nemotron_h_latent/modelopt-mixed", "mixed/nemotron_h_latent/ct-mixed"}) {
     const auto ck = Checkpoint::open(test::fixture_path(dir));
     LoadOptions lo;
     lo.mode = Mode::a16q8;
@@ -324,7 +326,7 @@ TEST(MixedCheckpoints, A16q8LogitsSameBitsOnEveryIsaThreadsAndSteps) {
 TEST(MixedCheckpoints, ConvertToDirectoryKeepsFp8AsStored) {
   for (const char* dir : {"mixed/qwen3/modelopt-mixed", "mixed/qwen3/ct-mixed", "mixed/qwen3/modelopt-mxfp8-mix", "mixed/qwen3/ct-mxfp8",
                           "mixed/qwen3/modelopt-fp8-block", "mixed/qwen3/deepseek-fp8-block", "mixed/qwen3_moe_i64/modelopt-mixed",
-                          "hf/mixed"}) {
+                          "mixed/nemotron_h/modelopt-mixed", "mixed/nemotron_h_latent/ct-mixed", "hf/mixed"}) {
     test::ScratchDir tmp;
     const std::string in = test::fixture_path(dir), out = tmp / "d";
     ConvertOptions co;

@@ -118,6 +118,28 @@ TEST(QuantConfigMixed, ModeloptQuantizedLayersNameFusedExpertsOnce) {
   EXPECT_EQ(c.layer("model.layers.0.mlp.gate"), LayerQuant::none);
 }
 
+// ModelOpt 0.47's export under transformers 5 writes some names with an unresolved-name marker
+// after ".\0" (fixtures/mixed/nemotron_h/modelopt-mixed/hf_quant_config.json holds them): the
+// name before it is the layer's, in quantized_layers and in exclude_modules alike.
+TEST(QuantConfigMixed, ModeloptNamesWithTheUnresolvedNameMarker) {
+  const Json h = Json::parse(R"({"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "MIXED_PRECISION",
+    "exclude_modules": ["lm_head.\u0000backbone.pt_name_sentinel"],
+    "quantized_layers": {"backbone.layers.0.mixer.in_proj.\u0000backbone.pt_name_sentinel": {"quant_algo": "FP8"},
+                         "backbone.layers.2.mixer.experts.\u0000backbone.pt_name_sentinel": {"quant_algo": "W4A16_NVFP4", "group_size": 16},
+                         "backbone.layers.3.mixer.up_proj": {"quant_algo": "W4A16_NVFP4", "group_size": 16}}}})");
+  const QuantConfig c = QuantConfig::parse(nullptr, &h, "/d");
+  EXPECT_EQ(c.layer("backbone.layers.0.mixer.in_proj"), LayerQuant::fp8);
+  EXPECT_EQ(c.layer("backbone.layers.2.mixer.experts.5.down_proj"), LayerQuant::nvfp4_w4a16);
+  EXPECT_EQ(c.layer("backbone.layers.3.mixer.up_proj"), LayerQuant::nvfp4_w4a16);
+  EXPECT_EQ(c.layer("backbone.layers.0.mixer.out_proj"), LayerQuant::none);
+  const Json g = Json::parse(R"({"quantization": {"quant_algo": "NVFP4", "group_size": 16,
+    "exclude_modules": ["lm_head.\u0000backbone.pt_name_sentinel", "backbone.layers.*.mixer.gate.\u0000x"]}})");
+  const QuantConfig n = QuantConfig::parse(nullptr, &g, "/d");
+  EXPECT_EQ(n.layer("lm_head"), LayerQuant::none);
+  EXPECT_EQ(n.layer("backbone.layers.2.mixer.gate"), LayerQuant::none);
+  EXPECT_EQ(n.layer("backbone.layers.2.mixer.up_proj"), LayerQuant::nvfp4_w4a4);
+}
+
 TEST(QuantConfigMixed, RefusalsNameLayerFormatAndWhatWeTake) {
   const auto mo = [](const std::string& algo) {
     const Json h = Json::parse(R"({"quantization": {"quant_algo": "MIXED_PRECISION", "quantized_layers": {

@@ -22,9 +22,17 @@ them, made by the real producers on CPU from the committed tiny float models
                   (utils/match.py match_targets), so the MLP is NVFP4 and the rest FP8.
                   ignore: lm_head and the MoE routers.
 
+  nemotron_h, nemotron_h_latent (fixtures/nemotron_h/<arch>/float: Mamba-2, attention, MoE, MLP):
+  modelopt-mixed  as above with FP8 for the Mamba-2 in_proj / out_proj, the attention, the shared
+                  expert and LatentMoE's fc1/fc2_latent_proj, W4A16 NVFP4 for the routed experts
+                  and the MLP layer; router, conv1d and lm_head left as they are (BF16): the layout
+                  of Nemotron 3 Super's NVFP4 release
+  ct-mixed        as above; the NVFP4 group by re:.*mixer\.experts\.\d+\.(up|down)_proj$ (no gate
+                  projection), the routers (mixer.gate) ignored
+
 fixtures/mixed/manifest.json: the producers' versions and, per form, each tensor's dtype and shape.
 
-Run: .pyvenv/bin/python tools/gen_mixed_fixtures.py [--out fixtures/mixed] [--arch qwen3,qwen3_moe_i64]
+Run: .pyvenv/bin/python tools/gen_mixed_fixtures.py [--out fixtures/mixed] [--arch qwen3,qwen3_moe_i64,nemotron_h,nemotron_h_latent]
 (a venv with torch, nvidia-modelopt, llmcompressor, transformers, safetensors: see
 fixtures/mixed/README.md)
 """
@@ -42,9 +50,13 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import producers as P  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-FLOAT = {"qwen3": ROOT / "fixtures" / "arch" / "qwen3" / "float", "qwen3_moe_i64": ROOT / "fixtures" / "moe" / "qwen3_moe_i64" / "float"}
-NVFP4_TARGET = {"qwen3": r"re:.*mlp\.(gate|up|down)_proj$", "qwen3_moe_i64": r"re:.*mlp\.experts\.\d+\.(gate|up|down)_proj$"}
-CT_IGNORE = ["lm_head", "re:.*mlp.gate$"]
+FLOAT = {"qwen3": ROOT / "fixtures" / "arch" / "qwen3" / "float", "qwen3_moe_i64": ROOT / "fixtures" / "moe" / "qwen3_moe_i64" / "float",
+         "nemotron_h": ROOT / "fixtures" / "nemotron_h" / "nemotron_h" / "float",
+         "nemotron_h_latent": ROOT / "fixtures" / "nemotron_h" / "nemotron_h_latent" / "float"}
+NEMOTRON = {"nemotron_h", "nemotron_h_latent"}
+NVFP4_TARGET = {"qwen3": r"re:.*mlp\.(gate|up|down)_proj$", "qwen3_moe_i64": r"re:.*mlp\.experts\.\d+\.(gate|up|down)_proj$",
+                "nemotron_h": r"re:.*mixer\.experts\.\d+\.(up|down)_proj$", "nemotron_h_latent": r"re:.*mixer\.experts\.\d+\.(up|down)_proj$"}
+CT_IGNORE = ["lm_head", "re:.*mlp.gate$", "re:.*mixer.gate$"]
 
 
 def calibration(tok):
@@ -66,12 +78,24 @@ def _entries(cfg):
     return out
 
 
-def modelopt_mixed_cfg():
+def modelopt_mixed_cfg(arch="qwen3"):
     import modelopt.torch.quantization as mtq
     fp8 = dict(_entries(mtq.FP8_DEFAULT_CFG))
     w4 = dict(_entries(mtq.W4A16_NVFP4_CFG))
     off = {"enable": False}
     # Later patterns override earlier ones (ModelOpt applies them in order).
+    if arch in NEMOTRON:
+        fp8_layers = ["*mixer.in_proj*", "*mixer.out_proj*", "*mixer.[qkvo]_proj*", "*shared_experts*", "*latent_proj*"]
+        quant_cfg = {"*": off}
+        for pat in fp8_layers:
+            quant_cfg[pat + "weight_quantizer"] = copy.deepcopy(fp8["*weight_quantizer"])
+            quant_cfg[pat + "input_quantizer"] = copy.deepcopy(fp8["*input_quantizer"])
+        for pat in ["*mixer.experts.*", "*mixer.up_proj*", "*mixer.down_proj*"]:
+            quant_cfg[pat + "weight_quantizer"] = copy.deepcopy(w4["*weight_quantizer"])
+        quant_cfg.update({"*mixer.gate.*": off, "*conv1d*": off, "*lm_head*": off})
+        if isinstance(mtq.FP8_DEFAULT_CFG["quant_cfg"], list):
+            quant_cfg = [{"quantizer_name": k, **v} for k, v in quant_cfg.items()]
+        return {"quant_cfg": quant_cfg, "algorithm": "max"}
     quant_cfg = {
         "*": off,
         "*self_attn*weight_quantizer": copy.deepcopy(fp8["*weight_quantizer"]),
@@ -86,11 +110,11 @@ def modelopt_mixed_cfg():
     return {"quant_cfg": quant_cfg, "algorithm": "max"}
 
 
-def modelopt_mixed(model16, calib, out, tok):
+def modelopt_mixed(model16, calib, out, tok, arch="qwen3"):
     import modelopt.torch.quantization as mtq
     P.install_cpu_fake_quant()
     m = copy.deepcopy(model16)
-    mtq.quantize(m, modelopt_mixed_cfg(), P.forward_loop_of(calib))
+    mtq.quantize(m, modelopt_mixed_cfg(arch), P.forward_loop_of(calib))
     P.modelopt_export(m, out, tok)
 
 
@@ -127,7 +151,7 @@ def describe(d):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=str(ROOT / "fixtures" / "mixed"))
-    ap.add_argument("--arch", default="qwen3,qwen3_moe_i64")
+    ap.add_argument("--arch", default="qwen3,qwen3_moe_i64,nemotron_h,nemotron_h_latent")
     ap.add_argument("--form", default="modelopt-mixed,ct-mixed")
     a = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -143,7 +167,7 @@ def main():
         for form in a.form.split(","):
             out = out_root / arch / form
             if form == "modelopt-mixed":
-                modelopt_mixed(P.load_float(FLOAT[arch], torch.bfloat16), calib, out, tok)
+                modelopt_mixed(P.load_float(FLOAT[arch], torch.bfloat16), calib, out, tok, arch)
             else:
                 ct_mixed(FLOAT[arch], arch, calib, out, tok)
             manifest["forms"][f"{arch}/{form}"] = describe(out)

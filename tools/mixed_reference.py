@@ -157,10 +157,19 @@ def scaled_main():
 
 
 def install(model, deq):
+    """deq's layers into the float model: a Qwen3-MoE's experts into transformers 5's fused
+    gate_up_proj / down_proj, a Nemotron-H's (non-gated) into its fused up_proj [E, I, H] /
+    down_proj [E, H, I]; the checkpoint's "backbone." is transformers 5's "model."."""
     params = dict(model.named_parameters())
     with torch.no_grad():
         for m, w in deq.items():
-            if ".mlp.experts." in m:
+            if m.startswith("backbone."):
+                m = "model." + m[len("backbone."):]
+            if ".mixer.experts." in m:
+                head, rest = m.split(".mixer.experts.")
+                e, proj = rest.split(".")
+                params[head + ".mixer.experts." + proj][int(e)].copy_(w)
+            elif ".mlp.experts." in m:
                 head, rest = m.split(".mlp.experts.")
                 e, proj = rest.split(".")
                 e = int(e)

@@ -72,6 +72,16 @@ bool name_matches(const std::string& pat, const std::string& module) {
   return ::fnmatch(pat.c_str(), module.c_str(), 0) == 0;
 }
 
+// A module name as ModelOpt meant it. ModelOpt 0.47's export under transformers 5 appends an
+// unresolved-name marker to some names ("backbone.layers.0.mixer.in_proj.\0backbone.pt_name_sentinel",
+// NVIDIA Model-Optimizer#2508): the name is what comes before ".\0". Without this nothing matches
+// such an entry, and a MIXED_PRECISION layer's own entry goes unseen.
+std::string modelopt_name(const std::string& n) {
+  const size_t z = n.find('\0');
+  if (z == std::string::npos) return n;
+  return n.substr(0, z > 0 && n[z - 1] == '.' ? z - 1 : z);
+}
+
 std::vector<std::string> strings(const nlohmann::json& j, const char* key, const std::string& file,
                                  const std::string& at) {
   std::vector<std::string> out;
@@ -181,6 +191,7 @@ QuantConfig QuantConfig::parse(const nlohmann::json* config, const nlohmann::jso
     c.algorithm = str_field(*q, "quant_algo", "", c.source, at);
     c.exclude = strings(*q, "exclude_modules", c.source, at);
     for (const auto& s : strings(*q, "ignore", c.source, at)) c.exclude.push_back(s);
+    for (auto& s : c.exclude) s = modelopt_name(s);
     if (c.algorithm == "MIXED_PRECISION") {
       c.mixed = true;
       if (!q->contains("quantized_layers") || !(*q)["quantized_layers"].is_object()) {
@@ -198,8 +209,8 @@ QuantConfig QuantConfig::parse(const nlohmann::json* config, const nlohmann::jso
                       "\"csf\" or none", it.value()["weight_scale_encoding"].dump());
         }
         check_group_size(it.value(), lq, c.source, lat + ".", " (layer " + it.key() + ")");
-        c.per_layer.emplace_back(it.key(), lq);
-        c.per_layer_names.push_back(it.key());
+        c.per_layer.emplace_back(modelopt_name(it.key()), lq);
+        c.per_layer_names.push_back(modelopt_name(it.key()));
       }
     } else {
       c.global = modelopt_algo(c.algorithm, c.source, at + "quant_algo");
