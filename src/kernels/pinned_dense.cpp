@@ -42,13 +42,9 @@ void tile_into(HugeVector<T>& dst, const T* src, int64_t n_out, int64_t n_in) {
   using namespace pinned_dense_detail;
   dst.resize(static_cast<size_t>(padded_out(n_out) * padded_in(n_in)));
   std::memset(dst.data(), 0, dst.size() * sizeof(T));
-  const int64_t full = n_in / 16 * 16;
-  for (int64_t r = 0; r < n_out; ++r) {
-    T* d = dst.data() + tiled_at(r, 0, n_in);
-    const T* s = src + r * n_in;
-    for (int64_t i = 0; i < full; i += 16, d += 16 * kTile) std::memcpy(d, s + i, 16 * sizeof(T));  // (a fixed size: inlined)
-    if (full < n_in) std::memcpy(d, s + full, static_cast<size_t>(n_in - full) * sizeof(T));
-  }
+  for (int64_t r = 0; r < n_out; ++r)
+    for (int64_t i = 0; i < n_in; i += 16)
+      std::memcpy(dst.data() + tiled_at(r, i, n_in), src + r * n_in + i, static_cast<size_t>(std::min<int64_t>(16, n_in - i)) * sizeof(T));
 }
 // The first n rows of a tiled matrix, row-major.
 template <class T>
