@@ -1,6 +1,5 @@
 #include "kernels/pinned_dense.h"
 
-#include <algorithm>
 #include <cstring>
 
 #include "nvfp4/error.h"
@@ -20,7 +19,7 @@ void rows_scalar(const void* w, int elem, int64_t n_in, int64_t n_out, const flo
       const float* xt = x + t * n_in;
       float acc[16] = {};
       for (int64_t i = 0; i < n_in; ++i) {
-        const int64_t k = tiled_at(r, i, n_in);
+        const int64_t k = r * n_in + i;
         const float wv = elem == kF16    ? half_to_float(static_cast<const uint16_t*>(w)[k])
                          : elem == kBF16 ? bf16_to_float(static_cast<const uint16_t*>(w)[k])
                                          : static_cast<const float*>(w)[k];
@@ -35,61 +34,44 @@ void rows_scalar(const void* w, int elem, int64_t n_in, int64_t n_out, const flo
 }
 }  // namespace pinned_dense_detail
 
-namespace {
-// Row-major src [n_out][n_in] into the tiled layout (zeros where padded), 16 inputs at a time.
-template <class T>
-void tile_into(HugeVector<T>& dst, const T* src, int64_t n_out, int64_t n_in) {
-  using namespace pinned_dense_detail;
-  dst.resize(static_cast<size_t>(padded_out(n_out) * padded_in(n_in)));
-  std::memset(dst.data(), 0, dst.size() * sizeof(T));
-  for (int64_t r = 0; r < n_out; ++r)
-    for (int64_t i = 0; i < n_in; i += 16)
-      std::memcpy(dst.data() + tiled_at(r, i, n_in), src + r * n_in + i, static_cast<size_t>(std::min<int64_t>(16, n_in - i)) * sizeof(T));
-}
-// The first n rows of a tiled matrix, row-major.
-template <class T>
-std::vector<T> untile(const HugeVector<T>& src, int64_t n, int64_t n_in) {
-  std::vector<T> out(static_cast<size_t>(n * n_in));
-  for (int64_t r = 0; r < n; ++r)
-    for (int64_t i = 0; i < n_in; i += 16)
-      std::memcpy(out.data() + r * n_in + i, src.data() + pinned_dense_detail::tiled_at(r, i, n_in),
-                  static_cast<size_t>(std::min<int64_t>(16, n_in - i)) * sizeof(T));
-  return out;
-}
-}  // namespace
-
 PinnedDense PinnedDense::prepare(DType dtype, const void* w, int64_t n_out, int64_t n_in) {
   PinnedDense d;
   d.n_out_ = n_out;
   d.n_in_ = n_in;
+  const size_t count = static_cast<size_t>(n_out * n_in);
   if (dtype == DType::e4m3)
     throw Error("", "PinnedDense dtype", "a pinned float layer's weights", "F32, F16 or BF16", "E4M3 (FP8 layers run through DenseLinear)");
   if (dtype == DType::f16 || dtype == DType::bf16) {
     d.elem_ = dtype == DType::f16 ? pinned_dense_detail::kF16 : pinned_dense_detail::kBF16;
-    tile_into(d.h_, static_cast<const uint16_t*>(w), n_out, n_in);
+    d.h_.resize(count);
+    std::memcpy(d.h_.data(), w, count * 2);
   } else {
-    tile_into(d.f_, static_cast<const float*>(w), n_out, n_in);
+    d.f_.resize(count);
+    std::memcpy(d.f_.data(), w, count * 4);
   }
   return d;
 }
 
 PinnedDense PinnedDense::from_f32(std::vector<float> w, int64_t n_out, int64_t n_in) {
-  return prepare(DType::f32, w.data(), n_out, n_in);
+  PinnedDense d;
+  d.n_out_ = n_out;
+  d.n_in_ = n_in;
+  d.f_.assign(w.begin(), w.end());
+  return d;
 }
 
-PinnedDense PinnedDense::prefix(int64_t n) const {
-  if (elem_ == pinned_dense_detail::kF32) return prepare(DType::f32, untile(f_, n, n_in_).data(), n, n_in_);
-  return prepare(is_f16() ? DType::f16 : DType::bf16, untile(h_, n, n_in_).data(), n, n_in_);
+PinnedDense PinnedDense::prefix(int64_t n) const {  // the first rows are a row-major matrix of their own
+  if (elem_ == pinned_dense_detail::kF32) return prepare(DType::f32, f_.data(), n, n_in_);
+  return prepare(is_f16() ? DType::f16 : DType::bf16, h_.data(), n, n_in_);
 }
 
 void PinnedDense::row(int64_t r, float* out) const {
-  using pinned_dense_detail::tiled_at;
-  for (int64_t i = 0; i < n_in_; i += 16) {
-    const int64_t k = tiled_at(r, i, n_in_), m = std::min<int64_t>(16, n_in_ - i);
-    for (int64_t j = 0; j < m; ++j) {
-      const size_t at = static_cast<size_t>(k + j);
-      out[i + j] = is_f16() ? half_to_float(h_[at]) : is_bf16() ? bf16_to_float(h_[at]) : f_[at];
-    }
+  if (is_f16()) {
+    for (int64_t i = 0; i < n_in_; ++i) out[i] = half_to_float(h_[static_cast<size_t>(r * n_in_ + i)]);
+  } else if (is_bf16()) {
+    for (int64_t i = 0; i < n_in_; ++i) out[i] = bf16_to_float(h_[static_cast<size_t>(r * n_in_ + i)]);
+  } else {
+    std::memcpy(out, f_.data() + r * n_in_, static_cast<size_t>(n_in_) * 4);
   }
 }
 

@@ -1,5 +1,5 @@
-// PinnedDense on AVX2: lanes 0-7 and 8-15 in two registers; multiply and add unfused; the tiled
-// layout of pinned_dense.h, half a tile per pass for one token, a quarter for 2+.
+// PinnedDense on AVX2: lanes 0-7 and 8-15 in two registers; multiply and add unfused; blocks of
+// 6 rows with the next block prefetched (as the AVX-512 twin's 8).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -50,68 +50,57 @@ inline __m256 load_x(const float* x, int64_t valid) {
   for (int64_t j = 0; j < valid; ++j) tmp[j] = x[j];
   return _mm256_load_ps(tmp);
 }
-template <int E>
-inline const void* elem_ptr(const void* w, int64_t k) {
-  return static_cast<const char*>(w) + k * (E == kF32 ? 4 : 2);
-}
-// Rows [r, r + R) of one tile (r % R == 0, R dividing kTile) for every token (2R accumulators:
-// lanes 0-7 and 8-15 of each row). Each row's sum keeps the one pinned order (16 lanes, i
-// ascending; the tail's missing lanes are not added, which equals adding +0 to a lane that started
-// at +0); blocking rows only adds independent chains. The first half of a tile (R = 4) prefetches
-// the tile's stream for both halves (TileAhead; the second half reads it from cache). R = 4 keeps
-// the 8 accumulators and four temporaries in the 16 ymm.
+// R rows for every token (2R accumulators: lanes 0-7 and 8-15 of each row). Each row's sum keeps
+// the one pinned order (16 lanes, i ascending; the tail's missing lanes are not added, which
+// equals adding +0 to a lane that started at +0); blocking rows only adds independent chains and
+// memory streams. Each row is prefetched ahead (RowAhead): a decode step reads the head once,
+// from beyond the caches. R = 6 keeps the 12 accumulators and two temporaries in the 16 ymm.
 template <int E, int R>
 void block(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n, float* y,
            int64_t r) {
   const int64_t full = n_in & ~int64_t{15};
-  const int64_t base = tiled_at(r, 0, n_in);  // row r's first chunk; row r + k's is 16 k further
-  const TileAhead<E == kF32 ? 4 : 2> next(elem_ptr<E>(w, base - (r % kTile) * 16));
-  const bool ahead = R > 1 && r % kTile == 0;
+  const RowAhead<R, E == kF32 ? 4 : 2> next(w, n_in, n_out, r);
   for (int64_t t = 0; t < n; ++t) {
     const float* xt = x + t * n_in;
     __m256 lo[R], hi[R];
     for (int k = 0; k < R; ++k) lo[k] = hi[k] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i < full; i += 16) {
-      if (ahead && t == 0) next.at(i);
-      const int64_t c = base + i * kTile;  // chunk i / 16: 16 * kTile elements each
+      if (t == 0) next.at(i);
       for (int k = 0; k < R; ++k) {
-        lo[k] = _mm256_add_ps(lo[k], _mm256_mul_ps(load_w<E>(w, c + 16 * k, 8), _mm256_loadu_ps(xt + i)));
-        hi[k] = _mm256_add_ps(hi[k], _mm256_mul_ps(load_w<E>(w, c + 16 * k + 8, 8), _mm256_loadu_ps(xt + i + 8)));
+        lo[k] = _mm256_add_ps(lo[k], _mm256_mul_ps(load_w<E>(w, (r + k) * n_in + i, 8), _mm256_loadu_ps(xt + i)));
+        hi[k] = _mm256_add_ps(hi[k], _mm256_mul_ps(load_w<E>(w, (r + k) * n_in + i + 8, 8), _mm256_loadu_ps(xt + i + 8)));
       }
     }
     if (i < n_in) {
       const int64_t v0 = n_in - i, v1 = n_in - i - 8;
-      const int64_t c = base + i * kTile;
       const __m256 x0 = load_x(xt + i, v0);
-      for (int k = 0; k < R; ++k) lo[k] = _mm256_add_ps(lo[k], _mm256_mul_ps(load_w<E>(w, c + 16 * k, v0), x0));
+      for (int k = 0; k < R; ++k) lo[k] = _mm256_add_ps(lo[k], _mm256_mul_ps(load_w<E>(w, (r + k) * n_in + i, v0), x0));
       if (v1 > 0) {
         const __m256 x1 = load_x(xt + i + 8, v1);
-        for (int k = 0; k < R; ++k) hi[k] = _mm256_add_ps(hi[k], _mm256_mul_ps(load_w<E>(w, c + 16 * k + 8, v1), x1));
+        for (int k = 0; k < R; ++k) hi[k] = _mm256_add_ps(hi[k], _mm256_mul_ps(load_w<E>(w, (r + k) * n_in + i + 8, v1), x1));
       }
     }
     for (int k = 0; k < R; ++k) y[t * n_out + r + k] = reduce16(lo[k], hi[k]);
   }
 }
-// Rows [r, r + R) of one tile for T tokens side by side (verify steps: 2-4 tokens): each row's 16
-// weights are read and widened once for the T tokens, each token's activations read from L1 as
-// they are multiplied, so every (row, token) sum keeps the pinned order and the bits of
-// block<E, R>. R = 2 and T <= 3 keep the 12 accumulators and the two weight registers in the 16 ymm.
+// R rows for T tokens side by side (verify steps: 2-4 tokens): each row's 16 weights are read and
+// widened once for the T tokens, each token's activations read from L1 as they are multiplied, so
+// every (row, token) sum keeps the pinned order and the bits of block<E, R>. R = 2 and T <= 3 keep
+// the 12 accumulators and the two weight registers in the 16 ymm.
 template <int E, int R, int T>
 void block_tokens(const void* w, int64_t n_in, int64_t n_out, const float* x, float* y, int64_t r,
                   bool ahead) {
   const int64_t full = n_in & ~int64_t{15};
-  const int64_t base = tiled_at(r, 0, n_in);
-  const TileAhead<E == kF32 ? 4 : 2> next(elem_ptr<E>(w, base - (r % kTile) * 16));
+  const RowAhead<R, E == kF32 ? 4 : 2> next(w, n_in, n_out, r);
   __m256 lo[T][R], hi[T][R];
   for (int t = 0; t < T; ++t)
     for (int k = 0; k < R; ++k) lo[t][k] = hi[t][k] = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i < full; i += 16) {
     if (ahead) next.at(i);
-    const int64_t c = base + i * kTile;
     for (int k = 0; k < R; ++k) {
-      const __m256 w0 = load_w<E>(w, c + 16 * k, 8), w1 = load_w<E>(w, c + 16 * k + 8, 8);
+      const __m256 w0 = load_w<E>(w, (r + k) * n_in + i, 8), w1 = load_w<E>(w, (r + k) * n_in + i + 8, 8);
       for (int t = 0; t < T; ++t) {
         lo[t][k] = _mm256_add_ps(lo[t][k], _mm256_mul_ps(w0, _mm256_loadu_ps(x + t * n_in + i)));
         hi[t][k] = _mm256_add_ps(hi[t][k], _mm256_mul_ps(w1, _mm256_loadu_ps(x + t * n_in + i + 8)));
@@ -120,12 +109,11 @@ void block_tokens(const void* w, int64_t n_in, int64_t n_out, const float* x, fl
   }
   if (i < n_in) {
     const int64_t v0 = n_in - i, v1 = n_in - i - 8;
-    const int64_t c = base + i * kTile;
     for (int k = 0; k < R; ++k) {
-      const __m256 w0 = load_w<E>(w, c + 16 * k, v0);
+      const __m256 w0 = load_w<E>(w, (r + k) * n_in + i, v0);
       for (int t = 0; t < T; ++t) lo[t][k] = _mm256_add_ps(lo[t][k], _mm256_mul_ps(w0, load_x(x + t * n_in + i, v0)));
       if (v1 > 0) {
-        const __m256 w1 = load_w<E>(w, c + 16 * k + 8, v1);
+        const __m256 w1 = load_w<E>(w, (r + k) * n_in + i + 8, v1);
         for (int t = 0; t < T; ++t)
           hi[t][k] = _mm256_add_ps(hi[t][k], _mm256_mul_ps(w1, load_x(x + t * n_in + i + 8, v1)));
       }
@@ -134,18 +122,16 @@ void block_tokens(const void* w, int64_t n_in, int64_t n_out, const float* x, fl
   for (int t = 0; t < T; ++t)
     for (int k = 0; k < R; ++k) y[t * n_out + r + k] = reduce16(lo[t][k], hi[t][k]);
 }
-// Rows [r, r + 2) for every token, in groups of up to 3 tokens; the first quarter of a tile
-// prefetches the tile's stream.
+// Rows [r, r + 2) for every token, in groups of up to 3 tokens.
 template <int E>
 void block_many(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n, float* y, int64_t r) {
   for (int64_t t = 0; t < n; t += 3) {
     const float* xt = x + t * n_in;
     float* yt = y + t * n_out;
-    const bool ahead = t == 0 && r % kTile == 0;
     switch (std::min<int64_t>(3, n - t)) {
-      case 3: block_tokens<E, 2, 3>(w, n_in, n_out, xt, yt, r, ahead); break;
-      case 2: block_tokens<E, 2, 2>(w, n_in, n_out, xt, yt, r, ahead); break;
-      default: block_tokens<E, 2, 1>(w, n_in, n_out, xt, yt, r, ahead); break;
+      case 3: block_tokens<E, 2, 3>(w, n_in, n_out, xt, yt, r, t == 0); break;
+      case 2: block_tokens<E, 2, 2>(w, n_in, n_out, xt, yt, r, t == 0); break;
+      default: block_tokens<E, 2, 1>(w, n_in, n_out, xt, yt, r, t == 0); break;
     }
   }
 }
@@ -153,11 +139,11 @@ template <int E>
 void rows(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n, float* y,
           int64_t r0, int64_t r1) {
   int64_t r = r0;
-  for (; r < r1 && r % kTile != 0; ++r) block<E, 1>(w, n_in, n_out, x, n, y, r);
   if (n >= 2) {
     for (; r + 2 <= r1; r += 2) block_many<E>(w, n_in, n_out, x, n, y, r);
   } else {
-    for (; r + 4 <= r1; r += 4) block<E, 4>(w, n_in, n_out, x, n, y, r);
+    for (; r + 6 <= r1; r += 6) block<E, 6>(w, n_in, n_out, x, n, y, r);
+    for (; r + 2 <= r1; r += 2) block<E, 2>(w, n_in, n_out, x, n, y, r);
   }
   for (; r < r1; ++r) block<E, 1>(w, n_in, n_out, x, n, y, r);
 }

@@ -1,5 +1,4 @@
-// PinnedDense on AVX-512: the 16 lanes in one register; multiply and add unfused; the tiled
-// layout of pinned_dense.h (a tile of 8 rows per pass for one token, half a tile for 2+).
+// PinnedDense on AVX-512: the 16 lanes in one register; multiply and add unfused.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -19,11 +18,6 @@ inline float reduce16(__m512 v) {
 }
 // 16 weights from k as float (lanes off m: 0): F16 by vcvtph2ps, BF16 by moving its bits to the
 // top of a float (exact), F32 as stored.
-// Element k of the stored weights, as a byte address (for prefetch).
-template <int E>
-inline const void* elem_ptr(const void* w, int64_t k) {
-  return static_cast<const char*>(w) + k * (E == kF32 ? 4 : 2);
-}
 template <int E>
 inline __m512 load_w(const void* w, int64_t k, __mmask16 m) {
   if constexpr (E == kF16) {
@@ -35,48 +29,45 @@ inline __m512 load_w(const void* w, int64_t k, __mmask16 m) {
     return _mm512_mask_loadu_ps(_mm512_setzero_ps(), m, static_cast<const float*>(w) + k);
   }
 }
-// Rows [r, r + R) of one tile (r % R == 0, R dividing kTile) for every token. Each row's sum keeps
-// the one pinned order (16 lanes, i ascending); blocking rows only adds independent chains. A
-// whole tile (R = kTile) reads one stream and prefetches it ahead (TileAhead): a decode step
-// reads the head once, from beyond the caches.
+// R rows for every token. Each row's sum keeps the one pinned order (16 lanes, i ascending);
+// blocking rows only adds independent chains and memory streams. Each row is prefetched ahead
+// (RowAhead): a decode step reads the head once, from beyond the caches.
 template <int E, int R>
-void block(const void* w, int64_t n_in, const float* x, int64_t n, float* y, int64_t n_out, int64_t r) {
+void block(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n, float* y,
+           int64_t r) {
   const int64_t full = n_in & ~int64_t{15};
-  const int64_t base = tiled_at(r, 0, n_in);  // row r's first chunk; row r + k's is 16 k further
-  const TileAhead<E == kF32 ? 4 : 2> next(elem_ptr<E>(w, base - (r % kTile) * 16));
+  const RowAhead<R, E == kF32 ? 4 : 2> next(w, n_in, n_out, r);
   for (int64_t t = 0; t < n; ++t) {
     const float* xt = x + t * n_in;
     __m512 acc[R];
     for (int k = 0; k < R; ++k) acc[k] = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i < full; i += 16) {
-      if (R == kTile && t == 0) next.at(i);
+      if (t == 0) next.at(i);
       const __m512 xv = _mm512_loadu_ps(xt + i);
-      const int64_t c = base + i * kTile;  // chunk i / 16: 16 * kTile elements each
-      for (int k = 0; k < R; ++k) acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(load_w<E>(w, c + 16 * k, __mmask16(0xFFFF)), xv));
+      for (int k = 0; k < R; ++k)
+        acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(load_w<E>(w, (r + k) * n_in + i, __mmask16(0xFFFF)), xv));
     }
     if (i < n_in) {
       const __mmask16 m = static_cast<__mmask16>((1u << (n_in - i)) - 1);
       const __m512 xv = _mm512_mask_loadu_ps(_mm512_setzero_ps(), m, xt + i);
-      const int64_t c = base + i * kTile;
-      for (int k = 0; k < R; ++k) acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(load_w<E>(w, c + 16 * k, m), xv));
+      for (int k = 0; k < R; ++k)
+        acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(load_w<E>(w, (r + k) * n_in + i, m), xv));
     }
     for (int k = 0; k < R; ++k) y[t * n_out + r + k] = reduce16(acc[k]);
   }
 }
-// Rows [r, r + R) of one tile for T tokens side by side (verify steps and prompts' heads: 2-4
-// tokens): each row's 16 weights are read and widened once for the T tokens, then multiplied and
-// added into each token's own accumulator, so every (row, token) sum keeps the pinned order and
-// the bits of block<E, R>. On the Qwen3.6-27B head (49152 x 5120 F16, two threads) four tokens
-// took 1.94x one token's time when each token widened the weights again. R = 4 (half a tile; the
-// second half reads the tile from cache) and T <= 4 keep 16 accumulators, 4 activations and the
-// weights in the 32 zmm.
+// R rows for T tokens side by side (verify steps and prompts' heads: 2-4 tokens): each row's 16
+// weights are read and widened once for the T tokens, then multiplied and added into each token's
+// own accumulator, so every (row, token) sum keeps the pinned order and the bits of block<E, R>.
+// On the Qwen3.6-27B head (49152 x 5120 F16, two threads) four tokens took 1.94x one token's time
+// when each token widened the weights again: the widening (2 uops) and the load were per token.
+// R = 6 and T <= 4 keep 24 accumulators, 4 activations and the weights in the 32 zmm.
 template <int E, int R, int T>
 void block_tokens(const void* w, int64_t n_in, int64_t n_out, const float* x, float* y, int64_t r,
                   bool ahead) {
   const int64_t full = n_in & ~int64_t{15};
-  const int64_t base = tiled_at(r, 0, n_in);
-  const TileAhead<E == kF32 ? 4 : 2> next(elem_ptr<E>(w, base - (r % kTile) * 16));
+  const RowAhead<R, E == kF32 ? 4 : 2> next(w, n_in, n_out, r);
   __m512 acc[T][R];
   for (int t = 0; t < T; ++t)
     for (int k = 0; k < R; ++k) acc[t][k] = _mm512_setzero_ps();
@@ -85,9 +76,8 @@ void block_tokens(const void* w, int64_t n_in, int64_t n_out, const float* x, fl
     if (ahead) next.at(i);
     __m512 xv[T];
     for (int t = 0; t < T; ++t) xv[t] = _mm512_loadu_ps(x + t * n_in + i);
-    const int64_t c = base + i * kTile;
     for (int k = 0; k < R; ++k) {
-      const __m512 wv = load_w<E>(w, c + 16 * k, __mmask16(0xFFFF));
+      const __m512 wv = load_w<E>(w, (r + k) * n_in + i, __mmask16(0xFFFF));
       for (int t = 0; t < T; ++t) acc[t][k] = _mm512_add_ps(acc[t][k], _mm512_mul_ps(wv, xv[t]));
     }
   }
@@ -95,28 +85,25 @@ void block_tokens(const void* w, int64_t n_in, int64_t n_out, const float* x, fl
     const __mmask16 m = static_cast<__mmask16>((1u << (n_in - i)) - 1);
     __m512 xv[T];
     for (int t = 0; t < T; ++t) xv[t] = _mm512_mask_loadu_ps(_mm512_setzero_ps(), m, x + t * n_in + i);
-    const int64_t c = base + i * kTile;
     for (int k = 0; k < R; ++k) {
-      const __m512 wv = load_w<E>(w, c + 16 * k, m);
+      const __m512 wv = load_w<E>(w, (r + k) * n_in + i, m);
       for (int t = 0; t < T; ++t) acc[t][k] = _mm512_add_ps(acc[t][k], _mm512_mul_ps(wv, xv[t]));
     }
   }
   for (int t = 0; t < T; ++t)
     for (int k = 0; k < R; ++k) y[t * n_out + r + k] = reduce16(acc[t][k]);
 }
-// Rows [r, r + 4) for every token, in groups of up to 4 tokens; the first half of a tile
-// prefetches the tile's stream for both halves.
+// Rows [r, r + 6) for every token, in groups of up to 4 tokens.
 template <int E>
 void block_many(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n, float* y, int64_t r) {
   for (int64_t t = 0; t < n; t += 4) {
     const float* xt = x + t * n_in;
     float* yt = y + t * n_out;
-    const bool ahead = t == 0 && r % kTile == 0;
     switch (std::min<int64_t>(4, n - t)) {
-      case 4: block_tokens<E, 4, 4>(w, n_in, n_out, xt, yt, r, ahead); break;
-      case 3: block_tokens<E, 4, 3>(w, n_in, n_out, xt, yt, r, ahead); break;
-      case 2: block_tokens<E, 4, 2>(w, n_in, n_out, xt, yt, r, ahead); break;
-      default: block_tokens<E, 4, 1>(w, n_in, n_out, xt, yt, r, ahead); break;
+      case 4: block_tokens<E, 6, 4>(w, n_in, n_out, xt, yt, r, t == 0); break;
+      case 3: block_tokens<E, 6, 3>(w, n_in, n_out, xt, yt, r, t == 0); break;
+      case 2: block_tokens<E, 6, 2>(w, n_in, n_out, xt, yt, r, t == 0); break;
+      default: block_tokens<E, 6, 1>(w, n_in, n_out, xt, yt, r, t == 0); break;
     }
   }
 }
@@ -124,13 +111,13 @@ template <int E>
 void rows(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n, float* y,
           int64_t r0, int64_t r1) {
   int64_t r = r0;
-  for (; r < r1 && r % kTile != 0; ++r) block<E, 1>(w, n_in, x, n, y, n_out, r);
   if (n >= 2) {
-    for (; r + 4 <= r1; r += 4) block_many<E>(w, n_in, n_out, x, n, y, r);
+    for (; r + 6 <= r1; r += 6) block_many<E>(w, n_in, n_out, x, n, y, r);
   } else {
-    for (; r + kTile <= r1; r += kTile) block<E, kTile>(w, n_in, x, n, y, n_out, r);
+    for (; r + 8 <= r1; r += 8) block<E, 8>(w, n_in, n_out, x, n, y, r);
   }
-  for (; r < r1; ++r) block<E, 1>(w, n_in, x, n, y, n_out, r);
+  for (; r + 4 <= r1; r += 4) block<E, 4>(w, n_in, n_out, x, n, y, r);
+  for (; r < r1; ++r) block<E, 1>(w, n_in, n_out, x, n, y, r);
 }
 }  // namespace
 
