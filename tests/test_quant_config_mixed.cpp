@@ -132,11 +132,16 @@ TEST(QuantConfigMixed, ModeloptNamesWithTheUnresolvedNameMarker) {
   EXPECT_EQ(c.layer("backbone.layers.2.mixer.experts.5.down_proj"), LayerQuant::nvfp4_w4a16);
   EXPECT_EQ(c.layer("backbone.layers.3.mixer.up_proj"), LayerQuant::nvfp4_w4a16);
   EXPECT_EQ(c.layer("backbone.layers.0.mixer.out_proj"), LayerQuant::none);
+  // NVIDIA's Nemotron 3 Nano recipe as ModelOpt 0.47 writes it: layers 0 and 1 left whole (a
+  // pattern whose wildcard follows the marker), the routers by name.
   const Json g = Json::parse(R"({"quantization": {"quant_algo": "NVFP4", "group_size": 16,
-    "exclude_modules": ["lm_head.\u0000backbone.pt_name_sentinel", "backbone.layers.*.mixer.gate.\u0000x"]}})");
+    "exclude_modules": ["lm_head.\u0000backbone.pt_name_sentinel", "backbone.layers.*.mixer.gate.\u0000backbone.pt_name_sentinel",
+                        "backbone.layers.0.\u0000backbone.pt_name_sentinel*"]}})");
   const QuantConfig n = QuantConfig::parse(nullptr, &g, "/d");
   EXPECT_EQ(n.layer("lm_head"), LayerQuant::none);
   EXPECT_EQ(n.layer("backbone.layers.2.mixer.gate"), LayerQuant::none);
+  EXPECT_EQ(n.layer("backbone.layers.0.mixer.in_proj"), LayerQuant::none);
+  EXPECT_EQ(n.layer("backbone.layers.10.mixer.in_proj"), LayerQuant::nvfp4_w4a4);  // "layers.0.*" is not "layers.10"
   EXPECT_EQ(n.layer("backbone.layers.2.mixer.up_proj"), LayerQuant::nvfp4_w4a4);
 }
 

@@ -72,14 +72,19 @@ bool name_matches(const std::string& pat, const std::string& module) {
   return ::fnmatch(pat.c_str(), module.c_str(), 0) == 0;
 }
 
-// A module name as ModelOpt meant it. ModelOpt 0.47's export under transformers 5 appends an
-// unresolved-name marker to some names ("backbone.layers.0.mixer.in_proj.\0backbone.pt_name_sentinel",
-// NVIDIA Model-Optimizer#2508): the name is what comes before ".\0". Without this nothing matches
-// such an entry, and a MIXED_PRECISION layer's own entry goes unseen.
+// A module name as ModelOpt meant it. ModelOpt 0.47's export under transformers 5 puts an
+// unresolved-name marker into some names ("backbone.layers.0.mixer.in_proj.\0backbone.pt_name_sentinel",
+// "backbone.layers.0.\0backbone.pt_name_sentinel*" for the pattern backbone.layers.0.*; NVIDIA
+// Model-Optimizer#2508): the marker, from the NUL to the end of "sentinel", is dropped, what follows
+// it kept, and a dot left at the end removed. Without this nothing matches such an entry, and a
+// MIXED_PRECISION layer's own entry goes unseen.
 std::string modelopt_name(const std::string& n) {
   const size_t z = n.find('\0');
   if (z == std::string::npos) return n;
-  return n.substr(0, z > 0 && n[z - 1] == '.' ? z - 1 : z);
+  const size_t s = n.find("sentinel", z);
+  std::string out = n.substr(0, z) + (s == std::string::npos ? "" : n.substr(s + 8));
+  if (!out.empty() && out.back() == '.') out.pop_back();
+  return out;
 }
 
 std::vector<std::string> strings(const nlohmann::json& j, const char* key, const std::string& file,
