@@ -110,7 +110,7 @@ TEST(MixedCheckpoints, F32LogitsMatchTransformersOnTheDequantizedWeights) {
     std::ifstream f(test::fixture_path(std::string("mixed/") + arch + "/reference.json"));
     ASSERT_TRUE(f) << arch;
     const auto ref = nlohmann::json::parse(f);
-    ASSERT_EQ(ref.size(), 2u) << arch;  // modelopt-mixed, ct-mixed
+    ASSERT_EQ(ref.size(), std::string(arch) == "nemotron_h" ? 3u : 2u) << arch;  // modelopt-mixed, ct-mixed (, modelopt-selective)
     for (const auto& [form, r] : ref.items()) {
       const std::string dir = test::fixture_path(std::string("mixed/") + arch + "/" + form);
       const auto ids = r["ids"].get<std::vector<int32_t>>();
@@ -367,6 +367,24 @@ TEST(MixedCheckpoints, ConvertToDirectoryKeepsFp8AsStored) {
   EXPECT_TRUE(v.same) << v.difference;
   ASSERT_EQ(v.fp8_changed.size(), 8u);
   EXPECT_NE(v.fp8_changed[0].find("F8_E4M3 in A, Q8_0 in B"), std::string::npos) << v.fp8_changed[0];
+}
+
+// NVIDIA's Nemotron 3 Nano recipe (fixtures/mixed/nemotron_h/modelopt-selective, ModelOpt 0.47):
+// NVFP4 W4A4 but for the attention layer and the Mamba-2 layer feeding it, left BF16 and named
+// in exclude_modules only through ModelOpt's unresolved-name marker before a wildcard; an FP8 KV
+// cache with calibrated scales, which the model reads (its logits against transformers: above).
+TEST(MixedCheckpoints, NemotronNanoRecipeRunsItsBf16LayersAndKvScales) {
+  const auto ck = Checkpoint::open(test::fixture_path("mixed/nemotron_h/modelopt-selective"));
+  for (const char* t : {"blk.0.ssm_in.weight", "blk.1.attn_q.weight"}) EXPECT_NE(ck->tensor(t).storage, Storage::nvfp4) << t;
+  EXPECT_EQ(ck->tensor("blk.2.ffn_up_shexp.weight").storage, Storage::nvfp4);
+  for (const Mode mode : {Mode::a16q8, Mode::w4a4}) {
+    LoadOptions lo;
+    lo.mode = mode;
+    const auto m = Model::load(*ck, lo);
+    const std::string text = describe_text(*m);
+    EXPECT_NE(text.find("6 float in the pinned order"), std::string::npos) << mode_name(mode) << "\n" << text;
+    EXPECT_TRUE(m->kv_scales_calibrated()) << mode_name(mode);
+  }
 }
 
 // ModelOpt's FP8 attention carries static input scales (W8A8 as declared); the integer-exact

@@ -29,6 +29,10 @@ them, made by the real producers on CPU from the committed tiny float models
                   of Nemotron 3 Super's NVFP4 release
   ct-mixed        as above; the NVFP4 group by re:.*mixer\.experts\.\d+\.(up|down)_proj$ (no gate
                   projection), the routers (mixer.gate) ignored
+  modelopt-selective (nemotron_h only) NVIDIA's Nemotron 3 Nano NVFP4 recipe: NVFP4 W4A4 everywhere
+                  but the attention layer and the Mamba-2 layer that feeds it (BF16), an FP8 KV
+                  cache (FP8_KV_CFG); its exclude_modules carry ModelOpt 0.47's unresolved-name
+                  marker before a wildcard ("backbone.layers.0.\\0backbone.pt_name_sentinel*")
 
 fixtures/mixed/manifest.json: the producers' versions and, per form, each tensor's dtype and shape.
 
@@ -110,6 +114,27 @@ def modelopt_mixed_cfg(arch="qwen3"):
     return {"quant_cfg": quant_cfg, "algorithm": "max"}
 
 
+def modelopt_selective_cfg():
+    """NVIDIA's Nemotron 3 Nano NVFP4 recipe on the fixture's pattern M*E-ME: NVFP4 (W4A4, input
+    scales) everywhere but the attention layer (1) and the Mamba-2 layer feeding it (0), which stay
+    BF16, the routers, conv1d and lm_head as ModelOpt leaves them, and an FP8 KV cache
+    (FP8_KV_CFG: per-tensor k/v scales)."""
+    import modelopt.torch.quantization as mtq
+    off = {"enable": False}
+    entries = _entries(mtq.NVFP4_DEFAULT_CFG) + _entries(mtq.FP8_KV_CFG) + [("*layers.0.mixer.*", off), ("*layers.1.mixer.*_proj*", off)]
+    if isinstance(mtq.NVFP4_DEFAULT_CFG["quant_cfg"], list):
+        return {"quant_cfg": [{"quantizer_name": k, **v} for k, v in entries], "algorithm": "max"}
+    return {"quant_cfg": dict(entries), "algorithm": "max"}
+
+
+def modelopt_selective(model16, calib, out, tok):
+    import modelopt.torch.quantization as mtq
+    P.install_cpu_fake_quant()
+    m = copy.deepcopy(model16)
+    mtq.quantize(m, modelopt_selective_cfg(), P.forward_loop_of(calib))
+    P.modelopt_export(m, out, tok)
+
+
 def modelopt_mixed(model16, calib, out, tok, arch="qwen3"):
     import modelopt.torch.quantization as mtq
     P.install_cpu_fake_quant()
@@ -152,7 +177,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=str(ROOT / "fixtures" / "mixed"))
     ap.add_argument("--arch", default="qwen3,qwen3_moe_i64,nemotron_h,nemotron_h_latent")
-    ap.add_argument("--form", default="modelopt-mixed,ct-mixed")
+    ap.add_argument("--form", default="modelopt-mixed,ct-mixed,modelopt-selective")
     a = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     torch.set_num_threads(2)
@@ -166,7 +191,11 @@ def main():
         calib = calibration(tok)
         for form in a.form.split(","):
             out = out_root / arch / form
-            if form == "modelopt-mixed":
+            if form == "modelopt-selective":
+                if arch != "nemotron_h":
+                    continue
+                modelopt_selective(P.load_float(FLOAT[arch], torch.bfloat16), calib, out, tok)
+            elif form == "modelopt-mixed":
                 modelopt_mixed(P.load_float(FLOAT[arch], torch.bfloat16), calib, out, tok, arch)
             else:
                 ct_mixed(FLOAT[arch], arch, calib, out, tok)

@@ -187,7 +187,7 @@ def main():
     root = G.ROOT / "fixtures" / "mixed"
     for arch, float_dir in G.FLOAT.items():
         ref = {}
-        for form_dir in sorted((root / arch).glob("*-mixed")):
+        for form_dir in sorted([*(root / arch).glob("*-mixed"), *(root / arch).glob("*-selective")]):
             model = P.load_float(float_dir)
             deq = dequantized(load(form_dir))
             install(model, deq)
