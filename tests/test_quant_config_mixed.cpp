@@ -119,8 +119,8 @@ TEST(QuantConfigMixed, ModeloptQuantizedLayersNameFusedExpertsOnce) {
 }
 
 // ModelOpt 0.47's export under transformers 5 writes some names with an unresolved-name marker
-// after ".\0" (fixtures/mixed/nemotron_h/modelopt-mixed/hf_quant_config.json holds them): the
-// name before it is the layer's, in quantized_layers and in exclude_modules alike.
+// (fixtures/mixed/nemotron_h/*/hf_quant_config.json hold them): without the marker the name is
+// the layer's (or the pattern's), in quantized_layers and in exclude_modules alike.
 TEST(QuantConfigMixed, ModeloptNamesWithTheUnresolvedNameMarker) {
   const Json h = Json::parse(R"({"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "MIXED_PRECISION",
     "exclude_modules": ["lm_head.\u0000backbone.pt_name_sentinel"],

@@ -214,8 +214,9 @@ QuantConfig QuantConfig::parse(const nlohmann::json* config, const nlohmann::jso
                       "\"csf\" or none", it.value()["weight_scale_encoding"].dump());
         }
         check_group_size(it.value(), lq, c.source, lat + ".", " (layer " + it.key() + ")");
-        c.per_layer.emplace_back(modelopt_name(it.key()), lq);
-        c.per_layer_names.push_back(modelopt_name(it.key()));
+        const std::string name = modelopt_name(it.key());
+        c.per_layer.emplace_back(name, lq);
+        c.per_layer_names.push_back(name);
       }
     } else {
       c.global = modelopt_algo(c.algorithm, c.source, at + "quant_algo");
