@@ -548,7 +548,7 @@ class StCheckpoint final : public Checkpoint {
                                         : a->block == "muse_glimmer" ? std::span<const Part>(kMuse)
                                                                      : std::span<const Part>(kParts);
     for (const auto& [prefix, what] : parts) {
-      if (mtp_ && prefix == "mtp." && a->block != "nemotron_h") {  // (Nemotron-H's MTP layers: listed, not run yet)
+      if (mtp_ && prefix == "mtp.") {
         read_mtp();
         continue;
       }
@@ -567,11 +567,12 @@ class StCheckpoint final : public Checkpoint {
       char mib[32];
       std::snprintf(mib, sizeof mib, "%.1f", static_cast<double>(bytes) / (1024.0 * 1024.0));
       info_.set_aside.push_back(std::string(what) + ": " + std::to_string(n) + " tensors under " + std::string(prefix) + "* (" +
-                                kinds + ", " + mib + " MiB; not run)");
+                                kinds + ", " + mib + (prefix == "mtp." ? " MiB; run as the draft by --spec mtp)" : " MiB; not run)"));
     }
   }
 
-  // --spec mtp: mtp.* as block n_layer under llama.cpp's names (Checkpoint::OpenOptions).
+  // --spec mtp: mtp.* as block n_layer (and on: Nemotron-H's module has several layers) under
+  // llama.cpp's names (Checkpoint::OpenOptions).
   void read_mtp() {
     std::string arch;
     int64_t n_layer = -1;
@@ -608,12 +609,19 @@ class StCheckpoint final : public Checkpoint {
                                                                              {"mtp.norm.", "shared_head_norm."}};
     for (const auto& [hf, gg] : kOwn)
       if (name.rfind(hf, 0) == 0) return nx + std::string(gg) + name.substr(hf.size());
+    // Nemotron-H's module: its first layer holds enorm / hnorm / eh_proj, its last
+    // final_layernorm (vLLM's nemotron_h_mtp.py), each at that layer's block.
+    static constexpr std::pair<std::string_view, std::string_view> kInLayer[] = {
+        {"eh_proj.", "eh_proj."}, {"enorm.", "enorm."}, {"hnorm.", "hnorm."}, {"final_layernorm.", "shared_head_norm."}};
     if (name.rfind("mtp.layers.", 0) == 0) {
       const size_t dot = name.find('.', 11);
       if (dot != std::string::npos) {
         try {
           const int64_t j = std::stoll(name.substr(11, dot - 11));
-          return hf::to_gguf_name("model.layers." + std::to_string(mtp_layer_ + j) + name.substr(dot), arch_name_);
+          const std::string block = std::to_string(mtp_layer_ + j), rest = name.substr(dot + 1);
+          for (const auto& [hf, gg] : kInLayer)
+            if (rest.rfind(hf, 0) == 0) return "blk." + block + ".nextn." + std::string(gg) + rest.substr(hf.size());
+          return hf::to_gguf_name("model.layers." + block + name.substr(dot), arch_name_);
         } catch (const std::exception&) {
         }
       }
@@ -691,7 +699,19 @@ class StCheckpoint final : public Checkpoint {
     }
     // A tensor the directory lacks: as its exporter would have named it.
     if (name.rfind("blk.", 0) == 0 || name == "token_embd.weight" || name == "output.weight" || name == "output_norm.weight")
-      if (std::string hf = hf::to_hf_name(name, arch_name_); hf != name) return hf;
+      if (std::string hf = hf::to_hf_name(name, arch_name_); hf != name) {
+        const std::string layers = "model.layers.";
+        int64_t block = -1;
+        if (mtp_layer_ >= 0 && hf.rfind(layers, 0) == 0) {  // an MTP layer's: mtp.layers.<block - n_layer>.*
+          const size_t dot = hf.find('.', layers.size());
+          try {
+            block = std::stoll(hf.substr(layers.size(), dot - layers.size()));
+          } catch (const std::exception&) {
+          }
+          if (block >= mtp_layer_ && dot != std::string::npos) return "mtp.layers." + std::to_string(block - mtp_layer_) + hf.substr(dot);
+        }
+        return hf;
+      }
     return "";
   }
 

@@ -11,7 +11,9 @@
 //     moe_intermediate_size -> expert_feed_forward_length, moe_shared_expert_intermediate_size ->
 //     expert_shared_feed_forward_length, routed_scaling_factor -> expert_weights_scale,
 //     norm_topk_prob -> expert_weights_norm, n_group / topk_group -> expert_group_count /
-//     expert_group_used_count, moe_latent_size -> moe_latent_size (only with an E layer).
+//     expert_group_used_count, moe_latent_size -> moe_latent_size (only with an E layer);
+//   num_nextn_predict_layers > 0 -> nextn_steps, mtp_hybrid_override_pattern (mtp_layers_block_type)
+//     -> nextn_layer_pattern (ours: the MTP module's layers, as the layer pattern).
 // What the engine does not run is refused naming the key and the value.
 #include <cmath>
 
@@ -39,6 +41,10 @@ gguf::Value text(const std::string& s) {
   g.type = gguf::ValueType::string;
   g.s = s;
   return g;
+}
+// A layer type of layers_block_type (transformers 5's names and the legacy ones) as its letter, '?' when none.
+char letter(const std::string& s) {
+  return s == "linear_attention" || s == "mamba" ? 'M' : s == "full_attention" || s == "attention" ? '*' : s == "mlp" ? '-' : s == "moe" ? 'E' : '?';
 }
 }  // namespace
 
@@ -74,12 +80,30 @@ void nemotron_h_meta(const Json& c, const std::string& file, const std::string& 
     for (size_t i = 0; i < c[key].size(); ++i) {
       const Json& t = c[key][i];
       const std::string s = t.is_string() ? t.get<std::string>() : t.dump();
-      const char ch = s == "linear_attention" || s == "mamba" ? 'M' : s == "full_attention" || s == "attention" ? '*' : s == "mlp" ? '-' : s == "moe" ? 'E' : '?';
+      const char ch = letter(s);
       if (ch == '?') refuse(key + "[" + std::to_string(i) + "]", "\"linear_attention\" (Mamba-2), \"full_attention\", \"mlp\" or \"moe\"", t.dump());
       pattern += ch;
     }
   }
   if (pattern.empty()) refuse(key, "at least one layer", "none");
+  // A release's MTP layers (num_nextn_predict_layers steps of mtp_hybrid_override_pattern, or
+  // mtp_layers_block_type in transformers 5, which writes its default ["attention", "moe"] even
+  // without MTP layers): nextn_steps and nextn_layer_pattern, the letters as above ('?' for a type
+  // this engine has no letter for). The module's loader (--spec mtp) checks them; the trunk runs
+  // whatever they say.
+  if (has("num_nextn_predict_layers") && c["num_nextn_predict_layers"] != 0) {
+    const int64_t steps = count("num_nextn_predict_layers", true);
+    std::string mtp;
+    if (has("mtp_hybrid_override_pattern") && c["mtp_hybrid_override_pattern"].is_string()) {
+      mtp = c["mtp_hybrid_override_pattern"].get<std::string>();
+    } else if (has("mtp_layers_block_type") && c["mtp_layers_block_type"].is_array()) {
+      for (const Json& t : c["mtp_layers_block_type"]) mtp += letter(t.is_string() ? t.get<std::string>() : t.dump());
+    } else {
+      mtp = "*E";  // transformers' default
+    }
+    put("nextn_steps", steps);
+    out.emplace_back(a + "nextn_layer_pattern", text(mtp));
+  }
   if (has("num_hidden_layers")) {
     if (count("num_hidden_layers", true) != static_cast<int64_t>(pattern.size()))
       refuse("num_hidden_layers", "the layer pattern's length " + std::to_string(pattern.size()) + " (" + key + ")", c["num_hidden_layers"].dump());

@@ -30,6 +30,8 @@ struct Loader {
   // Model::check: tensors checked (present, shaped, FP8 bytes finite) but not prepared; the
   // linear layers, dense matrices and heads come back empty (their names and sizes only).
   bool check_only = false;
+  // The block of the model's layer 0 (an MTP module's layers follow the trunk's: blk.<n_layer>.. ).
+  int64_t first_block = 0;
   // Experts go to an expert store (LoadOptions::experts_budget): their streams go to expert_arena,
   // one per layer, dropped when the store has written them (src/models/expert_plan.cpp), rather
   // than to the shared arena.

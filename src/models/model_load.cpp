@@ -498,9 +498,11 @@ std::vector<std::string> Model::describe() const {
   if (m.mtp) {  // --spec mtp: the module beside the trunk, in its own storage
     const Impl& t = *m.mtp->impl_;
     int n4 = 0, nf = 0;
-    for (const MatMul* mm : t.layers[0].matmuls()) (mm->nvfp4 ? n4 : nf)++;
+    for (const LayerWeights& w : t.layers)
+      for (const MatMul* mm : w.matmuls()) (mm->nvfp4 ? n4 : nf)++;
     (t.nextn.eh_proj.nvfp4 ? n4 : nf)++;
-    out.push_back("MTP module: 1 layer of the " + m.cfg.arch + " block, " + std::to_string(n4) + " NVFP4 and " + std::to_string(nf) +
+    const std::string layers = t.cfg.pattern.empty() ? "1 layer" : std::to_string(t.cfg.n_layer) + " layers (" + t.cfg.pattern + ")";
+    out.push_back("MTP module: " + layers + " of the " + m.cfg.arch + " block, " + std::to_string(n4) + " NVFP4 and " + std::to_string(nf) +
                   " float linear layers, " + std::to_string((m.mtp->weight_bytes() + (1 << 19)) / (1024 * 1024)) +
                   " MiB as held (the trunk's embedding and head shared)");
   }

@@ -15,17 +15,27 @@ namespace nvfp4 {
 
 namespace {
 
-void load_into(const Loader& M, const Family& family, const Model::Impl& trunk, Model::Impl& mtp, int64_t index) {
+// The module's layers at blocks index .. index + kinds.size() - 1: kinds is a layer pattern's
+// letters (Nemotron-H's nextn_layer_pattern), empty for one layer of the family's attention kind.
+void load_into(const Loader& L, const Family& family, const Model::Impl& trunk, Model::Impl& mtp, int64_t index, const std::string& kinds) {
   const ModelConfig& tc = trunk.cfg;
   const std::string b = "blk." + std::to_string(index) + ".";
-  if (!M.ck.find(b + "nextn.eh_proj.weight"))
-    throw Error(M.path, b + "nextn.eh_proj.weight",
-                "--spec mtp: the checkpoint's multi-token-prediction layer (HF mtp.fc.weight, llama.cpp blk.N.nextn.eh_proj)", "present",
-                "absent (this checkpoint has no MTP layers; --mtp FILE reads them from a side file)");
+  if (!L.ck.find(b + "nextn.eh_proj.weight"))
+    throw Error(L.path, b + "nextn.eh_proj.weight",
+                "--spec mtp: the checkpoint's multi-token-prediction layer (HF mtp.fc.weight or mtp.layers.0.eh_proj.weight, llama.cpp blk.N.nextn.eh_proj)",
+                "present", "absent (this checkpoint has no MTP layers; --mtp FILE reads them from a side file)");
+  Loader M = L;  // its layers numbered from `index` (a family's load_layer reads the layer's kind by it)
+  M.first_block = index;
+  const int64_t k = kinds.empty() ? 1 : static_cast<int64_t>(kinds.size());
   mtp.cfg = tc;
   ModelConfig& c = mtp.cfg;
-  c.n_layer = 1;
-  if (!c.mixers.empty()) c.mixers = {MixerKind::attention};
+  c.n_layer = k;
+  if (!c.mixers.empty()) {
+    c.mixers.clear();
+    for (int64_t l = 0; l < k; ++l)
+      c.mixers.push_back(kinds.empty() || kinds[static_cast<size_t>(l)] == '*' ? MixerKind::attention : MixerKind::none);
+  }
+  if (!kinds.empty()) c.pattern = kinds;
   mtp.block = trunk.block;
   mtp.mode = trunk.mode;
   mtp.trunk = &trunk;
@@ -33,24 +43,58 @@ void load_into(const Loader& M, const Family& family, const Model::Impl& trunk, 
   mtp.nextn.enorm = M.norm(b + "nextn.enorm.weight", c.n_embd);
   mtp.nextn.hnorm = M.norm(b + "nextn.hnorm.weight", c.n_embd);
   mtp.nextn.eh_proj = M.linear(b + "nextn.eh_proj", c.n_embd, 2 * c.n_embd);
-  mtp.output_norm = M.norm(b + "nextn.shared_head_norm.weight", c.n_embd);
-  LayerWeights w;
-  w.mixer = MixerKind::attention;
-  w.ffn = c.n_expert > 0 ? FfnKind::moe : FfnKind::dense;
-  if (family.load_layer) family.load_layer(M, b, c, w);
-  else load_default_layer(M, b, c, w);
-  std::vector<const MatMul*> all = w.matmuls();
-  all.push_back(&mtp.nextn.eh_proj);
+  mtp.output_norm = M.norm("blk." + std::to_string(index + k - 1) + ".nextn.shared_head_norm.weight", c.n_embd);
+  std::vector<const MatMul*> all = {&mtp.nextn.eh_proj};
+  for (int64_t l = 0; l < k; ++l) {
+    LayerWeights w;
+    w.mixer = c.mixer(l);
+    w.ffn = c.n_expert > 0 ? FfnKind::moe : FfnKind::dense;
+    const std::string bl = "blk." + std::to_string(index + l) + ".";
+    if (family.load_layer) family.load_layer(M, bl, c, w);
+    else load_default_layer(M, bl, c, w);
+    mtp.layers.push_back(std::move(w));
+  }
+  for (const LayerWeights& w : mtp.layers)
+    for (const MatMul* mm : w.matmuls()) all.push_back(mm);
   if (mtp.mode == Mode::w4a4)
     for (const MatMul* mm : all)
       if (mm->nvfp4 && !mm->lin.has_input_scale())
         throw Error(M.path, mm->name + ".weight", "mode w4a4 needs an activation scale (input_scale) for every NVFP4 layer of the MTP module",
                     "an input scale", "none");
-  mtp.layers.push_back(std::move(w));
   load_kv_scales(M, c, index, mtp);
-  const StateSpec spec = layer_state_spec(c, 0);
-  mtp.kv_groups = kv_group_map(std::span<const StateSpec>(&spec, 1), mtp.kv_group, mtp.kv_layer);
-  mtp.n_kv_layer = 1;
+  std::vector<StateSpec> specs;
+  for (int64_t l = 0; l < k; ++l) specs.push_back(layer_state_spec(c, l));
+  mtp.kv_groups = kv_group_map(specs, mtp.kv_group, mtp.kv_layer);
+  mtp.n_kv_layer = 0;
+  for (int64_t l = 0; l < k; ++l) mtp.n_kv_layer += c.mixer(l) == MixerKind::attention;
+  L.used.insert(M.used.begin(), M.used.end());
+}
+
+// The MTP module's layer kinds from the checkpoint's metadata: Nemotron-H's nextn_layer_pattern
+// (one step of attention, MLP or MoE layers, as many as nextn_predict_layers says), else empty (one
+// layer of the family's attention block).
+std::string module_kinds(const Checkpoint& ck, const std::string& arch, int64_t declared) {
+  const gguf::Value* p = ck.meta(arch + ".nextn_layer_pattern");
+  if (!p) {
+    if (declared > 1)
+      throw Error(ck.info().path, arch + ".nextn_predict_layers", "--spec mtp: MTP layers run as one chained module", "1 layer",
+                  std::to_string(declared));
+    return "";
+  }
+  const std::string kinds = p->as_string(arch + ".nextn_layer_pattern");
+  if (const gguf::Value* s = ck.meta(arch + ".nextn_steps"); s && s->as_int(arch + ".nextn_steps") != 1)
+    throw Error(ck.info().path, "num_nextn_predict_layers", "--spec mtp: one MTP step of the module's layers (vLLM's rule too)", "1",
+                std::to_string(s->as_int(arch + ".nextn_steps")));
+  if (kinds.empty() || kinds.size() > 16) throw Error(ck.info().path, "mtp_hybrid_override_pattern", "the MTP layers' pattern", "1 .. 16 letters", "\"" + kinds + "\"");
+  for (size_t i = 0; i < kinds.size(); ++i)
+    if (kinds[i] != '*' && kinds[i] != 'E' && kinds[i] != '-')
+      throw Error(ck.info().path, "mtp_hybrid_override_pattern[" + std::to_string(i) + "]",
+                  "an MTP layer: * (attention), E (MoE) or - (MLP); a Mamba-2 layer in the module is not run", "*, E or -",
+                  std::string(1, kinds[i]));
+  if (declared != static_cast<int64_t>(kinds.size()))
+    throw Error(ck.info().path, arch + ".nextn_predict_layers", "the MTP layers the checkpoint holds (mtp.layers.*): one per letter of mtp_hybrid_override_pattern \"" + kinds + "\"",
+                std::to_string(kinds.size()), std::to_string(declared));
+  return kinds;
 }
 
 // How many MTP layers `ck` declares ({arch}.nextn_predict_layers), 0 when it says nothing.
@@ -68,10 +112,8 @@ void load_mtp(const Loader& L, const Family& family, const Model::Impl& trunk, M
   const ModelConfig& tc = trunk.cfg;
   if (!L.opt.mtp_source) {
     const std::string key = L.meta("general.architecture").as_string("general.architecture") + ".nextn_predict_layers";
-    const int64_t n = declared_layers(L.ck, key);
-    if (n > 1)
-      throw Error(L.path, key, "--spec mtp: MTP layers run as one chained module", "1 layer", std::to_string(n));
-    load_into(L, family, trunk, mtp, tc.n_layer);
+    const std::string arch = L.meta("general.architecture").as_string("general.architecture");
+    load_into(L, family, trunk, mtp, tc.n_layer, module_kinds(L.ck, arch, declared_layers(L.ck, key)));
     return;
   }
   // A side file: its own loader, every tensor of it used; its norms as its container holds them
@@ -93,7 +135,7 @@ void load_mtp(const Loader& L, const Family& family, const Model::Impl& trunk, M
                     std::to_string(tc.n_layer + 1) + " (" + std::to_string(tc.n_layer) + " + 1)", std::to_string(index + 1));
     }
   }
-  load_into(M, family, trunk, mtp, index);
+  load_into(M, family, trunk, mtp, index, "");
   for (const TensorEntry& e : side.tensors())
     if (!M.used.count(e.name))
       throw Error(side.info().path, e.name, "tensor the MTP module does not use", "absent", "present");

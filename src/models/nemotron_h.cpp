@@ -136,7 +136,8 @@ void load_moe(const Loader& L, const std::string& b, const ModelConfig& c, Layer
 }  // namespace
 
 void nemotron_h_load_layer(const Loader& L, const std::string& b, const ModelConfig& c, LayerWeights& w) {
-  const int64_t l = std::stoll(b.substr(4));
+  const int64_t l = std::stoll(b.substr(4)) - L.first_block;
+  if (l < 0 || l >= static_cast<int64_t>(c.pattern.size())) throw Error(L.path, b, "a layer of the layer pattern", "one of its letters", "none");
   const char kind = c.pattern[static_cast<size_t>(l)];
   w.attn_norm = L.norm(b + "attn_norm.weight", c.n_embd);
   w.ffn = kind == 'E' ? FfnKind::moe : kind == '-' ? FfnKind::dense : FfnKind::none;
