@@ -99,7 +99,37 @@ SHAPES = {
                            experts=128, used=8, expert_ff=704, qk_norm="head", tied=True, rope=1000000.0,
                            eps=1e-6, ctx=262144,
                            gemma4=dict(every=6, window=1024, head_g=512, kv_g=2, rot_pairs_g=64, rope_swa=10000.0, cap=30.0)),
+    # Muse Glimmer 30B (transformers' MuseGlimmerTextConfig defaults; llama.cpp's muse-glimmer
+    # layout): 52 dense layers, sliding (window 2048, RoPE) but every 4th from the last, which is
+    # global without position encoding; q/k RMS-normed per head, an attention output gate (the q
+    # width), four norms; untied head, logits times output_multiplier then capped at 20. The
+    # vocabulary is SmolLM2's (49152), not the release's 202048: the head reads 4.1x fewer bytes.
+    "muse-glimmer-30b": dict(arch="muse-glimmer", layers=52, hidden=6656, heads=32, kv=2, head_dim=128, ff=19968,
+                             tied=False, rope=500000.0, eps=1e-5, ctx=131072,
+                             muse=dict(window=2048, cap=20.0, scale=0.19611613513818404)),
 }
+
+
+def muse_plan(s, t, lin):
+    """The blocks of a muse-glimmer shape (llama.cpp's tensor names and shapes)."""
+    h, hd = s["hidden"], s["head_dim"]
+    qd, kvd = s["heads"] * hd, s["kv"] * hd
+    for i in range(s["layers"]):
+        b = f"blk.{i}."
+        t.append((b + "attn_norm.weight", (h,), "f32", 0))
+        lin(b + "attn_q", qd, h)
+        lin(b + "attn_k", kvd, h)
+        lin(b + "attn_v", kvd, h)
+        lin(b + "attn_gate", qd, h)
+        lin(b + "attn_output", h, qd)
+        t.append((b + "attn_q_norm.weight", (hd,), "f32", 0))
+        t.append((b + "attn_k_norm.weight", (hd,), "f32", 0))
+        t.append((b + "post_attention_norm.weight", (h,), "f32", 0))
+        t.append((b + "ffn_norm.weight", (h,), "f32", 0))
+        lin(b + "ffn_gate", s["ff"], h)
+        lin(b + "ffn_up", s["ff"], h)
+        lin(b + "ffn_down", h, s["ff"])
+        t.append((b + "post_ffw_norm.weight", (h,), "f32", 0))
 
 
 def gemma4_plan(s, t, lin):
@@ -212,6 +242,9 @@ def plan(shape, vocab, linear="nvfp4"):
     hy = s.get("hybrid")
     if s.get("nemotron"):
         nemotron_plan(s, t, lin)
+        L = 0
+    if s.get("muse"):
+        muse_plan(s, t, lin)
         L = 0
     if s.get("gemma4"):
         g = s["gemma4"]
@@ -334,6 +367,17 @@ def write(shape, out, tok_src, seed, linear="nvfp4"):
         w.add_key_value(f"{arch}.attention.shared_kv_layers", 0, gguf.GGUFValueType.UINT32)
         w.add_key_value(f"{arch}.embedding_length_per_layer_input", 0, gguf.GGUFValueType.UINT32)
         w.add_final_logit_softcapping(g4["cap"])
+    elif s.get("muse"):
+        mu = s["muse"]
+        w.add_feed_forward_length(s["ff"])
+        w.add_head_count_kv(s["kv"])
+        w.add_rope_freq_base(s["rope"])
+        w.add_sliding_window(mu["window"])
+        w.add_key_value(f"{arch}.attention.sliding_window_pattern",
+                        [(s["layers"] - 1 - i) % 4 != 0 for i in range(s["layers"])], gguf.GGUFValueType.ARRAY,
+                        gguf.GGUFValueType.BOOL)
+        w.add_final_logit_softcapping(mu["cap"])
+        w.add_logit_scale(mu["scale"])
     elif nm:  # the layer kinds in per-layer arrays, as llama.cpp's converter writes them
         pattern = nm["pattern"][:s["layers"]]
         w.add_feed_forward_length([s["expert_ff"] if c == "E" else 0 for c in pattern])

@@ -388,6 +388,9 @@ std::string nemotron_text(const ModelConfig& c) {
   return s;
 }
 
+// The dimensions a layer's RoPE rotates (RopeLayerConfig::n_rot; 0: the whole head).
+int64_t rot_dims(const RopeLayerConfig& r, int64_t head_dim) { return r.n_rot > 0 ? r.n_rot : head_dim; }
+
 // Gemma 4's layers of each attention shape: ", 4 sliding-window layers (window 8, 2 KV heads of 16,
 // RoPE over 16 dimensions) and 2 global (1 KV head of 32, K = V, RoPE over 8 dimensions)".
 std::string attn_layers_text(const ModelConfig& c) {
@@ -404,7 +407,7 @@ std::string attn_layers_text(const ModelConfig& c) {
     if (n == 0) continue;
     out += (out.empty() ? ", " : " and ") + std::to_string(n) + (sliding ? " sliding-window layers (window " + std::to_string(a->window) + ", " : " global (") +
            std::to_string(a->n_kv) + " KV head" + (a->n_kv == 1 ? "" : "s") + " of " + std::to_string(a->head_dim) + (a->k_eq_v ? ", K = V" : "") +
-           (a->rope < 0 ? ", no RoPE)" : ", RoPE over " + std::to_string(c.ropes[static_cast<size_t>(a->rope)].n_rot) + " dimensions)");
+           (a->rope < 0 ? ", no RoPE)" : ", RoPE over " + std::to_string(rot_dims(c.ropes[static_cast<size_t>(a->rope)], a->head_dim)) + " dimensions)");
   }
   if (c.final_softcap != 0.0f) out += ", logits soft-capped at " + std::to_string(c.final_softcap);
   return out;
