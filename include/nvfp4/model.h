@@ -371,6 +371,18 @@ void forward(const Model& model, std::span<const StepToken> tokens, Workspace& w
 // The same step, also writing every token's final-normed hidden state (the rows the head reads)
 // to hidden[n][n_embd] when hidden is not null: what an MTP module drafts from.
 void forward(const Model& model, std::span<const StepToken> tokens, Workspace& ws, ThreadPool& pool, float* logits, float* hidden);
+// Hidden states between the layers, for drafters that read the trunk's middle (DFlash, EAGLE-3):
+// tap i is the residual stream before layer i, i.e. transformers' output_hidden_states index i
+// (0: the embedding as the first layer reads it; i: layer i - 1's output; n_layer: the last
+// layer's after the final norm, the rows the head reads, as transformers' last entry). out[n][layers.size()][n_embd]: each token's taps side by side,
+// in the order `layers` lists them (a drafter's concatenated context).
+struct LayerTaps {
+  std::span<const int> layers;  // each in [0, n_layer]
+  float* out = nullptr;
+};
+// The step of forward(..., hidden), also writing `taps` (throws nvfp4::Error for a tap out of range).
+void forward(const Model& model, std::span<const StepToken> tokens, Workspace& ws, ThreadPool& pool, float* logits, float* hidden,
+             const LayerTaps& taps);
 // A step of an MTP module (Model::mtp()): token t enters as fc(concat(RMSNorm(embed(token)) * enorm,
 // RMSNorm(h_in[t]) * hnorm)), with h_in[n][n_embd] the trunk's hidden state at the position before
 // (or the module's own output when drafts are chained); then the family's block over the

@@ -98,8 +98,14 @@ void mtp_input(const StepRun& run, std::span<const StepToken> tokens, const floa
   run.run(m.nextn.eh_proj, ws.mtp_cat.data(), ws.x.data());
 }
 
+// Rows of ws.x (n tokens) into tap k of `taps` (out[n][K][d]).
+void write_tap(const LayerTaps& taps, size_t k, const float* x, int64_t n, int64_t d) {
+  const size_t K = taps.layers.size();
+  for (int64_t t = 0; t < n; ++t) std::memcpy(taps.out + (static_cast<size_t>(t) * K + k) * static_cast<size_t>(d), x + t * d, static_cast<size_t>(d) * 4);
+}
+
 void step(const Model& model, std::span<const StepToken> tokens, const float* h_in, Workspace& workspace, ThreadPool& pool,
-          float* logits, float* hidden) {
+          float* logits, float* hidden, const LayerTaps* taps = nullptr) {
   const Model::Impl& m = model.impl();
   Workspace::Impl& ws = workspace.impl();
   const ModelConfig& c = m.cfg;
@@ -160,11 +166,29 @@ void step(const Model& model, std::span<const StepToken> tokens, const float* h_
       for (int64_t i = 0; i < n * d; ++i) ws.x.data()[i] *= c.embd_scale;
     if (c.embd_norm) run.rmsnorm(ws.x.data(), m.embd_norm, ws.x.data(), n, d);  // Muse Glimmer: weightless
   }
-  for (int64_t l = 0; l < c.n_layer; ++l) m.block(run, l);  // the family's block (src/models/<family>.cpp)
+  const auto tap = [&](int64_t l) {
+    if (!taps) return;
+    for (size_t k = 0; k < taps->layers.size(); ++k)
+      if (taps->layers[k] == l) write_tap(*taps, k, ws.x.data(), n, d);
+  };
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    tap(l);
+    m.block(run, l);  // the family's block (src/models/<family>.cpp)
+  }
   for (const auto& [seq, pos] : next) seq->impl().pos = pos;
   // Every row's final norm when the hidden states are asked for (a row's norm is its own: the
   // rows the head reads are the same bits either way).
   if (hidden) run.rmsnorm(ws.x.data(), m.output_norm, hidden, n, d);
+  if (taps && std::find(taps->layers.begin(), taps->layers.end(), c.n_layer) != taps->layers.end()) {
+    // Tap n_layer: the final-normed rows, as transformers' last hidden_states entry.
+    const float* normed = hidden;
+    if (!normed) {
+      run.rmsnorm(ws.x.data(), m.output_norm, ws.xn.data(), n, d);
+      normed = ws.xn.data();
+    }
+    for (size_t k = 0; k < taps->layers.size(); ++k)
+      if (taps->layers[k] == c.n_layer) write_tap(*taps, k, normed, n, d);
+  }
   if (!logits) return;
   // The final norm and the head for the tokens that want logits, gathered in step order.
   int64_t rows = 0;
@@ -184,10 +208,16 @@ void step(const Model& model, std::span<const StepToken> tokens, const float* h_
 // stored the whole step: the source's ring must then hold every token's window at once. Such a
 // model's steps run in waves of at most kSlidingSlack tokens of each sequence (contiguous runs of
 // the step, each a step of its own): a token's result does not depend on the step it came in.
-void step_waves(const Model& model, std::span<const StepToken> tokens, Workspace& ws, ThreadPool& pool, float* logits, float* hidden) {
+void step_waves(const Model& model, std::span<const StepToken> tokens, Workspace& ws, ThreadPool& pool, float* logits, float* hidden,
+                const LayerTaps* taps = nullptr) {
   const ModelConfig& c = model.config();
+  if (taps)
+    for (const int l : taps->layers)
+      if (l < 0 || l > c.n_layer)
+        throw Error(model.impl().source, "LayerTaps.layers", "a hidden state between layers (transformers' hidden_states index)",
+                    "0 .. " + std::to_string(c.n_layer), std::to_string(l));
   const bool waves = std::any_of(c.attn_layers.begin(), c.attn_layers.end(), [](const AttnLayerConfig& a) { return a.kv_from >= 0 && a.window > 0; });
-  if (!waves) return step(model, tokens, nullptr, ws, pool, logits, hidden);
+  if (!waves) return step(model, tokens, nullptr, ws, pool, logits, hidden, taps);
   std::vector<std::pair<const Sequence*, int64_t>> count;
   std::vector<size_t> ends;
   for (size_t t = 0; t < tokens.size(); ++t) {
@@ -206,14 +236,16 @@ void step_waves(const Model& model, std::span<const StepToken> tokens, Workspace
       auto it = std::find_if(next.begin(), next.end(), [&](const auto& p) { return p.first == s.seq; });
       if (it == next.end() && s.seq) it = next.insert(next.end(), {s.seq, s.seq->pos()});
       if (!s.seq || s.token < 0 || s.token >= c.n_vocab || s.pos != it->second || s.pos >= s.seq->n_ctx())
-        return step(model, tokens, nullptr, ws, pool, logits, hidden);  // refused there, naming what is wrong
+        return step(model, tokens, nullptr, ws, pool, logits, hidden, taps);  // refused there, naming what is wrong
       ++it->second;
     }
   }
   size_t t0 = 0, rows = 0;
   for (const size_t t1 : ends) {
+    LayerTaps wave;
+    if (taps) wave = {taps->layers, taps->out + t0 * taps->layers.size() * static_cast<size_t>(c.n_embd)};
     step(model, tokens.subspan(t0, t1 - t0), nullptr, ws, pool, logits ? logits + rows * static_cast<size_t>(c.n_vocab) : nullptr,
-         hidden ? hidden + t0 * static_cast<size_t>(c.n_embd) : nullptr);
+         hidden ? hidden + t0 * static_cast<size_t>(c.n_embd) : nullptr, taps ? &wave : nullptr);
     for (size_t t = t0; t < t1; ++t) rows += tokens[t].logits;
     t0 = t1;
   }
@@ -226,6 +258,12 @@ void forward(const Model& model, std::span<const StepToken> tokens, Workspace& w
 
 void forward(const Model& model, std::span<const StepToken> tokens, Workspace& ws, ThreadPool& pool, float* logits, float* hidden) {
   step_waves(model, tokens, ws, pool, logits, hidden);
+}
+
+void forward(const Model& model, std::span<const StepToken> tokens, Workspace& ws, ThreadPool& pool, float* logits, float* hidden,
+             const LayerTaps& taps) {
+  if (!taps.out && !taps.layers.empty()) throw Error(model.impl().source, "LayerTaps.out", "where the taps go", "a buffer", "null");
+  step_waves(model, tokens, ws, pool, logits, hidden, &taps);
 }
 
 void forward_mtp(const Model& mtp, std::span<const StepToken> tokens, const float* h_in, Workspace& ws, ThreadPool& pool,
