@@ -1,5 +1,6 @@
 // `--spec mtp` through the real binaries on the Qwen3.5 release layout (fixtures/hybrid/qwen3_5/
-// float-vlm, its MTP layer beside the text model; quantized at load to run a16q8): run gives the
+// float-vlm, its MTP layer beside the text model) and Nemotron 3 Super's (fixtures/nemotron_h/
+// nemotron3_latent/float-mtp; both quantized at load to run a16q8): run gives the
 // ids of plain decoding and says what drafted; serve gives them alone and under concurrent load
 // and counts the drafts in /metrics (serve with a draft vocabulary, run with and without); a
 // checkpoint without MTP layers is refused by name.
@@ -19,8 +20,16 @@ using nvfp4::test::json_of;
 using nvfp4::test::Result;
 
 using nvfp4::test::ids_of;
-TEST(CliMtp, RunAndServeGiveThePlainTokens) {
-  const std::string m = nvfp4::test::fixture_path("hybrid/qwen3_5/float-vlm");
+// The Qwen3.5 release layout (one MTP layer) and Nemotron 3 Super's (an attention and a MoE layer
+// after Mamba-2 layers whose states roll back through snapshots).
+struct MtpRelease {
+  const char* dir;
+  int64_t n_vocab;
+};
+class CliMtpRelease : public ::testing::TestWithParam<MtpRelease> {};
+
+TEST_P(CliMtpRelease, RunAndServeGiveThePlainTokens) {
+  const std::string m = nvfp4::test::fixture_path(GetParam().dir);
   const std::string args = " --quantize -p 'hello world, hello' -n 24 --ctx 64 -t 2 --json";
   const auto plain = ids_of(cli("run -m " + m + args));
   ASSERT_EQ(plain.size(), 24u);
@@ -31,7 +40,7 @@ TEST(CliMtp, RunAndServeGiveThePlainTokens) {
   EXPECT_EQ(sj["method"], "mtp");
   EXPECT_EQ(sj["proposer"], "MTP module");
   EXPECT_GT(sj["draft_evaluated"].get<int64_t>(), 0);
-  EXPECT_EQ(sj["draft_vocab"], 503);
+  EXPECT_EQ(sj["draft_vocab"], GetParam().n_vocab);
   // A draft vocabulary (--draft-vocab, rounded up to 64 rows): other drafts, the same ids.
   const Result dv = cli("run -m " + m + args + " --spec mtp --draft-max 3 --spec-allow-low-acceptance --draft-vocab 100");
   ASSERT_EQ(dv.rc, 0) << dv.out;
@@ -63,6 +72,10 @@ TEST(CliMtp, RunAndServeGiveThePlainTokens) {
   EXPECT_NE(srv.log().find("the checkpoint's MTP module"), std::string::npos) << srv.log();
   EXPECT_EQ(srv.terminate(), 0) << srv.log();
 }
+
+INSTANTIATE_TEST_SUITE_P(Releases, CliMtpRelease,
+                         ::testing::Values(MtpRelease{"hybrid/qwen3_5/float-vlm", 503}, MtpRelease{"nemotron_h/nemotron3_latent/float-mtp", 504}),
+                         [](const auto& i) { return std::string(i.param.dir).substr(0, std::string(i.param.dir).find('/')); });
 
 // The fixture's MTP layer is random: its acceptance on the check text is far below the floor, so
 // --spec mtp refuses it with the figure unless told otherwise.
