@@ -84,7 +84,7 @@ TEST(LayerTaps, ChosenLayersInTheirOrder) {
   const std::vector<int32_t> ids = {5, 17, 99, 4, 250, 31};
   const int64_t L = m->config().n_layer, d = m->config().n_embd, n = 6;
   const std::vector<float> all = all_taps(*m, ids, pool);
-  const std::vector<int> pick = {L, 1, 4};
+  const std::vector<int> pick = {static_cast<int>(L), 1, 4};
   std::vector<float> out(static_cast<size_t>(n * 3 * d));
   Sequence seq(*m, 64);
   Workspace ws(*m, 64);

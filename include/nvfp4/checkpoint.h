@@ -107,6 +107,14 @@ class Checkpoint {
     StoredTensor weight, scale, input_scale;
   };
   virtual bool stored_fp8(const std::string& name, StoredFp8& out) const;
+  // The tensors of the parts set aside (info().set_aside: a release's MTP layers, its vision
+  // tower) under the file's own names, as stored, for writers that keep them (convert to a
+  // directory); empty for a container that does not hold them by name (the default).
+  struct NamedTensor {
+    std::string name;
+    StoredTensor t;
+  };
+  virtual std::vector<NamedTensor> set_aside_tensors() const;
   // A hint that the caller has copied what it needs of tensor `name` (Model::load, into the
   // kernels' layout): its mapped pages leave the resident set (read again if touched), so a
   // loaded model does not hold its weights twice. Pointers from raw_float stay valid.

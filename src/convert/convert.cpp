@@ -463,6 +463,9 @@ ConvertReport convert(const std::string& in, const std::string& out, const Conve
   const auto wq = std::make_shared<const WeightQuantizer>(src, opt, false, eligible);
   for (const auto& n : wq->notes()) rep.notes.push_back(n);
   std::vector<Recipe> recipes = stack_experts(plan(src, opt, wq, rep), src.info().path);
+  // A release's set-aside parts have no form in this GGUF writer (llama.cpp's nextn blocks are
+  // not written): said, not dropped silently. A directory output keeps them.
+  for (const std::string& line : ck->info().set_aside) rep.notes.push_back("left out of the GGUF: " + line + " (a directory output keeps them)");
   // Gemma 4: float down experts quantized here would need the router's per-expert scale (then in
   // blk.N.ffn_down_exps.scale) folded into their tensor scale, which is only done for NVFP4 input.
   if (gemma4)

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "io/json_config.h"
@@ -225,6 +226,21 @@ ConvertReport convert_to_modelopt_dir(const Checkpoint& ck, const std::string& o
     const int64_t row_bytes = e.shape.size() == 2 ? n_in * (dt == st::Dtype::F32 ? 4 : 2) : 0;
     if (heads) b = unpermute(b.data(), n_out, row_bytes, heads);
     outt.push_back({hfn, dt, e.shape, std::move(b)});
+  }
+
+  // A release's parts set aside (its MTP layers, its vision tower) kept as they are: byte for byte
+  // under their own names, excluded from the quantization as NVIDIA's releases keep them (one glob
+  // per part: "mtp*", "model.visual*").
+  {
+    std::set<std::string> parts;
+    for (const Checkpoint::NamedTensor& a : ck.set_aside_tensors()) {
+      outt.push_back({a.name, *st::dtype_from_name(a.t.dtype), a.t.shape, std::vector<uint8_t>(a.t.data, a.t.data + a.t.nbytes)});
+      const size_t dot = a.name.find('.');
+      const size_t end = a.name.compare(0, dot, "model") == 0 ? a.name.find('.', dot + 1) : dot;
+      parts.insert(a.name.substr(0, end) + "*");
+    }
+    for (const std::string& p : parts) excluded.push_back(p);
+    for (const std::string& line : ck.info().set_aside) rep.notes.push_back("kept as stored, not quantized: " + line);
   }
 
   // The quantization description, as ModelOpt writes it.

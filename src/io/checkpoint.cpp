@@ -59,6 +59,7 @@ bool Checkpoint::raw_ggml(const std::string&, uint32_t&, const void*&) const { r
 bool Checkpoint::raw_fp8(const std::string&, const uint8_t*&, std::vector<float>&) const { return false; }
 bool Checkpoint::raw_fp8_scaled(const std::string&, DType&, const uint8_t*&, const void*&) const { return false; }
 bool Checkpoint::stored_fp8(const std::string&, StoredFp8&) const { return false; }
+std::vector<Checkpoint::NamedTensor> Checkpoint::set_aside_tensors() const { return {}; }
 
 std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) { return open(path, OpenOptions{}); }
 

@@ -221,6 +221,15 @@ class StCheckpoint final : public Checkpoint {
     return true;
   }
 
+  std::vector<NamedTensor> set_aside_tensors() const override {
+    std::vector<NamedTensor> out;
+    for (const std::string& name : aside_) {
+      const Ref& r = refs_.at(name);
+      out.push_back({name, {st::dtype_name(r.t->dtype), r.t->shape, r.t->data, static_cast<size_t>(r.t->nbytes())}});
+    }
+    return out;
+  }
+
   bool raw_float(const std::string& name, DType& dtype, const void*& data) const override {
     const Source& s = src_.at(tensor(name).name);
     if (s.kind != Source::plain || s.heads) return false;
@@ -557,6 +566,7 @@ class StCheckpoint final : public Checkpoint {
       for (const auto& [name, ref] : refs_)
         if (name.rfind(prefix, 0) == 0) {
           used.insert(name);
+          aside_.push_back(name);
           ++n;
           bytes += ref.t->nbytes();
           dtypes.insert(st::dtype_name(ref.t->dtype));
@@ -722,6 +732,7 @@ class StCheckpoint final : public Checkpoint {
   }
 
   CheckpointInfo info_;
+  std::vector<std::string> aside_;  // the set-aside parts' tensors (set_aside_tensors), file names
   bool mtp_ = false;
   int64_t mtp_layer_ = -1;  // the block mtp.* is read as (--spec mtp); -1: set aside
   std::string arch_name_;   // the table entry config.json names (its own HF spellings map first)
