@@ -103,3 +103,15 @@ TEST(CliMtp, WithoutMtpLayersItIsRefusedByName) {
 }
 
 }  // namespace
+
+namespace {
+// Muse Glimmer's release drafter (a DFlash block drafter: fixtures/muse_glimmer/assistant) is not
+// run yet: refused as what it is, before the tokenizer it does not have.
+TEST(CliMtp, ABlockDrafterIsRefusedAsWhatItIs) {
+  const std::string dir = nvfp4::test::fixture_path("muse_glimmer");
+  const Result r = cli("run -m " + dir + "/float --model-draft " + dir + "/assistant -p hi -n 4", true);
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.out.find("a speculative drafter (muse_glimmer_assistant"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("tokenizer.json"), std::string::npos) << r.out;
+}
+}  // namespace

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "nvfp4/arch.h"
 #include "nvfp4/calibrate.h"
 #include "nvfp4/error.h"
 
@@ -179,6 +180,11 @@ Loaded load_model(const ModelArgs& a, bool quiet) {
   oo.mtp = a.mtp && a.mtp_file.empty();  // the release's own MTP layers, read instead of set aside
   L.ck = Checkpoint::open(a.model, oo);
   if (a.mtp && !a.mtp_file.empty()) L.mtp_ck = Checkpoint::open(a.mtp_file);
+  // An architecture this engine does not run is said before anything else (a drafter release has
+  // no tokenizer of its own): Model::check stops at it, naming it.
+  if (const gguf::Value* arch = L.ck->meta("general.architecture");
+      arch && arch->type == gguf::ValueType::string && !find_arch(arch->s, L.ck->meta(arch->s + ".expert_count") != nullptr))
+    Model::check(*L.ck, LoadOptions{});
   L.tok = Tokenizer::from_checkpoint(*L.ck);
   check_tokenizer_fits(*L.ck, L.tok);
   forget_tokenizer_arrays(*L.ck);  // nothing after reads them: not beside the weights at the peak

@@ -202,7 +202,13 @@ std::unique_ptr<Model> Model::build(const Checkpoint& ck, const LoadOptions& opt
         for (const auto t : a.hf_model_types) types += (types.empty() ? "" : ", ") + std::string(t);
       const std::filesystem::path p(path);
       const std::string cfg = ((std::filesystem::is_directory(p) ? p : p.parent_path()) / "config.json").string();
-      throw Error(cfg, "model_type", "unsupported architecture", types, gguf_arch);
+      // A release's speculative drafter, not a model to run alone.
+      const bool drafter = gguf_arch == "muse_glimmer_assistant" || gguf_arch == "gemma4_assistant" || gguf_arch == "gemma4_unified_assistant";
+      throw Error(cfg, "model_type",
+                  drafter ? "unsupported architecture: a speculative drafter (" + gguf_arch +
+                                ", a block drafter reading its target's hidden states) that this engine does not run yet, alone or as a draft"
+                          : std::string("unsupported architecture"),
+                  types, gguf_arch);
     }
     throw Error(path, "general.architecture", "unsupported architecture", arch_names(), gguf_arch);
   }
