@@ -6,7 +6,7 @@
 #   bash scripts/gen-bench-models.sh olmoe-1b-7b qwen3-30b-a3b
 # Sizes: llama-1b 0.75 GB, llama-3b 1.9 GB, llama-8b 4.9 GB, olmoe-1b-7b 4.2 GB, qwen3-30b-a3b 17 GB,
 # qwen3.6-27b about 15 GB, qwen3.6-35b-a3b about 19 GB, nemotron3-nano-30b-a3b 17.9 GB,
-# gemma4-26b-a4b 14 GB, muse-glimmer-30b about 16.6 GB (tools/gen_random_gguf.py --layers N for fewer).
+# gemma4-26b-a4b 14 GB, muse-glimmer-30b about 15.5 GB (tools/gen_random_gguf.py --layers N for fewer).
 # Then, e.g.: build/nvfp4 bench model -m models/bench/llama-1b-nvfp4.gguf \
 #   --peer-python build-peer/venv/bin/python --peer-q4_0-source models/bench/llama-1b-nvfp4.gguf
 set -euo pipefail
