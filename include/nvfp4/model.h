@@ -374,8 +374,9 @@ void forward(const Model& model, std::span<const StepToken> tokens, Workspace& w
 // Hidden states between the layers, for drafters that read the trunk's middle (DFlash, EAGLE-3):
 // tap i is the residual stream before layer i, i.e. transformers' output_hidden_states index i
 // (0: the embedding as the first layer reads it; i: layer i - 1's output; n_layer: the last
-// layer's after the final norm, the rows the head reads, as transformers' last entry). out[n][layers.size()][n_embd]: each token's taps side by side,
-// in the order `layers` lists them (a drafter's concatenated context).
+// layer's after the final norm, the rows the head reads, as transformers' last entry).
+// out[n][layers.size()][n_embd]: each token's taps side by side, in the order `layers` lists them
+// (a drafter's concatenated context).
 struct LayerTaps {
   std::span<const int> layers;  // each in [0, n_layer]
   float* out = nullptr;
