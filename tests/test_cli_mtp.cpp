@@ -105,13 +105,35 @@ TEST(CliMtp, WithoutMtpLayersItIsRefusedByName) {
 }  // namespace
 
 namespace {
-// Muse Glimmer's release drafter (a DFlash block drafter: fixtures/muse_glimmer/assistant) is not
-// run yet: refused as what it is, before the tokenizer it does not have.
-TEST(CliMtp, ABlockDrafterIsRefusedAsWhatItIs) {
+// Muse Glimmer's release drafter (a DFlash block drafter: fixtures/muse_glimmer/assistant): run
+// alone it is refused as what it is, before the tokenizer it does not have, naming how it runs;
+// as the draft of its target (-md DIR alone picks --spec dflash) it gives the ids of plain
+// decoding, and its random weights' acceptance on the check text is refused below the floor.
+TEST(CliMtp, ABlockDrafterRunsAsItsTargetsDraft) {
   const std::string dir = nvfp4::test::fixture_path("muse_glimmer");
-  const Result r = cli("run -m " + dir + "/float --model-draft " + dir + "/assistant -p hi -n 4", true);
-  EXPECT_NE(r.rc, 0);
-  EXPECT_NE(r.out.find("a speculative drafter (muse_glimmer_assistant"), std::string::npos) << r.out;
-  EXPECT_EQ(r.out.find("tokenizer.json"), std::string::npos) << r.out;
+  const Result alone = cli("run -m " + dir + "/assistant -p hi -n 4", true);
+  EXPECT_NE(alone.rc, 0);
+  EXPECT_NE(alone.out.find("a speculative drafter (muse_glimmer_assistant"), std::string::npos) << alone.out;
+  EXPECT_NE(alone.out.find("--spec dflash --model-draft"), std::string::npos) << alone.out;
+  EXPECT_EQ(alone.out.find("tokenizer.json"), std::string::npos) << alone.out;
+  const std::string args = " --quantize -p 'The quick brown fox jumps over the lazy dog. The quick brown' -n 24 --ctx 96 -t 2 --json";
+  const auto plain = ids_of(cli("run -m " + dir + "/float" + args));
+  ASSERT_FALSE(plain.empty());
+  const Result low = cli("run -m " + dir + "/float" + args + " -md " + dir + "/assistant", true);
+  EXPECT_NE(low.rc, 0);
+  EXPECT_NE(low.out.find("the DFlash assistant's acceptance on the check text"), std::string::npos) << low.out;
+  const Result r = cli("run -m " + dir + "/float" + args + " -md " + dir + "/assistant --spec-allow-low-acceptance --draft-max 3");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(ids_of(r), plain);
+  const nlohmann::json sj = json_of(r)["speculative"];
+  EXPECT_EQ(sj["method"], "dflash");
+  EXPECT_EQ(sj["proposer"], "DFlash assistant");
+  EXPECT_EQ(sj["block_size"], 4);
+  EXPECT_GE(sj["check_acceptance"].get<double>(), 0.0);
+  EXPECT_GT(sj["draft_evaluated"].get<int64_t>(), 0);
+  EXPECT_GT(sj["drafted"].get<int64_t>(), 0);
+  const Result wrong = cli("run -m " + dir + "/float" + args + " --spec draft -md " + dir + "/assistant", true);
+  EXPECT_NE(wrong.rc, 0);
+  EXPECT_NE(wrong.out.find("--spec dflash"), std::string::npos) << wrong.out;
 }
 }  // namespace

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "nvfp4/dflash_draft.h"
 #include "nvfp4/draft.h"
 #include "nvfp4/model.h"
 #include "nvfp4/mtp_draft.h"
@@ -44,6 +45,9 @@ struct GenerateOptions {
   // The MTP proposer (--spec mtp): when set, it drafts from the trunk's hidden states, which
   // every step then also writes (forward(..., hidden)). generate() resets it.
   MtpProposer* mtp = nullptr;
+  // The DFlash proposer (--spec dflash): when set, every step also writes the target's hidden
+  // states at its drafter's taps (forward(..., LayerTaps)) and hands them over. generate() resets it.
+  DflashProposer* dflash = nullptr;
   // Speculation backs off to plain decoding when, over the last 16 verification steps, it made
   // fewer tokens per second than the plain steps measured before it (two plain steps first, only
   // when on). The drafts, their length and the verify step are speculate.h's, shared with serve.

@@ -36,17 +36,22 @@ struct RunArgs {
 };
 
 const char* proposer_name(const std::string& spec) {
-  return spec == "ngram" ? "prompt lookup" : spec == "mtp" ? "MTP module" : "draft model";
+  return spec == "ngram" ? "prompt lookup" : spec == "mtp" ? "MTP module" : spec == "dflash" ? "DFlash assistant" : "draft model";
 }
 
 int run(RunArgs& a) {
   if (a.prompt.empty() == a.file.empty())
     throw Error("", "-p / -f", "give the prompt with exactly one of -p or -f", "-p TEXT or -f FILE", "");
-  if (!a.draft_model.empty() && a.spec.empty()) a.spec = "draft";  // -md alone drafts, as in llama.cpp
-  if (a.spec == "draft" && a.draft_model.empty())
-    throw Error("", "--model-draft", "--spec draft needs the draft model", "--model-draft FILE", "no --model-draft");
-  if (a.spec != "draft" && !a.draft_model.empty())
-    throw Error(a.draft_model, "", "--model-draft is the draft model of --spec draft", "--spec draft", "--spec " + a.spec);
+  // -md alone drafts, as in llama.cpp: with a draft model, or a DFlash assistant's directory.
+  if (!a.draft_model.empty() && a.spec.empty()) a.spec = is_dflash_assistant(a.draft_model) ? "dflash" : "draft";
+  if ((a.spec == "draft" || a.spec == "dflash") && a.draft_model.empty())
+    throw Error("", "--model-draft", "--spec " + a.spec + " needs the draft model", "--model-draft " + std::string(a.spec == "draft" ? "FILE" : "DIR"),
+                "no --model-draft");
+  if (a.spec != "draft" && a.spec != "dflash" && !a.draft_model.empty())
+    throw Error(a.draft_model, "", "--model-draft is the draft model of --spec draft or dflash", "--spec draft or dflash", "--spec " + a.spec);
+  if (a.spec == "draft" && is_dflash_assistant(a.draft_model))
+    throw Error(a.draft_model, "model_type", "a DFlash assistant drafts with --spec dflash (it reads the target's hidden states)",
+                "--spec dflash", "--spec draft");
   // Template variables checked before the model loads.
   const auto kwargs = a.chat_kwargs.empty() ? std::map<std::string, std::string>{}
                                             : chat_template_kwargs(a.chat_kwargs, "--chat-template-kwargs");
@@ -70,6 +75,9 @@ int run(RunArgs& a) {
     D = load_model(dm, a.json);
     check_draft_vocab(L.tok, L.model->config().n_vocab, a.m.model, D.tok, D.model->config().n_vocab, a.draft_model);
   }
+  std::unique_ptr<DflashDrafter> dflash;
+  double dflash_check = -1;
+  if (a.spec == "dflash") dflash = load_dflash(a.draft_model, L, a.m.mtp_allow_low, a.json, &dflash_check);
   std::string text = a.file.empty() ? a.prompt : read_text_file(a.file);
   const bool chat = a.chat || !a.chat_template.empty() || !a.chat_kwargs.empty();
   if (chat) {
@@ -107,6 +115,13 @@ int run(RunArgs& a) {
     mtp->set_draft_vocab(a.draft_vocab);
     a.g.mtp = mtp.get();
   }
+  std::unique_ptr<DflashProposer> dfp;
+  if (dflash) {
+    dfp = std::make_unique<DflashProposer>(*dflash, co.n_ctx);
+    dfp->n_min = a.draft_min;
+    dfp->p_min = a.draft_p_min;
+    a.g.dflash = dfp.get();
+  }
   std::string said;
   a.g.sampling = generation_defaults(*L.ck, a.s, a.temp_set, a.top_k_set, a.top_p_set, said);
   if (!said.empty() && !a.json) std::cerr << "nvfp4: " << said << "\n";
@@ -118,6 +133,8 @@ int run(RunArgs& a) {
     else if (a.spec == "mtp") std::cerr << "the checkpoint's MTP module" << (a.m.mtp_file.empty() ? "" : " (" + a.m.mtp_file + ")")
                                         << " (greedy, draft-min " << a.draft_min << ", draft-p-min " << a.draft_p_min
                                         << ", draft vocabulary " << mtp->draft_vocab() << " of " << L.model->config().n_vocab << ")";
+    else if (a.spec == "dflash") std::cerr << "DFlash assistant " << a.draft_model << " (blocks of " << dflash->block_size()
+                                           << ", greedy, draft-min " << a.draft_min << ", draft-p-min " << a.draft_p_min << ")";
     else std::cerr << "draft model " << a.draft_model << " (" << mode_name(D.mode) << ", greedy, draft-min " << a.draft_min
                    << ", draft-p-min " << a.draft_p_min << ")";
     std::cerr << ", drafts of up to " << a.g.draft_max << " tokens, verified in one step"
@@ -180,6 +197,13 @@ int run(RunArgs& a) {
         sj["draft_evaluated"] = mtp->evaluated();
         sj["draft_vocab"] = mtp->draft_vocab();
         sj["check_acceptance"] = L.mtp_check;
+      } else if (a.spec == "dflash") {
+        sj["draft_model"] = a.draft_model;
+        sj["block_size"] = dflash->block_size();
+        sj["draft_min"] = a.draft_min;
+        sj["draft_p_min"] = a.draft_p_min;
+        sj["draft_evaluated"] = dfp->evaluated();
+        sj["check_acceptance"] = dflash_check;
       } else {
         sj["draft_model"] = a.draft_model;
         sj["draft_precision"] = std::string(mode_name(D.mode));
@@ -223,15 +247,17 @@ const Registrar reg("run", "generate text from a prompt", [](CLI::App& app) {
   app.add_option("--seed", a->s.seed, "sampling seed");
   app.add_flag("--json", a->json, "print one JSON object: text, ids, timings");
   app.add_option("--spec", a->spec,
-                 "speculative decoding: ngram (prompt lookup), draft (--model-draft) or mtp (the checkpoint's MTP layers, or --mtp FILE), "
-                 "bit-identical to plain decoding in a16q8/w4a4")
-      ->check(CLI::IsMember({"ngram", "draft", "mtp"}));
+                 "speculative decoding: ngram (prompt lookup), draft (--model-draft FILE), mtp (the checkpoint's MTP layers, or "
+                 "--mtp FILE) or dflash (a DFlash assistant, --model-draft DIR), bit-identical to plain decoding in a16q8/w4a4")
+      ->check(CLI::IsMember({"ngram", "draft", "mtp", "dflash"}));
   app.add_option("--mtp", a->m.mtp_file, "speculative: an MTP side file (GGUF, llama.cpp's nextn layout) for --spec mtp (implies it)");
   app.add_flag("--spec-allow-low-acceptance", a->m.mtp_allow_low,
-               "speculative: run an MTP module whose acceptance on the load-time check text is below 0.2 (refused otherwise)");
+               "speculative: run an MTP module or DFlash assistant whose acceptance on the load-time check text is below 0.2 "
+               "(refused otherwise)");
   app.add_option("--draft-max,--spec-draft-n-max", a->g.draft_max, "speculative: draft tokens per step (default 8)")->check(CLI::Range(1, 64));
   app.add_option("--model-draft,--spec-draft-model", a->draft_model,
-                 "speculative: the draft model, also -md (same vocabulary as the target; implies --spec draft)");
+                 "speculative: the draft model, also -md (same vocabulary as the target; implies --spec draft), or a DFlash "
+                 "assistant's directory (implies --spec dflash)");
   app.add_option("--draft-min,--spec-draft-n-min", a->draft_min, "draft model: drop drafts shorter than this (default 0)")
       ->check(CLI::Range(0, 64));
   app.add_option("--draft-p-min,--spec-draft-p-min", a->draft_p_min,

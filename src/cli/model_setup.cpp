@@ -173,6 +173,28 @@ void check_tokenizer_fits(const Checkpoint& ck, const Tokenizer& tok) {
                 "at most " + std::to_string(emb->shape[0]) + " tokens", std::to_string(tok.n_vocab()) + " tokens");
 }
 
+std::unique_ptr<DflashDrafter> load_dflash(const std::string& dir, const Loaded& L, bool allow_low, bool quiet, double* check) {
+  auto d = std::make_unique<DflashDrafter>(dir, *L.model);
+  std::vector<int32_t> ids;
+  if (L.tok.add_bos() && L.tok.bos() >= 0) ids.push_back(L.tok.bos());
+  for (int32_t id : L.tok.encode(kMtpCheckText)) ids.push_back(id);
+  ThreadPool pool(L.threads);
+  int64_t positions = 0;
+  const double a = dflash_acceptance(*d, ids, pool, &positions);
+  if (check) *check = a;
+  char got[64];
+  std::snprintf(got, sizeof got, "%.3f over %lld positions", a, static_cast<long long>(positions));
+  if (a < kMtpAcceptanceFloor && !allow_low)
+    throw Error(dir, "--spec dflash",
+                "the DFlash assistant's acceptance on the check text (the target's own greedy picks; near 0: an assistant "
+                "made for another target, or mismatched weights)",
+                "at least " + std::to_string(kMtpAcceptanceFloor).substr(0, 4) + " (or --spec-allow-low-acceptance)", got);
+  if (!quiet)
+    std::cerr << "nvfp4: " << d->describe() << "\nnvfp4: DFlash assistant: acceptance " << got << " on the check text (floor "
+              << kMtpAcceptanceFloor << (a < kMtpAcceptanceFloor ? ", allowed below it by --spec-allow-low-acceptance" : "") << ")\n";
+  return d;
+}
+
 Loaded load_model(const ModelArgs& a, bool quiet) {
   const auto t0 = std::chrono::steady_clock::now();
   Loaded L;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "nvfp4/checkpoint.h"
+#include "nvfp4/dflash_draft.h"
 #include "nvfp4/model.h"
 #include "nvfp4/sampler.h"
 #include "nvfp4/tokenizer.h"
@@ -47,6 +48,11 @@ struct Loaded {
 
 // The acceptance an MTP module must reach on the check text for --spec mtp to run it.
 inline constexpr double kMtpAcceptanceFloor = 0.2;
+
+// --spec dflash: the DFlash assistant at `dir` for L's model, its acceptance on the MTP check text
+// measured (into *check) and refused below kMtpAcceptanceFloor unless allow_low
+// (--spec-allow-low-acceptance); logged to stderr unless quiet.
+std::unique_ptr<DflashDrafter> load_dflash(const std::string& dir, const Loaded& L, bool allow_low, bool quiet, double* check);
 
 // The tokenizer's ids all index the embedding (its rows), or an Error naming both.
 void check_tokenizer_fits(const Checkpoint& ck, const Tokenizer& tok);

@@ -204,9 +204,12 @@ std::unique_ptr<Model> Model::build(const Checkpoint& ck, const LoadOptions& opt
       const std::string cfg = ((std::filesystem::is_directory(p) ? p : p.parent_path()) / "config.json").string();
       // A release's speculative drafter, not a model to run alone.
       const bool drafter = gguf_arch == "muse_glimmer_assistant" || gguf_arch == "gemma4_assistant" || gguf_arch == "gemma4_unified_assistant";
+      const std::string how = gguf_arch == "muse_glimmer_assistant"
+                                  ? "not a model to run alone: run its target with --spec dflash --model-draft " + path
+                                  : "that this engine does not run yet, alone or as a draft";
       throw Error(cfg, "model_type",
                   drafter ? "unsupported architecture: a speculative drafter (" + gguf_arch +
-                                ", a block drafter reading its target's hidden states) that this engine does not run yet, alone or as a draft"
+                                ", a block drafter reading its target's hidden states) " + how
                           : std::string("unsupported architecture"),
                   types, gguf_arch);
     }

@@ -51,12 +51,22 @@ GenerateResult generate(const Model& model, Sequence& seq, Workspace& ws, Thread
   MtpProposer* const mtp = opt.speculative ? opt.mtp : nullptr;
   // With the MTP proposer every step writes its rows' hidden states and hands them over.
   std::vector<float> hidden(mtp ? static_cast<size_t>(std::max(nb, rows) * model.config().n_embd) : 0);
+  // With the DFlash proposer every step writes its rows' taps (the drafter's layers) for it.
+  DflashProposer* const dflash = opt.speculative ? opt.dflash : nullptr;
+  const std::span<const int> tap_layers = dflash ? dflash->drafter().taps() : std::span<const int>();
+  std::vector<float> taps(static_cast<size_t>(std::max(nb, rows)) * tap_layers.size() * static_cast<size_t>(model.config().n_embd));
   const auto run_step = [&]() {
-    const int64_t p0 = step.front().pos;
+    const int64_t p0 = step.front().pos, n = static_cast<int64_t>(step.size());
+    if (dflash) {
+      forward(model, step, ws, pool, logits.data(), nullptr, LayerTaps{tap_layers, taps.data()});
+      dflash->observe(p0, taps.data(), n, pool);
+      return;
+    }
     forward(model, step, ws, pool, logits.data(), mtp ? hidden.data() : nullptr);
-    if (mtp) mtp->observe(p0, hidden.data(), static_cast<int64_t>(step.size()));
+    if (mtp) mtp->observe(p0, hidden.data(), n);
   };
   if (mtp) mtp->reset();
+  if (dflash) dflash->reset();
   const auto t0 = clk::now();
   for (size_t s = 0; s < prompt.size(); s += static_cast<size_t>(nb)) {
     const size_t k = std::min(prompt.size() - s, static_cast<size_t>(nb));
@@ -110,6 +120,9 @@ GenerateResult generate(const Model& model, Sequence& seq, Workspace& ws, Thread
       } else if (tried && mtp) {
         draft = mtp->propose(history, static_cast<int>(limit), pool);
         r.draft_s += since(ts);
+      } else if (tried && dflash) {
+        draft = dflash->propose(history, static_cast<int>(limit), pool);
+        r.draft_s += since(ts);
       } else if (tried) {
         draft = opt.ngram.propose(history, static_cast<int>(limit));
       }
@@ -139,7 +152,7 @@ GenerateResult generate(const Model& model, Sequence& seq, Workspace& ws, Thread
     const int64_t made = static_cast<int64_t>(v.kept) + 1;
     // An empty prompt lookup costs nothing: the step is a plain one. A draft model's empty draft
     // cost its evaluation: the step counts against speculation.
-    if (draft.empty() && !(tried && (draft_model || mtp))) {
+    if (draft.empty() && !(tried && (draft_model || mtp || dflash))) {
       plain_s += dt;
       ++plain_steps;
       plain_tokens += 1;

@@ -1,0 +1,209 @@
+// Loading a DFlash assistant (transformers' muse_glimmer_assistant): config.json as
+// MuseGlimmerAssistantConfig reads it (its defaults where a key is absent), the tensors by their HF
+// names (a base model, no prefix), each in its own storage through the Loader every family uses.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "io/json_config.h"
+#include "models/dflash_assistant.h"
+#include "models/loader.h"
+
+namespace nvfp4 {
+
+namespace {
+
+const char* const kType = "muse_glimmer_assistant";
+
+nlohmann::json read_config(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw Error(file, "", "a DFlash assistant's config.json", "a readable file", "missing or unreadable");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    nlohmann::json j = parse_config_json(ss.str(), file);
+    if (!j.is_object()) throw Error(file, "", "config.json", "a JSON object", j.type_name());
+    return j;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(file, "", "config.json", "JSON", e.what());
+  }
+}
+
+struct Cfg {
+  const nlohmann::json& j;
+  const std::string& file;
+  int64_t integer(const char* key, int64_t def, int64_t lo, int64_t hi) const {
+    if (!j.contains(key) || j[key].is_null()) {
+      if (def < 0) throw Error(file, key, "a DFlash assistant's config key", "present", "absent");
+      return def;
+    }
+    const auto& v = j[key];
+    if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
+      throw Error(file, key, "config value", "an integer in " + std::to_string(lo) + " .. " + std::to_string(hi), v.dump());
+    return v.get<int64_t>();
+  }
+  double number(const nlohmann::json& o, const char* key, double def) const {
+    if (!o.contains(key)) return def;
+    const auto& v = o[key];
+    if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
+      throw Error(file, key, "config value", "a finite number > 0", v.dump());
+    return v.get<double>();
+  }
+};
+
+std::string storage_names(const Checkpoint& ck) {
+  std::set<std::string> s;
+  for (const TensorEntry& e : ck.tensors()) s.insert(e.storage_name);
+  std::string o;
+  for (const std::string& n : s) o += (o.empty() ? "" : "/") + n;
+  return o;
+}
+
+}  // namespace
+
+bool is_dflash_assistant(const std::string& dir) {
+  const std::filesystem::path f = std::filesystem::path(dir) / "config.json";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(f, ec)) return false;
+  try {
+    const nlohmann::json j = read_config(f.string());
+    return j.value("model_type", std::string()) == kType;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+DflashDrafter::DflashDrafter(const std::string& dir, const Model& target) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.dir = dir;
+  m.target = &target;
+  m.mode = target.mode();
+  const std::string file = (std::filesystem::path(dir) / "config.json").string();
+  const nlohmann::json j = read_config(file);
+  const std::string type = j.value("model_type", std::string());
+  if (type != kType)
+    throw Error(file, "model_type", "--spec dflash: a DFlash assistant", kType, type.empty() ? "absent" : type);
+  const Cfg c{j, file};
+  const ModelConfig& tc = target.config();
+  m.d = c.integer("hidden_size", -1, 1, 1 << 20);
+  m.n_ff = c.integer("intermediate_size", -1, 1, 1 << 22);
+  const int64_t n_layer = c.integer("num_hidden_layers", -1, 1, 256);
+  m.n_head = c.integer("num_attention_heads", -1, 1, 1024);
+  m.n_kv = c.integer("num_key_value_heads", m.n_head, 1, m.n_head);
+  if (m.n_head % m.n_kv != 0)
+    throw Error(file, "num_key_value_heads", "query heads a multiple of KV heads", "a divisor of " + std::to_string(m.n_head),
+                std::to_string(m.n_kv));
+  m.head_dim = c.integer("head_dim", m.d / m.n_head, 2, 4096);
+  if (m.head_dim % 2) throw Error(file, "head_dim", "RoPE pairs", "an even head size", std::to_string(m.head_dim));
+  m.block = c.integer("block_size", 16, 2, 64);
+  m.mask_token = static_cast<int32_t>(c.integer("mask_token_id", -1, 0, (int64_t{1} << 31) - 1));
+  m.n_vocab = c.integer("vocab_size", tc.n_vocab, 1, int64_t{1} << 31);
+  m.eps = static_cast<float>(c.number(j, "rms_norm_eps", 1e-5));
+  const int64_t window = c.integer("sliding_window", 2048, 1, int64_t{1} << 31);
+  if (j.value("hidden_act", std::string("silu")) != "silu")
+    throw Error(file, "hidden_act", "the assistant's MLP activation", "silu", j["hidden_act"].dump());
+  if (j.value("attention_bias", false))
+    throw Error(file, "attention_bias", "the assistant's attention", "no bias (false)", "true");
+  // The target's: hidden size and vocabulary (its embedding and head are the target's own).
+  if (m.d != tc.n_embd)
+    throw Error(file, "hidden_size", "the assistant's hidden size: the target's (" + target.impl().source + ")",
+                std::to_string(tc.n_embd), std::to_string(m.d));
+  if (m.n_vocab != tc.n_vocab)
+    throw Error(file, "vocab_size", "the assistant's vocabulary: the target's (" + target.impl().source + ")",
+                std::to_string(tc.n_vocab), std::to_string(m.n_vocab));
+  if (m.mask_token >= tc.n_vocab)
+    throw Error(file, "mask_token_id", "a token of the target's vocabulary", "< " + std::to_string(tc.n_vocab), std::to_string(m.mask_token));
+  // The taps: hidden_states indices of the target (0: the embedding, n_layer: after the final norm).
+  const auto& ids = j.contains("target_layer_ids") && !j["target_layer_ids"].is_null() ? j["target_layer_ids"]
+                                                                                        : nlohmann::json::array({1, 13, 25, 37, 49});
+  if (!ids.is_array() || ids.empty())
+    throw Error(file, "target_layer_ids", "the target's layers the assistant reads", "a non-empty list", ids.dump());
+  for (const auto& v : ids) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > tc.n_layer)
+      throw Error(file, "target_layer_ids", "a hidden_states index of the target (" + std::to_string(tc.n_layer) + " layers)",
+                  "0 .. " + std::to_string(tc.n_layer), v.dump());
+    m.taps.push_back(v.get<int>());
+  }
+  // Layers: sliding (the default) or full attention.
+  std::vector<std::string> types(static_cast<size_t>(n_layer), "sliding_attention");
+  if (j.contains("layer_types") && !j["layer_types"].is_null()) {
+    const auto& lt = j["layer_types"];
+    if (!lt.is_array() || static_cast<int64_t>(lt.size()) != n_layer)
+      throw Error(file, "layer_types", "one type per layer", std::to_string(n_layer) + " entries", lt.dump());
+    for (size_t l = 0; l < types.size(); ++l) {
+      types[l] = lt[l].is_string() ? lt[l].get<std::string>() : lt[l].dump();
+      if (types[l] != "sliding_attention" && types[l] != "full_attention")
+        throw Error(file, "layer_types[" + std::to_string(l) + "]", "the assistant's layer kind", "sliding_attention or full_attention", types[l]);
+    }
+  }
+  // RoPE: the default kind (NeoX halves over the whole head).
+  m.rope.style = RopeStyle::neox;
+  m.rope.theta = 10000.0;
+  if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
+    const auto& rp = j["rope_parameters"];
+    const std::string rt = rp.value("rope_type", std::string("default"));
+    if (rt != "default")
+      throw Error(file, "rope_parameters.rope_type", "the assistant's RoPE", "default", rt);
+    m.rope.theta = c.number(rp, "rope_theta", 10000.0);
+  } else if (j.contains("rope_theta")) {
+    m.rope.theta = c.number(j, "rope_theta", 10000.0);
+  }
+
+  // The weights, through the families' Loader (each tensor in its own storage, in the target's mode).
+  std::filesystem::path st = std::filesystem::path(dir);
+  m.ck = Checkpoint::open(dir);
+  LoadOptions opt;
+  opt.mode = m.mode;
+  const std::string path = dir;
+  Loader L{*m.ck, opt, path, {}, std::make_shared<HugeArena>()};
+  const int64_t d = m.d, q_out = m.n_head * m.head_dim, kv_out = m.n_kv * m.head_dim;
+  const int64_t ntap = static_cast<int64_t>(m.taps.size());
+  m.fc = L.linear("encoder.fc", d, ntap * d);
+  m.enc_norm = L.vec("encoder.output_norm_enc.weight", d);
+  m.norm = L.vec("norm.weight", d);
+  for (int64_t l = 0; l < n_layer; ++l) {
+    const std::string b = "layers." + std::to_string(l) + ".";
+    DflashLayer y;
+    y.q = L.linear(b + "self_attn.q_proj", q_out, d);
+    y.k = L.linear(b + "self_attn.k_proj", kv_out, d);
+    y.v = L.linear(b + "self_attn.v_proj", kv_out, d);
+    y.o = L.linear(b + "self_attn.o_proj", d, q_out);
+    y.q_norm = L.vec(b + "self_attn.q_norm.weight", m.head_dim);
+    y.k_norm = L.vec(b + "self_attn.k_norm.weight", m.head_dim);
+    y.attn_norm = L.vec(b + "input_layernorm.weight", d);
+    y.ffn_norm = L.vec(b + "post_attention_layernorm.weight", d);
+    y.gate = L.linear(b + "mlp.gate_proj", m.n_ff, d);
+    y.up = L.linear(b + "mlp.up_proj", m.n_ff, d);
+    y.down = L.linear(b + "mlp.down_proj", d, m.n_ff);
+    y.window = types[static_cast<size_t>(l)] == "sliding_attention" ? window : 0;
+    for (const MatMul* w : {&y.q, &y.k, &y.v, &y.o, &y.gate, &y.up, &y.down}) m.bytes += w->bytes;
+    m.layers.push_back(std::move(y));
+  }
+  m.bytes += m.fc.bytes;
+  for (const TensorEntry& e : m.ck->tensors())
+    if (!L.used.count(e.name))
+      throw Error(dir, e.name, "a tensor the DFlash assistant does not use (a newer or other drafter?)", "absent", "present");
+}
+
+DflashDrafter::~DflashDrafter() = default;
+
+const Model& DflashDrafter::target() const { return *impl_->target; }
+std::span<const int> DflashDrafter::taps() const { return impl_->taps; }
+int64_t DflashDrafter::block_size() const { return impl_->block; }
+int32_t DflashDrafter::mask_token() const { return impl_->mask_token; }
+
+std::string DflashDrafter::describe() const {
+  const Impl& m = *impl_;
+  std::ostringstream o;
+  o << "DFlash assistant " << m.dir << ": " << m.layers.size() << " layers (";
+  int64_t sliding = 0;
+  for (const DflashLayer& y : m.layers) sliding += y.window > 0;
+  if (sliding == static_cast<int64_t>(m.layers.size())) o << "sliding window " << m.layers[0].window;
+  else o << sliding << " sliding, " << m.layers.size() - static_cast<size_t>(sliding) << " full";
+  o << "), block " << m.block << ", taps [";
+  for (size_t i = 0; i < m.taps.size(); ++i) o << (i ? ", " : "") << m.taps[i];
+  o << "], " << storage_names(*m.ck) << ", " << static_cast<double>(m.bytes) / (1 << 20) << " MiB";
+  return o.str();
+}
+
+}  // namespace nvfp4

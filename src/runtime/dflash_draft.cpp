@@ -1,0 +1,217 @@
+// The DFlash proposer (include/nvfp4/dflash_draft.h says what it computes). The context's keys and
+// values are computed as the target's steps are observed, in the same matmuls for the whole step
+// (a verify step's rejected rows too: their positions are written again when the target runs
+// them again), so a draft step runs the block alone. Everything here is in float, each output
+// element summed by one thread in a fixed order: drafts are the same on every run and thread
+// count, and never change the output (the target verifies them).
+#include "nvfp4/dflash_draft.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/dflash_assistant.h"
+#include "nvfp4/draft.h"
+#include "nvfp4/error.h"
+#include "nvfp4/sampler.h"
+#include "ops/head.h"
+#include "ops/rope.h"
+
+namespace nvfp4 {
+
+namespace {
+
+// out = w * x / sqrt(mean(x^2) + eps) over rows of n (in place allowed).
+void rmsnorm(const float* x, const float* w, float* out, int64_t rows, int64_t n, float eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* o = out + r * n;
+    float ss = 0.0f;
+    for (int64_t i = 0; i < n; ++i) ss += xr[i] * xr[i];
+    const float inv = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
+    for (int64_t i = 0; i < n; ++i) o[i] = w[i] * (xr[i] * inv);
+  }
+}
+
+}  // namespace
+
+struct DflashProposer::State {
+  RopeTable rope;
+  int64_t n_ctx = 0;
+  // Per layer: keys (normed, rotated) and values of context positions, [pos][n_kv * head_dim].
+  std::vector<std::vector<float>> k, v;
+  int64_t valid = 0;  // positions [0, valid) hold the latest observed rows
+  LinearScratch scratch;
+  std::vector<float> ctx, kv_k, kv_v, h, x, q, kb, vb, att, tmp, g, u;
+};
+
+DflashProposer::DflashProposer(const DflashDrafter& drafter, int64_t n_ctx) : d_(drafter), s_(std::make_unique<State>()) {
+  const auto& m = d_.impl();
+  if (n_ctx < 1) throw Error(m.dir, "", "--spec dflash: the sequence's positions", "at least 1", std::to_string(n_ctx));
+  s_->n_ctx = n_ctx;
+  s_->rope.init(m.rope, m.head_dim);
+  s_->rope.reserve(n_ctx + m.block);
+  s_->k.resize(m.layers.size());
+  s_->v.resize(m.layers.size());
+}
+
+DflashProposer::~DflashProposer() = default;
+
+void DflashProposer::reset() {
+  s_->valid = 0;
+  logits_.clear();
+}
+
+void DflashProposer::observe(int64_t p0, const float* taps, int64_t n, ThreadPool& pool) {
+  const auto& m = d_.impl();
+  State& s = *s_;
+  if (n <= 0) return;
+  // A gap (positions between the held ones and p0 never observed): nothing after it is usable.
+  if (p0 < 0 || p0 > s.valid || p0 + n > s.n_ctx) return;
+  const int64_t d = m.d, kvo = m.n_kv * m.head_dim, hd = m.head_dim;
+  s.ctx.resize(static_cast<size_t>(n * d));
+  m.fc.forward(m.mode, taps, n, s.ctx.data(), pool, &s.scratch);
+  rmsnorm(s.ctx.data(), m.enc_norm.data(), s.ctx.data(), n, d, m.eps);
+  s.kv_k.resize(static_cast<size_t>(n * kvo));
+  s.kv_v.resize(static_cast<size_t>(n * kvo));
+  for (size_t l = 0; l < m.layers.size(); ++l) {
+    const DflashLayer& y = m.layers[l];
+    y.k.forward(m.mode, s.ctx.data(), n, s.kv_k.data(), pool, &s.scratch);
+    y.v.forward(m.mode, s.ctx.data(), n, s.kv_v.data(), pool, &s.scratch);
+    std::vector<float>& K = s.k[l];
+    std::vector<float>& V = s.v[l];
+    if (static_cast<int64_t>(K.size()) < (p0 + n) * kvo) {
+      K.resize(static_cast<size_t>((p0 + n) * kvo));
+      V.resize(static_cast<size_t>((p0 + n) * kvo));
+    }
+    for (int64_t t = 0; t < n; ++t) {
+      float* kr = s.kv_k.data() + t * kvo;
+      rmsnorm(kr, y.k_norm.data(), kr, m.n_kv, hd, m.eps);
+      s.rope.apply(kr, m.n_kv, p0 + t);
+      std::copy(kr, kr + kvo, K.begin() + (p0 + t) * kvo);
+      std::copy(s.kv_v.begin() + t * kvo, s.kv_v.begin() + (t + 1) * kvo, V.begin() + (p0 + t) * kvo);
+    }
+  }
+  s.valid = p0 + n;
+  evaluated_ += n;
+}
+
+std::vector<int32_t> DflashProposer::propose(std::span<const int32_t> history, int k, ThreadPool& pool) {
+  const auto& m = d_.impl();
+  State& s = *s_;
+  std::vector<int32_t> out;
+  const int64_t P = static_cast<int64_t>(history.size()) - 1;  // context positions: the target's
+  const int64_t B = m.block, d = m.d, hd = m.head_dim, kvo = m.n_kv * hd, qo = m.n_head * hd;
+  if (P < 1 || k <= 0 || s.valid < P || P > s.n_ctx) return out;
+  // The block: the anchor, then mask tokens, as the target's raw embedding rows.
+  const Head& embd = m.target->impl().embedding();
+  s.h.resize(static_cast<size_t>(B * d));
+  embd.row(history.back(), s.h.data());
+  for (int64_t i = 1; i < B; ++i) embd.row(m.mask_token, s.h.data() + i * d);
+  s.x.resize(static_cast<size_t>(B * d));
+  s.q.resize(static_cast<size_t>(B * qo));
+  s.kb.resize(static_cast<size_t>(B * kvo));
+  s.vb.resize(static_cast<size_t>(B * kvo));
+  s.att.resize(static_cast<size_t>(B * qo));
+  s.tmp.resize(static_cast<size_t>(B * d));
+  s.g.resize(static_cast<size_t>(B * m.n_ff));
+  s.u.resize(static_cast<size_t>(B * m.n_ff));
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int64_t group = m.n_head / m.n_kv;
+  for (size_t l = 0; l < m.layers.size(); ++l) {
+    const DflashLayer& y = m.layers[l];
+    rmsnorm(s.h.data(), y.attn_norm.data(), s.x.data(), B, d, m.eps);
+    y.q.forward(m.mode, s.x.data(), B, s.q.data(), pool, &s.scratch);
+    y.k.forward(m.mode, s.x.data(), B, s.kb.data(), pool, &s.scratch);
+    y.v.forward(m.mode, s.x.data(), B, s.vb.data(), pool, &s.scratch);
+    for (int64_t i = 0; i < B; ++i) {
+      rmsnorm(s.q.data() + i * qo, y.q_norm.data(), s.q.data() + i * qo, m.n_head, hd, m.eps);
+      rmsnorm(s.kb.data() + i * kvo, y.k_norm.data(), s.kb.data() + i * kvo, m.n_kv, hd, m.eps);
+      s.rope.apply(s.q.data() + i * qo, m.n_head, P + i);
+      s.rope.apply(s.kb.data() + i * kvo, m.n_kv, P + i);
+    }
+    const float* K = s.k[l].data();
+    const float* V = s.v[l].data();
+    // Per (block row, head): scores over the context keys, then the block's, in that order.
+    pool.run(B * m.n_head, [&](int64_t b, int64_t e) {
+      std::vector<float> sc;
+      for (int64_t w = b; w < e; ++w) {
+        const int64_t i = w / m.n_head, hq = w % m.n_head, hk = hq / group, qp = P + i;
+        const float* qv = s.q.data() + i * qo + hq * hd;
+        const int64_t lo = y.window > 0 ? std::max<int64_t>(0, qp - y.window) : 0;
+        sc.clear();
+        float mx = -INFINITY;
+        const auto score = [&](const float* kr) {
+          float acc = 0.0f;
+          for (int64_t t = 0; t < hd; ++t) acc += qv[t] * kr[t];
+          acc *= scale;
+          sc.push_back(acc);
+          mx = std::max(mx, acc);
+        };
+        for (int64_t p = lo; p < P; ++p) score(K + p * kvo + hk * hd);
+        for (int64_t j = 0; j < B; ++j)
+          if (y.window == 0 || std::abs(j - i) <= y.window) score(s.kb.data() + j * kvo + hk * hd);
+        float sum = 0.0f;
+        for (float& z : sc) sum += (z = std::exp(z - mx));
+        float* o = s.att.data() + i * qo + hq * hd;
+        std::fill(o, o + hd, 0.0f);
+        size_t c = 0;
+        const auto add = [&](const float* vr) {
+          const float a = sc[c++] / sum;
+          for (int64_t t = 0; t < hd; ++t) o[t] += a * vr[t];
+        };
+        for (int64_t p = lo; p < P; ++p) add(V + p * kvo + hk * hd);
+        for (int64_t j = 0; j < B; ++j)
+          if (y.window == 0 || std::abs(j - i) <= y.window) add(s.vb.data() + j * kvo + hk * hd);
+      }
+    });
+    y.o.forward(m.mode, s.att.data(), B, s.tmp.data(), pool, &s.scratch);
+    for (int64_t i = 0; i < B * d; ++i) s.h[static_cast<size_t>(i)] += s.tmp[static_cast<size_t>(i)];
+    rmsnorm(s.h.data(), y.ffn_norm.data(), s.x.data(), B, d, m.eps);
+    y.gate.forward(m.mode, s.x.data(), B, s.g.data(), pool, &s.scratch);
+    y.up.forward(m.mode, s.x.data(), B, s.u.data(), pool, &s.scratch);
+    for (size_t i = 0; i < s.g.size(); ++i) s.g[i] = s.g[i] / (1.0f + std::exp(-s.g[i])) * s.u[i];
+    y.down.forward(m.mode, s.g.data(), B, s.tmp.data(), pool, &s.scratch);
+    for (int64_t i = 0; i < B * d; ++i) s.h[static_cast<size_t>(i)] += s.tmp[static_cast<size_t>(i)];
+  }
+  rmsnorm(s.h.data() + d, m.norm.data(), s.x.data(), B - 1, d, m.eps);
+  const Head& head = m.target->impl().head();
+  const int64_t nv = m.n_vocab;
+  logits_.resize(static_cast<size_t>((B - 1) * nv));
+  head.forward(m.mode, s.x.data(), B - 1, logits_.data(), pool);
+  evaluated_ += B;
+  const int64_t want = std::min<int64_t>(k, B - 1);
+  for (int64_t i = 0; i < want; ++i) {
+    const float* row = logits_.data() + i * nv;
+    const int32_t tok = argmax(row, nv);
+    if (p_min > 0.0f && top_probability(row, nv, tok) < static_cast<double>(p_min)) break;
+    out.push_back(tok);
+  }
+  if (static_cast<int>(out.size()) < n_min) out.clear();
+  return out;
+}
+
+double dflash_acceptance(const DflashDrafter& drafter, std::span<const int32_t> ids, ThreadPool& pool, int64_t* positions) {
+  const Model& target = drafter.target();
+  const int64_t n = static_cast<int64_t>(ids.size()), d = target.config().n_embd, nv = target.config().n_vocab;
+  if (n < 4) throw Error(drafter.impl().dir, "--spec dflash", "the DFlash check's text", "at least 4 tokens", std::to_string(n));
+  Sequence seq(target, n);
+  Workspace ws(target, n);
+  std::vector<StepToken> step;
+  for (int64_t t = 0; t < n; ++t) step.push_back({ids[static_cast<size_t>(t)], &seq, t, true});
+  std::vector<float> logits(static_cast<size_t>(n * nv));
+  std::vector<float> taps(static_cast<size_t>(n) * drafter.taps().size() * static_cast<size_t>(d));
+  forward(target, step, ws, pool, logits.data(), nullptr, LayerTaps{drafter.taps(), taps.data()});
+  DflashProposer p(drafter, n);
+  p.observe(0, taps.data(), n, pool);
+  const int64_t first = std::max<int64_t>(1, n / 2), count = std::min<int64_t>(16, n - 1 - first);
+  int64_t agree = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t P = first + i * (n - 1 - first) / count;
+    const std::vector<int32_t> draft = p.propose(ids.subspan(0, static_cast<size_t>(P + 1)), 1, pool);
+    agree += !draft.empty() && draft[0] == argmax(logits.data() + P * nv, nv);
+  }
+  if (positions) *positions = count;
+  return count > 0 ? static_cast<double>(agree) / static_cast<double>(count) : 0.0;
+}
+
+}  // namespace nvfp4

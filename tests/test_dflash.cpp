@@ -1,0 +1,188 @@
+// Muse Glimmer's drafter, the DFlash assistant (issues 35 and 33): on a tiny random
+// muse_glimmer_assistant (fixtures/muse_glimmer/assistant) for the float target
+// (fixtures/muse_glimmer/float), two draft steps of greedy speculation against transformers' own
+// DFlashTokenCandidateGenerator (tools/gen_dflash_reference.py: dflash_reference.json / .f32):
+// the same drafts, the draft logits within 1e-4 in f32, the context appended across a verify
+// step; `--spec dflash` giving the tokens of plain decoding; what is not an assistant refused.
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "arch_fixtures.h"
+#include "io/json_config.h"
+#include "nvfp4/dflash_draft.h"
+#include "nvfp4/generate.h"
+
+using namespace nvfp4;
+using namespace nvfp4::test;
+
+namespace {
+
+std::string dir() { return fixture_path("muse_glimmer"); }
+
+std::unique_ptr<Model> load_target(const Checkpoint& ck, Mode mode, bool quantize = false) {
+  LoadOptions lo;
+  lo.mode = mode;
+  lo.quantize = quantize;
+  return Model::load(ck, lo);
+}
+
+// One target step of `toks` at positions p0.., its taps handed to the proposer; returns the logits.
+std::vector<float> step_target(const Model& m, Sequence& seq, Workspace& ws, ThreadPool& pool, DflashProposer& p,
+                               const std::vector<int32_t>& toks, int64_t p0) {
+  const int64_t nv = m.config().n_vocab, d = m.config().n_embd, n = static_cast<int64_t>(toks.size());
+  std::vector<StepToken> step;
+  for (int64_t t = 0; t < n; ++t) step.push_back({toks[static_cast<size_t>(t)], &seq, p0 + t, true});
+  std::vector<float> logits(static_cast<size_t>(n * nv));
+  std::vector<float> taps(static_cast<size_t>(n) * p.drafter().taps().size() * static_cast<size_t>(d));
+  forward(m, step, ws, pool, logits.data(), nullptr, LayerTaps{p.drafter().taps(), taps.data()});
+  p.observe(p0, taps.data(), n, pool);
+  return logits;
+}
+
+TEST(Dflash, TwoStepsMatchTransformers) {
+  std::ifstream jf(dir() + "/dflash_reference.json");
+  ASSERT_TRUE(jf);
+  const nlohmann::json j = nlohmann::json::parse(jf);
+  std::ifstream bf(dir() + "/dflash_reference.f32", std::ios::binary);
+  std::vector<char> raw((std::istreambuf_iterator<char>(bf)), std::istreambuf_iterator<char>());
+  std::vector<float> ref(raw.size() / 4);
+  std::memcpy(ref.data(), raw.data(), ref.size() * 4);
+  ThreadPool pool(2);
+  auto ck = Checkpoint::open(dir() + "/float");
+  auto m = load_target(*ck, Mode::f32);
+  DflashDrafter drafter(dir() + "/assistant", *m);
+  const int64_t B = j["block_size"].get<int64_t>(), nv = j["n_vocab"].get<int64_t>();
+  ASSERT_EQ(drafter.block_size(), B);
+  ASSERT_EQ(m->config().n_vocab, nv);
+  EXPECT_NE(drafter.describe().find("2 layers (sliding window 8), block 4, taps [1, 3, 5], BF16"), std::string::npos)
+      << drafter.describe();
+  Diff diff;
+  int prompts = 0;
+  for (const auto& p : j["prompts"]) {
+    SCOPED_TRACE("prompt " + std::to_string(prompts++));
+    const auto ids = p["ids"].get<std::vector<int32_t>>();
+    const int64_t n = static_cast<int64_t>(ids.size());
+    Sequence seq(*m, 64);
+    Workspace ws(*m, 64);
+    DflashProposer prop(drafter, 64);
+    const std::vector<float> lp = step_target(*m, seq, ws, pool, prop, ids, 0);
+    const int32_t anchor = nvfp4::argmax(lp.data() + (n - 1) * nv, nv);
+    ASSERT_EQ(anchor, p["anchor"].get<int32_t>());
+    std::vector<int32_t> history = ids;
+    history.push_back(anchor);
+    const auto d1 = prop.propose(history, static_cast<int>(B - 1), pool);
+    EXPECT_EQ(d1, p["step1"]["drafts"].get<std::vector<int32_t>>());
+    diff.add(prop.last_logits().data(), ref.data() + p["step1"]["offset"].get<size_t>(), static_cast<size_t>(B - 1), nv);
+    // The target verifies [anchor, drafts]: greedy, the agreeing prefix and its own next pick.
+    std::vector<int32_t> verify = {anchor};
+    verify.insert(verify.end(), d1.begin(), d1.end());
+    const std::vector<float> lv = step_target(*m, seq, ws, pool, prop, verify, n);
+    size_t accepted = 0;
+    while (accepted < d1.size() && nvfp4::argmax(lv.data() + accepted * static_cast<size_t>(nv), nv) == d1[accepted]) ++accepted;
+    const int32_t bonus = nvfp4::argmax(lv.data() + accepted * static_cast<size_t>(nv), nv);
+    EXPECT_EQ(static_cast<int64_t>(accepted), p["accepted"].get<int64_t>());
+    EXPECT_EQ(bonus, p["bonus"].get<int32_t>());
+    history.insert(history.end(), d1.begin(), d1.begin() + static_cast<std::ptrdiff_t>(accepted));
+    history.push_back(bonus);
+    seq.truncate(n + 1 + static_cast<int64_t>(accepted));
+    const auto d2 = prop.propose(history, static_cast<int>(B - 1), pool);
+    EXPECT_EQ(d2, p["step2"]["drafts"].get<std::vector<int32_t>>());
+    diff.add(prop.last_logits().data(), ref.data() + p["step2"]["offset"].get<size_t>(), static_cast<size_t>(B - 1), nv);
+    // A draft limit below the block's: the first rows only.
+    EXPECT_EQ(prop.propose(history, 2, pool), std::vector<int32_t>(d2.begin(), d2.begin() + 2));
+  }
+  EXPECT_EQ(prompts, 2);
+  std::printf("dflash logits: max |diff| %.3g, max |ref| %.3g over %d rows\n", diff.max_abs, diff.max_ref, diff.positions);
+  EXPECT_LE(diff.max_abs, 1e-4 * std::max(1.0, diff.max_ref)) << "max |ref| " << diff.max_ref;
+  EXPECT_EQ(diff.argmax_differ, 0);
+}
+
+// --spec dflash in an integer-exact mode: the tokens of plain decoding, greedy and sampled, at one
+// and two threads; a second run on the same proposer drafts the same.
+TEST(Dflash, SpeculationIsPlainDecoding) {
+  auto ck = Checkpoint::open(dir() + "/float");
+  for (const bool sampled : {false, true}) {
+    for (const int threads : {1, 2}) {
+      SCOPED_TRACE(std::string(sampled ? "sampled" : "greedy") + ", threads " + std::to_string(threads));
+      ThreadPool pool(threads);
+      auto m = load_target(*ck, Mode::a16q8, true);
+      DflashDrafter drafter(dir() + "/assistant", *m);
+      const std::vector<int32_t> prompt = {5, 17, 99, 4, 250, 31, 8, 77, 120, 3, 6, 6, 40, 41, 42, 43, 44, 45, 9};
+      GenerateOptions g;
+      g.n_predict = 40;
+      if (sampled) {
+        g.sampling.temperature = 0.8f;
+        g.sampling.seed = 7;
+      }
+      const auto run = [&](DflashProposer* p) {
+        Sequence seq(*m, 80);
+        Workspace ws(*m, 16);
+        GenerateOptions o = g;
+        o.speculative = p != nullptr;
+        o.dflash = p;
+        o.backoff = false;
+        o.draft_max = 3;
+        return generate(*m, seq, ws, pool, prompt, o, [](int32_t) { return false; }, nullptr);
+      };
+      const GenerateResult plain = run(nullptr);
+      DflashProposer p(drafter, 80);
+      const GenerateResult spec = run(&p);
+      EXPECT_EQ(spec.tokens, plain.tokens);
+      EXPECT_GT(spec.drafted, 0);
+      EXPECT_GT(p.evaluated(), static_cast<int64_t>(prompt.size()));
+      const GenerateResult again = run(&p);
+      EXPECT_EQ(again.tokens, plain.tokens);
+      EXPECT_EQ(again.drafted, spec.drafted);
+      EXPECT_EQ(again.accepted, spec.accepted);
+    }
+  }
+}
+
+// A copy of the assistant whose config.json is edited by `edit`.
+std::string with_config(const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
+  namespace fs = std::filesystem;
+  const fs::path dst = fs::temp_directory_path() / ("nvfp4_dflash_" + name);
+  fs::remove_all(dst);
+  fs::create_directories(dst);
+  for (const auto& e : fs::directory_iterator(dir() + "/assistant")) fs::copy(e.path(), dst / e.path().filename());
+  std::ifstream f(dst / "config.json");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  nlohmann::json j = parse_config_json(ss.str(), "config.json");
+  edit(j);
+  std::ofstream(dst / "config.json", std::ios::trunc) << j.dump(1);
+  return dst.string();
+}
+
+TEST(Dflash, WhatIsNotItsAssistantIsRefused) {
+  auto ck = Checkpoint::open(dir() + "/float");
+  auto m = load_target(*ck, Mode::f32);
+  const auto error = [&](const std::string& d) {
+    try {
+      DflashDrafter x(d, *m);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_TRUE(is_dflash_assistant(dir() + "/assistant"));
+  EXPECT_FALSE(is_dflash_assistant(dir() + "/float"));
+  EXPECT_NE(error(dir() + "/float").find("model_type"), std::string::npos) << error(dir() + "/float");
+  const std::string taps = error(with_config("taps", [](nlohmann::json& j) { j["target_layer_ids"] = {1, 3, 7}; }));
+  EXPECT_NE(taps.find("target_layer_ids"), std::string::npos) << taps;
+  const std::string width = error(with_config("width", [](nlohmann::json& j) { j["hidden_size"] = 128; }));
+  EXPECT_NE(width.find("hidden_size"), std::string::npos) << width;
+  const std::string rope = error(with_config("rope", [](nlohmann::json& j) { j["rope_parameters"]["rope_type"] = "yarn"; }));
+  EXPECT_NE(rope.find("rope_type"), std::string::npos) << rope;
+  const std::string kind = error(with_config("kind", [](nlohmann::json& j) { j["layer_types"][1] = "chunked_attention"; }));
+  EXPECT_NE(kind.find("layer_types[1]"), std::string::npos) << kind;
+  const std::string layers = error(with_config("layers", [](nlohmann::json& j) {
+    j["num_hidden_layers"] = 1;
+    j["layer_types"] = {"sliding_attention"};
+  }));
+  EXPECT_NE(layers.find("layers.1."), std::string::npos) << layers;  // a tensor nobody reads
+}
+
+}  // namespace
