@@ -135,5 +135,27 @@ TEST(CliMtp, ABlockDrafterRunsAsItsTargetsDraft) {
   const Result wrong = cli("run -m " + dir + "/float" + args + " --spec draft -md " + dir + "/assistant", true);
   EXPECT_NE(wrong.rc, 0);
   EXPECT_NE(wrong.out.find("--spec dflash"), std::string::npos) << wrong.out;
+
+  // serve: one assistant context per slot; alone and under concurrent load, the plain ids.
+  nvfp4::test::ServeProcess srv({"serve", "-m", dir + "/float", "--quantize", "--port", "0", "-t", "2", "--ctx", "96", "--parallel", "3",
+                                 "-md", dir + "/assistant", "--spec-allow-low-acceptance", "--draft-max", "3", "--spec-min-speedup", "0"});
+  ASSERT_TRUE(srv.ready(std::chrono::seconds(120))) << srv.log();
+  const nlohmann::json body = {{"prompt", "The quick brown fox jumps over the lazy dog. The quick brown"}, {"max_tokens", 24},
+                               {"temperature", 0}, {"return_tokens", true}};
+  const auto one = nvfp4::test::complete(srv.port(), body, false);
+  ASSERT_EQ(one.status, 200) << srv.log();
+  EXPECT_EQ(one.tokens, plain);
+  std::vector<std::future<nvfp4::test::Completion>> many;
+  for (int i = 0; i < 3; ++i)
+    many.push_back(std::async(std::launch::async, [&srv, &body, i] { return nvfp4::test::complete(srv.port(), body, i % 2 == 1); }));
+  for (auto& f : many) {
+    const auto c = f.get();
+    ASSERT_EQ(c.status, 200) << srv.log();
+    EXPECT_EQ(c.tokens, plain);
+  }
+  const auto metrics = nvfp4::test::get(srv.port(), "/metrics");
+  EXPECT_GT(nvfp4::test::metric(metrics.body, "nvfp4_spec_drafted_tokens_total"), 0.0) << metrics.body;
+  EXPECT_NE(srv.log().find("DFlash assistant"), std::string::npos) << srv.log();
+  EXPECT_EQ(srv.terminate(), 0) << srv.log();
 }
 }  // namespace

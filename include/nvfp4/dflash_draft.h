@@ -81,6 +81,9 @@ class DflashProposer {
   std::vector<int32_t> propose(std::span<const int32_t> history, int k, ThreadPool& pool);
   // The logits [block_size - 1][n_vocab] of the last propose()'s block (tests compare them).
   const std::vector<float>& last_logits() const { return logits_; }
+  // Takes the first n context positions of another proposer of the same drafter (a prompt cache's
+  // prefix copied in serve: the same tokens).
+  void copy_prefix(const DflashProposer& from, int64_t n);
   void reset();
   int64_t evaluated() const { return evaluated_; }  // context positions and block rows run
 

@@ -79,12 +79,18 @@ int serve(ServeArgs a) {
   int rc = 0;
   std::unique_ptr<server::Scheduler> sched;
   Loaded L, D;
+  std::unique_ptr<DflashDrafter> dflash;
   try {
-    if (!a.draft_model.empty() && a.spec.empty()) a.spec = "draft";  // -md alone drafts, as in llama-server
-    if (a.spec == "draft" && a.draft_model.empty())
-      throw Error("", "--model-draft", "--spec draft needs the draft model", "--model-draft FILE (-md)", "no --model-draft");
-    if (a.spec != "draft" && !a.draft_model.empty())
-      throw Error(a.draft_model, "", "--model-draft is the draft model of --spec draft", "--spec draft", "--spec " + a.spec);
+    // -md alone drafts, as in llama-server: with a draft model, or a DFlash assistant's directory.
+    if (!a.draft_model.empty() && a.spec.empty()) a.spec = is_dflash_assistant(a.draft_model) ? "dflash" : "draft";
+    if ((a.spec == "draft" || a.spec == "dflash") && a.draft_model.empty())
+      throw Error("", "--model-draft", "--spec " + a.spec + " needs the draft model",
+                  "--model-draft " + std::string(a.spec == "draft" ? "FILE" : "DIR") + " (-md)", "no --model-draft");
+    if (a.spec != "draft" && a.spec != "dflash" && !a.draft_model.empty())
+      throw Error(a.draft_model, "", "--model-draft is the draft model of --spec draft or dflash", "--spec draft or dflash", "--spec " + a.spec);
+    if (a.spec == "draft" && is_dflash_assistant(a.draft_model))
+      throw Error(a.draft_model, "model_type", "a DFlash assistant drafts with --spec dflash (it reads the target's hidden states)",
+                  "--spec dflash", "--spec draft");
     if (!a.m.mtp_file.empty() && a.spec.empty()) a.spec = "mtp";  // --mtp FILE alone drafts with it
     if (!a.m.mtp_file.empty() && a.spec != "mtp")
       throw Error(a.m.mtp_file, "", "--mtp is the MTP side file of --spec mtp", "--spec mtp", "--spec " + a.spec);
@@ -105,6 +111,10 @@ int serve(ServeArgs a) {
       check_draft_vocab(L.tok, L.model->config().n_vocab, a.m.model, D.tok, D.model->config().n_vocab, a.draft_model);
       a.so.draft = D.model.get();
       a.so.draft_name = a.draft_model;
+    }
+    if (a.spec == "dflash") {
+      dflash = load_dflash(a.draft_model, L, a.m.mtp_allow_low, false, nullptr);
+      a.so.dflash = dflash.get();
     }
     server::SchedulerOptions so;
     so.parallel = a.parallel;
@@ -231,14 +241,16 @@ const Registrar reg("serve", "OpenAI-compatible HTTP server with continuous batc
   app.add_flag("--cache-prompt,!--no-cache-prompt", a->cache_prompt,
                "reuse a slot's KV for a prompt's common prefix (default: on; as llama-server's)");
   app.add_option("--spec,--spec-type", a->spec,
-                 "speculative decoding: ngram (prompt lookup; also ngram-simple), draft (-md) or mtp (the checkpoint's MTP layers, or --mtp "
+                 "speculative decoding: ngram (prompt lookup; also ngram-simple), draft (-md FILE), dflash (-md DIR: a DFlash assistant) or mtp (the checkpoint's MTP layers, or --mtp "
                  "FILE), bit-identical to plain decoding in a16q8/w4a4")
-      ->check(CLI::IsMember({"ngram", "ngram-simple", "draft", "mtp"}));
+      ->check(CLI::IsMember({"ngram", "ngram-simple", "draft", "dflash", "mtp"}));
   app.add_option("--mtp", a->m.mtp_file, "speculative: an MTP side file (GGUF, llama.cpp's nextn layout) for --spec mtp (implies it)");
   app.add_flag("--spec-allow-low-acceptance", a->m.mtp_allow_low,
-               "speculative: run an MTP module whose acceptance on the load-time check text is below 0.2 (refused otherwise)");
+               "speculative: run an MTP module or DFlash assistant whose acceptance on the load-time check text is below 0.2 "
+               "(refused otherwise)");
   app.add_option("--model-draft,--spec-draft-model", a->draft_model,
-                 "speculative: the draft model, also -md (same vocabulary as the target; implies --spec draft)");
+                 "speculative: the draft model, also -md (same vocabulary as the target; implies --spec draft), or a DFlash "
+                 "assistant's directory (implies --spec dflash)");
   app.add_option("--draft-precision", a->draft_precision, "draft model: a16q8, a16, w4a4, f32 (default: its own default)")
       ->check(CLI::IsMember({"a16q8", "a16", "w4a4", "f32"}));
   app.add_option("--draft-max,--draft,--draft-n,--spec-draft-n-max", a->so.draft_max,

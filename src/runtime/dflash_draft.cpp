@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "models/dflash_assistant.h"
+#include "runtime/dflash_assistant.h"
 #include "nvfp4/draft.h"
 #include "nvfp4/error.h"
 #include "nvfp4/sampler.h"
@@ -59,6 +59,21 @@ DflashProposer::~DflashProposer() = default;
 void DflashProposer::reset() {
   s_->valid = 0;
   logits_.clear();
+}
+
+void DflashProposer::copy_prefix(const DflashProposer& from, int64_t n) {
+  if (&from == this) return;
+  const auto& m = d_.impl();
+  if (&from.d_ != &d_) throw Error(m.dir, "", "a DFlash prefix copied between proposers", "the same assistant", "another");
+  State& s = *s_;
+  const State& f = *from.s_;
+  n = std::min({n, f.valid, s.n_ctx});
+  const size_t e = static_cast<size_t>(std::max<int64_t>(n, 0) * m.n_kv * m.head_dim);
+  for (size_t l = 0; l < m.layers.size(); ++l) {
+    s.k[l].assign(f.k[l].begin(), f.k[l].begin() + static_cast<std::ptrdiff_t>(e));
+    s.v[l].assign(f.v[l].begin(), f.v[l].begin() + static_cast<std::ptrdiff_t>(e));
+  }
+  s.valid = std::max<int64_t>(n, 0);
 }
 
 void DflashProposer::observe(int64_t p0, const float* taps, int64_t n, ThreadPool& pool) {

@@ -64,6 +64,11 @@ Scheduler::Scheduler(const Model& model, const Tokenizer& tok, const SchedulerOp
     mtp_->p_min = opt_.spec.draft_p_min;
     mtp_->set_draft_vocab(opt_.spec.draft_vocab);
   }
+  if (opt_.spec.dflash)
+    for (int i = 0; i < opt_.parallel; ++i) {
+      dflash_.push_back(std::make_unique<DflashProposer>(*opt_.spec.dflash, opt_.n_ctx));
+      dflash_.back()->p_min = opt_.spec.draft_p_min;
+    }
   metrics_.slots = opt_.parallel;
   thread_ = std::thread([this] { loop(); });
 }
@@ -217,6 +222,8 @@ bool Scheduler::admit() {
     if (donor) {
       s.seq.copy_prefix(donor->seq, static_cast<int64_t>(donor_n));
       if (mtp_) mtp_->copy_prefix(s.index, donor->index, static_cast<int64_t>(donor_n));
+      if (!dflash_.empty())
+        dflash_[static_cast<size_t>(s.index)]->copy_prefix(*dflash_[static_cast<size_t>(donor->index)], static_cast<int64_t>(donor_n));
       s.cached.assign(donor->cached.begin(), donor->cached.begin() + static_cast<std::ptrdiff_t>(donor_n));
       best_n = donor_n;
       metrics_.prompt_tokens_copied += static_cast<int64_t>(donor_n);
@@ -288,6 +295,7 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
   std::vector<DraftBatch::Ask> asks;
   std::vector<std::vector<int32_t>> drafted(slots_.size());
   std::vector<MtpProposer::Ask> mtp_asks;
+  std::vector<std::pair<size_t, int64_t>> dflash_asks;  // (slot, drafts wanted)
   for (size_t si = 0; si < slots_.size(); ++si) {
     Slot& s = *slots_[si];
     if (!s.job || s.next < 0) continue;
@@ -304,6 +312,9 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
     } else if (mtp_) {
       mtp_asks.push_back({s.index, s.cached, n, &drafted[si]});
       draft_budget -= n;
+    } else if (!dflash_.empty()) {
+      dflash_asks.emplace_back(si, n);
+      draft_budget -= n;
     } else {
       s.spec.lookup(opt_.spec, s.cached, n);
       draft_budget -= static_cast<int64_t>(s.spec.draft().size());
@@ -319,6 +330,20 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
     }
     for (const auto& q : mtp_asks) slots_[static_cast<size_t>(q.slot)]->spec.set(opt_.spec, std::move(*q.out));
     draft_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - td).count();
+  }
+  if (!dflash_asks.empty()) {
+    const auto td = std::chrono::steady_clock::now();
+    for (const auto& [si, n] : dflash_asks) {
+      Slot& s = *slots_[si];
+      std::vector<int32_t> d;
+      try {  // an assistant that fails costs its drafts only: the target's picks make the output
+        d = dflash_[static_cast<size_t>(s.index)]->propose(s.cached, static_cast<int>(n), pool);
+      } catch (const std::exception&) {
+        d.clear();
+      }
+      s.spec.set(opt_.spec, std::move(d));
+    }
+    draft_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - td).count();
   }
   if (!asks.empty()) {
     const auto td = std::chrono::steady_clock::now();
@@ -397,10 +422,24 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
   try {
     const size_t need = std::max<size_t>(n_rows, 1) * static_cast<size_t>(model_.config().n_vocab);
     if (logits.size() < need) logits.resize(need);
-    if (opt_.spec.mtp || !embeds.empty()) {  // every token's hidden state: MTP proposers, embeddings
+    if (opt_.spec.mtp || !embeds.empty() || !dflash_.empty()) {  // hidden states: MTP, embeddings, DFlash taps
       hidden_.resize(toks.size() * static_cast<size_t>(model_.config().n_embd));
-      forward(model_, toks, ws, pool, logits.data(), hidden_.data());
       const size_t d = static_cast<size_t>(model_.config().n_embd);
+      if (!dflash_.empty()) {
+        const std::span<const int> tl = opt_.spec.dflash->taps();
+        taps_.resize(toks.size() * tl.size() * d);
+        forward(model_, toks, ws, pool, logits.data(), hidden_.data(), LayerTaps{tl, taps_.data()});
+        for (size_t t = 0; t < toks.size();) {
+          size_t e = t + 1;
+          while (e < toks.size() && toks[e].seq == toks[t].seq) ++e;
+          for (auto& sp : slots_)
+            if (&sp->seq == toks[t].seq)
+              dflash_[static_cast<size_t>(sp->index)]->observe(toks[t].pos, taps_.data() + t * tl.size() * d, static_cast<int64_t>(e - t), pool);
+          t = e;
+        }
+      } else {
+        forward(model_, toks, ws, pool, logits.data(), hidden_.data());
+      }
       for (size_t t = 0; t < toks.size() && opt_.spec.mtp;) {
         size_t e = t + 1;
         while (e < toks.size() && toks[e].seq == toks[t].seq) ++e;
@@ -436,7 +475,7 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
   metrics_.step_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(dt).count();
   if (opt_.spec.on())
     backoff_.step(static_cast<int64_t>(toks.size()), static_cast<int64_t>(gen.size()), picks, n_prompt,
-                  drafts || !asks.empty() || !mtp_asks.empty(), std::chrono::duration<double>(dt).count() - draft_s, draft_s);
+                  drafts || !asks.empty() || !mtp_asks.empty() || !dflash_asks.empty(), std::chrono::duration<double>(dt).count() - draft_s, draft_s);
 }
 
 int64_t Scheduler::verify(Slot& s, const float* rows, int64_t p0) {

@@ -87,6 +87,8 @@ class Scheduler {
   std::unique_ptr<DraftBatch> draft_;          // -md: the slots' draft sequences
   std::unique_ptr<MtpProposer> mtp_;           // --spec mtp: every slot's MTP sequence
   std::vector<float> hidden_;                  // --spec mtp: the step's final-normed hidden rows
+  std::vector<std::unique_ptr<DflashProposer>> dflash_;  // --spec dflash: each slot's assistant context
+  std::vector<float> taps_;                    // --spec dflash: the step's rows at the assistant's taps
   SpecBackoff backoff_;                        // whether the slots may draft now (stepping thread)
   uint64_t admitted_ = 0;
   // Constrained output (stepping thread): the masked row and the mask of the token being picked.

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "io/json_config.h"
-#include "models/dflash_assistant.h"
+#include "runtime/dflash_assistant.h"
 #include "models/loader.h"
 
 namespace nvfp4 {
