@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "arch_fixtures.h"
@@ -99,16 +100,82 @@ TEST(Dflash, TwoStepsMatchTransformers) {
   EXPECT_EQ(diff.argmax_differ, 0);
 }
 
+// z-lab's layout (PyPI dflash's DFlashDraftModel, fixtures/dflash/qwen3 for the Qwen3 fixture:
+// tools/gen_dflash_zlab_reference.py): greedy decoding as its own dflash_generate does it, a whole
+// block verified each step (shorter at the end), the same tokens and the draft logits of every
+// whole block within 1e-4 (layer 0 sliding and causal with |q - k| < 6, layer 1 full; the prompts
+// longer than the window).
+TEST(Dflash, ZlabLayoutMatchesItsOwnGenerate) {
+  const std::string z = fixture_path("dflash");
+  std::ifstream jf(z + "/qwen3_reference.json");
+  ASSERT_TRUE(jf);
+  const nlohmann::json j = nlohmann::json::parse(jf);
+  std::ifstream bf(z + "/qwen3_reference.f32", std::ios::binary);
+  std::vector<char> raw((std::istreambuf_iterator<char>(bf)), std::istreambuf_iterator<char>());
+  std::vector<float> ref(raw.size() / 4);
+  std::memcpy(ref.data(), raw.data(), ref.size() * 4);
+  ThreadPool pool(2);
+  auto ck = Checkpoint::open(fixture_path("arch/qwen3/float"));
+  auto m = load_target(*ck, Mode::f32);
+  DflashDrafter drafter(z + "/qwen3", *m);
+  const int64_t B = j["block_size"].get<int64_t>(), nv = j["n_vocab"].get<int64_t>();
+  ASSERT_EQ(drafter.block_size(), B);
+  EXPECT_NE(drafter.describe().find("(DFlashDraftModel): 2 layers (1 sliding, 1 full), block 4, taps [1, 2]"), std::string::npos)
+      << drafter.describe();
+  Diff diff;
+  int steps = 0;
+  for (const auto& p : j["prompts"]) {
+    const auto ids = p["ids"].get<std::vector<int32_t>>();
+    const auto want = p["tokens"].get<std::vector<int32_t>>();
+    std::map<int64_t, size_t> offsets;  // anchor position -> its logits in the .f32
+    for (const auto& st : p["steps"]) offsets[st["start"].get<int64_t>()] = st["offset"].get<size_t>();
+    const int64_t n = static_cast<int64_t>(ids.size()), max_len = n + static_cast<int64_t>(want.size());
+    Sequence seq(*m, 64);
+    Workspace ws(*m, 64);
+    DflashProposer prop(drafter, 64);
+    const std::vector<float> lp = step_target(*m, seq, ws, pool, prop, ids, 0);
+    std::vector<int32_t> history = ids;
+    history.push_back(nvfp4::argmax(lp.data() + (n - 1) * nv, nv));
+    while (static_cast<int64_t>(history.size()) < max_len) {
+      const int64_t start = static_cast<int64_t>(history.size()) - 1;
+      const int64_t verify = std::min<int64_t>(B, max_len - start);  // the block dflash_generate verifies
+      const auto d = prop.propose(history, static_cast<int>(verify - 1), pool);
+      ASSERT_EQ(static_cast<int64_t>(d.size()), verify - 1);
+      if (const auto it = offsets.find(start); it != offsets.end()) {
+        diff.add(prop.last_logits().data(), ref.data() + it->second, static_cast<size_t>(B - 1), nv);
+        ++steps;
+      }
+      std::vector<int32_t> block = {history.back()};
+      block.insert(block.end(), d.begin(), d.end());
+      const std::vector<float> lv = step_target(*m, seq, ws, pool, prop, block, start);
+      size_t a = 0;
+      while (a < d.size() && nvfp4::argmax(lv.data() + a * static_cast<size_t>(nv), nv) == d[a]) ++a;
+      history.insert(history.end(), d.begin(), d.begin() + static_cast<std::ptrdiff_t>(a));
+      history.push_back(nvfp4::argmax(lv.data() + a * static_cast<size_t>(nv), nv));
+      seq.truncate(start + 1 + static_cast<int64_t>(a));
+    }
+    history.resize(static_cast<size_t>(max_len));
+    EXPECT_EQ(std::vector<int32_t>(history.begin() + n, history.end()), want);
+  }
+  EXPECT_EQ(steps, 10);
+  std::printf("dflash (z-lab layout) logits: max |diff| %.3g, max |ref| %.3g over %d rows\n", diff.max_abs, diff.max_ref, diff.positions);
+  EXPECT_LE(diff.max_abs, 1e-4 * std::max(1.0, diff.max_ref)) << "max |ref| " << diff.max_ref;
+  EXPECT_EQ(diff.argmax_differ, 0);
+}
+
 // --spec dflash in an integer-exact mode: the tokens of plain decoding, greedy and sampled, at one
 // and two threads; a second run on the same proposer drafts the same.
 TEST(Dflash, SpeculationIsPlainDecoding) {
-  auto ck = Checkpoint::open(dir() + "/float");
+  for (const auto& [tdir, adir] : {std::pair<std::string, std::string>{dir() + "/float", dir() + "/assistant"},
+                                   {fixture_path("arch/qwen3/float"), fixture_path("dflash") + "/qwen3"}}) {
+  SCOPED_TRACE(adir);
+  auto ck = Checkpoint::open(tdir);
   for (const bool sampled : {false, true}) {
     for (const int threads : {1, 2}) {
       SCOPED_TRACE(std::string(sampled ? "sampled" : "greedy") + ", threads " + std::to_string(threads));
       ThreadPool pool(threads);
       auto m = load_target(*ck, Mode::a16q8, true);
-      DflashDrafter drafter(dir() + "/assistant", *m);
+      DflashDrafter drafter(adir, *m);
       const std::vector<int32_t> prompt = {5, 17, 99, 4, 250, 31, 8, 77, 120, 3, 6, 6, 40, 41, 42, 43, 44, 45, 9};
       GenerateOptions g;
       g.n_predict = 40;
@@ -137,6 +204,7 @@ TEST(Dflash, SpeculationIsPlainDecoding) {
       EXPECT_EQ(again.drafted, spec.drafted);
       EXPECT_EQ(again.accepted, spec.accepted);
     }
+  }
   }
 }
 
@@ -183,6 +251,39 @@ TEST(Dflash, WhatIsNotItsAssistantIsRefused) {
     j["layer_types"] = {"sliding_attention"};
   }));
   EXPECT_NE(layers.find("layers.1."), std::string::npos) << layers;  // a tensor nobody reads
+  // z-lab's layout: DFlash2 (a candidate selector, convolutions) is refused by name; a drafter whose
+  // taps pass the target's layers is refused by its key.
+  auto qck = Checkpoint::open(fixture_path("arch/qwen3/float"));
+  auto q = load_target(*qck, Mode::f32);
+  const auto zerror = [&](const std::string& d) {
+    try {
+      DflashDrafter x(d, *q);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const auto zcopy = [](const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
+    namespace fs = std::filesystem;
+    const fs::path dst = fs::temp_directory_path() / ("nvfp4_dflash_z_" + name);
+    fs::remove_all(dst);
+    fs::create_directories(dst);
+    for (const auto& e : fs::directory_iterator(fixture_path("dflash") + "/qwen3")) fs::copy(e.path(), dst / e.path().filename());
+    std::ifstream f(dst / "config.json");
+    nlohmann::json j = nlohmann::json::parse(f);
+    edit(j);
+    std::ofstream(dst / "config.json", std::ios::trunc) << j.dump(1);
+    return dst.string();
+  };
+  EXPECT_TRUE(is_dflash_assistant(fixture_path("dflash") + "/qwen3"));
+  EXPECT_EQ(zerror(fixture_path("dflash") + "/qwen3"), "");
+  const std::string v2 = zerror(zcopy("v2", [](nlohmann::json& j) { j["architectures"] = {"DFlash2DraftModel"}; }));
+  EXPECT_NE(v2.find("candidate selector"), std::string::npos) << v2;
+  const std::string far = zerror(zcopy("far", [](nlohmann::json& j) { j["dflash_config"]["target_layer_ids"] = {0, 2}; }));
+  EXPECT_NE(far.find("target_layer_ids"), std::string::npos) << far;
+  // Without target_layer_ids: dflash's own spread over num_target_layers (2 layers of 2: [1, 0] + 1).
+  const std::string spread = zerror(zcopy("spread", [](nlohmann::json& j) { j["dflash_config"].erase("target_layer_ids"); }));
+  EXPECT_NE(spread.find("target_layer_ids"), std::string::npos) << spread;  // build_target_layer_ids(2, 2) = [1, -1]
 }
 
 }  // namespace

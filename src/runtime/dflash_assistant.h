@@ -14,7 +14,8 @@ namespace nvfp4 {
 struct DflashLayer {
   MatMul q, k, v, o, gate, up, down;
   std::vector<float> q_norm, k_norm, attn_norm, ffn_norm;  // [head_dim], [head_dim], [d], [d]
-  int64_t window = 0;                                      // sliding: |q - k| <= window; 0: full
+  int64_t window = 0;                                      // sliding (DflashDrafter::Impl::inclusive says the bound); 0: full
+  bool causal = false;  // block queries see the block's keys up to their own only (z-lab's sliding layers)
 };
 
 struct DflashDrafter::Impl {
@@ -26,7 +27,11 @@ struct DflashDrafter::Impl {
   int32_t mask_token = 0;
   float eps = 1e-6f;
   RopeConfig rope;
-  std::vector<int> taps;
+  std::vector<int> taps;   // the target's hidden_states indices (z-lab's target_layer_ids + 1)
+  std::string format;      // "muse_glimmer_assistant" (transformers) or "DFlashDraftModel" (z-lab's dflash)
+  bool inclusive = true;   // sliding layers see |q - k| <= window (transformers' bidirectional overlay); else < window
+  float embed_scale = 1.0f;  // z-lab's input_embedding_scale: the block's raw embeddings times it
+  float out_mult = 1.0f, softcap = 0.0f;  // z-lab's output_multiplier and final_logit_softcapping on the draft logits
   MatMul fc;  // [d][taps * d]
   std::vector<float> enc_norm, norm;
   std::vector<DflashLayer> layers;

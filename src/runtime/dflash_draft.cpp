@@ -122,6 +122,8 @@ std::vector<int32_t> DflashProposer::propose(std::span<const int32_t> history, i
   s.h.resize(static_cast<size_t>(B * d));
   embd.row(history.back(), s.h.data());
   for (int64_t i = 1; i < B; ++i) embd.row(m.mask_token, s.h.data() + i * d);
+  if (m.embed_scale != 1.0f)
+    for (float& x : s.h) x *= m.embed_scale;
   s.x.resize(static_cast<size_t>(B * d));
   s.q.resize(static_cast<size_t>(B * qo));
   s.kb.resize(static_cast<size_t>(B * kvo));
@@ -152,7 +154,11 @@ std::vector<int32_t> DflashProposer::propose(std::span<const int32_t> history, i
       for (int64_t w = b; w < e; ++w) {
         const int64_t i = w / m.n_head, hq = w % m.n_head, hk = hq / group, qp = P + i;
         const float* qv = s.q.data() + i * qo + hq * hd;
-        const int64_t lo = y.window > 0 ? std::max<int64_t>(0, qp - y.window) : 0;
+        // Sliding: keys at distance <= window (transformers) or < window (z-lab); causal layers see
+        // the block up to their own row.
+        const int64_t reach = y.window > 0 ? (m.inclusive ? y.window : y.window - 1) : 0;
+        const int64_t lo = y.window > 0 ? std::max<int64_t>(0, qp - reach) : 0;
+        const auto sees = [&](int64_t j) { return (!y.causal || j <= i) && (y.window == 0 || std::abs(j - i) <= reach); };
         sc.clear();
         float mx = -INFINITY;
         const auto score = [&](const float* kr) {
@@ -164,7 +170,7 @@ std::vector<int32_t> DflashProposer::propose(std::span<const int32_t> history, i
         };
         for (int64_t p = lo; p < P; ++p) score(K + p * kvo + hk * hd);
         for (int64_t j = 0; j < B; ++j)
-          if (y.window == 0 || std::abs(j - i) <= y.window) score(s.kb.data() + j * kvo + hk * hd);
+          if (sees(j)) score(s.kb.data() + j * kvo + hk * hd);
         float sum = 0.0f;
         for (float& z : sc) sum += (z = std::exp(z - mx));
         float* o = s.att.data() + i * qo + hq * hd;
@@ -176,7 +182,7 @@ std::vector<int32_t> DflashProposer::propose(std::span<const int32_t> history, i
         };
         for (int64_t p = lo; p < P; ++p) add(V + p * kvo + hk * hd);
         for (int64_t j = 0; j < B; ++j)
-          if (y.window == 0 || std::abs(j - i) <= y.window) add(s.vb.data() + j * kvo + hk * hd);
+          if (sees(j)) add(s.vb.data() + j * kvo + hk * hd);
       }
     });
     y.o.forward(m.mode, s.att.data(), B, s.tmp.data(), pool, &s.scratch);
@@ -193,6 +199,11 @@ std::vector<int32_t> DflashProposer::propose(std::span<const int32_t> history, i
   const int64_t nv = m.n_vocab;
   logits_.resize(static_cast<size_t>((B - 1) * nv));
   head.forward(m.mode, s.x.data(), B - 1, logits_.data(), pool);
+  if (m.out_mult != 1.0f || m.softcap > 0.0f)  // z-lab's compute_logits: times output_multiplier, then soft-capped
+    for (float& x : logits_) {
+      x *= m.out_mult;
+      if (m.softcap > 0.0f) x = std::tanh(x / m.softcap) * m.softcap;
+    }
   evaluated_ += B;
   const int64_t want = std::min<int64_t>(k, B - 1);
   for (int64_t i = 0; i < want; ++i) {
