@@ -39,7 +39,9 @@ class DflashDrafter {
   // and vocabulary must be the target's, its taps within the target's layers; every tensor in its
   // own storage, run in the target's mode (BF16 layers as stored in the integer-exact modes).
   // Throws nvfp4::Error naming the file, the key or tensor, the rule, expected and found.
-  DflashDrafter(const std::string& dir, const Model& target);
+  // quantize: its float linear layers quantized to NVFP4 at load (--draft-quantize; SPEC.md
+  // section 4, as `convert` does): a quarter of the bytes a draft step reads.
+  DflashDrafter(const std::string& dir, const Model& target, bool quantize = false);
   ~DflashDrafter();
   DflashDrafter(const DflashDrafter&) = delete;
   DflashDrafter& operator=(const DflashDrafter&) = delete;
@@ -49,7 +51,8 @@ class DflashDrafter {
   std::span<const int> taps() const;
   int64_t block_size() const;
   int32_t mask_token() const;
-  // "DFlash assistant DIR: 5 layers (sliding window 2048), block 16, taps [1, 13, ...], BF16, N MiB"
+  int64_t weight_bytes() const;  // what a draft step reads of its own weights (the target's head aside)
+  // "DFlash assistant DIR (format): 5 layers (sliding window 2048), block 16, taps [1, 13, ...], BF16, N MiB"
   std::string describe() const;
 
   struct Impl;

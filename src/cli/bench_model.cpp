@@ -34,6 +34,8 @@ struct Opt {
   int peer_timeout_s = 600;
   bool peer_skip_nvfp4 = false;  // only the Q4_0 column
   int verify_drafts = 0;          // --verify-drafts K: a verify step's cost for k = 1 .. K
+  std::string dflash;             // --dflash DIR: a DFlash drafter's step cost against a plain step
+  bool draft_quantize = false;    // --draft-quantize: that drafter's float layers quantized to NVFP4
   bool gen_varied = false;        // --gen-varied: generated inputs continue the prompt's ids, not the greedy pick
 };
 
@@ -303,6 +305,12 @@ int run(const Opt& o) {
   if (o.verify_drafts > 0)
     j["verify"] = verify_cost(*L.model, context_options(o.m).kv, L.threads, o.prompt, o.verify_drafts, 16, std::max(3, o.reps),
                              o.profile);
+  if (!o.dflash.empty()) {
+    const DflashDrafter d(o.dflash, *L.model, o.draft_quantize);
+    if (!o.json) std::cerr << "nvfp4: " << d.describe() << "\n";
+    j["dflash"] = dflash_cost(*L.model, d, context_options(o.m).kv, L.threads, o.prompt, 16, std::max(3, o.reps));
+    j["dflash"]["drafter"] = d.describe();
+  }
   const std::string common = peer_args(o, L.threads);
   // Our weights go before llama.cpp maps the file: a model near the size of RAM would otherwise
   // push its pages out while it runs.
@@ -380,6 +388,15 @@ int run(const Opt& o) {
       std::printf("  generation at %.1f %% of the disk bound (%.2f t/s)\n", e["gen_pct_of_disk_bound"].get<double>(),
                   e["disk_bound_gen_tps"].get<double>());
   }
+  if (j.contains("dflash")) {
+    const auto& v = j["dflash"];
+    std::printf("DFlash (block %d): draft %.2f ms, verify of the block %.2f ms (drafter context %.2f ms), plain step %.2f ms; "
+                "break-even at %.2f accepted drafts a step; speed-up at",
+                v["block_size"].get<int>(), v["draft_ms"].get<double>(), v["verify_ms"].get<double>(), v["observe_ms"].get<double>(),
+                v["plain_ms"].get<double>(), v["break_even_accepted"].get<double>());
+    for (const auto& [a, x] : v["speedup_at"].items()) std::printf(" %s: %.2fx", a.c_str(), x.get<double>());
+    std::printf(" accepted\n");
+  }
   if (j.contains("verify")) {
     const auto& v = j["verify"];
     std::printf("verify step of k drafts (snapshots and rollback included) against a plain step:");
@@ -421,6 +438,10 @@ const BenchRegistrar reg("model", "end-to-end prompt and generation speed, roofl
   app.add_option("--verify-drafts", o->verify_drafts,
                  "speculative: also time a verify step of k = 1 .. K drafts (snapshots and rollback included) against a plain step")
       ->check(CLI::Range(0, 16));
+  app.add_option("--dflash", o->dflash,
+                 "speculative: also time a DFlash drafter (its directory) against plain decoding: its draft step, the verify step "
+                 "of its block, and the acceptance a step must reach to pay");
+  app.add_flag("--draft-quantize", o->draft_quantize, "--dflash: quantize the drafter's float layers to NVFP4 at load");
   app.add_flag("--json", o->json, "one JSON object");
   return [o] { return run(*o); };
 });

@@ -80,4 +80,81 @@ nlohmann::json verify_cost(const Model& m, KvType kv, int threads, int64_t promp
   return j;
 }
 
+nlohmann::json dflash_cost(const Model& m, const DflashDrafter& d, KvType kv, int threads, int64_t prompt, int steps, int reps) {
+  ThreadPool pool(threads);
+  const int64_t nv = m.config().n_vocab, B = d.block_size(), dim = m.config().n_embd;
+  const size_t nt = d.taps().size();
+  const int64_t n_ctx = prompt + static_cast<int64_t>(steps) * reps + B + 2;
+  Sequence plain(m, n_ctx, kv), spec(m, n_ctx, kv);
+  Workspace ws(m, std::max<int64_t>(64, B));
+  DflashProposer prop(d, n_ctx);
+  std::vector<float> logits(static_cast<size_t>(nv) * static_cast<size_t>(B));
+  std::vector<float> taps(static_cast<size_t>(std::max<int64_t>(64, B)) * nt * static_cast<size_t>(dim));
+  std::vector<StepToken> step;
+  const auto token = [&](int64_t i) { return static_cast<int32_t>(100 + (i * 7919) % (nv - 200)); };
+  std::vector<int32_t> history;
+  for (int64_t i = 0; i < prompt; ++i) history.push_back(token(i));
+  for (Sequence* seq : {&plain, &spec})
+    for (int64_t s = 0; s < prompt; s += 64) {
+      step.clear();
+      for (int64_t i = s; i < std::min(prompt, s + 64); ++i) step.push_back({token(i), seq, i, i + 1 == prompt});
+      const int64_t n = static_cast<int64_t>(step.size());
+      if (seq == &spec) {
+        forward(m, step, ws, pool, logits.data(), nullptr, LayerTaps{d.taps(), taps.data()});
+        prop.observe(s, taps.data(), n, pool);
+      } else {
+        forward(m, step, ws, pool, logits.data());
+      }
+    }
+  std::vector<double> plain_ms, draft_ms, verify_ms, observe_ms;
+  for (int r = 0; r < reps; ++r) {
+    double t0 = bench::now_ms();
+    for (int s = 0; s < steps; ++s) {
+      step.assign(1, {token(plain.pos()), &plain, plain.pos(), true});
+      forward(m, step, ws, pool, logits.data());
+    }
+    plain_ms.push_back((bench::now_ms() - t0) / steps);
+    double dr = 0, ve = 0, ob = 0;
+    for (int s = 0; s < steps; ++s) {
+      const int64_t p0 = spec.pos();
+      history.resize(static_cast<size_t>(p0));
+      history.push_back(token(p0));
+      t0 = bench::now_ms();
+      const std::vector<int32_t> draft = prop.propose(history, static_cast<int>(B - 1), pool);
+      const double t1 = bench::now_ms();
+      begin_verify(spec, draft.size());
+      step.clear();
+      step.push_back({history.back(), &spec, p0, true});
+      for (size_t i = 0; i < draft.size(); ++i) step.push_back({draft[i], &spec, p0 + 1 + static_cast<int64_t>(i), true});
+      forward(m, step, ws, pool, logits.data(), nullptr, LayerTaps{d.taps(), taps.data()});
+      const double t2 = bench::now_ms();
+      prop.observe(p0, taps.data(), static_cast<int64_t>(step.size()), pool);
+      const double t3 = bench::now_ms();
+      end_verify(spec, p0, 0);  // every draft rejected: one token a step, as the plain steps
+      dr += t1 - t0;
+      ve += t3 - t1;
+      ob += t3 - t2;
+    }
+    draft_ms.push_back(dr / steps);
+    verify_ms.push_back(ve / steps);
+    observe_ms.push_back(ob / steps);
+  }
+  const bench::Stats p = bench::stats_of(plain_ms), dr = bench::stats_of(draft_ms), ve = bench::stats_of(verify_ms),
+                     ob = bench::stats_of(observe_ms);
+  const double cost = dr.median_ms + ve.median_ms;
+  nlohmann::json j = {{"block_size", B}, {"steps", steps}, {"reps", reps}, {"prompt", prompt},
+                      {"plain_ms", p.median_ms}, {"plain_ms_min", p.min_ms}, {"plain_ms_max", p.max_ms},
+                      {"draft_ms", dr.median_ms}, {"draft_ms_min", dr.min_ms}, {"draft_ms_max", dr.max_ms},
+                      {"verify_ms", ve.median_ms}, {"verify_ms_min", ve.min_ms}, {"verify_ms_max", ve.max_ms},
+                      {"observe_ms", ob.median_ms},
+                      {"drafter_mib", static_cast<double>(d.weight_bytes()) / (1 << 20)},
+                      {"target_mib_per_token", static_cast<double>(m.bytes_per_token()) / (1 << 20)},
+                      {"break_even_accepted", cost / p.median_ms - 1.0}};
+  nlohmann::json at = nlohmann::json::object();
+  for (const int a : {1, 2, 3, 4, 6, 8})
+    if (a < B) at[std::to_string(a)] = (1.0 + a) * p.median_ms / cost;
+  j["speedup_at"] = at;
+  return j;
+}
+
 }  // namespace nvfp4::cli

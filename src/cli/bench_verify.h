@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
+#include "nvfp4/dflash_draft.h"
 #include "nvfp4/model.h"
 
 namespace nvfp4::cli {
@@ -15,5 +16,15 @@ namespace nvfp4::cli {
 // begin_verify and end_verify, "other"), ms per step: {"parts_ms": [{part: ms, ...} per k]}.
 nlohmann::json verify_cost(const Model& m, KvType kv, int threads, int64_t prompt, int max_k, int steps, int reps,
                            bool profile = false);
+
+// `bench model --dflash DIR`: what DFlash speculation costs per step against a plain decode step,
+// after a prompt: the drafter's block pass (a draft of block_size - 1), the verify step of the
+// whole block with the drafter's taps (the target's step, every draft rejected and rolled back),
+// and the drafter's context update of those rows (observe). Medians over `reps` of the mean of
+// `steps` steps, the three interleaved with plain steps on a sequence of their own:
+// {"plain_ms", "draft_ms", "verify_ms", "observe_ms", "block_size", ...}, and what it implies:
+// "break_even_accepted" (the accepted drafts per step at which speculation matches plain
+// decoding) and "speedup_at" {accepted: speed-up} for a few acceptance lengths.
+nlohmann::json dflash_cost(const Model& m, const DflashDrafter& d, KvType kv, int threads, int64_t prompt, int steps, int reps);
 
 }  // namespace nvfp4::cli

@@ -77,7 +77,7 @@ int run(RunArgs& a) {
   }
   std::unique_ptr<DflashDrafter> dflash;
   double dflash_check = -1;
-  if (a.spec == "dflash") dflash = load_dflash(a.draft_model, L, a.m.mtp_allow_low, a.json, &dflash_check);
+  if (a.spec == "dflash") dflash = load_dflash(a.draft_model, L, a.m.mtp_allow_low, a.json, &dflash_check, a.draft_quantize);
   std::string text = a.file.empty() ? a.prompt : read_text_file(a.file);
   const bool chat = a.chat || !a.chat_template.empty() || !a.chat_kwargs.empty();
   if (chat) {
@@ -269,7 +269,7 @@ const Registrar reg("run", "generate text from a prompt", [](CLI::App& app) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   app.add_option("--draft-precision", a->draft_precision, "draft model: a16q8, a16, w4a4, f32 (default: its own default)")
       ->check(CLI::IsMember({"a16q8", "a16", "w4a4", "f32"}));
-  app.add_flag("--draft-quantize", a->draft_quantize, "draft model: quantize its float linear layers to NVFP4 at load");
+  app.add_flag("--draft-quantize", a->draft_quantize, "draft model or DFlash drafter: quantize its float linear layers to NVFP4 at load");
   app.add_option("--spec-ngram-min", a->g.ngram.n_min, "speculative: shortest n-gram looked up (default 1)")->check(CLI::Range(1, 16));
   app.add_option("--spec-ngram-max", a->g.ngram.n_max, "speculative: longest n-gram looked up (default 4)")->check(CLI::Range(1, 16));
   app.add_flag("--spec-allow-drift", a->allow_drift, "allow speculation in a16/f32, where output may drift from plain decoding");

@@ -41,6 +41,7 @@ struct ServeArgs {
   std::string spec;
   server::SpecOptions so;
   std::string draft_model, draft_precision;  // -md, --draft-precision
+  bool draft_quantize = false;               // --draft-quantize
 };
 
 int serve(ServeArgs a) {
@@ -103,6 +104,7 @@ int serve(ServeArgs a) {
       ModelArgs dm = a.m;
       dm.model = a.draft_model;
       dm.precision = a.draft_precision;
+      dm.quantize = a.draft_quantize;
       dm.calibrate.clear();
       dm.experts_budget.clear();  // the experts' budget and file are the model's own
       dm.experts_file.clear();
@@ -113,7 +115,7 @@ int serve(ServeArgs a) {
       a.so.draft_name = a.draft_model;
     }
     if (a.spec == "dflash") {
-      dflash = load_dflash(a.draft_model, L, a.m.mtp_allow_low, false, nullptr);
+      dflash = load_dflash(a.draft_model, L, a.m.mtp_allow_low, false, nullptr, a.draft_quantize);
       a.so.dflash = dflash.get();
     }
     server::SchedulerOptions so;
@@ -251,6 +253,7 @@ const Registrar reg("serve", "OpenAI-compatible HTTP server with continuous batc
   app.add_option("--model-draft,--spec-draft-model", a->draft_model,
                  "speculative: the draft model, also -md (same vocabulary as the target; implies --spec draft), or a DFlash "
                  "assistant's directory (implies --spec dflash)");
+  app.add_flag("--draft-quantize", a->draft_quantize, "draft model or DFlash drafter: quantize its float linear layers to NVFP4 at load");
   app.add_option("--draft-precision", a->draft_precision, "draft model: a16q8, a16, w4a4, f32 (default: its own default)")
       ->check(CLI::IsMember({"a16q8", "a16", "w4a4", "f32"}));
   app.add_option("--draft-max,--draft,--draft-n,--spec-draft-n-max", a->so.draft_max,

@@ -173,8 +173,9 @@ void check_tokenizer_fits(const Checkpoint& ck, const Tokenizer& tok) {
                 "at most " + std::to_string(emb->shape[0]) + " tokens", std::to_string(tok.n_vocab()) + " tokens");
 }
 
-std::unique_ptr<DflashDrafter> load_dflash(const std::string& dir, const Loaded& L, bool allow_low, bool quiet, double* check) {
-  auto d = std::make_unique<DflashDrafter>(dir, *L.model);
+std::unique_ptr<DflashDrafter> load_dflash(const std::string& dir, const Loaded& L, bool allow_low, bool quiet, double* check,
+                                           bool quantize) {
+  auto d = std::make_unique<DflashDrafter>(dir, *L.model, quantize);
   std::vector<int32_t> ids;
   if (L.tok.add_bos() && L.tok.bos() >= 0) ids.push_back(L.tok.bos());
   for (int32_t id : L.tok.encode(kMtpCheckText)) ids.push_back(id);

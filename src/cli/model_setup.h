@@ -49,10 +49,11 @@ struct Loaded {
 // The acceptance an MTP module must reach on the check text for --spec mtp to run it.
 inline constexpr double kMtpAcceptanceFloor = 0.2;
 
-// --spec dflash: the DFlash assistant at `dir` for L's model, its acceptance on the MTP check text
+// --spec dflash: the DFlash assistant at `dir` for L's model (quantize: --draft-quantize), its acceptance on the MTP check text
 // measured (into *check) and refused below kMtpAcceptanceFloor unless allow_low
 // (--spec-allow-low-acceptance); logged to stderr unless quiet.
-std::unique_ptr<DflashDrafter> load_dflash(const std::string& dir, const Loaded& L, bool allow_low, bool quiet, double* check);
+std::unique_ptr<DflashDrafter> load_dflash(const std::string& dir, const Loaded& L, bool allow_low, bool quiet, double* check,
+                                           bool quantize = false);
 
 // The tokenizer's ids all index the embedding (its rows), or an Error naming both.
 void check_tokenizer_fits(const Checkpoint& ck, const Tokenizer& tok);

@@ -91,11 +91,13 @@ bool is_dflash_assistant(const std::string& dir) {
   }
 }
 
-DflashDrafter::DflashDrafter(const std::string& dir, const Model& target) : impl_(std::make_unique<Impl>()) {
+DflashDrafter::DflashDrafter(const std::string& dir, const Model& target, bool quantize) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.dir = dir;
   m.target = &target;
-  m.mode = target.mode();
+  // Its own layers in the target's mode, but a16q8 for w4a4 (the drafter has no activation scales;
+  // drafts never change the output).
+  m.mode = target.mode() == Mode::w4a4 ? Mode::a16q8 : target.mode();
   const std::string file = (std::filesystem::path(dir) / "config.json").string();
   const nlohmann::json j = read_config(file);
   const std::string type = j.value("model_type", std::string()), arch = architecture(j);
@@ -219,6 +221,8 @@ DflashDrafter::DflashDrafter(const std::string& dir, const Model& target) : impl
   m.ck = Checkpoint::open(dir);
   LoadOptions opt;
   opt.mode = m.mode;
+  opt.quantize = quantize;
+  m.quantized = quantize;
   const std::string path = dir;
   Loader L{*m.ck, opt, path, {}, std::make_shared<HugeArena>()};
   const int64_t d = m.d, q_out = m.n_head * m.head_dim, kv_out = m.n_kv * m.head_dim;
@@ -257,6 +261,7 @@ const Model& DflashDrafter::target() const { return *impl_->target; }
 std::span<const int> DflashDrafter::taps() const { return impl_->taps; }
 int64_t DflashDrafter::block_size() const { return impl_->block; }
 int32_t DflashDrafter::mask_token() const { return impl_->mask_token; }
+int64_t DflashDrafter::weight_bytes() const { return static_cast<int64_t>(impl_->bytes); }
 
 std::string DflashDrafter::describe() const {
   const Impl& m = *impl_;
@@ -268,7 +273,8 @@ std::string DflashDrafter::describe() const {
   else o << sliding << " sliding, " << m.layers.size() - static_cast<size_t>(sliding) << " full";
   o << "), block " << m.block << ", taps [";
   for (size_t i = 0; i < m.taps.size(); ++i) o << (i ? ", " : "") << m.taps[i];
-  o << "], " << storage_names(*m.ck) << ", " << static_cast<double>(m.bytes) / (1 << 20) << " MiB";
+  o << "], " << storage_names(*m.ck) << (m.quantized ? " quantized to NVFP4 at load" : "") << ", "
+    << static_cast<double>(m.bytes) / (1 << 20) << " MiB";
   return o.str();
 }
 

@@ -36,6 +36,7 @@ struct DflashDrafter::Impl {
   std::vector<float> enc_norm, norm;
   std::vector<DflashLayer> layers;
   size_t bytes = 0;
+  bool quantized = false;  // its float layers quantized to NVFP4 at load
 };
 
 }  // namespace nvfp4
