@@ -2,7 +2,7 @@
 """Writes fixtures/dflash/qwen3 (a tiny random drafter in z-lab's DFlash layout, the
 DFlashDraftModel of PyPI `dflash` 0.1.0, for the float Qwen3 fixture fixtures/arch/qwen3/float) and
 fixtures/dflash/qwen3_reference.json + qwen3_reference.f32: what z-lab's own dflash_generate
-does with it, greedy: the tokens, and the draft logits of every step whose block was whole, the
+does with it, greedy: the tokens, and the draft logits of every step, the
 reference for the engine's DFlash drafter in z-lab's layout (issue 35: z-lab publishes such
 drafters for Qwen3-4B/8B, Qwen3-Coder-30B-A3B and Llama 3.1 8B, families the engine runs).
 
@@ -18,8 +18,9 @@ mask_token_id 501, target_layer_ids [0, 1], rope_theta 1e6; torch.manual_seed(20
 N(0, 0.1^2), RMSNorm weights 1 + 0.2 N(0, 1), saved as bfloat16 and read back in float32.
 
 JSON per prompt: ids, tokens (dflash_generate's output after the prompt), steps [{start, rows,
-offset}] (each draft step: the position of its anchor, its block's rows less one, where its logits
-[rows][n_vocab] float32 LE start in the .f32; only whole blocks are kept).
+offset}] (each draft step: the position of its anchor, its block's rows less one (shorter than
+block_size - 1 at the end, where dflash_generate drafts from a shorter block), where its logits
+[rows][n_vocab] float32 LE start in the .f32).
 
 Run (a venv with torch, transformers >= 5.17 and `pip install --no-deps dflash==0.1.0`):
   PYTHON tools/gen_dflash_zlab_reference.py
@@ -99,10 +100,9 @@ def main():
         tokens = r.output_ids[0, len(ids):].tolist()
         steps, start = [], len(ids)
         for c, produced in zip(calls, r.acceptance_lengths):
-            if c.shape[0] == B - 1:
-                steps.append({"start": start, "rows": int(c.shape[0]), "offset": offset})
-                blob.append(c.astype("<f4").tobytes())
-                offset += c.size
+            steps.append({"start": start, "rows": int(c.shape[0]), "offset": offset})
+            blob.append(c.astype("<f4").tobytes())
+            offset += c.size
             start += produced
         rows.append({"ids": ids, "tokens": tokens, "acceptance_lengths": [int(a) for a in r.acceptance_lengths], "steps": steps})
     (D / "qwen3_reference.f32").write_bytes(b"".join(blob))

@@ -67,8 +67,8 @@ bool is_dflash_assistant(const std::string& dir);
 
 class DflashProposer {
  public:
-  // n_ctx: the target sequence's positions.
-  DflashProposer(const DflashDrafter& drafter, int64_t n_ctx);
+  // n_ctx: the target sequence's positions; kv: its cache's element (as --kv).
+  DflashProposer(const DflashDrafter& drafter, int64_t n_ctx, KvType kv = KvType::f32);
   ~DflashProposer();
   const DflashDrafter& drafter() const { return d_; }
 
@@ -79,10 +79,12 @@ class DflashProposer {
   // positions p0 .. p0 + n - 1, rows [n][taps().size()][n_embd].
   void observe(int64_t p0, const float* taps, int64_t n, ThreadPool& pool);
   // Up to min(k, block_size - 1) tokens continuing `history` (the target holds history.size() - 1
-  // positions of it; its last token is the anchor). Empty when the taps of a held position were
-  // not observed.
+  // positions of it; its last token is the anchor), from a block of min(k + 1, block_size) rows.
+  // Empty when the taps of a held position were not observed. Its block's keys take the context's
+  // places after the anchor's: the positions from there must be observed again before a later
+  // propose reads them (the target's next step does that).
   std::vector<int32_t> propose(std::span<const int32_t> history, int k, ThreadPool& pool);
-  // The logits [block_size - 1][n_vocab] of the last propose()'s block (tests compare them).
+  // The logits [rows - 1][n_vocab] of the last propose()'s block (tests compare them).
   const std::vector<float>& last_logits() const { return logits_; }
   // Takes the first n context positions of another proposer of the same drafter (a prompt cache's
   // prefix copied in serve: the same tokens).

@@ -87,7 +87,7 @@ nlohmann::json dflash_cost(const Model& m, const DflashDrafter& d, KvType kv, in
   const int64_t n_ctx = prompt + static_cast<int64_t>(steps) * reps + B + 2;
   Sequence plain(m, n_ctx, kv), spec(m, n_ctx, kv);
   Workspace ws(m, std::max<int64_t>(64, B));
-  DflashProposer prop(d, n_ctx);
+  DflashProposer prop(d, n_ctx, kv);
   std::vector<float> logits(static_cast<size_t>(nv) * static_cast<size_t>(B));
   std::vector<float> taps(static_cast<size_t>(std::max<int64_t>(64, B)) * nt * static_cast<size_t>(dim));
   std::vector<StepToken> step;

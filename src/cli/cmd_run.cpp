@@ -117,7 +117,7 @@ int run(RunArgs& a) {
   }
   std::unique_ptr<DflashProposer> dfp;
   if (dflash) {
-    dfp = std::make_unique<DflashProposer>(*dflash, co.n_ctx);
+    dfp = std::make_unique<DflashProposer>(*dflash, co.n_ctx, co.kv);
     dfp->n_min = a.draft_min;
     dfp->p_min = a.draft_p_min;
     a.g.dflash = dfp.get();

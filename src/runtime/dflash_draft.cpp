@@ -1,9 +1,12 @@
 // The DFlash proposer (include/nvfp4/dflash_draft.h says what it computes). The context's keys and
 // values are computed as the target's steps are observed, in the same matmuls for the whole step
 // (a verify step's rejected rows too: their positions are written again when the target runs
-// them again), so a draft step runs the block alone. Everything here is in float, each output
-// element summed by one thread in a fixed order: drafts are the same on every run and thread
-// count, and never change the output (the target verifies them).
+// them again), into a KV cache of the drafter's layers; a draft step stores its block's keys
+// after the context's (positions P .. P + R - 1, which the next observed step writes over) and
+// runs the engine's attention (ops/attention.h) per block row over the key range that row sees:
+// a causal row up to itself, a bidirectional one to the block's end, a sliding one from its
+// window's start. Drafts are the same bits on every run and thread count, and never change the
+// output (the target verifies them).
 #include "nvfp4/dflash_draft.h"
 
 #include <algorithm>
@@ -13,6 +16,8 @@
 #include "nvfp4/draft.h"
 #include "nvfp4/error.h"
 #include "nvfp4/sampler.h"
+#include "kernels/attention_kernels.h"
+#include "ops/attention.h"
 #include "ops/head.h"
 #include "ops/rope.h"
 
@@ -37,21 +42,19 @@ void rmsnorm(const float* x, const float* w, float* out, int64_t rows, int64_t n
 struct DflashProposer::State {
   RopeTable rope;
   int64_t n_ctx = 0;
-  // Per layer: keys (normed, rotated) and values of context positions, [pos][n_kv * head_dim].
-  std::vector<std::vector<float>> k, v;
+  KvCache kv;  // the drafter's layers: context keys (normed, rotated) and values by position, then a block's
   int64_t valid = 0;  // positions [0, valid) hold the latest observed rows
   LinearScratch scratch;
-  std::vector<float> ctx, kv_k, kv_v, h, x, q, kb, vb, att, tmp, g, u;
+  std::vector<float> ctx, kv_k, kv_v, h, x, q, kb, vb, att, tmp, g, u, attn_scratch;
 };
 
-DflashProposer::DflashProposer(const DflashDrafter& drafter, int64_t n_ctx) : d_(drafter), s_(std::make_unique<State>()) {
+DflashProposer::DflashProposer(const DflashDrafter& drafter, int64_t n_ctx, KvType kv) : d_(drafter), s_(std::make_unique<State>()) {
   const auto& m = d_.impl();
   if (n_ctx < 1) throw Error(m.dir, "", "--spec dflash: the sequence's positions", "at least 1", std::to_string(n_ctx));
   s_->n_ctx = n_ctx;
   s_->rope.init(m.rope, m.head_dim);
   s_->rope.reserve(n_ctx + m.block);
-  s_->k.resize(m.layers.size());
-  s_->v.resize(m.layers.size());
+  s_->kv.init(static_cast<int64_t>(m.layers.size()), m.n_kv, m.head_dim, n_ctx + m.block, kv);
 }
 
 DflashProposer::~DflashProposer() = default;
@@ -66,14 +69,9 @@ void DflashProposer::copy_prefix(const DflashProposer& from, int64_t n) {
   const auto& m = d_.impl();
   if (&from.d_ != &d_) throw Error(m.dir, "", "a DFlash prefix copied between proposers", "the same assistant", "another");
   State& s = *s_;
-  const State& f = *from.s_;
-  n = std::min({n, f.valid, s.n_ctx});
-  const size_t e = static_cast<size_t>(std::max<int64_t>(n, 0) * m.n_kv * m.head_dim);
-  for (size_t l = 0; l < m.layers.size(); ++l) {
-    s.k[l].assign(f.k[l].begin(), f.k[l].begin() + static_cast<std::ptrdiff_t>(e));
-    s.v[l].assign(f.v[l].begin(), f.v[l].begin() + static_cast<std::ptrdiff_t>(e));
-  }
-  s.valid = std::max<int64_t>(n, 0);
+  n = std::max<int64_t>(std::min({n, from.s_->valid, s.n_ctx}), 0);
+  for (int64_t l = 0; l < static_cast<int64_t>(m.layers.size()); ++l) s.kv.copy_prefix(l, from.s_->kv, l, n);
+  s.valid = n;
 }
 
 void DflashProposer::observe(int64_t p0, const float* taps, int64_t n, ThreadPool& pool) {
@@ -92,18 +90,11 @@ void DflashProposer::observe(int64_t p0, const float* taps, int64_t n, ThreadPoo
     const DflashLayer& y = m.layers[l];
     y.k.forward(m.mode, s.ctx.data(), n, s.kv_k.data(), pool, &s.scratch);
     y.v.forward(m.mode, s.ctx.data(), n, s.kv_v.data(), pool, &s.scratch);
-    std::vector<float>& K = s.k[l];
-    std::vector<float>& V = s.v[l];
-    if (static_cast<int64_t>(K.size()) < (p0 + n) * kvo) {
-      K.resize(static_cast<size_t>((p0 + n) * kvo));
-      V.resize(static_cast<size_t>((p0 + n) * kvo));
-    }
     for (int64_t t = 0; t < n; ++t) {
       float* kr = s.kv_k.data() + t * kvo;
       rmsnorm(kr, y.k_norm.data(), kr, m.n_kv, hd, m.eps);
       s.rope.apply(kr, m.n_kv, p0 + t);
-      std::copy(kr, kr + kvo, K.begin() + (p0 + t) * kvo);
-      std::copy(s.kv_v.begin() + t * kvo, s.kv_v.begin() + (t + 1) * kvo, V.begin() + (p0 + t) * kvo);
+      s.kv.store(static_cast<int64_t>(l), p0 + t, kr, s.kv_v.data() + t * kvo);
     }
   }
   s.valid = p0 + n;
@@ -115,98 +106,96 @@ std::vector<int32_t> DflashProposer::propose(std::span<const int32_t> history, i
   State& s = *s_;
   std::vector<int32_t> out;
   const int64_t P = static_cast<int64_t>(history.size()) - 1;  // context positions: the target's
-  const int64_t B = m.block, d = m.d, hd = m.head_dim, kvo = m.n_kv * hd, qo = m.n_head * hd;
+  const int64_t d = m.d, hd = m.head_dim, kvo = m.n_kv * hd, qo = m.n_head * hd;
   if (P < 1 || k <= 0 || s.valid < P || P > s.n_ctx) return out;
-  // The block: the anchor, then mask tokens, as the target's raw embedding rows.
+  // The block: the anchor, then mask tokens, as the target's raw embedding rows; R rows, the
+  // drafts wanted and the anchor (a shorter block than block_size when fewer are wanted, as
+  // dflash_generate drafts at a generation's end).
+  const int64_t R = std::min<int64_t>(m.block, static_cast<int64_t>(k) + 1);
   const Head& embd = m.target->impl().embedding();
-  s.h.resize(static_cast<size_t>(B * d));
+  s.h.resize(static_cast<size_t>(R * d));
   embd.row(history.back(), s.h.data());
-  for (int64_t i = 1; i < B; ++i) embd.row(m.mask_token, s.h.data() + i * d);
+  for (int64_t i = 1; i < R; ++i) embd.row(m.mask_token, s.h.data() + i * d);
   if (m.embed_scale != 1.0f)
     for (float& x : s.h) x *= m.embed_scale;
-  s.x.resize(static_cast<size_t>(B * d));
-  s.q.resize(static_cast<size_t>(B * qo));
-  s.kb.resize(static_cast<size_t>(B * kvo));
-  s.vb.resize(static_cast<size_t>(B * kvo));
-  s.att.resize(static_cast<size_t>(B * qo));
-  s.tmp.resize(static_cast<size_t>(B * d));
-  s.g.resize(static_cast<size_t>(B * m.n_ff));
-  s.u.resize(static_cast<size_t>(B * m.n_ff));
+  s.x.resize(static_cast<size_t>(R * d));
+  s.q.resize(static_cast<size_t>(R * qo));
+  s.kb.resize(static_cast<size_t>(R * kvo));
+  s.vb.resize(static_cast<size_t>(R * kvo));
+  s.att.resize(static_cast<size_t>(R * qo));
+  s.tmp.resize(static_cast<size_t>(R * d));
+  s.g.resize(static_cast<size_t>(R * m.n_ff));
+  s.u.resize(static_cast<size_t>(R * m.n_ff));
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const int64_t group = m.n_head / m.n_kv;
+  s.valid = P;  // the block's keys go where the context would continue
   for (size_t l = 0; l < m.layers.size(); ++l) {
     const DflashLayer& y = m.layers[l];
-    rmsnorm(s.h.data(), y.attn_norm.data(), s.x.data(), B, d, m.eps);
-    y.q.forward(m.mode, s.x.data(), B, s.q.data(), pool, &s.scratch);
-    y.k.forward(m.mode, s.x.data(), B, s.kb.data(), pool, &s.scratch);
-    y.v.forward(m.mode, s.x.data(), B, s.vb.data(), pool, &s.scratch);
-    for (int64_t i = 0; i < B; ++i) {
+    rmsnorm(s.h.data(), y.attn_norm.data(), s.x.data(), R, d, m.eps);
+    y.q.forward(m.mode, s.x.data(), R, s.q.data(), pool, &s.scratch);
+    y.k.forward(m.mode, s.x.data(), R, s.kb.data(), pool, &s.scratch);
+    y.v.forward(m.mode, s.x.data(), R, s.vb.data(), pool, &s.scratch);
+    for (int64_t i = 0; i < R; ++i) {
       rmsnorm(s.q.data() + i * qo, y.q_norm.data(), s.q.data() + i * qo, m.n_head, hd, m.eps);
       rmsnorm(s.kb.data() + i * kvo, y.k_norm.data(), s.kb.data() + i * kvo, m.n_kv, hd, m.eps);
       s.rope.apply(s.q.data() + i * qo, m.n_head, P + i);
       s.rope.apply(s.kb.data() + i * kvo, m.n_kv, P + i);
+      s.kv.store(static_cast<int64_t>(l), P + i, s.kb.data() + i * kvo, s.vb.data() + i * kvo);
     }
-    const float* K = s.k[l].data();
-    const float* V = s.v[l].data();
-    // Per (block row, head): scores over the context keys, then the block's, in that order.
-    pool.run(B * m.n_head, [&](int64_t b, int64_t e) {
-      std::vector<float> sc;
-      for (int64_t w = b; w < e; ++w) {
-        const int64_t i = w / m.n_head, hq = w % m.n_head, hk = hq / group, qp = P + i;
-        const float* qv = s.q.data() + i * qo + hq * hd;
-        // Sliding: keys at distance <= window (transformers) or < window (z-lab); causal layers see
-        // the block up to their own row.
-        const int64_t reach = y.window > 0 ? (m.inclusive ? y.window : y.window - 1) : 0;
-        const int64_t lo = y.window > 0 ? std::max<int64_t>(0, qp - reach) : 0;
-        const auto sees = [&](int64_t j) { return (!y.causal || j <= i) && (y.window == 0 || std::abs(j - i) <= reach); };
-        sc.clear();
-        float mx = -INFINITY;
-        const auto score = [&](const float* kr) {
-          float acc = 0.0f;
-          for (int64_t t = 0; t < hd; ++t) acc += qv[t] * kr[t];
-          acc *= scale;
-          sc.push_back(acc);
-          mx = std::max(mx, acc);
-        };
-        for (int64_t p = lo; p < P; ++p) score(K + p * kvo + hk * hd);
-        for (int64_t j = 0; j < B; ++j)
-          if (sees(j)) score(s.kb.data() + j * kvo + hk * hd);
-        float sum = 0.0f;
-        for (float& z : sc) sum += (z = std::exp(z - mx));
-        float* o = s.att.data() + i * qo + hq * hd;
-        std::fill(o, o + hd, 0.0f);
-        size_t c = 0;
-        const auto add = [&](const float* vr) {
-          const float a = sc[c++] / sum;
-          for (int64_t t = 0; t < hd; ++t) o[t] += a * vr[t];
-        };
-        for (int64_t p = lo; p < P; ++p) add(V + p * kvo + hk * hd);
-        for (int64_t j = 0; j < B; ++j)
-          if (sees(j)) add(s.vb.data() + j * kvo + hk * hd);
+    // Row i (position P + i) sees keys [lo, hi]: a causal row up to itself, a bidirectional one to
+    // the block's end; a sliding layer only keys within its window of P + i (distance <= window
+    // in transformers' layout, < window in z-lab's).
+    AttnView view;
+    view.layer = static_cast<int64_t>(l);
+    view.head_dim = hd;
+    view.n_head = m.n_head;
+    view.n_kv = m.n_kv;
+    view.scale = scale;
+    const int64_t reach = y.window > 0 ? (m.inclusive ? y.window : y.window - 1) : 0;
+    std::vector<AttnToken> whole;  // the rows that see every key up to theirs (no window), in one step
+    std::vector<int64_t> whole_rows;
+    for (int64_t i = 0; i < R; ++i) {
+      const int64_t qp = P + i;
+      const int64_t hi = y.causal ? qp : (y.window > 0 ? std::min(P + R - 1, qp + reach) : P + R - 1);
+      const int64_t lo = y.window > 0 ? std::max<int64_t>(0, qp - reach) : 0;
+      if (lo == 0) {
+        whole.push_back({&s.kv, hi});
+        whole_rows.push_back(i);
+        continue;
       }
-    });
-    y.o.forward(m.mode, s.att.data(), B, s.tmp.data(), pool, &s.scratch);
-    for (int64_t i = 0; i < B * d; ++i) s.h[static_cast<size_t>(i)] += s.tmp[static_cast<size_t>(i)];
-    rmsnorm(s.h.data(), y.ffn_norm.data(), s.x.data(), B, d, m.eps);
-    y.gate.forward(m.mode, s.x.data(), B, s.g.data(), pool, &s.scratch);
-    y.up.forward(m.mode, s.x.data(), B, s.u.data(), pool, &s.scratch);
-    for (size_t i = 0; i < s.g.size(); ++i) s.g[i] = s.g[i] / (1.0f + std::exp(-s.g[i])) * s.u[i];
-    y.down.forward(m.mode, s.g.data(), B, s.tmp.data(), pool, &s.scratch);
-    for (int64_t i = 0; i < B * d; ++i) s.h[static_cast<size_t>(i)] += s.tmp[static_cast<size_t>(i)];
+      AttnStep one;
+      const AttnToken t{&s.kv, hi};
+      one.set(std::span<const AttnToken>(&t, 1));
+      view.window = hi - lo + 1;
+      attention_layer(view, one, s.q.data() + i * qo, s.att.data() + i * qo, s.attn_scratch, pool);
+    }
+    if (!whole.empty()) {
+      view.window = 0;
+      AttnStep st;
+      st.set(whole);
+      // Their rows are contiguous from row 0 (lo grows with the row): q and att in place.
+      attention_layer(view, st, s.q.data() + whole_rows[0] * qo, s.att.data() + whole_rows[0] * qo, s.attn_scratch, pool);
+    }
+    y.o.forward(m.mode, s.att.data(), R, s.tmp.data(), pool, &s.scratch);
+    for (int64_t i = 0; i < R * d; ++i) s.h[static_cast<size_t>(i)] += s.tmp[static_cast<size_t>(i)];
+    rmsnorm(s.h.data(), y.ffn_norm.data(), s.x.data(), R, d, m.eps);
+    y.gate.forward(m.mode, s.x.data(), R, s.g.data(), pool, &s.scratch);
+    y.up.forward(m.mode, s.x.data(), R, s.u.data(), pool, &s.scratch);
+    swiglu_rows(s.g.data(), s.u.data(), R * m.n_ff);
+    y.down.forward(m.mode, s.g.data(), R, s.tmp.data(), pool, &s.scratch);
+    for (int64_t i = 0; i < R * d; ++i) s.h[static_cast<size_t>(i)] += s.tmp[static_cast<size_t>(i)];
   }
-  rmsnorm(s.h.data() + d, m.norm.data(), s.x.data(), B - 1, d, m.eps);
+  rmsnorm(s.h.data() + d, m.norm.data(), s.x.data(), R - 1, d, m.eps);
   const Head& head = m.target->impl().head();
   const int64_t nv = m.n_vocab;
-  logits_.resize(static_cast<size_t>((B - 1) * nv));
-  head.forward(m.mode, s.x.data(), B - 1, logits_.data(), pool);
+  logits_.resize(static_cast<size_t>((R - 1) * nv));
+  head.forward(m.mode, s.x.data(), R - 1, logits_.data(), pool);
   if (m.out_mult != 1.0f || m.softcap > 0.0f)  // z-lab's compute_logits: times output_multiplier, then soft-capped
     for (float& x : logits_) {
       x *= m.out_mult;
       if (m.softcap > 0.0f) x = std::tanh(x / m.softcap) * m.softcap;
     }
-  evaluated_ += B;
-  const int64_t want = std::min<int64_t>(k, B - 1);
-  for (int64_t i = 0; i < want; ++i) {
+  evaluated_ += R;
+  for (int64_t i = 0; i < R - 1; ++i) {
     const float* row = logits_.data() + i * nv;
     const int32_t tok = argmax(row, nv);
     if (p_min > 0.0f && top_probability(row, nv, tok) < static_cast<double>(p_min)) break;
@@ -231,7 +220,9 @@ double dflash_acceptance(const DflashDrafter& drafter, std::span<const int32_t> 
   p.observe(0, taps.data(), n, pool);
   const int64_t first = std::max<int64_t>(1, n / 2), count = std::min<int64_t>(16, n - 1 - first);
   int64_t agree = 0;
-  for (int64_t i = 0; i < count; ++i) {
+  // Last position first: a draft step writes its block's keys over the context after P, which the
+  // earlier positions do not read.
+  for (int64_t i = count - 1; i >= 0; --i) {
     const int64_t P = first + i * (n - 1 - first) / count;
     const std::vector<int32_t> draft = p.propose(ids.subspan(0, static_cast<size_t>(P + 1)), 1, pool);
     agree += !draft.empty() && draft[0] == argmax(logits.data() + P * nv, nv);

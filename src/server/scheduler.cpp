@@ -66,7 +66,7 @@ Scheduler::Scheduler(const Model& model, const Tokenizer& tok, const SchedulerOp
   }
   if (opt_.spec.dflash)
     for (int i = 0; i < opt_.parallel; ++i) {
-      dflash_.push_back(std::make_unique<DflashProposer>(*opt_.spec.dflash, opt_.n_ctx));
+      dflash_.push_back(std::make_unique<DflashProposer>(*opt_.spec.dflash, opt_.n_ctx, opt_.kv));
       dflash_.back()->p_min = opt_.spec.draft_p_min;
     }
   metrics_.slots = opt_.parallel;
