@@ -116,6 +116,12 @@ TEST(CliMtp, ABlockDrafterRunsAsItsTargetsDraft) {
   EXPECT_NE(alone.out.find("a speculative drafter (muse_glimmer_assistant"), std::string::npos) << alone.out;
   EXPECT_NE(alone.out.find("--spec dflash --model-draft"), std::string::npos) << alone.out;
   EXPECT_EQ(alone.out.find("tokenizer.json"), std::string::npos) << alone.out;
+  const Result zalone = cli("run -m " + nvfp4::test::fixture_path("dflash") + "/qwen3 -p hi -n 4", true);  // z-lab's layout
+  EXPECT_NE(zalone.rc, 0);
+  EXPECT_NE(zalone.out.find("a speculative drafter (DFlashDraftModel"), std::string::npos) << zalone.out;
+  const Result zinspect = cli("inspect " + nvfp4::test::fixture_path("dflash") + "/qwen3", true);
+  EXPECT_NE(zinspect.rc, 0);
+  EXPECT_NE(zinspect.out.find("drafter:   DFlash (DFlashDraftModel)"), std::string::npos) << zinspect.out;
   const std::string args = " --quantize -p 'The quick brown fox jumps over the lazy dog. The quick brown' -n 24 --ctx 96 -t 2 --json";
   const auto plain = ids_of(cli("run -m " + dir + "/float" + args));
   ASSERT_FALSE(plain.empty());

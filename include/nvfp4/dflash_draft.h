@@ -62,8 +62,12 @@ class DflashDrafter {
   std::unique_ptr<Impl> impl_;
 };
 
-// Whether `dir` holds a DFlash assistant (its config.json's model_type), without loading it.
+// Whether `dir` holds a DFlash drafter (its config.json's model_type muse_glimmer_assistant, or
+// architectures DFlash*DraftModel), without loading it; dflash_format names which ("" when none).
 bool is_dflash_assistant(const std::string& dir);
+std::string dflash_format(const std::string& dir);
+// The refusal of a DFlash drafter given as the model to run: what it is and how it runs.
+std::string dflash_run_alone_refusal(const std::string& dir);
 
 class DflashProposer {
  public:

@@ -390,12 +390,12 @@ int run(const Opt& o) {
   }
   if (j.contains("dflash")) {
     const auto& v = j["dflash"];
-    std::printf("DFlash (block %d): draft %.2f ms, verify of the block %.2f ms (drafter context %.2f ms), plain step %.2f ms; "
-                "break-even at %.2f accepted drafts a step; speed-up at",
-                v["block_size"].get<int>(), v["draft_ms"].get<double>(), v["verify_ms"].get<double>(), v["observe_ms"].get<double>(),
-                v["plain_ms"].get<double>(), v["break_even_accepted"].get<double>());
-    for (const auto& [a, x] : v["speedup_at"].items()) std::printf(" %s: %.2fx", a.c_str(), x.get<double>());
-    std::printf(" accepted\n");
+    std::printf("DFlash (block %d, plain step %.2f ms): ms per step, a block of k + 1 rows verified\n", v["block_size"].get<int>(),
+                v["plain_ms"].get<double>());
+    for (const auto& e : v["drafts"])
+      std::printf("  k=%-3d draft %8.2f  verify %8.2f (drafter context %6.2f)  break-even at %5.2f accepted, %5.2fx if all are\n",
+                  e["k"].get<int>(), e["draft_ms"].get<double>(), e["verify_ms"].get<double>(), e["observe_ms"].get<double>(),
+                  e["break_even_accepted"].get<double>(), e["speedup_all_accepted"].get<double>());
   }
   if (j.contains("verify")) {
     const auto& v = j["verify"];

@@ -84,7 +84,11 @@ nlohmann::json dflash_cost(const Model& m, const DflashDrafter& d, KvType kv, in
   ThreadPool pool(threads);
   const int64_t nv = m.config().n_vocab, B = d.block_size(), dim = m.config().n_embd;
   const size_t nt = d.taps().size();
-  const int64_t n_ctx = prompt + static_cast<int64_t>(steps) * reps + B + 2;
+  // Draft lengths timed: 3, 7, 15 .. up to the block's (a block of k + 1 rows each).
+  std::vector<int64_t> ks;
+  for (int64_t k = 3; k < B - 1; k = 2 * k + 1) ks.push_back(k);
+  ks.push_back(B - 1);
+  const int64_t n_ctx = prompt + static_cast<int64_t>(steps) * reps * static_cast<int64_t>(ks.size() + 1) + B + 2;
   Sequence plain(m, n_ctx, kv), spec(m, n_ctx, kv);
   Workspace ws(m, std::max<int64_t>(64, B));
   DflashProposer prop(d, n_ctx, kv);
@@ -106,7 +110,8 @@ nlohmann::json dflash_cost(const Model& m, const DflashDrafter& d, KvType kv, in
         forward(m, step, ws, pool, logits.data());
       }
     }
-  std::vector<double> plain_ms, draft_ms, verify_ms, observe_ms;
+  std::vector<double> plain_ms;
+  std::vector<std::vector<double>> draft_ms(ks.size()), verify_ms(ks.size()), observe_ms(ks.size());
   for (int r = 0; r < reps; ++r) {
     double t0 = bench::now_ms();
     for (int s = 0; s < steps; ++s) {
@@ -114,46 +119,48 @@ nlohmann::json dflash_cost(const Model& m, const DflashDrafter& d, KvType kv, in
       forward(m, step, ws, pool, logits.data());
     }
     plain_ms.push_back((bench::now_ms() - t0) / steps);
-    double dr = 0, ve = 0, ob = 0;
-    for (int s = 0; s < steps; ++s) {
-      const int64_t p0 = spec.pos();
-      history.resize(static_cast<size_t>(p0));
-      history.push_back(token(p0));
-      t0 = bench::now_ms();
-      const std::vector<int32_t> draft = prop.propose(history, static_cast<int>(B - 1), pool);
-      const double t1 = bench::now_ms();
-      begin_verify(spec, draft.size());
-      step.clear();
-      step.push_back({history.back(), &spec, p0, true});
-      for (size_t i = 0; i < draft.size(); ++i) step.push_back({draft[i], &spec, p0 + 1 + static_cast<int64_t>(i), true});
-      forward(m, step, ws, pool, logits.data(), nullptr, LayerTaps{d.taps(), taps.data()});
-      const double t2 = bench::now_ms();
-      prop.observe(p0, taps.data(), static_cast<int64_t>(step.size()), pool);
-      const double t3 = bench::now_ms();
-      end_verify(spec, p0, 0);  // every draft rejected: one token a step, as the plain steps
-      dr += t1 - t0;
-      ve += t3 - t1;
-      ob += t3 - t2;
+    for (size_t ki = 0; ki < ks.size(); ++ki) {
+      double dr = 0, ve = 0, ob = 0;
+      for (int s = 0; s < steps; ++s) {
+        const int64_t p0 = spec.pos();
+        history.resize(static_cast<size_t>(p0));
+        history.push_back(token(p0));
+        t0 = bench::now_ms();
+        const std::vector<int32_t> draft = prop.propose(history, static_cast<int>(ks[ki]), pool);
+        const double t1 = bench::now_ms();
+        begin_verify(spec, draft.size());
+        step.clear();
+        step.push_back({history.back(), &spec, p0, true});
+        for (size_t i = 0; i < draft.size(); ++i) step.push_back({draft[i], &spec, p0 + 1 + static_cast<int64_t>(i), true});
+        forward(m, step, ws, pool, logits.data(), nullptr, LayerTaps{d.taps(), taps.data()});
+        const double t2 = bench::now_ms();
+        prop.observe(p0, taps.data(), static_cast<int64_t>(step.size()), pool);
+        const double t3 = bench::now_ms();
+        end_verify(spec, p0, 0);  // every draft rejected: one token a step, as the plain steps
+        dr += t1 - t0;
+        ve += t3 - t1;
+        ob += t3 - t2;
+      }
+      draft_ms[ki].push_back(dr / steps);
+      verify_ms[ki].push_back(ve / steps);
+      observe_ms[ki].push_back(ob / steps);
     }
-    draft_ms.push_back(dr / steps);
-    verify_ms.push_back(ve / steps);
-    observe_ms.push_back(ob / steps);
   }
-  const bench::Stats p = bench::stats_of(plain_ms), dr = bench::stats_of(draft_ms), ve = bench::stats_of(verify_ms),
-                     ob = bench::stats_of(observe_ms);
-  const double cost = dr.median_ms + ve.median_ms;
+  const bench::Stats p = bench::stats_of(plain_ms);
   nlohmann::json j = {{"block_size", B}, {"steps", steps}, {"reps", reps}, {"prompt", prompt},
                       {"plain_ms", p.median_ms}, {"plain_ms_min", p.min_ms}, {"plain_ms_max", p.max_ms},
-                      {"draft_ms", dr.median_ms}, {"draft_ms_min", dr.min_ms}, {"draft_ms_max", dr.max_ms},
-                      {"verify_ms", ve.median_ms}, {"verify_ms_min", ve.min_ms}, {"verify_ms_max", ve.max_ms},
-                      {"observe_ms", ob.median_ms},
                       {"drafter_mib", static_cast<double>(d.weight_bytes()) / (1 << 20)},
                       {"target_mib_per_token", static_cast<double>(m.bytes_per_token()) / (1 << 20)},
-                      {"break_even_accepted", cost / p.median_ms - 1.0}};
-  nlohmann::json at = nlohmann::json::object();
-  for (const int a : {1, 2, 3, 4, 6, 8})
-    if (a < B) at[std::to_string(a)] = (1.0 + a) * p.median_ms / cost;
-  j["speedup_at"] = at;
+                      {"drafts", nlohmann::json::array()}};
+  for (size_t ki = 0; ki < ks.size(); ++ki) {
+    const bench::Stats dr = bench::stats_of(draft_ms[ki]), ve = bench::stats_of(verify_ms[ki]), ob = bench::stats_of(observe_ms[ki]);
+    const double cost = dr.median_ms + ve.median_ms;
+    nlohmann::json e = {{"k", ks[ki]}, {"draft_ms", dr.median_ms}, {"draft_ms_min", dr.min_ms}, {"draft_ms_max", dr.max_ms},
+                        {"verify_ms", ve.median_ms}, {"verify_ms_min", ve.min_ms}, {"verify_ms_max", ve.max_ms},
+                        {"observe_ms", ob.median_ms}, {"break_even_accepted", cost / p.median_ms - 1.0},
+                        {"speedup_all_accepted", static_cast<double>(ks[ki] + 1) * p.median_ms / cost}};
+    j["drafts"].push_back(e);
+  }
   return j;
 }
 

@@ -18,13 +18,13 @@ nlohmann::json verify_cost(const Model& m, KvType kv, int threads, int64_t promp
                            bool profile = false);
 
 // `bench model --dflash DIR`: what DFlash speculation costs per step against a plain decode step,
-// after a prompt: the drafter's block pass (a draft of block_size - 1), the verify step of the
-// whole block with the drafter's taps (the target's step, every draft rejected and rolled back),
-// and the drafter's context update of those rows (observe). Medians over `reps` of the mean of
-// `steps` steps, the three interleaved with plain steps on a sequence of their own:
-// {"plain_ms", "draft_ms", "verify_ms", "observe_ms", "block_size", ...}, and what it implies:
-// "break_even_accepted" (the accepted drafts per step at which speculation matches plain
-// decoding) and "speedup_at" {accepted: speed-up} for a few acceptance lengths.
+// after a prompt, for drafts of k = 3, 7, .. block_size - 1 tokens (a block of k + 1 rows): the
+// drafter's block pass, and the verify step of the k + 1 tokens with the drafter's taps (the
+// target's step, every draft rejected and rolled back) with the drafter's context update of those
+// rows (observe). Medians over `reps` of the mean of `steps` steps, interleaved with plain steps
+// on a sequence of their own: {"plain_ms", "drafts": [{"k", "draft_ms", "verify_ms", "observe_ms",
+// "break_even_accepted" (the accepted drafts a step needs to match plain decoding),
+// "speedup_all_accepted"}]}.
 nlohmann::json dflash_cost(const Model& m, const DflashDrafter& d, KvType kv, int threads, int64_t prompt, int steps, int reps);
 
 }  // namespace nvfp4::cli

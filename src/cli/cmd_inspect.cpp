@@ -15,6 +15,7 @@
 #include "cli/registry.h"
 #include "io/hf_names.h"
 #include "nvfp4/checkpoint.h"
+#include "nvfp4/dflash_draft.h"
 #include "nvfp4/error.h"
 #include "nvfp4/model.h"
 #include "nvfp4/tokenizer.h"
@@ -97,7 +98,9 @@ Registrar reg("inspect", "Show what a checkpoint is (producer, algorithm, modes 
                   const auto ck = Checkpoint::open(*path);
                   const auto& in = ck->info();
                   const auto m = modes(*ck);
-                  const std::string refused = *no_check ? "" : run_check(*ck);
+                  // A DFlash drafter runs as its target's draft (--spec dflash), not alone.
+                  const std::string drafter = dflash_format(*path);
+                  const std::string refused = *no_check ? "" : !drafter.empty() ? dflash_run_alone_refusal(*path) : run_check(*ck);
                   const int rc = refused.empty() ? 0 : 1;
                   if (!refused.empty()) std::cerr << "error: run refuses it: " << refused << "\n";
                   if (*json) {
@@ -110,6 +113,7 @@ Registrar reg("inspect", "Show what a checkpoint is (producer, algorithm, modes 
                     j["file_bytes"] = file_bytes(*path);
                     j["head"] = head_line(*ck);
                     j["set_aside"] = in.set_aside;  // a release's vision tower and MTP layers: not run
+                    if (!drafter.empty()) j["dflash_drafter"] = drafter;
                     if (*no_check) j["check"] = {{"made", false}};
                     else if (refused.empty()) j["check"] = {{"made", true}, {"ok", true}};
                     else j["check"] = {{"made", true}, {"ok", false}, {"error", refused}};
@@ -138,6 +142,8 @@ Registrar reg("inspect", "Show what a checkpoint is (producer, algorithm, modes 
                   std::cout << "\nhead:      " << head_line(*ck);
                   std::cout << "\ntensors:   " << ck->tensors().size() << "\nfile:      " << file_bytes(*path) << " bytes\n";
                   for (const auto& line : in.set_aside) std::cout << "set aside: " << line << "\n";
+                  if (!drafter.empty())
+                    std::cout << "drafter:   DFlash (" << drafter << "): run its target with --spec dflash --model-draft " << *path << "\n";
                   std::cout << "\n";
                   std::printf("%-40s %-16s %-8s %6s  %s\n", "name", "shape", "storage", "bits", "scale2 / input_scale");
                   double bits = 0, values = 0;

@@ -199,6 +199,10 @@ std::unique_ptr<DflashDrafter> load_dflash(const std::string& dir, const Loaded&
 Loaded load_model(const ModelArgs& a, bool quiet) {
   const auto t0 = std::chrono::steady_clock::now();
   Loaded L;
+  // A DFlash drafter is said as what it is before anything (it has no tokenizer of its own).
+  if (is_dflash_assistant(a.model))
+    throw Error((std::filesystem::path(a.model) / "config.json").string(), "model_type", dflash_run_alone_refusal(a.model),
+                "a model to run", dflash_format(a.model));
   Checkpoint::OpenOptions oo;
   oo.mtp = a.mtp && a.mtp_file.empty();  // the release's own MTP layers, read instead of set aside
   L.ck = Checkpoint::open(a.model, oo);

@@ -79,16 +79,28 @@ std::string storage_names(const Checkpoint& ck) {
 
 }  // namespace
 
-bool is_dflash_assistant(const std::string& dir) {
+std::string dflash_format(const std::string& dir) {
   const std::filesystem::path f = std::filesystem::path(dir) / "config.json";
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(f, ec)) return false;
+  if (!std::filesystem::is_regular_file(f, ec)) return "";
   try {
     const nlohmann::json j = read_config(f.string());
-    return j.value("model_type", std::string()) == kType || zlab_arch(architecture(j));
+    if (j.value("model_type", std::string()) == kType) return kType;
+    const std::string a = architecture(j);
+    return zlab_arch(a) ? a : "";
   } catch (const Error&) {
-    return false;
+    return "";
+  } catch (const nlohmann::json::exception&) {
+    return "";
   }
+}
+
+bool is_dflash_assistant(const std::string& dir) { return !dflash_format(dir).empty(); }
+
+std::string dflash_run_alone_refusal(const std::string& dir) {
+  return "unsupported architecture: a speculative drafter (" + dflash_format(dir) +
+         ", a DFlash block drafter reading its target's hidden states), not a model to run alone: run its target with "
+         "--spec dflash --model-draft " + dir;
 }
 
 DflashDrafter::DflashDrafter(const std::string& dir, const Model& target, bool quantize) : impl_(std::make_unique<Impl>()) {
