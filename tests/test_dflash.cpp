@@ -208,6 +208,57 @@ TEST(Dflash, SpeculationIsPlainDecoding) {
   }
 }
 
+// serve's slots: several proposers observed and drafting in one pass give each the bits it gets alone
+// (a16q8, the drafter's BF16 layers as stored and quantized at load; prompts of different lengths,
+// one below the block's window and one past it).
+TEST(Dflash, BatchedSlotsDraftAsEachAlone) {
+  ThreadPool pool(2);
+  for (const bool quantize : {false, true}) {
+    SCOPED_TRACE(quantize ? "drafter quantized" : "drafter as stored");
+    auto ck = Checkpoint::open(dir() + "/float");
+    auto m = load_target(*ck, Mode::a16q8, true);
+    DflashDrafter drafter(dir() + "/assistant", *m, quantize);
+    const int64_t d = m->config().n_embd, nt = static_cast<int64_t>(drafter.taps().size());
+    const std::vector<std::vector<int32_t>> hist = {{5, 17, 99, 4, 250, 31, 8, 77, 120, 3},
+                                                    {7, 7, 300, 41, 2, 9, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}};
+    const auto taps_of = [&](const std::vector<int32_t>& h) {
+      Sequence seq(*m, 64);
+      Workspace ws(*m, 32);
+      std::vector<StepToken> step;
+      for (size_t t = 0; t + 1 < h.size(); ++t) step.push_back({h[t], &seq, static_cast<int64_t>(t), false});
+      std::vector<float> taps(step.size() * static_cast<size_t>(nt * d));
+      forward(*m, step, ws, pool, nullptr, nullptr, LayerTaps{drafter.taps(), taps.data()});
+      return taps;
+    };
+    std::vector<std::vector<int32_t>> alone;
+    std::vector<std::vector<float>> alone_logits;
+    for (const auto& h : hist) {
+      DflashProposer one(drafter, 64);
+      const auto t = taps_of(h);
+      one.observe(0, t.data(), static_cast<int64_t>(h.size()) - 1, pool);
+      alone.push_back(one.propose(h, 3, pool));
+      alone_logits.push_back(one.last_logits());
+      EXPECT_EQ(alone.back().size(), 3u);
+    }
+    DflashProposer a(drafter, 64), b(drafter, 64);
+    const auto ta = taps_of(hist[0]), tb = taps_of(hist[1]);
+    const std::vector<DflashProposer::Observed> parts = {{&a, 0, ta.data(), static_cast<int64_t>(hist[0].size()) - 1},
+                                                         {&b, 0, tb.data(), static_cast<int64_t>(hist[1].size()) - 1}};
+    DflashProposer::observe(parts, pool);
+    std::vector<std::vector<int32_t>> out(2);
+    const std::vector<DflashProposer::Ask> asks = {{&a, hist[0], 3, &out[0]}, {&b, hist[1], 3, &out[1]}};
+    DflashProposer::propose(asks, pool);
+    EXPECT_EQ(out[0], alone[0]);
+    EXPECT_EQ(out[1], alone[1]);
+    EXPECT_EQ(a.last_logits(), alone_logits[0]);
+    EXPECT_EQ(b.last_logits(), alone_logits[1]);
+    // A slot that takes another's prefix (the prompt cache's copy) drafts as that one would.
+    DflashProposer c(drafter, 64);
+    c.copy_prefix(b, static_cast<int64_t>(hist[1].size()) - 1);
+    EXPECT_EQ(c.propose(hist[1], 3, pool), alone[1]);
+  }
+}
+
 // A copy of the assistant whose config.json is edited by `edit`.
 std::string with_config(const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
   namespace fs = std::filesystem;

@@ -82,12 +82,30 @@ class DflashProposer {
   // After each target step: the taps (forward(..., LayerTaps{taps(), out})) of its tokens at
   // positions p0 .. p0 + n - 1, rows [n][taps().size()][n_embd].
   void observe(int64_t p0, const float* taps, int64_t n, ThreadPool& pool);
+  // observe() of several proposers of one drafter (serve's slots) with their rows in one matmul
+  // of each layer: each ends as its own observe() would leave it, bit for bit.
+  struct Observed {
+    DflashProposer* p = nullptr;
+    int64_t p0 = 0;
+    const float* taps = nullptr;
+    int64_t n = 0;
+  };
+  static void observe(std::span<const Observed> parts, ThreadPool& pool);
   // Up to min(k, block_size - 1) tokens continuing `history` (the target holds history.size() - 1
   // positions of it; its last token is the anchor), from a block of min(k + 1, block_size) rows.
   // Empty when the taps of a held position were not observed. Its block's keys take the context's
   // places after the anchor's: the positions from there must be observed again before a later
   // propose reads them (the target's next step does that).
   std::vector<int32_t> propose(std::span<const int32_t> history, int k, ThreadPool& pool);
+  // propose() of several proposers of one drafter (serve's slots), their blocks' rows in one matmul
+  // of each layer and one pass of the head: each gets the drafts its own propose() would give.
+  struct Ask {
+    DflashProposer* p = nullptr;
+    std::span<const int32_t> history;
+    int k = 0;
+    std::vector<int32_t>* out = nullptr;
+  };
+  static void propose(std::span<const Ask> asks, ThreadPool& pool);
   // The logits [rows - 1][n_vocab] of the last propose()'s block (tests compare them).
   const std::vector<float>& last_logits() const { return logits_; }
   // Takes the first n context positions of another proposer of the same drafter (a prompt cache's

@@ -331,18 +331,19 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
     for (const auto& q : mtp_asks) slots_[static_cast<size_t>(q.slot)]->spec.set(opt_.spec, std::move(*q.out));
     draft_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - td).count();
   }
-  if (!dflash_asks.empty()) {
+  if (!dflash_asks.empty()) {  // every slot's block in one pass of the drafter
     const auto td = std::chrono::steady_clock::now();
+    std::vector<DflashProposer::Ask> da;
     for (const auto& [si, n] : dflash_asks) {
       Slot& s = *slots_[si];
-      std::vector<int32_t> d;
-      try {  // an assistant that fails costs its drafts only: the target's picks make the output
-        d = dflash_[static_cast<size_t>(s.index)]->propose(s.cached, static_cast<int>(n), pool);
-      } catch (const std::exception&) {
-        d.clear();
-      }
-      s.spec.set(opt_.spec, std::move(d));
+      da.push_back({dflash_[static_cast<size_t>(s.index)].get(), s.cached, static_cast<int>(n), &drafted[si]});
     }
+    try {  // a drafter that fails costs its drafts only: the target's picks make the output
+      DflashProposer::propose(da, pool);
+    } catch (const std::exception&) {
+      for (auto& d : drafted) d.clear();
+    }
+    for (const auto& [si, n] : dflash_asks) slots_[si]->spec.set(opt_.spec, std::move(drafted[si]));
     draft_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - td).count();
   }
   if (!asks.empty()) {
@@ -429,14 +430,17 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
         const std::span<const int> tl = opt_.spec.dflash->taps();
         taps_.resize(toks.size() * tl.size() * d);
         forward(model_, toks, ws, pool, logits.data(), hidden_.data(), LayerTaps{tl, taps_.data()});
+        std::vector<DflashProposer::Observed> parts;  // every slot's rows in one pass of the drafter
         for (size_t t = 0; t < toks.size();) {
           size_t e = t + 1;
           while (e < toks.size() && toks[e].seq == toks[t].seq) ++e;
           for (auto& sp : slots_)
             if (&sp->seq == toks[t].seq)
-              dflash_[static_cast<size_t>(sp->index)]->observe(toks[t].pos, taps_.data() + t * tl.size() * d, static_cast<int64_t>(e - t), pool);
+              parts.push_back({dflash_[static_cast<size_t>(sp->index)].get(), toks[t].pos, taps_.data() + t * tl.size() * d,
+                               static_cast<int64_t>(e - t)});
           t = e;
         }
+        DflashProposer::observe(parts, pool);
       } else {
         forward(model_, toks, ws, pool, logits.data(), hidden_.data());
       }
