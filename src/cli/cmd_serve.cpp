@@ -104,7 +104,7 @@ int serve(ServeArgs a) {
       ModelArgs dm = a.m;
       dm.model = a.draft_model;
       dm.precision = a.draft_precision;
-      dm.quantize = a.draft_quantize;
+      dm.quantize = a.m.quantize || a.draft_quantize;  // as the target, as before --draft-quantize
       dm.calibrate.clear();
       dm.experts_budget.clear();  // the experts' budget and file are the model's own
       dm.experts_file.clear();
