@@ -20,6 +20,30 @@ using nvfp4::test::json_of;
 using nvfp4::test::Result;
 
 using nvfp4::test::ids_of;
+
+// A speculating server's greedy completion of `prompt` (24 tokens) alone and under three
+// concurrent requests (streamed and not) is `plain`; /metrics counts drafts; its log names what
+// drafted (`drafter`); it exits cleanly.
+void expect_serve_gives(nvfp4::test::ServeProcess& srv, const std::string& prompt, const std::vector<int32_t>& plain,
+                        const std::string& drafter) {
+  ASSERT_TRUE(srv.ready(std::chrono::seconds(120))) << srv.log();
+  const nlohmann::json body = {{"prompt", prompt}, {"max_tokens", 24}, {"temperature", 0}, {"return_tokens", true}};
+  const auto alone = nvfp4::test::complete(srv.port(), body, false);
+  ASSERT_EQ(alone.status, 200) << srv.log();
+  EXPECT_EQ(alone.tokens, plain);
+  std::vector<std::future<nvfp4::test::Completion>> many;
+  for (int i = 0; i < 3; ++i)
+    many.push_back(std::async(std::launch::async, [&srv, &body, i] { return nvfp4::test::complete(srv.port(), body, i % 2 == 1); }));
+  for (auto& f : many) {
+    const auto c = f.get();
+    ASSERT_EQ(c.status, 200) << srv.log();
+    EXPECT_EQ(c.tokens, plain);
+  }
+  const auto metrics = nvfp4::test::get(srv.port(), "/metrics");
+  EXPECT_GT(nvfp4::test::metric(metrics.body, "nvfp4_spec_drafted_tokens_total"), 0.0) << metrics.body;
+  EXPECT_NE(srv.log().find(drafter), std::string::npos) << srv.log();
+  EXPECT_EQ(srv.terminate(), 0) << srv.log();
+}
 // The Qwen3.5 release layout (one MTP layer) and Nemotron 3 Super's (an attention and a MoE layer
 // after Mamba-2 layers whose states roll back through snapshots).
 struct MtpRelease {
@@ -54,23 +78,7 @@ TEST_P(CliMtpRelease, RunAndServeGiveThePlainTokens) {
   nvfp4::test::ServeProcess srv({"serve", "-m", m, "--quantize", "--port", "0", "-t", "2", "--ctx", "64", "--parallel", "3",
                                  "--spec", "mtp", "--spec-allow-low-acceptance", "--draft-max", "3", "--spec-min-speedup", "0",
                                  "--draft-vocab", "256"});
-  ASSERT_TRUE(srv.ready(std::chrono::seconds(120))) << srv.log();
-  const nlohmann::json body = {{"prompt", "hello world, hello"}, {"max_tokens", 24}, {"temperature", 0}, {"return_tokens", true}};
-  const auto alone = nvfp4::test::complete(srv.port(), body, false);
-  ASSERT_EQ(alone.status, 200) << srv.log();
-  EXPECT_EQ(alone.tokens, plain);
-  std::vector<std::future<nvfp4::test::Completion>> many;
-  for (int i = 0; i < 3; ++i)
-    many.push_back(std::async(std::launch::async, [&srv, &body, i] { return nvfp4::test::complete(srv.port(), body, i % 2 == 1); }));
-  for (auto& f : many) {
-    const auto c = f.get();
-    ASSERT_EQ(c.status, 200) << srv.log();
-    EXPECT_EQ(c.tokens, plain);
-  }
-  const auto metrics = nvfp4::test::get(srv.port(), "/metrics");
-  EXPECT_GT(nvfp4::test::metric(metrics.body, "nvfp4_spec_drafted_tokens_total"), 0.0) << metrics.body;
-  EXPECT_NE(srv.log().find("the checkpoint's MTP module"), std::string::npos) << srv.log();
-  EXPECT_EQ(srv.terminate(), 0) << srv.log();
+  expect_serve_gives(srv, "hello world, hello", plain, "the checkpoint's MTP module");
 }
 
 INSTANTIATE_TEST_SUITE_P(Releases, CliMtpRelease,
@@ -145,23 +153,6 @@ TEST(CliMtp, ABlockDrafterRunsAsItsTargetsDraft) {
   // serve: one assistant context per slot; alone and under concurrent load, the plain ids.
   nvfp4::test::ServeProcess srv({"serve", "-m", dir + "/float", "--quantize", "--port", "0", "-t", "2", "--ctx", "96", "--parallel", "3",
                                  "-md", dir + "/assistant", "--spec-allow-low-acceptance", "--draft-max", "3", "--spec-min-speedup", "0"});
-  ASSERT_TRUE(srv.ready(std::chrono::seconds(120))) << srv.log();
-  const nlohmann::json body = {{"prompt", "The quick brown fox jumps over the lazy dog. The quick brown"}, {"max_tokens", 24},
-                               {"temperature", 0}, {"return_tokens", true}};
-  const auto one = nvfp4::test::complete(srv.port(), body, false);
-  ASSERT_EQ(one.status, 200) << srv.log();
-  EXPECT_EQ(one.tokens, plain);
-  std::vector<std::future<nvfp4::test::Completion>> many;
-  for (int i = 0; i < 3; ++i)
-    many.push_back(std::async(std::launch::async, [&srv, &body, i] { return nvfp4::test::complete(srv.port(), body, i % 2 == 1); }));
-  for (auto& f : many) {
-    const auto c = f.get();
-    ASSERT_EQ(c.status, 200) << srv.log();
-    EXPECT_EQ(c.tokens, plain);
-  }
-  const auto metrics = nvfp4::test::get(srv.port(), "/metrics");
-  EXPECT_GT(nvfp4::test::metric(metrics.body, "nvfp4_spec_drafted_tokens_total"), 0.0) << metrics.body;
-  EXPECT_NE(srv.log().find("DFlash assistant"), std::string::npos) << srv.log();
-  EXPECT_EQ(srv.terminate(), 0) << srv.log();
+  expect_serve_gives(srv, "The quick brown fox jumps over the lazy dog. The quick brown", plain, "DFlash assistant");
 }
 }  // namespace

@@ -259,13 +259,13 @@ TEST(Dflash, BatchedSlotsDraftAsEachAlone) {
   }
 }
 
-// A copy of the assistant whose config.json is edited by `edit`.
-std::string with_config(const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
+// A copy of the drafter at `src` whose config.json is edited by `edit`.
+std::string with_config(const std::string& src, const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
   namespace fs = std::filesystem;
   const fs::path dst = fs::temp_directory_path() / ("nvfp4_dflash_" + name);
   fs::remove_all(dst);
   fs::create_directories(dst);
-  for (const auto& e : fs::directory_iterator(dir() + "/assistant")) fs::copy(e.path(), dst / e.path().filename());
+  for (const auto& e : fs::directory_iterator(src)) fs::copy(e.path(), dst / e.path().filename());
   std::ifstream f(dst / "config.json");
   std::stringstream ss;
   ss << f.rdbuf();
@@ -275,66 +275,57 @@ std::string with_config(const std::string& name, const std::function<void(nlohma
   return dst.string();
 }
 
+// What loading the drafter at `d` for `target` says ("" when it loads).
+std::string load_error(const std::string& d, const Model& target) {
+  try {
+    DflashDrafter x(d, target);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 TEST(Dflash, WhatIsNotItsAssistantIsRefused) {
   auto ck = Checkpoint::open(dir() + "/float");
   auto m = load_target(*ck, Mode::f32);
-  const auto error = [&](const std::string& d) {
-    try {
-      DflashDrafter x(d, *m);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string();
+  const std::string a = dir() + "/assistant";
+  const auto error = [&](const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
+    return load_error(with_config(a, name, edit), *m);
   };
-  EXPECT_TRUE(is_dflash_assistant(dir() + "/assistant"));
+  EXPECT_TRUE(is_dflash_assistant(a));
   EXPECT_FALSE(is_dflash_assistant(dir() + "/float"));
-  EXPECT_NE(error(dir() + "/float").find("model_type"), std::string::npos) << error(dir() + "/float");
-  const std::string taps = error(with_config("taps", [](nlohmann::json& j) { j["target_layer_ids"] = {1, 3, 7}; }));
+  EXPECT_NE(load_error(dir() + "/float", *m).find("model_type"), std::string::npos) << load_error(dir() + "/float", *m);
+  const std::string taps = error("taps", [](nlohmann::json& j) { j["target_layer_ids"] = {1, 3, 7}; });
   EXPECT_NE(taps.find("target_layer_ids"), std::string::npos) << taps;
-  const std::string width = error(with_config("width", [](nlohmann::json& j) { j["hidden_size"] = 128; }));
+  const std::string width = error("width", [](nlohmann::json& j) { j["hidden_size"] = 128; });
   EXPECT_NE(width.find("hidden_size"), std::string::npos) << width;
-  const std::string rope = error(with_config("rope", [](nlohmann::json& j) { j["rope_parameters"]["rope_type"] = "yarn"; }));
+  const std::string rope = error("rope", [](nlohmann::json& j) { j["rope_parameters"]["rope_type"] = "yarn"; });
   EXPECT_NE(rope.find("rope_type"), std::string::npos) << rope;
-  const std::string kind = error(with_config("kind", [](nlohmann::json& j) { j["layer_types"][1] = "chunked_attention"; }));
+  const std::string kind = error("kind", [](nlohmann::json& j) { j["layer_types"][1] = "chunked_attention"; });
   EXPECT_NE(kind.find("layer_types[1]"), std::string::npos) << kind;
-  const std::string layers = error(with_config("layers", [](nlohmann::json& j) {
+  const std::string layers = error("layers", [](nlohmann::json& j) {
     j["num_hidden_layers"] = 1;
     j["layer_types"] = {"sliding_attention"};
-  }));
+  });
   EXPECT_NE(layers.find("layers.1."), std::string::npos) << layers;  // a tensor nobody reads
   // z-lab's layout: DFlash2 (a candidate selector, convolutions) is refused by name; a drafter whose
   // taps pass the target's layers is refused by its key.
   auto qck = Checkpoint::open(fixture_path("arch/qwen3/float"));
   auto q = load_target(*qck, Mode::f32);
-  const auto zerror = [&](const std::string& d) {
-    try {
-      DflashDrafter x(d, *q);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string();
+  const std::string z = fixture_path("dflash") + "/qwen3";
+  const auto zerror = [&](const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
+    return load_error(with_config(z, "z_" + name, edit), *q);
   };
-  const auto zcopy = [](const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
-    namespace fs = std::filesystem;
-    const fs::path dst = fs::temp_directory_path() / ("nvfp4_dflash_z_" + name);
-    fs::remove_all(dst);
-    fs::create_directories(dst);
-    for (const auto& e : fs::directory_iterator(fixture_path("dflash") + "/qwen3")) fs::copy(e.path(), dst / e.path().filename());
-    std::ifstream f(dst / "config.json");
-    nlohmann::json j = nlohmann::json::parse(f);
-    edit(j);
-    std::ofstream(dst / "config.json", std::ios::trunc) << j.dump(1);
-    return dst.string();
-  };
-  EXPECT_TRUE(is_dflash_assistant(fixture_path("dflash") + "/qwen3"));
-  EXPECT_EQ(zerror(fixture_path("dflash") + "/qwen3"), "");
-  const std::string v2 = zerror(zcopy("v2", [](nlohmann::json& j) { j["architectures"] = {"DFlash2DraftModel"}; }));
+  EXPECT_TRUE(is_dflash_assistant(z));
+  EXPECT_EQ(load_error(z, *q), "");
+  const std::string v2 = zerror("v2", [](nlohmann::json& j) { j["architectures"] = {"DFlash2DraftModel"}; });
   EXPECT_NE(v2.find("candidate selector"), std::string::npos) << v2;
-  const std::string far = zerror(zcopy("far", [](nlohmann::json& j) { j["dflash_config"]["target_layer_ids"] = {0, 2}; }));
+  const std::string far = zerror("far", [](nlohmann::json& j) { j["dflash_config"]["target_layer_ids"] = {0, 2}; });
   EXPECT_NE(far.find("target_layer_ids"), std::string::npos) << far;
-  // Without target_layer_ids: dflash's own spread over num_target_layers (2 layers of 2: [1, 0] + 1).
-  const std::string spread = zerror(zcopy("spread", [](nlohmann::json& j) { j["dflash_config"].erase("target_layer_ids"); }));
-  EXPECT_NE(spread.find("target_layer_ids"), std::string::npos) << spread;  // build_target_layer_ids(2, 2) = [1, -1]
+  // Without target_layer_ids: dflash's own spread over num_target_layers, build_target_layer_ids(2, 2)
+  // = [1, -1] here, refused by that key.
+  const std::string spread = zerror("spread", [](nlohmann::json& j) { j["dflash_config"].erase("target_layer_ids"); });
+  EXPECT_NE(spread.find("target_layer_ids"), std::string::npos) << spread;
 }
 
 }  // namespace
