@@ -150,6 +150,18 @@ TEST(CliMtp, ABlockDrafterRunsAsItsTargetsDraft) {
   EXPECT_NE(wrong.rc, 0);
   EXPECT_NE(wrong.out.find("--spec dflash"), std::string::npos) << wrong.out;
 
+  // bench model --dflash: the draft and verify steps timed for k = 3 (the block's 3 drafts here).
+  const Result b = cli("bench model -m " + dir + "/float --quantize -t 1 --prompt-tokens 12 --gen-tokens 4 --reps 1 --json --dflash " +
+                       dir + "/assistant");
+  ASSERT_EQ(b.rc, 0) << b.out;
+  const nlohmann::json bj = json_of(b)["dflash"];
+  EXPECT_EQ(bj["block_size"], 4);
+  ASSERT_EQ(bj["drafts"].size(), 1u) << bj.dump();
+  EXPECT_EQ(bj["drafts"][0]["k"], 3);
+  EXPECT_GT(bj["drafts"][0]["draft_ms"].get<double>(), 0.0);
+  EXPECT_GT(bj["drafts"][0]["verify_ms"].get<double>(), 0.0);
+  EXPECT_GT(bj["plain_ms"].get<double>(), 0.0);
+  EXPECT_NE(bj["drafter"].get<std::string>().find("muse_glimmer_assistant"), std::string::npos);
   // serve: one assistant context per slot; alone and under concurrent load, the plain ids.
   nvfp4::test::ServeProcess srv({"serve", "-m", dir + "/float", "--quantize", "--port", "0", "-t", "2", "--ctx", "96", "--parallel", "3",
                                  "-md", dir + "/assistant", "--spec-allow-low-acceptance", "--draft-max", "3", "--spec-min-speedup", "0"});
