@@ -440,7 +440,10 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
                                static_cast<int64_t>(e - t)});
           t = e;
         }
-        DflashProposer::observe(parts, pool);
+        try {  // a drafter that fails costs its drafts only (unobserved positions draft nothing)
+          DflashProposer::observe(parts, pool);
+        } catch (const std::exception&) {
+        }
       } else {
         forward(model_, toks, ws, pool, logits.data(), hidden_.data());
       }
