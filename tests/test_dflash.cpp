@@ -164,10 +164,14 @@ TEST(Dflash, ZlabLayoutMatchesItsOwnGenerate) {
 }
 
 // --spec dflash in an integer-exact mode: the tokens of plain decoding, greedy and sampled, at one
-// and two threads; a second run on the same proposer drafts the same.
+// and two threads, for both layouts and a hybrid target; a second run on the same proposer drafts
+// the same.
 TEST(Dflash, SpeculationIsPlainDecoding) {
+  // The last pair: a Gated DeltaNet hybrid target (recurrent layers rolled back through snapshots)
+  // with the z-lab drafter (made for the Qwen3 fixture, of the same width and vocabulary).
   for (const auto& [tdir, adir] : {std::pair<std::string, std::string>{dir() + "/float", dir() + "/assistant"},
-                                   {fixture_path("arch/qwen3/float"), fixture_path("dflash") + "/qwen3"}}) {
+                                   {fixture_path("arch/qwen3/float"), fixture_path("dflash") + "/qwen3"},
+                                   {fixture_path("hybrid/qwen3_5/float"), fixture_path("dflash") + "/qwen3"}}) {
   SCOPED_TRACE(adir);
   auto ck = Checkpoint::open(tdir);
   for (const bool sampled : {false, true}) {
