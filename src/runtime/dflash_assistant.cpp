@@ -229,7 +229,6 @@ DflashDrafter::DflashDrafter(const std::string& dir, const Model& target, bool q
     throw Error(file, "rope_scaling", "the assistant's RoPE", "none (default RoPE)", j["rope_scaling"].dump());
 
   // The weights, through the families' Loader (each tensor in its own storage, in the target's mode).
-  std::filesystem::path st = std::filesystem::path(dir);
   m.ck = Checkpoint::open(dir);
   LoadOptions opt;
   opt.mode = m.mode;
