@@ -167,4 +167,44 @@ TEST(CliMtp, ABlockDrafterRunsAsItsTargetsDraft) {
                                  "-md", dir + "/assistant", "--spec-allow-low-acceptance", "--draft-max", "3", "--spec-min-speedup", "0"});
   expect_serve_gives(srv, "The quick brown fox jumps over the lazy dog. The quick brown", plain, "DFlash assistant");
 }
+
+// Gemma 4's assistant (gemma4_assistant) as its target's draft: -md DIR picks --spec mtp; refused
+// alone, with another method, below the acceptance floor; the plain ids in run and under serve's load.
+TEST(CliMtp, GemmasAssistantRunsAsItsTargetsDraft) {
+  const std::string target = nvfp4::test::fixture_path("gemma4") + "/float", dir = nvfp4::test::fixture_path("gemma4_assistant");
+  const Result alone = cli("run -m " + dir + "/assistant -p hi -n 4", true);
+  EXPECT_NE(alone.rc, 0);
+  EXPECT_NE(alone.out.find("a speculative drafter (gemma4_assistant"), std::string::npos) << alone.out;
+  EXPECT_NE(alone.out.find("--spec mtp --model-draft"), std::string::npos) << alone.out;
+  const Result insp = cli("inspect " + dir + "/assistant", true);
+  EXPECT_NE(insp.rc, 0);
+  EXPECT_NE(insp.out.find("drafter:   Gemma 4 assistant (gemma4_assistant)"), std::string::npos) << insp.out;
+  const std::string args = " --quantize -p 'The quick brown fox jumps over the lazy dog. The quick brown' -n 24 --ctx 96 -t 2 --json";
+  const auto plain = ids_of(cli("run -m " + target + args));
+  ASSERT_FALSE(plain.empty());
+  const Result low = cli("run -m " + target + args + " -md " + dir + "/assistant", true);
+  EXPECT_NE(low.rc, 0);
+  EXPECT_NE(low.out.find("the Gemma 4 assistant's acceptance on the check text"), std::string::npos) << low.out;
+  for (const char* a : {"assistant", "assistant-plain"}) {
+    const Result r = cli("run -m " + target + args + " --spec mtp -md " + dir + "/" + a + " --spec-allow-low-acceptance --draft-max 3");
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_EQ(ids_of(r), plain) << a;
+    const nlohmann::json sj = json_of(r)["speculative"];
+    EXPECT_EQ(sj["method"], "mtp");
+    EXPECT_EQ(sj["proposer"], "Gemma 4 assistant");
+    EXPECT_GE(sj["check_acceptance"].get<double>(), 0.0);
+    EXPECT_GT(sj["draft_evaluated"].get<int64_t>(), 0);
+    EXPECT_GT(sj["drafted"].get<int64_t>(), 0);
+  }
+  const Result wrong = cli("run -m " + target + args + " --spec dflash -md " + dir + "/assistant", true);
+  EXPECT_NE(wrong.rc, 0);
+  EXPECT_NE(wrong.out.find("a Gemma 4 assistant drafts with --spec mtp"), std::string::npos) << wrong.out;
+  const Result other = cli("run -m " + nvfp4::test::fixture_path("arch/qwen3") + "/float" + args + " -md " + dir + "/assistant", true);
+  EXPECT_NE(other.rc, 0);
+  EXPECT_NE(other.out.find("a Gemma 4 assistant drafts for a Gemma 4 target"), std::string::npos) << other.out;
+  // serve: every slot's draft step in one pass; alone and under concurrent load, the plain ids.
+  nvfp4::test::ServeProcess srv({"serve", "-m", target, "--quantize", "--port", "0", "-t", "2", "--ctx", "96", "--parallel", "3",
+                                 "-md", dir + "/assistant", "--spec-allow-low-acceptance", "--draft-max", "3", "--spec-min-speedup", "0"});
+  expect_serve_gives(srv, "The quick brown fox jumps over the lazy dog. The quick brown", plain, "Gemma 4 assistant");
+}
 }  // namespace

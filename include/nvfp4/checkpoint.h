@@ -49,6 +49,11 @@ class Checkpoint {
   // hnorm / shared_head_norm, llama.cpp's names) with {arch}.nextn_predict_layers.
   struct OpenOptions {
     bool mtp = false;
+    // One-dimensional I64 / I32 tensors of these names read as exact floats (a drafter's
+    // token_ordering: vocabulary indices); any other integer tensor is refused as ever.
+    std::vector<std::string> index_tensors;
+    // Tensors by the names in the file, not llama.cpp's (a drafter whose layers are not a family's).
+    bool raw_names = false;
   };
   static std::unique_ptr<Checkpoint> open(const std::string& path, const OpenOptions& o);
   virtual ~Checkpoint() = default;

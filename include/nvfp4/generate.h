@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "nvfp4/dflash_draft.h"
+#include "nvfp4/gemma4_assistant.h"
 #include "nvfp4/draft.h"
 #include "nvfp4/model.h"
 #include "nvfp4/mtp_draft.h"
@@ -48,6 +49,10 @@ struct GenerateOptions {
   // The DFlash proposer (--spec dflash): when set, every step also writes the target's hidden
   // states at its drafter's taps (forward(..., LayerTaps)) and hands them over. generate() resets it.
   DflashProposer* dflash = nullptr;
+  // Gemma 4's assistant (--spec mtp --model-draft DIR): when set, it drafts from the target's
+  // hidden states (written by every step, as for `mtp`) and its sequence's keys and values.
+  // generate() resets it.
+  AssistantProposer* assistant = nullptr;
   // Speculation backs off to plain decoding when, over the last 16 verification steps, it made
   // fewer tokens per second than the plain steps measured before it (two plain steps first, only
   // when on). The drafts, their length and the verify step are speculate.h's, shared with serve.

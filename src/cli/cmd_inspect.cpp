@@ -16,6 +16,7 @@
 #include "io/hf_names.h"
 #include "nvfp4/checkpoint.h"
 #include "nvfp4/dflash_draft.h"
+#include "nvfp4/gemma4_assistant.h"
 #include "nvfp4/error.h"
 #include "nvfp4/model.h"
 #include "nvfp4/tokenizer.h"
@@ -95,12 +96,21 @@ Registrar reg("inspect", "Show what a checkpoint is (producer, algorithm, modes 
                 sub.add_flag("--no-check", *no_check,
                              "do not make run's checks (tokenizer, every tensor read and shaped): exit 0 no longer means run accepts it");
                 return [path, json, experts, no_check]() {
-                  const auto ck = Checkpoint::open(*path);
+                  // A drafter runs as its target's draft (--spec dflash; a Gemma 4 assistant: --spec mtp), not alone.
+                  const bool assistant = is_gemma4_assistant(*path);
+                  Checkpoint::OpenOptions oo;
+                  if (assistant) {  // its tensors by their names, its token_ordering indices read
+                    oo.raw_names = true;
+                    oo.index_tensors = {"masked_embedding.token_ordering"};
+                  }
+                  const auto ck = Checkpoint::open(*path, oo);
                   const auto& in = ck->info();
                   const auto m = modes(*ck);
-                  // A DFlash drafter runs as its target's draft (--spec dflash), not alone.
-                  const std::string drafter = dflash_format(*path);
-                  const std::string refused = *no_check ? "" : !drafter.empty() ? dflash_run_alone_refusal(*path) : run_check(*ck);
+                  const std::string drafter = assistant ? "gemma4_assistant" : dflash_format(*path);
+                  const std::string refused = *no_check           ? ""
+                                              : assistant         ? gemma4_assistant_refusal(*path)
+                                              : !drafter.empty()  ? dflash_run_alone_refusal(*path)
+                                                                  : run_check(*ck);
                   const int rc = refused.empty() ? 0 : 1;
                   if (!refused.empty()) std::cerr << "error: run refuses it: " << refused << "\n";
                   if (*json) {
@@ -113,7 +123,7 @@ Registrar reg("inspect", "Show what a checkpoint is (producer, algorithm, modes 
                     j["file_bytes"] = file_bytes(*path);
                     j["head"] = head_line(*ck);
                     j["set_aside"] = in.set_aside;  // a release's vision tower and MTP layers: not run
-                    if (!drafter.empty()) j["dflash_drafter"] = drafter;
+                    if (!drafter.empty()) j[assistant ? "assistant_drafter" : "dflash_drafter"] = drafter;
                     if (*no_check) j["check"] = {{"made", false}};
                     else if (refused.empty()) j["check"] = {{"made", true}, {"ok", true}};
                     else j["check"] = {{"made", true}, {"ok", false}, {"error", refused}};
@@ -142,7 +152,9 @@ Registrar reg("inspect", "Show what a checkpoint is (producer, algorithm, modes 
                   std::cout << "\nhead:      " << head_line(*ck);
                   std::cout << "\ntensors:   " << ck->tensors().size() << "\nfile:      " << file_bytes(*path) << " bytes\n";
                   for (const auto& line : in.set_aside) std::cout << "set aside: " << line << "\n";
-                  if (!drafter.empty())
+                  if (assistant)
+                    std::cout << "drafter:   Gemma 4 assistant (gemma4_assistant): run its target with --spec mtp --model-draft " << *path << "\n";
+                  else if (!drafter.empty())
                     std::cout << "drafter:   DFlash (" << drafter << "): run its target with --spec dflash --model-draft " << *path << "\n";
                   std::cout << "\n";
                   std::printf("%-40s %-16s %-8s %6s  %s\n", "name", "shape", "storage", "bits", "scale2 / input_scale");

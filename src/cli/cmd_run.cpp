@@ -42,23 +42,11 @@ const char* proposer_name(const std::string& spec) {
 int run(RunArgs& a) {
   if (a.prompt.empty() == a.file.empty())
     throw Error("", "-p / -f", "give the prompt with exactly one of -p or -f", "-p TEXT or -f FILE", "");
-  // -md alone drafts, as in llama.cpp: with a draft model, or a DFlash assistant's directory.
-  if (!a.draft_model.empty() && a.spec.empty()) a.spec = is_dflash_assistant(a.draft_model) ? "dflash" : "draft";
-  if ((a.spec == "draft" || a.spec == "dflash") && a.draft_model.empty())
-    throw Error("", "--model-draft", "--spec " + a.spec + " needs the draft model", "--model-draft " + std::string(a.spec == "draft" ? "FILE" : "DIR"),
-                "no --model-draft");
-  if (a.spec != "draft" && a.spec != "dflash" && !a.draft_model.empty())
-    throw Error(a.draft_model, "", "--model-draft is the draft model of --spec draft or dflash", "--spec draft or dflash", "--spec " + a.spec);
-  if (a.spec == "draft" && is_dflash_assistant(a.draft_model))
-    throw Error(a.draft_model, "model_type", "a DFlash assistant drafts with --spec dflash (it reads the target's hidden states)",
-                "--spec dflash", "--spec draft");
+  const bool assistant = resolve_spec(a.spec, a.draft_model, a.m.mtp_file);
   // Template variables checked before the model loads.
   const auto kwargs = a.chat_kwargs.empty() ? std::map<std::string, std::string>{}
                                             : chat_template_kwargs(a.chat_kwargs, "--chat-template-kwargs");
-  if (!a.m.mtp_file.empty() && a.spec.empty()) a.spec = "mtp";  // --mtp FILE alone drafts with it
-  if (!a.m.mtp_file.empty() && a.spec != "mtp")
-    throw Error(a.m.mtp_file, "", "--mtp is the MTP side file of --spec mtp", "--spec mtp", "--spec " + a.spec);
-  a.m.mtp = a.spec == "mtp";
+  a.m.mtp = a.spec == "mtp" && !assistant;  // the checkpoint's own MTP layers
   Loaded L = load_model(a.m, a.json);
   // The draft model: its own weights (its default precision unless --draft-precision), checked to
   // share the target's vocabulary before anything runs.
@@ -76,8 +64,10 @@ int run(RunArgs& a) {
     check_draft_vocab(L.tok, L.model->config().n_vocab, a.m.model, D.tok, D.model->config().n_vocab, a.draft_model);
   }
   std::unique_ptr<DflashDrafter> dflash;
-  double dflash_check = -1;
-  if (a.spec == "dflash") dflash = load_dflash(a.draft_model, L, a.m.mtp_allow_low, a.json, &dflash_check, a.draft_quantize);
+  double draft_check = -1;
+  if (a.spec == "dflash") dflash = load_dflash(a.draft_model, L, a.m.mtp_allow_low, a.json, &draft_check, a.draft_quantize);
+  std::unique_ptr<Gemma4Assistant> g4a;
+  if (assistant) g4a = load_assistant(a.draft_model, L, a.m.mtp_allow_low, a.json, &draft_check, a.draft_quantize);
   std::string text = a.file.empty() ? a.prompt : read_text_file(a.file);
   const bool chat = a.chat || !a.chat_template.empty() || !a.chat_kwargs.empty();
   if (chat) {
@@ -107,8 +97,15 @@ int run(RunArgs& a) {
     proposer->p_min = a.draft_p_min;
     a.g.draft = proposer.get();
   }
+  std::unique_ptr<AssistantProposer> asp;
+  if (g4a) {
+    asp = std::make_unique<AssistantProposer>(*g4a);
+    asp->n_min = a.draft_min;
+    asp->p_min = a.draft_p_min;
+    a.g.assistant = asp.get();
+  }
   std::unique_ptr<MtpProposer> mtp;
-  if (a.spec == "mtp") {
+  if (a.spec == "mtp" && !assistant) {
     mtp = std::make_unique<MtpProposer>(*L.model, co.n_ctx, co.n_batch, co.kv);
     mtp->n_min = a.draft_min;
     mtp->p_min = a.draft_p_min;
@@ -130,6 +127,8 @@ int run(RunArgs& a) {
   if (a.g.speculative && !a.json) {
     std::cerr << "nvfp4: speculative decoding: ";
     if (a.spec == "ngram") std::cerr << "prompt lookup (n-gram " << a.g.ngram.n_min << ".." << a.g.ngram.n_max << ")";
+    else if (assistant) std::cerr << "Gemma 4 assistant " << a.draft_model << " (greedy, draft-min " << a.draft_min << ", draft-p-min "
+                                  << a.draft_p_min << ")";
     else if (a.spec == "mtp") std::cerr << "the checkpoint's MTP module" << (a.m.mtp_file.empty() ? "" : " (" + a.m.mtp_file + ")")
                                         << " (greedy, draft-min " << a.draft_min << ", draft-p-min " << a.draft_p_min
                                         << ", draft vocabulary " << mtp->draft_vocab() << " of " << L.model->config().n_vocab << ")";
@@ -190,6 +189,13 @@ int run(RunArgs& a) {
       if (a.spec == "ngram") {
         sj["ngram_min"] = a.g.ngram.n_min;
         sj["ngram_max"] = a.g.ngram.n_max;
+      } else if (assistant) {
+        sj["proposer"] = "Gemma 4 assistant";
+        sj["draft_model"] = a.draft_model;
+        sj["draft_min"] = a.draft_min;
+        sj["draft_p_min"] = a.draft_p_min;
+        sj["draft_evaluated"] = asp->evaluated();
+        sj["check_acceptance"] = draft_check;
       } else if (a.spec == "mtp") {
         sj["mtp_file"] = a.m.mtp_file.empty() ? a.m.model : a.m.mtp_file;
         sj["draft_min"] = a.draft_min;
@@ -203,7 +209,7 @@ int run(RunArgs& a) {
         sj["draft_min"] = a.draft_min;
         sj["draft_p_min"] = a.draft_p_min;
         sj["draft_evaluated"] = dfp->evaluated();
-        sj["check_acceptance"] = dflash_check;
+        sj["check_acceptance"] = draft_check;
       } else {
         sj["draft_model"] = a.draft_model;
         sj["draft_precision"] = std::string(mode_name(D.mode));
@@ -223,7 +229,7 @@ int run(RunArgs& a) {
       std::cerr << "nvfp4: experts: " << es.hits << " hits, " << es.misses << " misses, " << es.prefetched << " read ahead ("
                 << static_cast<double>(es.bytes_read) / (1 << 20) << " MiB from disk; " << es.read_s * 1000 << " ms waited)\n";
     if (a.g.speculative)
-      std::cerr << "nvfp4: speculative (" << proposer_name(a.spec) << "): " << r.accepted
+      std::cerr << "nvfp4: speculative (" << (assistant ? "Gemma 4 assistant" : proposer_name(a.spec)) << "): " << r.accepted
                 << " of " << r.drafted << " drafted tokens accepted (acceptance " << acceptance << "), " << r.steps << " decode steps for " << out.size() << " tokens"
                 << (r.backed_off ? "; backed off to plain decoding (slower than plain over the last 16 steps)" : "") << "\n";
   }
@@ -247,17 +253,17 @@ const Registrar reg("run", "generate text from a prompt", [](CLI::App& app) {
   app.add_option("--seed", a->s.seed, "sampling seed");
   app.add_flag("--json", a->json, "print one JSON object: text, ids, timings");
   app.add_option("--spec", a->spec,
-                 "speculative decoding: ngram (prompt lookup), draft (--model-draft FILE), mtp (the checkpoint's MTP layers, or "
-                 "--mtp FILE) or dflash (a DFlash assistant, --model-draft DIR), bit-identical to plain decoding in a16q8/w4a4")
+                 "speculative decoding: ngram (prompt lookup), draft (--model-draft FILE), mtp (the checkpoint's MTP layers, "
+                 "--mtp FILE, or a Gemma 4 assistant, -md DIR) or dflash (a DFlash assistant, -md DIR), bit-identical to plain decoding in a16q8/w4a4")
       ->check(CLI::IsMember({"ngram", "draft", "mtp", "dflash"}));
   app.add_option("--mtp", a->m.mtp_file, "speculative: an MTP side file (GGUF, llama.cpp's nextn layout) for --spec mtp (implies it)");
   app.add_flag("--spec-allow-low-acceptance", a->m.mtp_allow_low,
-               "speculative: run an MTP module or DFlash assistant whose acceptance on the load-time check text is below 0.2 "
+               "speculative: run an MTP module or assistant whose acceptance on the load-time check text is below 0.2 "
                "(refused otherwise)");
   app.add_option("--draft-max,--spec-draft-n-max", a->g.draft_max, "speculative: draft tokens per step (default 8)")->check(CLI::Range(1, 64));
   app.add_option("--model-draft,--spec-draft-model", a->draft_model,
-                 "speculative: the draft model, also -md (same vocabulary as the target; implies --spec draft), or a DFlash "
-                 "assistant's directory (implies --spec dflash)");
+                 "speculative: the draft model, also -md (same vocabulary as the target; implies --spec draft), a DFlash "
+                 "assistant's directory (implies --spec dflash) or a Gemma 4 assistant's (implies --spec mtp)");
   app.add_option("--draft-min,--spec-draft-n-min", a->draft_min, "draft model: drop drafts shorter than this (default 0)")
       ->check(CLI::Range(0, 64));
   app.add_option("--draft-p-min,--spec-draft-p-min", a->draft_p_min,
@@ -269,7 +275,7 @@ const Registrar reg("run", "generate text from a prompt", [](CLI::App& app) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   app.add_option("--draft-precision", a->draft_precision, "draft model: a16q8, a16, w4a4, f32 (default: its own default)")
       ->check(CLI::IsMember({"a16q8", "a16", "w4a4", "f32"}));
-  app.add_flag("--draft-quantize", a->draft_quantize, "draft model or DFlash drafter: quantize its float linear layers to NVFP4 at load");
+  app.add_flag("--draft-quantize", a->draft_quantize, "draft model, DFlash drafter or Gemma 4 assistant: quantize its float linear layers to NVFP4 at load");
   app.add_option("--spec-ngram-min", a->g.ngram.n_min, "speculative: shortest n-gram looked up (default 1)")->check(CLI::Range(1, 16));
   app.add_option("--spec-ngram-max", a->g.ngram.n_max, "speculative: longest n-gram looked up (default 4)")->check(CLI::Range(1, 16));
   app.add_flag("--spec-allow-drift", a->allow_drift, "allow speculation in a16/f32, where output may drift from plain decoding");

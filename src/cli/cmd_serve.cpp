@@ -81,24 +81,13 @@ int serve(ServeArgs a) {
   std::unique_ptr<server::Scheduler> sched;
   Loaded L, D;
   std::unique_ptr<DflashDrafter> dflash;
+  std::unique_ptr<Gemma4Assistant> g4a;
   try {
-    // -md alone drafts, as in llama-server: with a draft model, or a DFlash assistant's directory.
-    if (!a.draft_model.empty() && a.spec.empty()) a.spec = is_dflash_assistant(a.draft_model) ? "dflash" : "draft";
-    if ((a.spec == "draft" || a.spec == "dflash") && a.draft_model.empty())
-      throw Error("", "--model-draft", "--spec " + a.spec + " needs the draft model",
-                  "--model-draft " + std::string(a.spec == "draft" ? "FILE" : "DIR") + " (-md)", "no --model-draft");
-    if (a.spec != "draft" && a.spec != "dflash" && !a.draft_model.empty())
-      throw Error(a.draft_model, "", "--model-draft is the draft model of --spec draft or dflash", "--spec draft or dflash", "--spec " + a.spec);
-    if (a.spec == "draft" && is_dflash_assistant(a.draft_model))
-      throw Error(a.draft_model, "model_type", "a DFlash assistant drafts with --spec dflash (it reads the target's hidden states)",
-                  "--spec dflash", "--spec draft");
-    if (!a.m.mtp_file.empty() && a.spec.empty()) a.spec = "mtp";  // --mtp FILE alone drafts with it
-    if (!a.m.mtp_file.empty() && a.spec != "mtp")
-      throw Error(a.m.mtp_file, "", "--mtp is the MTP side file of --spec mtp", "--spec mtp", "--spec " + a.spec);
-    a.m.mtp = a.spec == "mtp";
+    const bool assistant = resolve_spec(a.spec, a.draft_model, a.m.mtp_file);
+    a.m.mtp = a.spec == "mtp" && !assistant;  // the checkpoint's own MTP layers
     a.m.sequences = a.parallel;  // (--experts-budget auto leaves their KV caches room)
     L = load_model(a.m, false);
-    a.so.mtp = a.spec == "mtp";
+    a.so.mtp = a.m.mtp;
     a.so.mtp_name = a.m.mtp_file.empty() ? "(its mtp.* layers)" : a.m.mtp_file;
     if (a.spec == "draft") {
       ModelArgs dm = a.m;
@@ -117,6 +106,10 @@ int serve(ServeArgs a) {
     if (a.spec == "dflash") {
       dflash = load_dflash(a.draft_model, L, a.m.mtp_allow_low, false, nullptr, a.draft_quantize);
       a.so.dflash = dflash.get();
+    }
+    if (assistant) {
+      g4a = load_assistant(a.draft_model, L, a.m.mtp_allow_low, false, nullptr, a.draft_quantize);
+      a.so.assistant = g4a.get();
     }
     server::SchedulerOptions so;
     so.parallel = a.parallel;
@@ -243,17 +236,17 @@ const Registrar reg("serve", "OpenAI-compatible HTTP server with continuous batc
   app.add_flag("--cache-prompt,!--no-cache-prompt", a->cache_prompt,
                "reuse a slot's KV for a prompt's common prefix (default: on; as llama-server's)");
   app.add_option("--spec,--spec-type", a->spec,
-                 "speculative decoding: ngram (prompt lookup; also ngram-simple), draft (-md FILE), dflash (-md DIR: a DFlash assistant) or mtp (the checkpoint's MTP layers, or --mtp "
-                 "FILE), bit-identical to plain decoding in a16q8/w4a4")
+                 "speculative decoding: ngram (prompt lookup; also ngram-simple), draft (-md FILE), dflash (-md DIR: a DFlash assistant) or mtp (the checkpoint's MTP layers, --mtp "
+                 "FILE, or -md DIR: a Gemma 4 assistant), bit-identical to plain decoding in a16q8/w4a4")
       ->check(CLI::IsMember({"ngram", "ngram-simple", "draft", "dflash", "mtp"}));
   app.add_option("--mtp", a->m.mtp_file, "speculative: an MTP side file (GGUF, llama.cpp's nextn layout) for --spec mtp (implies it)");
   app.add_flag("--spec-allow-low-acceptance", a->m.mtp_allow_low,
-               "speculative: run an MTP module or DFlash assistant whose acceptance on the load-time check text is below 0.2 "
+               "speculative: run an MTP module or assistant whose acceptance on the load-time check text is below 0.2 "
                "(refused otherwise)");
   app.add_option("--model-draft,--spec-draft-model", a->draft_model,
-                 "speculative: the draft model, also -md (same vocabulary as the target; implies --spec draft), or a DFlash "
-                 "assistant's directory (implies --spec dflash)");
-  app.add_flag("--draft-quantize", a->draft_quantize, "draft model or DFlash drafter: quantize its float linear layers to NVFP4 at load");
+                 "speculative: the draft model, also -md (same vocabulary as the target; implies --spec draft), a DFlash "
+                 "assistant's directory (implies --spec dflash) or a Gemma 4 assistant's (implies --spec mtp)");
+  app.add_flag("--draft-quantize", a->draft_quantize, "draft model, DFlash drafter or Gemma 4 assistant: quantize its float linear layers to NVFP4 at load");
   app.add_option("--draft-precision", a->draft_precision, "draft model: a16q8, a16, w4a4, f32 (default: its own default)")
       ->check(CLI::IsMember({"a16q8", "a16", "w4a4", "f32"}));
   app.add_option("--draft-max,--draft,--draft-n,--spec-draft-n-max", a->so.draft_max,

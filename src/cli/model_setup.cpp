@@ -196,6 +196,54 @@ std::unique_ptr<DflashDrafter> load_dflash(const std::string& dir, const Loaded&
   return d;
 }
 
+std::unique_ptr<Gemma4Assistant> load_assistant(const std::string& dir, const Loaded& L, bool allow_low, bool quiet, double* check,
+                                                bool quantize) {
+  auto d = std::make_unique<Gemma4Assistant>(dir, *L.model, quantize);
+  std::vector<int32_t> ids;
+  if (L.tok.add_bos() && L.tok.bos() >= 0) ids.push_back(L.tok.bos());
+  for (int32_t id : L.tok.encode(kMtpCheckText)) ids.push_back(id);
+  ThreadPool pool(L.threads);
+  int64_t positions = 0;
+  const double a = assistant_acceptance(*d, ids, pool, &positions);
+  if (check) *check = a;
+  char got[64];
+  std::snprintf(got, sizeof got, "%.3f over %lld positions", a, static_cast<long long>(positions));
+  if (a < kMtpAcceptanceFloor && !allow_low)
+    throw Error(dir, "--spec mtp",
+                "the Gemma 4 assistant's acceptance on the check text (the target's own greedy picks; near 0: an assistant "
+                "made for another target, or mismatched weights)",
+                "at least " + std::to_string(kMtpAcceptanceFloor).substr(0, 4) + " (or --spec-allow-low-acceptance)", got);
+  if (!quiet)
+    std::cerr << "nvfp4: " << d->describe() << "\nnvfp4: Gemma 4 assistant: acceptance " << got << " on the check text (floor "
+              << kMtpAcceptanceFloor << (a < kMtpAcceptanceFloor ? ", allowed below it by --spec-allow-low-acceptance" : "") << ")\n";
+  return d;
+}
+
+bool resolve_spec(std::string& spec, const std::string& draft_model, const std::string& mtp_file) {
+  const bool md = !draft_model.empty(), dflash = md && is_dflash_assistant(draft_model), assistant = md && is_gemma4_assistant(draft_model);
+  // -md alone drafts, as in llama.cpp: with a draft model, or an assistant's directory.
+  if (md && spec.empty()) spec = dflash ? "dflash" : assistant ? "mtp" : "draft";
+  if ((spec == "draft" || spec == "dflash") && !md)
+    throw Error("", "--model-draft", "--spec " + spec + " needs the draft model", "--model-draft " + std::string(spec == "draft" ? "FILE" : "DIR") + " (-md)",
+                "no --model-draft");
+  if (md && spec != "draft" && spec != "dflash" && !(spec == "mtp" && assistant))
+    throw Error(draft_model, "", "--model-draft is the draft model of --spec draft or dflash, or a Gemma 4 assistant's directory with --spec mtp",
+                "--spec draft, dflash or mtp", "--spec " + spec);
+  if ((spec == "draft" || spec == "dflash") && assistant)
+    throw Error(draft_model, "model_type", "a Gemma 4 assistant drafts with --spec mtp (it reads the target's hidden states and keys)",
+                "--spec mtp", "--spec " + spec);
+  if (spec == "draft" && dflash)
+    throw Error(draft_model, "model_type", "a DFlash assistant drafts with --spec dflash (it reads the target's hidden states)",
+                "--spec dflash", "--spec draft");
+  if (!mtp_file.empty() && spec.empty()) spec = "mtp";  // --mtp FILE alone drafts with it
+  if (!mtp_file.empty() && spec != "mtp")
+    throw Error(mtp_file, "", "--mtp is the MTP side file of --spec mtp", "--spec mtp", "--spec " + spec);
+  if (!mtp_file.empty() && assistant)
+    throw Error(mtp_file, "", "one MTP draft: the checkpoint's MTP layers (--mtp FILE) or a Gemma 4 assistant (--model-draft DIR)",
+                "one of them", "both");
+  return assistant;
+}
+
 Loaded load_model(const ModelArgs& a, bool quiet) {
   const auto t0 = std::chrono::steady_clock::now();
   Loaded L;
@@ -203,6 +251,9 @@ Loaded load_model(const ModelArgs& a, bool quiet) {
   if (is_dflash_assistant(a.model))
     throw Error((std::filesystem::path(a.model) / "config.json").string(), "model_type", dflash_run_alone_refusal(a.model),
                 "a model to run", dflash_format(a.model));
+  if (is_gemma4_assistant(a.model))
+    throw Error((std::filesystem::path(a.model) / "config.json").string(), "model_type", gemma4_assistant_refusal(a.model),
+                "a model to run", "gemma4_assistant");
   Checkpoint::OpenOptions oo;
   oo.mtp = a.mtp && a.mtp_file.empty();  // the release's own MTP layers, read instead of set aside
   L.ck = Checkpoint::open(a.model, oo);

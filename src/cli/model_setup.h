@@ -7,6 +7,7 @@
 
 #include "nvfp4/checkpoint.h"
 #include "nvfp4/dflash_draft.h"
+#include "nvfp4/gemma4_assistant.h"
 #include "nvfp4/model.h"
 #include "nvfp4/sampler.h"
 #include "nvfp4/tokenizer.h"
@@ -54,6 +55,17 @@ inline constexpr double kMtpAcceptanceFloor = 0.2;
 // (--spec-allow-low-acceptance); logged to stderr unless quiet.
 std::unique_ptr<DflashDrafter> load_dflash(const std::string& dir, const Loaded& L, bool allow_low, bool quiet, double* check,
                                            bool quantize = false);
+
+// --spec mtp with a Gemma 4 assistant (-md DIR): the assistant at `dir` for L's model, checked as
+// load_dflash checks a DFlash assistant.
+std::unique_ptr<Gemma4Assistant> load_assistant(const std::string& dir, const Loaded& L, bool allow_low, bool quiet, double* check,
+                                                bool quantize = false);
+
+// --spec, --model-draft (-md) and --mtp as run and serve take them: -md alone drafts with what its
+// path holds (a DFlash assistant: --spec dflash; a Gemma 4 assistant: --spec mtp; else --spec
+// draft), --mtp FILE alone means --spec mtp; what does not go together is refused naming both.
+// Returns whether the draft is a Gemma 4 assistant (--spec mtp with -md DIR).
+bool resolve_spec(std::string& spec, const std::string& draft_model, const std::string& mtp_file);
 
 // The tokenizer's ids all index the embedding (its rows), or an Error naming both.
 void check_tokenizer_fits(const Checkpoint& ck, const Tokenizer& tok);

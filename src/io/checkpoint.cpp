@@ -78,7 +78,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path, const Open
     return muse_from_llamacpp(gemma4_from_llamacpp(nemotron_from_llamacpp(hybrid_from_llamacpp(open_gguf_checkpoint(path), o.mtp), o.mtp)));
   }
   const bool st_file = fs::is_regular_file(path) && path.size() >= 12 && path.substr(path.size() - 12) == ".safetensors";
-  if (st_file || fs::is_directory(path)) return open_safetensors_checkpoint(path, o.mtp);
+  if (st_file || fs::is_directory(path)) return open_safetensors_checkpoint(path, o);
   throw Error(path, "", "unrecognized checkpoint", "a .gguf or .safetensors file or an HF-style directory", "something else");
 }
 

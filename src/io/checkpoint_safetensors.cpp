@@ -86,7 +86,7 @@ struct Source {
 
 class StCheckpoint final : public Checkpoint {
  public:
-  StCheckpoint(const std::string& path, bool mtp) : mtp_(mtp) {
+  StCheckpoint(const std::string& path, const OpenOptions& o) : mtp_(o.mtp), raw_names_(o.raw_names), index_tensors_(o.index_tensors) {
     info_.path = path;
     info_.container = "safetensors";
     load_files(path);
@@ -501,7 +501,9 @@ class StCheckpoint final : public Checkpoint {
     // Everything else must be a plain float tensor.
     for (const auto& [name, ref] : refs_) {
       if (used.count(name)) continue;
-      if (!st::dtype_is_float(ref.t->dtype) || ref.t->dtype == st::Dtype::F8_E4M3 || ref.t->dtype == st::Dtype::F8_E5M2) {
+      const bool index = (ref.t->dtype == st::Dtype::I64 || ref.t->dtype == st::Dtype::I32) && ref.t->shape.size() == 1 &&
+                         std::find(index_tensors_.begin(), index_tensors_.end(), name) != index_tensors_.end();
+      if (!index && (!st::dtype_is_float(ref.t->dtype) || ref.t->dtype == st::Dtype::F8_E4M3 || ref.t->dtype == st::Dtype::F8_E5M2)) {
         throw Error(ref.file, name, "tensor of a form this project does not read",
                     "an NVFP4 or FP8 layer's part, or F32/F16/BF16/F64", st::dtype_name(ref.t->dtype));
       }
@@ -611,6 +613,7 @@ class StCheckpoint final : public Checkpoint {
   // The canonical name of a file's tensor: HF names mapped to GGUF's; with --spec mtp, mtp.* as
   // block mtp_layer_.
   std::string canon_name(const std::string& name) const {
+    if (raw_names_) return name;
     if (mtp_layer_ < 0 || name.rfind("mtp.", 0) != 0) return hf::to_gguf_name(name, arch_name_);
     const std::string nx = "blk." + std::to_string(mtp_layer_) + ".nextn.";
     static constexpr std::pair<std::string_view, std::string_view> kOwn[] = {{"mtp.fc.", "eh_proj."},
@@ -734,6 +737,8 @@ class StCheckpoint final : public Checkpoint {
   CheckpointInfo info_;
   std::vector<std::string> aside_;  // the set-aside parts' tensors (set_aside_tensors), file names
   bool mtp_ = false;
+  bool raw_names_ = false;                  // OpenOptions::raw_names
+  std::vector<std::string> index_tensors_;  // OpenOptions::index_tensors
   int64_t mtp_layer_ = -1;  // the block mtp.* is read as (--spec mtp); -1: set aside
   std::string arch_name_;   // the table entry config.json names (its own HF spellings map first)
   std::string dir_;
@@ -750,8 +755,8 @@ class StCheckpoint final : public Checkpoint {
 
 }  // namespace
 
-std::unique_ptr<Checkpoint> open_safetensors_checkpoint(const std::string& path, bool mtp) {
-  return std::make_unique<StCheckpoint>(path, mtp);
+std::unique_ptr<Checkpoint> open_safetensors_checkpoint(const std::string& path, const Checkpoint::OpenOptions& o) {
+  return std::make_unique<StCheckpoint>(path, o);
 }
 
 }  // namespace nvfp4

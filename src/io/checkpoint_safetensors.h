@@ -12,5 +12,5 @@
 
 namespace nvfp4 {
 // mtp: a release's mtp.* tensors read as block n_layer (Checkpoint::OpenOptions), not set aside.
-std::unique_ptr<Checkpoint> open_safetensors_checkpoint(const std::string& path, bool mtp = false);
+std::unique_ptr<Checkpoint> open_safetensors_checkpoint(const std::string& path, const Checkpoint::OpenOptions& o = {});
 }  // namespace nvfp4

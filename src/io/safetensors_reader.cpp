@@ -253,6 +253,22 @@ void to_float(const TensorInfo& t, float* out, const std::string& file) {
     case Dtype::F8_E5M2:  // E5M2 is the upper byte of an IEEE half
       for (int64_t i = 0; i < n; ++i) out[i] = half_to_float(static_cast<uint16_t>(p[i] << 8));
       return;
+    case Dtype::I64:
+    case Dtype::I32:  // indices (Checkpoint::OpenOptions::index_tensors): exact in float below 2^24
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t v = 0;
+        if (t.dtype == Dtype::I64) {
+          std::memcpy(&v, p + 8 * i, 8);
+        } else {
+          int32_t w = 0;
+          std::memcpy(&w, p + 4 * i, 4);
+          v = w;
+        }
+        if (v <= -(int64_t{1} << 24) || v >= (int64_t{1} << 24))
+          throw Error(file, t.name, "an index tensor's value (exact in float)", "|v| < 2^24", std::to_string(v));
+        out[i] = static_cast<float>(v);
+      }
+      return;
     default:
       throw Error(file, t.name, "tensor is not of a float dtype", "F32, F16, BF16, F64, F8_E4M3 or F8_E5M2", dtype_name(t.dtype));
   }

@@ -49,8 +49,9 @@ GenerateResult generate(const Model& model, Sequence& seq, Workspace& ws, Thread
   std::vector<float> logits(static_cast<size_t>(nv) * static_cast<size_t>(rows));
   std::vector<StepToken> step;
   MtpProposer* const mtp = opt.speculative ? opt.mtp : nullptr;
-  // With the MTP proposer every step writes its rows' hidden states and hands them over.
-  std::vector<float> hidden(mtp ? static_cast<size_t>(std::max(nb, rows) * model.config().n_embd) : 0);
+  AssistantProposer* const assistant = opt.speculative ? opt.assistant : nullptr;
+  // With the MTP proposer or the assistant every step writes its rows' hidden states and hands them over.
+  std::vector<float> hidden(mtp || assistant ? static_cast<size_t>(std::max(nb, rows) * model.config().n_embd) : 0);
   // With the DFlash proposer every step writes its rows' taps (the drafter's layers) for it.
   DflashProposer* const dflash = opt.speculative ? opt.dflash : nullptr;
   const std::span<const int> tap_layers = dflash ? dflash->drafter().taps() : std::span<const int>();
@@ -62,10 +63,12 @@ GenerateResult generate(const Model& model, Sequence& seq, Workspace& ws, Thread
       dflash->observe(p0, taps.data(), n, pool);
       return;
     }
-    forward(model, step, ws, pool, logits.data(), mtp ? hidden.data() : nullptr);
+    forward(model, step, ws, pool, logits.data(), mtp || assistant ? hidden.data() : nullptr);
     if (mtp) mtp->observe(p0, hidden.data(), n);
+    if (assistant) assistant->observe(p0, hidden.data(), n);
   };
   if (mtp) mtp->reset();
+  if (assistant) assistant->reset();
   if (dflash) dflash->reset();
   const auto t0 = clk::now();
   for (size_t s = 0; s < prompt.size(); s += static_cast<size_t>(nb)) {
@@ -123,6 +126,9 @@ GenerateResult generate(const Model& model, Sequence& seq, Workspace& ws, Thread
       } else if (tried && dflash) {
         draft = dflash->propose(history, static_cast<int>(limit), pool);
         r.draft_s += since(ts);
+      } else if (tried && assistant) {
+        draft = assistant->propose(history, static_cast<int>(limit), seq, pool);
+        r.draft_s += since(ts);
       } else if (tried) {
         draft = opt.ngram.propose(history, static_cast<int>(limit));
       }
@@ -152,7 +158,7 @@ GenerateResult generate(const Model& model, Sequence& seq, Workspace& ws, Thread
     const int64_t made = static_cast<int64_t>(v.kept) + 1;
     // An empty prompt lookup costs nothing: the step is a plain one. A draft model's empty draft
     // cost its evaluation: the step counts against speculation.
-    if (draft.empty() && !(tried && (draft_model || mtp || dflash))) {
+    if (draft.empty() && !(tried && (draft_model || mtp || dflash || assistant))) {
       plain_s += dt;
       ++plain_steps;
       plain_tokens += 1;

@@ -69,6 +69,10 @@ Scheduler::Scheduler(const Model& model, const Tokenizer& tok, const SchedulerOp
       dflash_.push_back(std::make_unique<DflashProposer>(*opt_.spec.dflash, opt_.n_ctx, opt_.kv));
       dflash_.back()->p_min = opt_.spec.draft_p_min;
     }
+  if (opt_.spec.assistant) {
+    assistant_ = std::make_unique<AssistantProposer>(*opt_.spec.assistant, opt_.parallel);
+    assistant_->p_min = opt_.spec.draft_p_min;
+  }
   metrics_.slots = opt_.parallel;
   thread_ = std::thread([this] { loop(); });
 }
@@ -222,6 +226,7 @@ bool Scheduler::admit() {
     if (donor) {
       s.seq.copy_prefix(donor->seq, static_cast<int64_t>(donor_n));
       if (mtp_) mtp_->copy_prefix(s.index, donor->index, static_cast<int64_t>(donor_n));
+      if (assistant_) assistant_->copy_prefix(s.index, donor->index, static_cast<int64_t>(donor_n));
       if (!dflash_.empty())
         dflash_[static_cast<size_t>(s.index)]->copy_prefix(*dflash_[static_cast<size_t>(donor->index)], static_cast<int64_t>(donor_n));
       s.cached.assign(donor->cached.begin(), donor->cached.begin() + static_cast<std::ptrdiff_t>(donor_n));
@@ -296,6 +301,7 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
   std::vector<std::vector<int32_t>> drafted(slots_.size());
   std::vector<MtpProposer::Ask> mtp_asks;
   std::vector<std::pair<size_t, int64_t>> dflash_asks;  // (slot, drafts wanted)
+  std::vector<AssistantProposer::Ask> assistant_asks;
   for (size_t si = 0; si < slots_.size(); ++si) {
     Slot& s = *slots_[si];
     if (!s.job || s.next < 0) continue;
@@ -315,6 +321,9 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
     } else if (!dflash_.empty()) {
       dflash_asks.emplace_back(si, n);
       draft_budget -= n;
+    } else if (assistant_) {
+      assistant_asks.push_back({s.index, s.cached, &s.seq, n, &drafted[si]});
+      draft_budget -= n;
     } else {
       s.spec.lookup(opt_.spec, s.cached, n);
       draft_budget -= static_cast<int64_t>(s.spec.draft().size());
@@ -330,6 +339,16 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
     }
     for (const auto& q : mtp_asks) slots_[static_cast<size_t>(q.slot)]->spec.set(opt_.spec, std::move(*q.out));
     draft_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - td).count();
+  }
+  if (!assistant_asks.empty()) {  // every slot's draft step in one pass of the assistant
+    const auto td = std::chrono::steady_clock::now();
+    try {  // an assistant that fails costs its drafts only: the target's picks make the output
+      assistant_->propose(assistant_asks, pool);
+    } catch (const std::exception&) {
+      for (auto& d : drafted) d.clear();
+    }
+    for (const auto& q : assistant_asks) slots_[static_cast<size_t>(q.slot)]->spec.set(opt_.spec, std::move(*q.out));
+    draft_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - td).count();
   }
   if (!dflash_asks.empty()) {  // every slot's block in one pass of the drafter
     const auto td = std::chrono::steady_clock::now();
@@ -423,7 +442,7 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
   try {
     const size_t need = std::max<size_t>(n_rows, 1) * static_cast<size_t>(model_.config().n_vocab);
     if (logits.size() < need) logits.resize(need);
-    if (opt_.spec.mtp || !embeds.empty() || !dflash_.empty()) {  // hidden states: MTP, embeddings, DFlash taps
+    if (opt_.spec.mtp || assistant_ || !embeds.empty() || !dflash_.empty()) {  // hidden states: MTP, assistant, embeddings, DFlash taps
       hidden_.resize(toks.size() * static_cast<size_t>(model_.config().n_embd));
       const size_t d = static_cast<size_t>(model_.config().n_embd);
       if (!dflash_.empty()) {
@@ -447,11 +466,14 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
       } else {
         forward(model_, toks, ws, pool, logits.data(), hidden_.data());
       }
-      for (size_t t = 0; t < toks.size() && opt_.spec.mtp;) {
+      for (size_t t = 0; t < toks.size() && (opt_.spec.mtp || assistant_);) {
         size_t e = t + 1;
         while (e < toks.size() && toks[e].seq == toks[t].seq) ++e;
         for (auto& sp : slots_)
-          if (&sp->seq == toks[t].seq) mtp_->observe(sp->index, toks[t].pos, hidden_.data() + t * d, static_cast<int64_t>(e - t));
+          if (&sp->seq == toks[t].seq) {
+            if (mtp_) mtp_->observe(sp->index, toks[t].pos, hidden_.data() + t * d, static_cast<int64_t>(e - t));
+            if (assistant_) assistant_->observe(sp->index, toks[t].pos, hidden_.data() + t * d, static_cast<int64_t>(e - t));
+          }
         t = e;
       }
     } else {
@@ -482,7 +504,7 @@ void Scheduler::step(std::vector<float>& logits, Workspace& ws, ThreadPool& pool
   metrics_.step_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(dt).count();
   if (opt_.spec.on())
     backoff_.step(static_cast<int64_t>(toks.size()), static_cast<int64_t>(gen.size()), picks, n_prompt,
-                  drafts || !asks.empty() || !mtp_asks.empty() || !dflash_asks.empty(), std::chrono::duration<double>(dt).count() - draft_s, draft_s);
+                  drafts || !asks.empty() || !mtp_asks.empty() || !dflash_asks.empty() || !assistant_asks.empty(), std::chrono::duration<double>(dt).count() - draft_s, draft_s);
 }
 
 int64_t Scheduler::verify(Slot& s, const float* rows, int64_t p0) {

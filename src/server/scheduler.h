@@ -89,6 +89,7 @@ class Scheduler {
   std::vector<float> hidden_;                  // --spec mtp: the step's final-normed hidden rows
   std::vector<std::unique_ptr<DflashProposer>> dflash_;  // --spec dflash: each slot's assistant context
   std::vector<float> taps_;                    // --spec dflash: the step's rows at the assistant's taps
+  std::unique_ptr<AssistantProposer> assistant_;  // --spec mtp -md DIR: Gemma 4's assistant, a slot per slot
   SpecBackoff backoff_;                        // whether the slots may draft now (stepping thread)
   uint64_t admitted_ = 0;
   // Constrained output (stepping thread): the masked row and the mask of the token being picked.

@@ -16,6 +16,7 @@ std::string SpecOptions::describe() const {
       mtp ? "the checkpoint's MTP module " + mtp_name + " (greedy, one MTP sequence per slot, draft-p-min " + p_min +
                 (draft_vocab > 0 ? ", draft vocabulary " + std::to_string(draft_vocab) : std::string()) + ")"
       : dflash ? dflash->describe() + " (greedy, one context per slot, draft-p-min " + p_min + ")"
+      : assistant ? assistant->describe() + " (greedy, every slot's draft step in one pass, draft-p-min " + p_min + ")"
       : draft ? "draft model " + draft_name + " (" + std::string(mode_name(draft->mode())) +
                   ", greedy, one draft sequence per slot, draft-p-min " + p_min + ")"
             : "prompt lookup (n-gram " + std::to_string(lookup.n_min) + ".." + std::to_string(lookup.n_max) + ")";

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "nvfp4/generate.h"
+#include "nvfp4/gemma4_assistant.h"
 #include "nvfp4/model.h"
 #include "nvfp4/speculate.h"
 
@@ -23,6 +24,7 @@ struct SpecOptions {
   bool mtp = false;              // --spec mtp: the model's own MTP module (nvfp4/mtp_draft.h), one per slot
   std::string mtp_name;          // where its layers came from, for the log
   const DflashDrafter* dflash = nullptr;  // --spec dflash: a DFlash assistant (nvfp4/dflash_draft.h), one context per slot
+  const Gemma4Assistant* assistant = nullptr;  // --spec mtp -md DIR: Gemma 4's assistant (nvfp4/gemma4_assistant.h)
   std::string draft_name;        // its file, for the log
   int draft_max = 8;   // --draft-max: tokens per draft (adapted per slot, as `run` does)
   int draft_min = 0;   // --draft-min: a shorter draft is dropped
@@ -32,7 +34,7 @@ struct SpecOptions {
   double min_speedup = 1.0;  // --spec-min-speedup: back off below this estimate (0: never)
   NgramProposer lookup;
   bool allow_drift = false;  // --spec-allow-drift: speculate in a16/f32 too
-  bool on() const { return ngram || draft || mtp || dflash; }
+  bool on() const { return ngram || draft || mtp || dflash || assistant; }
   std::string describe() const;  // for the startup log
 };
 
