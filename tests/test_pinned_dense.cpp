@@ -7,6 +7,7 @@
 
 #include "isa_scope.h"
 #include "nvfp4/codec.h"
+#include "nvfp4/error.h"
 #include "kernels/pinned_dense.h"
 #include "nvfp4/kernels.h"
 #include "nvfp4/kernels.h"
@@ -84,4 +85,38 @@ TEST(PinnedDense, BitIdenticalAcrossIsaThreadsBatch) {
       }
     }
   }
+}
+
+// gather() and forward_rows() (Gemma 4's assistant scores the rows of its top centroids): a row of
+// the gathered matrix, computed alone over any run of rows, is the bits forward() gives that row
+// in the original, on every ISA the machine has.
+TEST(PinnedDense, GatheredRowsAloneGiveForwardsBits) {
+  test::Rng rng(12);
+  const int64_t n_out = 29, n_in = 45;
+  std::vector<uint16_t> b(static_cast<size_t>(n_out * n_in));
+  for (auto& v : b) v = float_to_bf16(rng.gauss());
+  std::vector<float> x(static_cast<size_t>(n_in));
+  for (auto& v : x) v = rng.gauss();
+  const PinnedDense d = PinnedDense::prepare(DType::bf16, b.data(), n_out, n_in);
+  std::vector<int32_t> order(static_cast<size_t>(n_out));
+  for (int64_t i = 0; i < n_out; ++i) order[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7 + 3) % n_out);
+  const PinnedDense g = d.gather(order);
+  EXPECT_EQ(g.n_out(), n_out);
+  for (const char* isa : {"scalar", "avx2", "avx512"}) {
+    if (!supported(isa)) continue;
+    IsaEnv e(isa);
+    ThreadPool pool(2);
+    std::vector<float> whole(static_cast<size_t>(n_out)), rows(static_cast<size_t>(n_out), -1.0f);
+    d.forward(x.data(), 1, whole.data(), pool);
+    g.forward_rows(x.data(), 5, 17, rows.data());
+    for (int64_t i = 0; i < n_out; ++i) {
+      if (i < 5 || i >= 17) {
+        EXPECT_EQ(rows[static_cast<size_t>(i)], -1.0f) << "row " << i << " written";
+        continue;
+      }
+      const float want = whole[static_cast<size_t>(order[static_cast<size_t>(i)])];
+      EXPECT_EQ(std::memcmp(&rows[static_cast<size_t>(i)], &want, 4), 0) << isa << " row " << i;
+    }
+  }
+  EXPECT_THROW(d.gather({0, 29}), nvfp4::Error);
 }

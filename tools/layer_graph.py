@@ -27,7 +27,7 @@ PUBLIC = {
     "arch.h": "io", "checkpoint.h": "io", "gguf.h": "io", "gguf_writer.h": "io", "safetensors.h": "io",
     "chat.h": "text", "tokenizer.h": "text",
     "model.h": "ops", "sequence_state.h": "ops",
-    "draft.h": "runtime", "mtp_draft.h": "runtime", "dflash_draft.h": "runtime", "generate.h": "runtime", "sampler.h": "runtime", "speculate.h": "runtime",
+    "draft.h": "runtime", "mtp_draft.h": "runtime", "dflash_draft.h": "runtime", "gemma4_assistant.h": "runtime", "generate.h": "runtime", "sampler.h": "runtime", "speculate.h": "runtime",
     "calibrate.h": "convert", "convert.h": "convert", "verify.h": "convert",
 }
 

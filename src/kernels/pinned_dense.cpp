@@ -65,6 +65,30 @@ PinnedDense PinnedDense::prefix(int64_t n) const {  // the first rows are a row-
   return prepare(is_f16() ? DType::f16 : DType::bf16, h_.data(), n, n_in_);
 }
 
+PinnedDense PinnedDense::gather(const std::vector<int32_t>& rows) const {
+  PinnedDense d;
+  d.n_out_ = static_cast<int64_t>(rows.size());
+  d.n_in_ = n_in_;
+  d.elem_ = elem_;
+  const size_t n = static_cast<size_t>(n_in_);
+  for (int32_t r : rows)
+    if (r < 0 || r >= n_out_) throw Error("", "PinnedDense rows", "rows of the matrix", "0 .. " + std::to_string(n_out_ - 1), std::to_string(r));
+  if (elem_ == pinned_dense_detail::kF32) {
+    d.f_.resize(rows.size() * n);
+    for (size_t i = 0; i < rows.size(); ++i) std::memcpy(d.f_.data() + i * n, f_.data() + static_cast<size_t>(rows[i]) * n, n * 4);
+  } else {
+    d.h_.resize(rows.size() * n);
+    for (size_t i = 0; i < rows.size(); ++i) std::memcpy(d.h_.data() + i * n, h_.data() + static_cast<size_t>(rows[i]) * n, n * 2);
+  }
+  return d;
+}
+
+void PinnedDense::forward_rows(const float* x, int64_t r0, int64_t r1, float* y) const {
+  using namespace pinned_dense_detail;
+  const void* w = elem_ == kF32 ? static_cast<const void*>(f_.data()) : static_cast<const void*>(h_.data());
+  kern::table(active_isa()).pinned_rows(w, elem_, n_in_, n_out_, x, 1, y, r0, r1);
+}
+
 void PinnedDense::row(int64_t r, float* out) const {
   if (is_f16()) {
     for (int64_t i = 0; i < n_in_; ++i) out[i] = half_to_float(h_[static_cast<size_t>(r * n_in_ + i)]);

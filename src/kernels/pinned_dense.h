@@ -31,12 +31,16 @@ class PinnedDense {
   static PinnedDense from_f32(std::vector<float> w, int64_t n_out, int64_t n_in);
   // A copy of rows 0 .. n - 1 (n <= n_out), in the same storage.
   PinnedDense prefix(int64_t n) const;
+  // A copy whose row i is row rows[i] of this one (each < n_out), in the same storage.
+  PinnedDense gather(const std::vector<int32_t>& rows) const;
   int64_t n_out() const { return n_out_; }
   int64_t n_in() const { return n_in_; }
   bool is_f16() const { return elem_ == pinned_dense_detail::kF16; }
   bool is_bf16() const { return elem_ == pinned_dense_detail::kBF16; }
   // y[t*n_out + r] = W x_t for t < n.
   void forward(const float* x, int64_t n, float* y, ThreadPool& pool) const;
+  // y[r] = W x for rows r0 <= r < r1 of one column, on the calling thread (the same bits as forward()).
+  void forward_rows(const float* x, int64_t r0, int64_t r1, float* y) const;
   // Row r as float32 (embedding look-up).
   void row(int64_t r, float* out) const;
   std::string kernel_name() const;

@@ -122,7 +122,7 @@ void AssistantProposer::propose(std::span<const Ask> asks, ThreadPool& pool) {
     ropes[l].reserve(far);
   }
   LinearScratch scratch;
-  std::vector<float> x, hx, xn, q, att, o, g, u, hn, logits, cl, row(static_cast<size_t>(d)), attn_scratch;
+  std::vector<float> x, hx, xn, q, att, o, g, u, hn, logits, cl, ordered, attn_scratch;
   for (int64_t step = 0;; ++step) {
     std::vector<Item*> live;
     for (Item& it : items)
@@ -188,31 +188,31 @@ void AssistantProposer::propose(std::span<const Ask> asks, ThreadPool& pool) {
     if (!m.ordered) {
       m.head.forward(m.mode, hn.data(), N, logits.data(), pool);
     } else {
-      // The centroid-masked embedder: the top_k centroids' slices of token_ordering scored against
-      // the head's rows (each a float sum, i ascending); every other token min(kept) - 1.
+      // The centroid-masked embedder: the top_k centroids' slices of token_ordering (runs of the
+      // head's rows as reordered at load) scored in the pinned order; every other token min(kept) - 1.
       const int64_t nc = m.n_centroids, per = nv / nc;
       cl.resize(static_cast<size_t>(N * nc));
       m.centroids.forward(m.mode, hn.data(), N, cl.data(), pool, &scratch);
       std::vector<int64_t> idx(static_cast<size_t>(nc));
+      ordered.resize(static_cast<size_t>(nv));
       for (int64_t r = 0; r < N; ++r) {
         const float* c = cl.data() + r * nc;
         std::iota(idx.begin(), idx.end(), int64_t{0});
         std::partial_sort(idx.begin(), idx.begin() + m.top_k, idx.end(), [&](int64_t a, int64_t b) { return c[a] > c[b] || (c[a] == c[b] && a < b); });
-        float* lr = logits.data() + r * nv;
         const float* hr = hn.data() + r * d;
-        std::vector<std::pair<int32_t, float>> kept;
+        pool.run(m.top_k, [&](int64_t k0, int64_t k1) {
+          for (int64_t k = k0; k < k1; ++k) {
+            const int64_t r0 = idx[static_cast<size_t>(k)] * per;
+            m.ordered_head.forward_rows(hr, r0, r0 + per, ordered.data());
+          }
+        }, 1);
         float lo = INFINITY;
         for (int64_t k = 0; k < m.top_k; ++k)
-          for (int64_t i = 0; i < per; ++i) {
-            const int32_t tok = m.order[static_cast<size_t>(idx[static_cast<size_t>(k)] * per + i)];
-            m.head.row(tok, row.data());
-            float sum = 0.0f;
-            for (int64_t j = 0; j < d; ++j) sum += hr[j] * row[static_cast<size_t>(j)];
-            kept.push_back({tok, sum});
-            lo = std::min(lo, sum);
-          }
+          for (int64_t i = idx[static_cast<size_t>(k)] * per, e = i + per; i < e; ++i) lo = std::min(lo, ordered[static_cast<size_t>(i)]);
+        float* lr = logits.data() + r * nv;
         std::fill_n(lr, nv, lo - 1.0f);
-        for (const auto& [tok, v] : kept) lr[tok] = v;
+        for (int64_t k = 0; k < m.top_k; ++k)
+          for (int64_t i = idx[static_cast<size_t>(k)] * per, e = i + per; i < e; ++i) lr[m.order[static_cast<size_t>(i)]] = ordered[static_cast<size_t>(i)];
       }
     }
     // The next step's state: post_projection of the normed output.

@@ -231,7 +231,7 @@ Gemma4Assistant::Gemma4Assistant(const std::string& dir, const Model& target, bo
   // The tied lm_head: model.embed_tokens (lm_head.weight when saved untied).
   const std::string head = L.ck.find("lm_head.weight") ? "lm_head.weight" : "model.embed_tokens.weight";
   if (head == "lm_head.weight" && L.ck.find("model.embed_tokens.weight")) L.used.insert("model.embed_tokens.weight");
-  m.head = L.head_tensor(head, m.n_vocab, m.d, true, m.ordered);
+  if (!m.ordered) m.head = L.head_tensor(head, m.n_vocab, m.d, true, false);
   m.bytes += m.pre.bytes + m.post.bytes + m.head.bytes();
   if (m.ordered) {
     m.centroids = L.linear("masked_embedding.centroids", m.n_centroids, m.d);
@@ -245,7 +245,9 @@ Gemma4Assistant::Gemma4Assistant(const std::string& dir, const Model& target, bo
       seen[static_cast<size_t>(id)] = true;
       m.order.push_back(static_cast<int32_t>(id));
     }
-    m.bytes += m.centroids.bytes;
+    // The head's rows in token_ordering's order: a centroid's tokens are then one run of rows.
+    m.ordered_head = L.dense(head, m.n_vocab, m.d).gather(m.order);
+    m.bytes += m.centroids.bytes + m.ordered_head.bytes();
   }
   for (const TensorEntry& e : m.ck->tensors())
     if (!L.used.count(e.name))

@@ -7,6 +7,7 @@
 
 #include "nvfp4/checkpoint.h"
 #include "nvfp4/gemma4_assistant.h"
+#include "kernels/pinned_dense.h"
 #include "ops/head.h"
 #include "ops/model_impl.h"
 
@@ -33,7 +34,8 @@ struct Gemma4Assistant::Impl {
   std::vector<AssistantLayer> layers;
   MatMul pre, post;                // [d][2 * backbone], [backbone][d]
   std::vector<float> norm;
-  Head head;                       // the tied lm_head [n_vocab][d]
+  Head head;                       // the tied lm_head [n_vocab][d] (without the masked embedder)
+  PinnedDense ordered_head;        // with it: the lm_head's rows in token_ordering's order
   bool ordered = false;            // use_ordered_embeddings: the centroid-masked embedder
   int64_t n_centroids = 0, top_k = 0;
   MatMul centroids;                // [n_centroids][d]
