@@ -173,6 +173,15 @@ TEST(Gemma4Assistant, BatchedAsksDraftAsEachAlone) {
     AssistantProposer one(a);
     one.observe(0, hidden.data(), P);
     alone.push_back(one.propose(hist[i], 4, seqs.back(), pool));
+    // --draft-p-min: a prefix of the drafts, cut at the first below it (over the kept tokens' softmax).
+    AssistantProposer picky(a);
+    picky.p_min = 0.5f;
+    picky.observe(0, hidden.data(), P);
+    const std::vector<int32_t> cut = picky.propose(hist[i], 4, seqs.back(), pool);
+    ASSERT_LE(cut.size(), alone.back().size());
+    EXPECT_TRUE(std::equal(cut.begin(), cut.end(), alone.back().begin()));
+    picky.p_min = 1e-9f;
+    EXPECT_EQ(picky.propose(hist[i], 4, seqs.back(), pool), alone.back());
     both.observe(static_cast<int>(i), 0, hidden.data(), P);
   }
   std::vector<std::vector<int32_t>> out(2);

@@ -97,7 +97,7 @@ void AssistantProposer::propose(std::span<const Ask> asks, ThreadPool& pool) {
   struct Item {
     const Ask* a;
     Slot* s;
-    int64_t P;
+    int64_t P, limit;
     int32_t tok;
     bool live = true;
   };
@@ -107,8 +107,11 @@ void AssistantProposer::propose(std::span<const Ask> asks, ThreadPool& pool) {
     Slot& s = *slots_.at(static_cast<size_t>(a.slot));
     s.logits.clear();
     const int64_t P = static_cast<int64_t>(a.history.size()) - 1;
-    if (P < 1 || a.limit <= 0 || !a.seq || a.seq->pos() < P || P - 1 < s.p0 || P - 1 >= s.p0 + s.n) continue;
-    items.push_back({&a, &s, P, a.history.back()});
+    // The next verify step carries at most kSlidingSlack - 3 drafts, so that after it (all of them
+    // rejected at worst) a sliding layer's ring still holds the window + 1 keys before the new end.
+    const int64_t limit = std::min<int64_t>(a.limit, kSlidingSlack - 3);
+    if (P < 1 || limit <= 0 || !a.seq || a.seq->pos() < P || P - 1 < s.p0 || P - 1 >= s.p0 + s.n) continue;
+    items.push_back({&a, &s, P, limit, a.history.back()});
   }
   const int64_t B = m.backbone, d = m.d, nv = m.n_vocab;
   std::vector<float> h(items.size() * static_cast<size_t>(B));
@@ -123,10 +126,11 @@ void AssistantProposer::propose(std::span<const Ask> asks, ThreadPool& pool) {
   }
   LinearScratch scratch;
   std::vector<float> x, hx, xn, q, att, o, g, u, hn, logits, cl, ordered, attn_scratch;
+  std::vector<double> top_p;
   for (int64_t step = 0;; ++step) {
     std::vector<Item*> live;
     for (Item& it : items)
-      if (it.live && step < it.a->limit) live.push_back(&it);
+      if (it.live && step < it.limit) live.push_back(&it);
     if (live.empty()) break;
     const int64_t N = static_cast<int64_t>(live.size());
     // The input: the target's scaled embedding of the token beside the state it comes from.
@@ -195,6 +199,7 @@ void AssistantProposer::propose(std::span<const Ask> asks, ThreadPool& pool) {
       m.centroids.forward(m.mode, hn.data(), N, cl.data(), pool, &scratch);
       std::vector<int64_t> idx(static_cast<size_t>(nc));
       ordered.resize(static_cast<size_t>(nv));
+      top_p.resize(static_cast<size_t>(N));
       for (int64_t r = 0; r < N; ++r) {
         const float* c = cl.data() + r * nc;
         std::iota(idx.begin(), idx.end(), int64_t{0});
@@ -209,6 +214,13 @@ void AssistantProposer::propose(std::span<const Ask> asks, ThreadPool& pool) {
         float lo = INFINITY;
         for (int64_t k = 0; k < m.top_k; ++k)
           for (int64_t i = idx[static_cast<size_t>(k)] * per, e = i + per; i < e; ++i) lo = std::min(lo, ordered[static_cast<size_t>(i)]);
+        // --draft-p-min over the kept tokens (the masked ones stand for no probability).
+        double hi = -INFINITY, sum = 0;
+        for (int64_t k = 0; k < m.top_k; ++k)
+          for (int64_t i = idx[static_cast<size_t>(k)] * per, e = i + per; i < e; ++i) hi = std::max(hi, static_cast<double>(ordered[static_cast<size_t>(i)]));
+        for (int64_t k = 0; k < m.top_k; ++k)
+          for (int64_t i = idx[static_cast<size_t>(k)] * per, e = i + per; i < e; ++i) sum += std::exp(static_cast<double>(ordered[static_cast<size_t>(i)]) - hi);
+        top_p[static_cast<size_t>(r)] = 1.0 / sum;
         float* lr = logits.data() + r * nv;
         std::fill_n(lr, nv, lo - 1.0f);
         for (int64_t k = 0; k < m.top_k; ++k)
@@ -224,7 +236,8 @@ void AssistantProposer::propose(std::span<const Ask> asks, ThreadPool& pool) {
       it.s->logits.insert(it.s->logits.end(), lr, lr + nv);
       const int32_t tok = argmax(lr, nv);
       ++evaluated_;
-      if (p_min > 0.0f && top_probability(lr, nv, tok) < static_cast<double>(p_min)) {
+      const double pr = p_min <= 0.0f ? 1.0 : m.ordered ? top_p[static_cast<size_t>(r)] : top_probability(lr, nv, tok);
+      if (pr < static_cast<double>(p_min)) {
         it.live = false;
         continue;
       }
