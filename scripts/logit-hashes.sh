@@ -14,7 +14,7 @@ tool="$build/nvfp4_logit_hashes"
 [ -x "$tool" ] || { echo "logit-hashes: $tool not built (cmake --build $build --target nvfp4_logit_hashes)" >&2; exit 2; }
 cd "$root"
 fixtures=()
-for d in fixtures/arch/*/* fixtures/moe/*/* fixtures/hybrid/*/* fixtures/gemma4/* fixtures/gemma4-e2b/* fixtures/gemma4-moe/* fixtures/nemotron_h/*/* fixtures/hf/mixed fixtures/hf/modelopt fixtures/kv_fp8/*/* fixtures/mixed/*/*; do
+for d in fixtures/arch/*/* fixtures/moe/*/* fixtures/hybrid/*/* fixtures/gemma4/* fixtures/gemma4-e2b/* fixtures/gemma4-moe/* fixtures/gemma4-unified/* fixtures/nemotron_h/*/* fixtures/hf/mixed fixtures/hf/modelopt fixtures/kv_fp8/*/* fixtures/mixed/*/*; do
   [ -f "$d/config.json" ] && fixtures+=("$d")
 done
 smol="$(bash scripts/model-path.sh)"

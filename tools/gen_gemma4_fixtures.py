@@ -42,6 +42,13 @@ Variants (--variant; each its own directory, the forms and files as above, float
         layers' MLP is 256 wide), per-layer embeddings of hidden_size_per_layer_input 16 over
         vocab_size_per_layer_input 503 (the table [503, 6 x 16], its projection and norm, and each
         layer's gate, projection and norm)
+  unified  fixtures/gemma4-unified, Gemma 4 12B's layout (transformers' gemma4_unified:
+        Gemma4UnifiedTextConfig / Gemma4UnifiedForCausalLM, model_type gemma4_unified_text; the
+        decoder is Gemma 4's, without per-layer embeddings or experts): base's shapes with
+        attention_k_eq_v off (a v_proj on the global layers, which keep num_key_value_heads 2 as
+        the config gates the global KV heads on k_eq_v); float-vlm as the release lays it out,
+        Gemma4UnifiedForConditionalGeneration with its encoder-free vision and audio embedders
+        (model.embed_vision.*, model.embed_audio.*; no towers)
   moe   fixtures/gemma4-moe, 26B-A4B in small: base with enable_moe_block (every layer a dense
         MLP of 128 and 8 routed experts of 32, top-2, side by side, each with its norms; the
         router's scale and per-expert scale set to 1 + 0.3 N(0,1)); the experts stacked 3-D
@@ -80,6 +87,7 @@ VARIANTS = {
     "base": dict(),
     "e2b": dict(attention_k_eq_v=False, num_kv_shared_layers=2, use_double_wide_mlp=True, hidden_size_per_layer_input=16),
     "moe": dict(enable_moe_block=True, num_experts=8, top_k_experts=2, moe_intermediate_size=32),
+    "unified": dict(attention_k_eq_v=False),
 }
 
 
@@ -87,6 +95,14 @@ def make_config(vocab, tok_ids, variant="base"):
     from transformers import Gemma4TextConfig
     rope = {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
             "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1000000.0}}
+    if variant == "unified":
+        from transformers import Gemma4UnifiedTextConfig
+        return Gemma4UnifiedTextConfig(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=6,
+                                       num_attention_heads=4, num_key_value_heads=2, head_dim=16, global_head_dim=32,
+                                       num_global_key_value_heads=1, sliding_window=8, layer_types=LAYER_TYPES,
+                                       rope_parameters=rope, final_logit_softcapping=3.0, initializer_range=0.1,
+                                       rms_norm_eps=1e-6, max_position_embeddings=256, tie_word_embeddings=True,
+                                       architectures=["Gemma4UnifiedForCausalLM"], **VARIANTS[variant], **tok_ids)
     kw = dict(attention_k_eq_v=True, hidden_size_per_layer_input=0, num_kv_shared_layers=0, enable_moe_block=False)
     kw.update(VARIANTS[variant])
     if kw["hidden_size_per_layer_input"]:
@@ -121,21 +137,31 @@ VISION = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_att
               head_dim=16, patch_size=16, pooling_kernel_size=2, position_embedding_size=64)
 
 
+UNIFIED_VISION = dict(patch_size=4, pooling_kernel_size=2, mm_embed_dim=24, mm_posemb_size=16, output_proj_dims=24)
+UNIFIED_AUDIO = dict(audio_embed_dim=20)
+
+
 @torch.no_grad()
-def make_float_vlm(float_dir, out, prompts):
+def make_float_vlm(float_dir, out, prompts, variant="base"):
     from transformers import AutoTokenizer, Gemma4Config, Gemma4ForConditionalGeneration as VLM
     text = P.load_float(float_dir)
     tc = text.config.to_dict()
     tc.pop("_name_or_path", None)
     torch.manual_seed(SEED + 100)
-    cfg = Gemma4Config(text_config=tc, vision_config=VISION, audio_config=None, tie_word_embeddings=True,
-                       architectures=[VLM.__name__])
+    if variant == "unified":
+        from transformers import Gemma4UnifiedConfig, Gemma4UnifiedForConditionalGeneration as VLM
+        cfg = Gemma4UnifiedConfig(text_config=tc, vision_config=UNIFIED_VISION, audio_config=UNIFIED_AUDIO,
+                                  tie_word_embeddings=True, architectures=[VLM.__name__])
+    else:
+        cfg = Gemma4Config(text_config=tc, vision_config=VISION, audio_config=None, tie_word_embeddings=True,
+                           architectures=[VLM.__name__])
     vlm = VLM(cfg).eval()
     sd = dict(text.state_dict())
     mapped = {("model.language_model." + k[len("model."):] if k.startswith("model.") else k): v for k, v in sd.items()}
     missing, unexpected = vlm.load_state_dict(mapped, strict=False)
     assert not [k for k in unexpected if k != "lm_head.weight"], unexpected
-    assert all(k.startswith(("model.vision_tower.", "model.embed_vision.")) or k == "lm_head.weight" for k in missing), missing
+    assert all(k.startswith(("model.vision_tower.", "model.embed_vision.", "model.embed_audio.")) or k == "lm_head.weight"
+               for k in missing), missing
     vlm = vlm.to(torch.bfloat16)
     vlm.save_pretrained(str(out))
     AutoTokenizer.from_pretrained(str(float_dir)).save_pretrained(str(out), save_jinja_files=False)
@@ -191,9 +217,9 @@ def main():
 
     forms = {"float": {"tensors": P.tensor_table(out / "float")}}
     try:
-        if variant != "base":
-            raise RuntimeError("float-vlm is written for the base variant only")
-        make_float_vlm(out / "float", out / "float-vlm", prompts)
+        if variant not in ("base", "unified"):
+            raise RuntimeError("float-vlm is written for the base and unified variants only")
+        make_float_vlm(out / "float", out / "float-vlm", prompts, variant)
         forms["float-vlm"] = {"tensors": P.tensor_table(out / "float-vlm")}
     except Exception as e:
         forms["float-vlm"] = {"error": f"{type(e).__name__}: {e}"[:2000], "trace": traceback.format_exc()[-3000:]}
@@ -226,7 +252,7 @@ def main():
             for k in SETS:
                 f.write(logits[k][i].contiguous().numpy().astype("<f4").tobytes())
     (out / "logits.json").write_text(json.dumps(rec, indent=1) + "\n")
-    if variant != "base":
+    if variant not in ("base", "unified"):
         forms.pop("float-vlm", None)
     (out / "manifest.json").write_text(json.dumps({"arch": "gemma4", "variant": variant, "forms": forms}, indent=1) + "\n")
     print("distinct argmax", distinct, json.dumps(rec["max_abs_vs_float"]), "margins",

@@ -64,9 +64,12 @@ const ArchInfo kArchs[] = {
     // Gemma 4 (the text model, or the text of the multimodal release under model.language_model;
     // src/models/gemma4.cpp): sliding-window and global layers with their own head size, KV heads
     // and RoPE, q/k RMSNorm and a weightless v norm, norms after attention and FFN, GeGLU, a
-    // scalar per layer, soft-capped logits.
-    {.name = "gemma4", .gguf_name = "gemma4", .hf_model_types = {"gemma4_text", "gemma4"},
-     .hf_architectures = {"Gemma4ForCausalLM", "Gemma4ForConditionalGeneration"}, .rope = RopeStyle::neox,
+    // scalar per layer, soft-capped logits. Gemma 4 12B's "unified" release (gemma4_unified: an
+    // encoder-free multimodal model) has the same decoder, without per-layer embeddings or experts.
+    {.name = "gemma4", .gguf_name = "gemma4", .hf_model_types = {"gemma4_text", "gemma4", "gemma4_unified_text", "gemma4_unified"},
+     .hf_architectures = {"Gemma4ForCausalLM", "Gemma4ForConditionalGeneration", "Gemma4UnifiedForCausalLM",
+                          "Gemma4UnifiedForConditionalGeneration"},
+     .rope = RopeStyle::neox,
      .qk_norm = Need::required, .moe = Need::optional, .norm_topk_default = true, .block = "gemma4"},
     // Muse Glimmer (the text of its release under model.language_model; src/models/muse_glimmer.cpp):
     // sliding layers with RoPE and full NoPE ones, weightless q/k norms (q times qk_scale_factor),

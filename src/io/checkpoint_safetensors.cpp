@@ -547,10 +547,12 @@ class StCheckpoint final : public Checkpoint {
     if (!a || !(a->gated_delta || a->block == "gemma4" || a->block == "nemotron_h" || a->block == "muse_glimmer")) return;
     static constexpr std::pair<std::string_view, std::string_view> kParts[] = {
         {"model.visual.", "vision tower"}, {"mtp.", "multi-token-prediction (MTP) layers"}};
-    // Gemma 4's multimodal release: its vision and audio towers and their embedders.
+    // Gemma 4's multimodal release: its vision and audio towers and their embedders (the unified
+    // release, gemma4_unified, has no towers: a patch embedder, model.vision_embedder.*, instead).
     static constexpr std::pair<std::string_view, std::string_view> kGemma4[] = {
         {"model.vision_tower.", "vision tower"}, {"model.embed_vision.", "vision embedder"},
-        {"model.audio_tower.", "audio tower"}, {"model.embed_audio.", "audio embedder"}};
+        {"model.audio_tower.", "audio tower"}, {"model.embed_audio.", "audio embedder"},
+        {"model.vision_embedder.", "vision patch embedder"}};
     // Muse Glimmer's release: its vision tower, adapter and projection.
     static constexpr std::pair<std::string_view, std::string_view> kMuse[] = {
         {"model.vision_tower.", "vision tower"}, {"model.vision_adapter.", "vision adapter"}, {"model.vision_projection.", "vision projection"}};

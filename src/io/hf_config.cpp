@@ -177,8 +177,10 @@ void gemma4_meta(const Json& c, Reader& r, const Refuse& refuse) {
   };
   const auto flag = [&](const char* key) { return c.contains(key) && c[key].is_boolean() && c[key].get<bool>(); };
   // Gemma4TextConfig's defaults where config.json leaves a field out: per-layer embeddings of 256,
-  // 4 KV heads, eps 1e-6.
-  int64_t ple = 256;
+  // 4 KV heads, eps 1e-6, a window of 512. Gemma4UnifiedTextConfig (gemma4_unified_text) has no
+  // per-layer embeddings and a window of 1024.
+  const bool unified = c.contains("model_type") && c["model_type"] == "gemma4_unified_text";
+  int64_t ple = unified ? 0 : 256;
   if (c.contains("hidden_size_per_layer_input") && !c["hidden_size_per_layer_input"].is_null()) {
     const Json& p = c["hidden_size_per_layer_input"];
     if (!p.is_number_integer() || p.get<int64_t>() < 0 || p.get<int64_t>() > (int64_t{1} << 20))
@@ -231,7 +233,7 @@ void gemma4_meta(const Json& c, Reader& r, const Refuse& refuse) {
   for (bool b : sliding) pattern.arr.push_back(boolean(b));
   r.out.emplace_back(r.a + "attention.sliding_window_pattern", pattern);
   r.count("sliding_window", "attention.sliding_window_swa");
-  if (!c.contains("sliding_window")) r.out.emplace_back(r.a + "attention.sliding_window_swa", u32(512));
+  if (!c.contains("sliding_window")) r.out.emplace_back(r.a + "attention.sliding_window_swa", u32(unified ? 1024 : 512));
   // The global layers' shape: per_layer_config (transformers 5.17 writes it), else as
   // Gemma4TextConfig derives it from global_head_dim (512) and num_global_key_value_heads.
   int64_t hd_g = c.contains("global_head_dim") ? need_int("global_head_dim") : 512, kv_g = n_kv;
