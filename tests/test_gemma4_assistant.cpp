@@ -46,15 +46,22 @@ TEST(Gemma4Assistant, ChainedDraftsMatchTransformers) {
   std::vector<float> ref(raw.size() / 4);
   std::memcpy(ref.data(), raw.data(), ref.size() * 4);
   ThreadPool pool(2);
-  auto ck = Checkpoint::open(fixture_path("gemma4/float"));
-  auto m = load_target(*ck, Mode::f32);
-  const int64_t nv = j["n_vocab"].get<int64_t>(), d = m->config().n_embd;
-  ASSERT_EQ(m->config().n_vocab, nv);
+  // Each assistant's target: the Gemma 4 fixture, or the unified one (Gemma 4 12B's layout).
+  std::map<std::string, std::unique_ptr<Checkpoint>> cks;
+  std::map<std::string, std::unique_ptr<Model>> targets;
+  for (const char* t : {"gemma4", "gemma4-unified"}) {
+    cks[t] = Checkpoint::open(fixture_path(std::string(t) + "/float"));
+    targets[t] = load_target(*cks[t], Mode::f32);
+  }
+  const int64_t nv = j["n_vocab"].get<int64_t>(), d = targets["gemma4"]->config().n_embd;
+  ASSERT_EQ(targets["gemma4"]->config().n_vocab, nv);
   std::map<std::string, std::unique_ptr<Gemma4Assistant>> as;
-  for (const char* name : {"assistant", "assistant-plain"}) as[name] = std::make_unique<Gemma4Assistant>(dir() + "/" + name, *m);
-  EXPECT_NE(as["assistant"]->describe().find("2 layers (1 sliding, 1 full) of 48, reading target layers 4 and 5, ordered embeddings (top 16 of 503 centroids), BF16"),
+  for (const auto& [name, t] : j["targets"].items())
+    as[name] = std::make_unique<Gemma4Assistant>(dir() + "/" + name, *targets[t.get<std::string>()]);
+  EXPECT_NE(as["assistant"]->describe().find("(gemma4_assistant): 2 layers (1 sliding, 1 full) of 48, reading target layers 4 and 5, ordered embeddings (top 16 of 503 centroids), BF16"),
             std::string::npos)
       << as["assistant"]->describe();
+  EXPECT_NE(as["assistant-unified"]->describe().find("(gemma4_unified_assistant)"), std::string::npos) << as["assistant-unified"]->describe();
   double worst = 0, first = 0, max_ref = 0;
   int cases = 0, kept_checked = 0;
   for (const auto& c : j["cases"]) {
@@ -64,12 +71,13 @@ TEST(Gemma4Assistant, ChainedDraftsMatchTransformers) {
     const auto ids = c["ids"].get<std::vector<int32_t>>();
     const int64_t P = c["P"].get<int64_t>();
     ASSERT_EQ(static_cast<int64_t>(ids.size()), P);
-    Sequence seq(*m, 64);
-    Workspace ws(*m, 64);
+    const Model& m = *targets[j["targets"][name].get<std::string>()];
+    Sequence seq(m, 64);
+    Workspace ws(m, 64);
     std::vector<StepToken> step;
     for (int64_t t = 0; t < P; ++t) step.push_back({ids[static_cast<size_t>(t)], &seq, t, t + 1 == P});
     std::vector<float> logits(static_cast<size_t>(nv)), hidden(static_cast<size_t>(P * d));
-    forward(*m, step, ws, pool, logits.data(), hidden.data());
+    forward(m, step, ws, pool, logits.data(), hidden.data());
     AssistantProposer p(*as[name]);
     p.observe(0, hidden.data(), P);
     std::vector<int32_t> history = ids;
@@ -85,11 +93,11 @@ TEST(Gemma4Assistant, ChainedDraftsMatchTransformers) {
       const float fill = *std::min_element(want, want + nv);
       for (int64_t i = 0; i < nv; ++i) {
         const bool kept = want[i] > fill, ours = got[i] > *std::min_element(got, got + nv);
-        if (name == "assistant") {
+        if (name != "assistant-plain") {
           ASSERT_EQ(ours, kept) << "token " << i << " step " << s;
           kept_checked += kept;
         }
-        if (kept || name != "assistant") {
+        if (kept || name == "assistant-plain") {
           worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - want[i]));
           if (s < 2) first = std::max(first, std::fabs(static_cast<double>(got[i]) - want[i]));
           max_ref = std::max(max_ref, std::fabs(static_cast<double>(want[i])));
@@ -97,8 +105,8 @@ TEST(Gemma4Assistant, ChainedDraftsMatchTransformers) {
       }
     }
   }
-  EXPECT_EQ(cases, 8);
-  EXPECT_EQ(kept_checked, 4 * 4 * 16);  // 4 cases x 4 steps x 16 centroids of one token
+  EXPECT_EQ(cases, 12);
+  EXPECT_EQ(kept_checked, 2 * 4 * 4 * 16);  // 2 ordered assistants x 4 cases x 4 steps x 16 centroids of one token
   // The first two steps within 5e-5; the chain then amplifies rounding on this random model (one
   // case's third and fourth steps: transformers' own float32 logits differ from its float64 ones
   // by 3.5e-4 and 8.2e-4 there, ours from its float32 by 3.4e-4 and 7.8e-4).
@@ -109,8 +117,9 @@ TEST(Gemma4Assistant, ChainedDraftsMatchTransformers) {
 }
 
 TEST(Gemma4Assistant, SpeculationIsPlainDecoding) {
-  auto ck = Checkpoint::open(fixture_path("gemma4/float"));
-  for (const char* name : {"assistant", "assistant-plain"}) {
+  for (const auto& [target, name] : {std::pair<const char*, const char*>{"gemma4", "assistant"}, {"gemma4", "assistant-plain"},
+                                     {"gemma4-unified", "assistant-unified"}}) {
+    auto ck = Checkpoint::open(fixture_path(std::string(target) + "/float"));
     for (const bool sampled : {false, true}) {
       for (const int threads : {1, 2}) {
         SCOPED_TRACE(std::string(name) + (sampled ? " sampled" : " greedy") + ", threads " + std::to_string(threads));

@@ -26,6 +26,9 @@ torch.manual_seed(20261208), weights N(0, 0.1^2), RMSNorm weights 1 + 0.2 N(0, 1
   assistant        use_ordered_embeddings: 503 centroids (one token each: the vocabulary, 503, is
                    prime), top 16, token_ordering a random permutation
   assistant-plain  the same weights without the masked embedder (the whole lm_head)
+  assistant-unified  gemma4_unified_assistant (Gemma4UnifiedAssistantForCausalLM, the drafter of
+                   Gemma 4 12B's unified release) for fixtures/gemma4-unified/float: the same shapes
+                   with 2 KV heads on its full layer (its target's), ordered embeddings as above
 
 JSON: per case (prompt ids, P, the token t, which assistant) the chained steps' drafts and where
 each step's logits [n_vocab] float32 LE start in the .f32 (masked entries hold transformers'
@@ -42,7 +45,6 @@ import numpy as np
 import torch
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-T = ROOT / "fixtures" / "gemma4" / "float"
 D = ROOT / "fixtures" / "gemma4_assistant"
 SEED = 20261208
 STEPS = 4
@@ -51,10 +53,16 @@ STEPS = 4
 CASES = [(6, 77), (10, 301), (23, 5), (41, 480)]
 
 
-def text_config(vocab):
-    from transformers import Gemma4TextConfig
+def text_config(vocab, unified=False):
+    from transformers import Gemma4TextConfig, Gemma4UnifiedTextConfig
     rope = {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
             "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1000000.0}}
+    if unified:  # its target's global layers: head_dim 32, 2 KV heads (no k_eq_v)
+        return Gemma4UnifiedTextConfig(vocab_size=vocab, hidden_size=48, intermediate_size=96, num_hidden_layers=2,
+                                       num_attention_heads=4, num_key_value_heads=2, head_dim=16, global_head_dim=32,
+                                       sliding_window=8, layer_types=["sliding_attention", "full_attention"],
+                                       rope_parameters=rope, num_kv_shared_layers=2, rms_norm_eps=1e-6,
+                                       max_position_embeddings=256, tie_word_embeddings=True)
     return Gemma4TextConfig(vocab_size=vocab, hidden_size=48, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
                             num_key_value_heads=2, head_dim=16, global_head_dim=32, num_global_key_value_heads=1, sliding_window=8,
                             layer_types=["sliding_attention", "full_attention"], rope_parameters=rope, attention_k_eq_v=True,
@@ -63,13 +71,17 @@ def text_config(vocab):
                             tie_word_embeddings=True)
 
 
-def make(vocab, ordered, out):
-    from transformers.models.gemma4_assistant import Gemma4AssistantConfig, Gemma4AssistantForCausalLM
-    cfg = Gemma4AssistantConfig(text_config=text_config(vocab).to_dict(), backbone_hidden_size=64, use_ordered_embeddings=ordered,
-                                num_centroids=vocab, centroid_intermediate_top_k=16)
-    cfg.architectures = ["Gemma4AssistantForCausalLM"]
+def make(vocab, ordered, out, unified=False):
+    if unified:
+        from transformers.models.gemma4_unified_assistant import (Gemma4UnifiedAssistantConfig as Config,
+                                                                  Gemma4UnifiedAssistantForCausalLM as Assistant)
+    else:
+        from transformers.models.gemma4_assistant import Gemma4AssistantConfig as Config, Gemma4AssistantForCausalLM as Assistant
+    cfg = Config(text_config=text_config(vocab, unified).to_dict(), backbone_hidden_size=64, use_ordered_embeddings=ordered,
+                 num_centroids=vocab, centroid_intermediate_top_k=16)
+    cfg.architectures = [Assistant.__name__]
     torch.manual_seed(SEED)
-    m = Gemma4AssistantForCausalLM(cfg).eval()
+    m = Assistant(cfg).eval()
     g = torch.Generator().manual_seed(SEED)
     with torch.no_grad():
         for name, p in m.named_parameters():
@@ -90,7 +102,7 @@ def make(vocab, ordered, out):
     m.to(torch.bfloat16).save_pretrained(str(out))
     for f in out.iterdir():
         f.chmod(0o644)
-    return Gemma4AssistantForCausalLM.from_pretrained(str(out), dtype=torch.float32, attn_implementation="eager").eval()
+    return Assistant.from_pretrained(str(out), dtype=torch.float32, attn_implementation="eager").eval()
 
 
 @torch.no_grad()
@@ -99,16 +111,19 @@ def main():
     from transformers import AutoModelForCausalLM
     torch.set_num_threads(1)
     D.mkdir(parents=True, exist_ok=True)
-    target = AutoModelForCausalLM.from_pretrained(str(T), dtype=torch.float32, attn_implementation="eager").eval()
-    vocab = target.config.vocab_size
-    helpers = {"assistant": make(vocab, True, D / "assistant"), "assistant-plain": make(vocab, False, D / "assistant-plain")}
+    targets = {t: AutoModelForCausalLM.from_pretrained(str(ROOT / "fixtures" / t / "float"), dtype=torch.float32,
+                                                       attn_implementation="eager").eval() for t in ("gemma4", "gemma4-unified")}
+    vocab = targets["gemma4"].config.vocab_size
+    helpers = {"assistant": make(vocab, True, D / "assistant"), "assistant-plain": make(vocab, False, D / "assistant-plain"),
+               "assistant-unified": make(vocab, True, D / "assistant-unified", unified=True)}
     g = torch.Generator().manual_seed(SEED + 1)
     text = torch.randint(3, vocab - 3, (max(p for p, _ in CASES),), generator=g).tolist()
-    emb = target.get_input_embeddings()
-    rec = {"target": "fixtures/gemma4/float", "transformers": transformers.__version__, "torch": torch.__version__,
+    rec = {"targets": {"assistant": "gemma4", "assistant-plain": "gemma4", "assistant-unified": "gemma4-unified"}, "transformers": transformers.__version__, "torch": torch.__version__,
            "n_vocab": vocab, "steps": STEPS, "cases": []}
     blobs, offset = [], 0
     for name, a in helpers.items():
+        target = targets[rec["targets"][name]]
+        emb = target.get_input_embeddings()
         for P, t in CASES:
             ids = [2] + text[:P - 1]
             o = target(input_ids=torch.tensor([ids]), output_hidden_states=True, return_shared_kv_states=True, use_cache=False)

@@ -60,9 +60,11 @@ class Gemma4Assistant {
   std::unique_ptr<Impl> impl_;
 };
 
-// Whether `dir` holds a Gemma 4 assistant (config.json's model_type gemma4_assistant), without
-// loading it.
-bool is_gemma4_assistant(const std::string& dir);
+// Whether `dir` holds a Gemma 4 assistant (config.json's model_type gemma4_assistant, or
+// gemma4_unified_assistant: the same model, Gemma 4 12B's), without loading it; gemma4_assistant_type
+// names which ("" when none).
+std::string gemma4_assistant_type(const std::string& dir);
+inline bool is_gemma4_assistant(const std::string& dir) { return !gemma4_assistant_type(dir).empty(); }
 // The refusal of an assistant given as the model to run: what it is and how it runs.
 std::string gemma4_assistant_refusal(const std::string& dir);
 

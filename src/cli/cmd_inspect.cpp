@@ -106,7 +106,7 @@ Registrar reg("inspect", "Show what a checkpoint is (producer, algorithm, modes 
                   const auto ck = Checkpoint::open(*path, oo);
                   const auto& in = ck->info();
                   const auto m = modes(*ck);
-                  const std::string drafter = assistant ? "gemma4_assistant" : dflash_format(*path);
+                  const std::string drafter = assistant ? gemma4_assistant_type(*path) : dflash_format(*path);
                   const std::string refused = *no_check           ? ""
                                               : assistant         ? gemma4_assistant_refusal(*path)
                                               : !drafter.empty()  ? dflash_run_alone_refusal(*path)
@@ -153,7 +153,7 @@ Registrar reg("inspect", "Show what a checkpoint is (producer, algorithm, modes 
                   std::cout << "\ntensors:   " << ck->tensors().size() << "\nfile:      " << file_bytes(*path) << " bytes\n";
                   for (const auto& line : in.set_aside) std::cout << "set aside: " << line << "\n";
                   if (assistant)
-                    std::cout << "drafter:   Gemma 4 assistant (gemma4_assistant): run its target with --spec mtp --model-draft " << *path << "\n";
+                    std::cout << "drafter:   Gemma 4 assistant (" << drafter << "): run its target with --spec mtp --model-draft " << *path << "\n";
                   else if (!drafter.empty())
                     std::cout << "drafter:   DFlash (" << drafter << "): run its target with --spec dflash --model-draft " << *path << "\n";
                   std::cout << "\n";

@@ -253,7 +253,7 @@ Loaded load_model(const ModelArgs& a, bool quiet) {
                 "a model to run", dflash_format(a.model));
   if (is_gemma4_assistant(a.model))
     throw Error((std::filesystem::path(a.model) / "config.json").string(), "model_type", gemma4_assistant_refusal(a.model),
-                "a model to run", "gemma4_assistant");
+                "a model to run", gemma4_assistant_type(a.model));
   Checkpoint::OpenOptions oo;
   oo.mtp = a.mtp && a.mtp_file.empty();  // the release's own MTP layers, read instead of set aside
   L.ck = Checkpoint::open(a.model, oo);

@@ -206,7 +206,7 @@ std::unique_ptr<Model> Model::build(const Checkpoint& ck, const LoadOptions& opt
       const bool drafter = gguf_arch == "muse_glimmer_assistant" || gguf_arch == "gemma4_assistant" || gguf_arch == "gemma4_unified_assistant";
       const std::string how = gguf_arch == "muse_glimmer_assistant"
                                   ? "not a model to run alone: run its target with --spec dflash --model-draft " + path
-                              : gguf_arch == "gemma4_assistant"
+                              : gguf_arch == "gemma4_assistant" || gguf_arch == "gemma4_unified_assistant"
                                   ? "not a model to run alone: run its target with --spec mtp --model-draft " + path
                                   : "that this engine does not run yet, alone or as a draft";
       throw Error(cfg, "model_type",

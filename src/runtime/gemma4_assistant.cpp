@@ -16,6 +16,7 @@ namespace nvfp4 {
 namespace {
 
 const char* const kType = "gemma4_assistant";
+const char* const kUnified = "gemma4_unified_assistant";  // Gemma 4 12B's (the unified release's): the same model
 
 nlohmann::json read_json(const std::string& file) {
   std::ifstream in(file, std::ios::binary);
@@ -71,21 +72,22 @@ std::string storage_names(const Checkpoint& ck) {
 
 }  // namespace
 
-bool is_gemma4_assistant(const std::string& dir) {
+std::string gemma4_assistant_type(const std::string& dir) {
   const std::filesystem::path f = std::filesystem::path(dir) / "config.json";
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(f, ec)) return false;
+  if (!std::filesystem::is_regular_file(f, ec)) return "";
   try {
-    return read_json(f.string()).value("model_type", std::string()) == kType;
+    const std::string t = read_json(f.string()).value("model_type", std::string());
+    return t == kType || t == kUnified ? t : "";
   } catch (const Error&) {
-    return false;
+    return "";
   } catch (const nlohmann::json::exception&) {
-    return false;
+    return "";
   }
 }
 
 std::string gemma4_assistant_refusal(const std::string& dir) {
-  return "unsupported architecture: a speculative drafter (gemma4_assistant, Gemma 4's assistant reading its target's hidden "
+  return "unsupported architecture: a speculative drafter (" + gemma4_assistant_type(dir) + ", Gemma 4's assistant reading its target's hidden "
          "states and keys), not a model to run alone: run its target with --spec mtp --model-draft " + dir;
 }
 
@@ -97,7 +99,9 @@ Gemma4Assistant::Gemma4Assistant(const std::string& dir, const Model& target, bo
   const std::string file = (std::filesystem::path(dir) / "config.json").string();
   const nlohmann::json j = read_json(file);
   const std::string type = j.value("model_type", std::string());
-  if (type != kType) throw Error(file, "model_type", "a Gemma 4 assistant", kType, type.empty() ? "absent" : type);
+  if (type != kType && type != kUnified)
+    throw Error(file, "model_type", "a Gemma 4 assistant", std::string(kType) + " or " + kUnified, type.empty() ? "absent" : type);
+  m.type = type;
   const ModelConfig& tc = target.config();
   const std::string tsrc = target.impl().source;
   if (tc.arch != "gemma4" || tc.attn_layers.empty())
@@ -106,7 +110,7 @@ Gemma4Assistant::Gemma4Assistant(const std::string& dir, const Model& target, bo
     throw Error(file, "text_config", "the assistant's Gemma 4 text configuration", "an object", j.value("text_config", nlohmann::json()).dump());
   const nlohmann::json& t = j["text_config"];
   const Keys top{j, file, ""}, c{t, file, "text_config."};
-  m.backbone = top.integer("backbone_hidden_size", 1536, 1, 1 << 20);
+  m.backbone = top.integer("backbone_hidden_size", type == kUnified ? 3840 : 1536, 1, 1 << 20);  // the configs' defaults
   if (m.backbone != tc.n_embd)
     throw Error(file, "backbone_hidden_size", "the hidden size of the target it drafts for (" + tsrc + ")", std::to_string(tc.n_embd),
                 std::to_string(m.backbone));
@@ -269,7 +273,7 @@ std::string Gemma4Assistant::describe() const {
     sliding += y.window > 0;
     sources.insert(y.source);
   }
-  o << "Gemma 4 assistant " << m.dir << ": " << m.layers.size() << " layers (" << sliding << " sliding, "
+  o << "Gemma 4 assistant " << m.dir << " (" << m.type << "): " << m.layers.size() << " layers (" << sliding << " sliding, "
     << m.layers.size() - static_cast<size_t>(sliding) << " full) of " << m.d << ", reading target layer" << (sources.size() > 1 ? "s " : " ");
   size_t i = 0;
   for (int64_t s : sources) o << (i++ ? " and " : "") << s;

@@ -25,6 +25,7 @@ struct AssistantLayer {
 
 struct Gemma4Assistant::Impl {
   std::string dir;
+  std::string type;  // gemma4_assistant or gemma4_unified_assistant (the same model)
   const Model* target = nullptr;
   std::unique_ptr<Checkpoint> ck;  // BF16 layers read in place (PinnedDense) live here
   Mode mode = Mode::a16q8;
