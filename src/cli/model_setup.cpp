@@ -173,49 +173,49 @@ void check_tokenizer_fits(const Checkpoint& ck, const Tokenizer& tok) {
                 "at most " + std::to_string(emb->shape[0]) + " tokens", std::to_string(tok.n_vocab()) + " tokens");
 }
 
-std::unique_ptr<DflashDrafter> load_dflash(const std::string& dir, const Loaded& L, bool allow_low, bool quiet, double* check,
-                                           bool quantize) {
-  auto d = std::make_unique<DflashDrafter>(dir, *L.model, quantize);
+namespace {
+// The MTP check text's ids as the target's tokenizer makes them.
+std::vector<int32_t> check_ids(const Loaded& L) {
   std::vector<int32_t> ids;
   if (L.tok.add_bos() && L.tok.bos() >= 0) ids.push_back(L.tok.bos());
   for (int32_t id : L.tok.encode(kMtpCheckText)) ids.push_back(id);
-  ThreadPool pool(L.threads);
-  int64_t positions = 0;
-  const double a = dflash_acceptance(*d, ids, pool, &positions);
+  return ids;
+}
+// A drafter's acceptance `a` on the check text: refused below the floor naming `dir` and `flag`
+// unless allow_low; logged (`what`, `describe`) unless quiet.
+void judge_acceptance(double a, int64_t positions, const std::string& dir, const std::string& flag, const std::string& what,
+                      const std::string& describe, bool allow_low, bool quiet, double* check) {
   if (check) *check = a;
   char got[64];
   std::snprintf(got, sizeof got, "%.3f over %lld positions", a, static_cast<long long>(positions));
   if (a < kMtpAcceptanceFloor && !allow_low)
-    throw Error(dir, "--spec dflash",
-                "the DFlash assistant's acceptance on the check text (the target's own greedy picks; near 0: an assistant "
+    throw Error(dir, flag,
+                "the " + what + "'s acceptance on the check text (the target's own greedy picks; near 0: an assistant "
                 "made for another target, or mismatched weights)",
                 "at least " + std::to_string(kMtpAcceptanceFloor).substr(0, 4) + " (or --spec-allow-low-acceptance)", got);
   if (!quiet)
-    std::cerr << "nvfp4: " << d->describe() << "\nnvfp4: DFlash assistant: acceptance " << got << " on the check text (floor "
+    std::cerr << "nvfp4: " << describe << "\nnvfp4: " << what << ": acceptance " << got << " on the check text (floor "
               << kMtpAcceptanceFloor << (a < kMtpAcceptanceFloor ? ", allowed below it by --spec-allow-low-acceptance" : "") << ")\n";
+}
+}  // namespace
+
+std::unique_ptr<DflashDrafter> load_dflash(const std::string& dir, const Loaded& L, bool allow_low, bool quiet, double* check,
+                                           bool quantize) {
+  auto d = std::make_unique<DflashDrafter>(dir, *L.model, quantize);
+  ThreadPool pool(L.threads);
+  int64_t positions = 0;
+  const double a = dflash_acceptance(*d, check_ids(L), pool, &positions);
+  judge_acceptance(a, positions, dir, "--spec dflash", "DFlash assistant", d->describe(), allow_low, quiet, check);
   return d;
 }
 
 std::unique_ptr<Gemma4Assistant> load_assistant(const std::string& dir, const Loaded& L, bool allow_low, bool quiet, double* check,
                                                 bool quantize) {
   auto d = std::make_unique<Gemma4Assistant>(dir, *L.model, quantize);
-  std::vector<int32_t> ids;
-  if (L.tok.add_bos() && L.tok.bos() >= 0) ids.push_back(L.tok.bos());
-  for (int32_t id : L.tok.encode(kMtpCheckText)) ids.push_back(id);
   ThreadPool pool(L.threads);
   int64_t positions = 0;
-  const double a = assistant_acceptance(*d, ids, pool, &positions);
-  if (check) *check = a;
-  char got[64];
-  std::snprintf(got, sizeof got, "%.3f over %lld positions", a, static_cast<long long>(positions));
-  if (a < kMtpAcceptanceFloor && !allow_low)
-    throw Error(dir, "--spec mtp",
-                "the Gemma 4 assistant's acceptance on the check text (the target's own greedy picks; near 0: an assistant "
-                "made for another target, or mismatched weights)",
-                "at least " + std::to_string(kMtpAcceptanceFloor).substr(0, 4) + " (or --spec-allow-low-acceptance)", got);
-  if (!quiet)
-    std::cerr << "nvfp4: " << d->describe() << "\nnvfp4: Gemma 4 assistant: acceptance " << got << " on the check text (floor "
-              << kMtpAcceptanceFloor << (a < kMtpAcceptanceFloor ? ", allowed below it by --spec-allow-low-acceptance" : "") << ")\n";
+  const double a = assistant_acceptance(*d, check_ids(L), pool, &positions);
+  judge_acceptance(a, positions, dir, "--spec mtp", "Gemma 4 assistant", d->describe(), allow_low, quiet, check);
   return d;
 }
 

@@ -5,7 +5,9 @@
 
 #include <cctype>
 #include <cmath>
+#include <fstream>
 #include <limits>
+#include <sstream>
 #include <string_view>
 
 #include "nvfp4/error.h"
@@ -114,6 +116,20 @@ nlohmann::json parse_config_json(const std::string& text, const std::string& fil
     throw Error(file, "", "config.json: no string spelling the marker \\u0000" + std::string(kTag) + "<word>",
                 std::to_string(words) + " bare words", std::to_string(found) + " markers");
   return j;
+}
+
+nlohmann::json read_config_json_file(const std::string& file, const std::string& what) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw Error(file, "", what + "'s config.json", "a readable file", "missing or unreadable");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    nlohmann::json j = parse_config_json(ss.str(), file);
+    if (!j.is_object()) throw Error(file, "", "config.json", "a JSON object", j.type_name());
+    return j;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(file, "", "config.json", "JSON", e.what());
+  }
 }
 
 }  // namespace nvfp4

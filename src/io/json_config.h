@@ -15,6 +15,11 @@ namespace nvfp4 {
 // nvfp4::Error naming `file` for a string that spells the pass's own marker ("\u0000nvfp4:NaN").
 nlohmann::json parse_config_json(const std::string& text, const std::string& file);
 
+// The JSON object in config.json file `file` as parse_config_json reads it; nvfp4::Error naming the
+// file (`what`: whose config it is, for the message) when it is missing, unreadable, not JSON or
+// not an object.
+nlohmann::json read_config_json_file(const std::string& file, const std::string& what);
+
 // `j` as json.dumps(indent=indent) writes it: non-finite numbers as the bare words Infinity,
 // -Infinity and NaN (nlohmann's dump writes null, which transformers and this reader refuse).
 std::string dump_config_json(const nlohmann::json& j, int indent);

@@ -11,6 +11,7 @@
 #include "kernels/attention_kernels.h"
 #include "nvfp4/draft.h"
 #include "nvfp4/error.h"
+#include "runtime/draft_norm.h"
 #include "nvfp4/sampler.h"
 #include "ops/attention.h"
 #include "ops/rope.h"
@@ -18,22 +19,6 @@
 #include "runtime/gemma4_assistant.h"
 
 namespace nvfp4 {
-
-namespace {
-
-// out = w * x / sqrt(mean(x^2) + eps) over rows of n, in float (Gemma4RMSNorm; in place allowed).
-void rmsnorm(const float* x, const float* w, float* out, int64_t rows, int64_t n, float eps) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * n;
-    float* o = out + r * n;
-    float ss = 0.0f;
-    for (int64_t i = 0; i < n; ++i) ss += xr[i] * xr[i];
-    const float inv = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
-    for (int64_t i = 0; i < n; ++i) o[i] = (xr[i] * inv) * w[i];
-  }
-}
-
-}  // namespace
 
 struct AssistantProposer::Slot {
   int64_t p0 = 0, n = 0;     // the last observed step's positions
@@ -151,14 +136,14 @@ void AssistantProposer::propose(std::span<const Ask> asks, ThreadPool& pool) {
     for (size_t l = 0; l < m.layers.size(); ++l) {
       const AssistantLayer& y = m.layers[l];
       const int64_t hd = y.head_dim, qd = m.n_head * hd;
-      rmsnorm(hx.data(), y.attn_norm.data(), xn.data(), N, d, m.eps);
+      draft_rmsnorm(hx.data(), y.attn_norm.data(), xn.data(), N, d, m.eps);
       q.resize(static_cast<size_t>(N * qd));
       att.resize(static_cast<size_t>(N * qd));
       y.q.forward(m.mode, xn.data(), N, q.data(), pool, &scratch);
       std::vector<AttnToken> toks;
       for (int64_t r = 0; r < N; ++r) {
         const Item& it = *live[static_cast<size_t>(r)];
-        rmsnorm(q.data() + r * qd, y.q_norm.data(), q.data() + r * qd, m.n_head, hd, m.eps);
+        draft_rmsnorm(q.data() + r * qd, y.q_norm.data(), q.data() + r * qd, m.n_head, hd, m.eps);
         ropes[l].apply(q.data() + r * qd, m.n_head, it.P);
         // Keys up to P - 1 (a query "at" P - 1 for the mask): the target's, never one of its own.
         Sequence::Impl& si = const_cast<Sequence&>(*it.a->seq).impl();
@@ -176,18 +161,18 @@ void AssistantProposer::propose(std::span<const Ask> asks, ThreadPool& pool) {
       st.set(toks);
       attention_layer(view, st, q.data(), att.data(), attn_scratch, pool);
       y.o.forward(m.mode, att.data(), N, o.data(), pool, &scratch);
-      rmsnorm(o.data(), y.post_attn_norm.data(), o.data(), N, d, m.eps);
+      draft_rmsnorm(o.data(), y.post_attn_norm.data(), o.data(), N, d, m.eps);
       for (int64_t i = 0; i < N * d; ++i) hx[static_cast<size_t>(i)] += o[static_cast<size_t>(i)];
-      rmsnorm(hx.data(), y.ffn_norm.data(), xn.data(), N, d, m.eps);
+      draft_rmsnorm(hx.data(), y.ffn_norm.data(), xn.data(), N, d, m.eps);
       y.gate.forward(m.mode, xn.data(), N, g.data(), pool, &scratch);
       y.up.forward(m.mode, xn.data(), N, u.data(), pool, &scratch);
       geglu_rows(g.data(), u.data(), N * m.n_ff);
       y.down.forward(m.mode, g.data(), N, o.data(), pool, &scratch);
-      rmsnorm(o.data(), y.post_ffn_norm.data(), o.data(), N, d, m.eps);
+      draft_rmsnorm(o.data(), y.post_ffn_norm.data(), o.data(), N, d, m.eps);
       for (int64_t i = 0; i < N * d; ++i) hx[static_cast<size_t>(i)] = (hx[static_cast<size_t>(i)] + o[static_cast<size_t>(i)]) * y.scalar;
     }
     hn.resize(static_cast<size_t>(N * d));
-    rmsnorm(hx.data(), m.norm.data(), hn.data(), N, d, m.eps);
+    draft_rmsnorm(hx.data(), m.norm.data(), hn.data(), N, d, m.eps);
     logits.resize(static_cast<size_t>(N * nv));
     if (!m.ordered) {
       m.head.forward(m.mode, hn.data(), N, logits.data(), pool);

@@ -33,19 +33,7 @@ std::string architecture(const nlohmann::json& j) {
 }
 bool zlab_arch(const std::string& a) { return a.find("DFlash") != std::string::npos && a.find("DraftModel") != std::string::npos; }
 
-nlohmann::json read_config(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error(file, "", "a DFlash assistant's config.json", "a readable file", "missing or unreadable");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    nlohmann::json j = parse_config_json(ss.str(), file);
-    if (!j.is_object()) throw Error(file, "", "config.json", "a JSON object", j.type_name());
-    return j;
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(file, "", "config.json", "JSON", e.what());
-  }
-}
+nlohmann::json read_config(const std::string& file) { return read_config_json_file(file, "a DFlash assistant"); }
 
 struct Cfg {
   const nlohmann::json& j;

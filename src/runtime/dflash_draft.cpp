@@ -15,6 +15,7 @@
 #include "runtime/dflash_assistant.h"
 #include "nvfp4/draft.h"
 #include "nvfp4/error.h"
+#include "runtime/draft_norm.h"
 #include "nvfp4/sampler.h"
 #include "kernels/attention_kernels.h"
 #include "ops/attention.h"
@@ -22,22 +23,6 @@
 #include "ops/rope.h"
 
 namespace nvfp4 {
-
-namespace {
-
-// out = w * x / sqrt(mean(x^2) + eps) over rows of n (in place allowed).
-void rmsnorm(const float* x, const float* w, float* out, int64_t rows, int64_t n, float eps) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * n;
-    float* o = out + r * n;
-    float ss = 0.0f;
-    for (int64_t i = 0; i < n; ++i) ss += xr[i] * xr[i];
-    const float inv = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
-    for (int64_t i = 0; i < n; ++i) o[i] = w[i] * (xr[i] * inv);
-  }
-}
-
-}  // namespace
 
 struct DflashProposer::State {
   RopeTable rope;
@@ -104,7 +89,7 @@ void DflashProposer::observe(std::span<const Observed> parts, ThreadPool& pool) 
   }
   s.ctx.resize(static_cast<size_t>(n * d));
   m.fc.forward(m.mode, taps, n, s.ctx.data(), pool, &s.scratch);
-  rmsnorm(s.ctx.data(), m.enc_norm.data(), s.ctx.data(), n, d, m.eps);
+  draft_rmsnorm(s.ctx.data(), m.enc_norm.data(), s.ctx.data(), n, d, m.eps);
   s.kv_k.resize(static_cast<size_t>(n * kvo));
   s.kv_v.resize(static_cast<size_t>(n * kvo));
   for (size_t l = 0; l < m.layers.size(); ++l) {
@@ -115,7 +100,7 @@ void DflashProposer::observe(std::span<const Observed> parts, ThreadPool& pool) 
     for (const Observed& o : use)
       for (int64_t r = 0; r < o.n; ++r, ++t) {
         float* kr = s.kv_k.data() + t * kvo;
-        rmsnorm(kr, y.k_norm.data(), kr, m.n_kv, hd, m.eps);
+        draft_rmsnorm(kr, y.k_norm.data(), kr, m.n_kv, hd, m.eps);
         o.p->s_->rope.apply(kr, m.n_kv, o.p0 + r);
         o.p->s_->kv.store(static_cast<int64_t>(l), o.p0 + r, kr, s.kv_v.data() + t * kvo);
       }
@@ -181,7 +166,7 @@ void DflashProposer::propose(std::span<const Ask> asks, ThreadPool& pool) {
   for (const Item& it : items) it.s->valid = it.P;  // the block's keys go where the context would continue
   for (size_t l = 0; l < m.layers.size(); ++l) {
     const DflashLayer& y = m.layers[l];
-    rmsnorm(s.h.data(), y.attn_norm.data(), s.x.data(), N, d, m.eps);
+    draft_rmsnorm(s.h.data(), y.attn_norm.data(), s.x.data(), N, d, m.eps);
     y.q.forward(m.mode, s.x.data(), N, s.q.data(), pool, &s.scratch);
     y.k.forward(m.mode, s.x.data(), N, s.kb.data(), pool, &s.scratch);
     y.v.forward(m.mode, s.x.data(), N, s.vb.data(), pool, &s.scratch);
@@ -200,8 +185,8 @@ void DflashProposer::propose(std::span<const Ask> asks, ThreadPool& pool) {
     for (const Item& it : items) {
       for (int64_t i = 0; i < it.R; ++i) {
         const int64_t r = it.row + i;
-        rmsnorm(s.q.data() + r * qo, y.q_norm.data(), s.q.data() + r * qo, m.n_head, hd, m.eps);
-        rmsnorm(s.kb.data() + r * kvo, y.k_norm.data(), s.kb.data() + r * kvo, m.n_kv, hd, m.eps);
+        draft_rmsnorm(s.q.data() + r * qo, y.q_norm.data(), s.q.data() + r * qo, m.n_head, hd, m.eps);
+        draft_rmsnorm(s.kb.data() + r * kvo, y.k_norm.data(), s.kb.data() + r * kvo, m.n_kv, hd, m.eps);
         it.s->rope.apply(s.q.data() + r * qo, m.n_head, it.P + i);
         it.s->rope.apply(s.kb.data() + r * kvo, m.n_kv, it.P + i);
         it.s->kv.store(static_cast<int64_t>(l), it.P + i, s.kb.data() + r * kvo, s.vb.data() + r * kvo);
@@ -230,7 +215,7 @@ void DflashProposer::propose(std::span<const Ask> asks, ThreadPool& pool) {
     }
     y.o.forward(m.mode, s.att.data(), N, s.tmp.data(), pool, &s.scratch);
     for (int64_t i = 0; i < N * d; ++i) s.h[static_cast<size_t>(i)] += s.tmp[static_cast<size_t>(i)];
-    rmsnorm(s.h.data(), y.ffn_norm.data(), s.x.data(), N, d, m.eps);
+    draft_rmsnorm(s.h.data(), y.ffn_norm.data(), s.x.data(), N, d, m.eps);
     y.gate.forward(m.mode, s.x.data(), N, s.g.data(), pool, &s.scratch);
     y.up.forward(m.mode, s.x.data(), N, s.u.data(), pool, &s.scratch);
     swiglu_rows(s.g.data(), s.u.data(), N * m.n_ff);
@@ -240,7 +225,7 @@ void DflashProposer::propose(std::span<const Ask> asks, ThreadPool& pool) {
   // The final norm and the target's head on every ask's rows but its anchor, together.
   int64_t M = 0;
   for (const Item& it : items) {
-    rmsnorm(s.h.data() + (it.row + 1) * d, m.norm.data(), s.x.data() + M * d, it.R - 1, d, m.eps);
+    draft_rmsnorm(s.h.data() + (it.row + 1) * d, m.norm.data(), s.x.data() + M * d, it.R - 1, d, m.eps);
     M += it.R - 1;
   }
   const Head& head = m.target->impl().head();

@@ -18,19 +18,7 @@ namespace {
 const char* const kType = "gemma4_assistant";
 const char* const kUnified = "gemma4_unified_assistant";  // Gemma 4 12B's (the unified release's): the same model
 
-nlohmann::json read_json(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error(file, "", "a Gemma 4 assistant's config.json", "a readable file", "missing or unreadable");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    nlohmann::json j = parse_config_json(ss.str(), file);
-    if (!j.is_object()) throw Error(file, "", "config.json", "a JSON object", j.type_name());
-    return j;
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(file, "", "config.json", "JSON", e.what());
-  }
-}
+nlohmann::json read_json(const std::string& file) { return read_config_json_file(file, "a Gemma 4 assistant"); }
 
 // Keys of one object of config.json, named in errors with their path ("text_config.hidden_size").
 struct Keys {
