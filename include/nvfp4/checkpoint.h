@@ -139,4 +139,7 @@ class Checkpoint {
   Error in_own_names(const Error& e) const;
 };
 
+// The storages of ck's tensors, sorted, joined by '/' ("BF16/I64"): what a drafter's log line says.
+std::string storage_names(const Checkpoint& ck);
+
 }  // namespace nvfp4

@@ -1,5 +1,6 @@
 // Checkpoint::open: picks the reader by what PATH is.
 #include <filesystem>
+#include <set>
 
 #include "io/checkpoint_gguf.h"
 #include "io/checkpoint_safetensors.h"
@@ -94,5 +95,13 @@ const TensorEntry& Checkpoint::tensor(const std::string& name) const {
 }
 
 std::vector<float> Checkpoint::pre_quant_scale(const std::string&) const { return {}; }
+
+std::string storage_names(const Checkpoint& ck) {
+  std::set<std::string> s;
+  for (const TensorEntry& e : ck.tensors()) s.insert(e.storage_name);
+  std::string o;
+  for (const std::string& n : s) o += (o.empty() ? "" : "/") + n;
+  return o;
+}
 
 }  // namespace nvfp4

@@ -57,14 +57,6 @@ struct Cfg {
   }
 };
 
-std::string storage_names(const Checkpoint& ck) {
-  std::set<std::string> s;
-  for (const TensorEntry& e : ck.tensors()) s.insert(e.storage_name);
-  std::string o;
-  for (const std::string& n : s) o += (o.empty() ? "" : "/") + n;
-  return o;
-}
-
 }  // namespace
 
 std::string dflash_format(const std::string& dir) {

@@ -50,14 +50,6 @@ struct Keys {
   }
 };
 
-std::string storage_names(const Checkpoint& ck) {
-  std::set<std::string> s;
-  for (const TensorEntry& e : ck.tensors()) s.insert(e.storage_name);
-  std::string o;
-  for (const std::string& n : s) o += (o.empty() ? "" : "/") + n;
-  return o;
-}
-
 }  // namespace
 
 std::string gemma4_assistant_type(const std::string& dir) {
