@@ -202,6 +202,17 @@ TEST(CliMtp, GemmasAssistantRunsAsItsTargetsDraft) {
   const Result other = cli("run -m " + nvfp4::test::fixture_path("arch/qwen3") + "/float" + args + " -md " + dir + "/assistant", true);
   EXPECT_NE(other.rc, 0);
   EXPECT_NE(other.out.find("a Gemma 4 assistant drafts for a Gemma 4 target"), std::string::npos) << other.out;
+  // bench model --assistant: k = 1 .. 4 chained drafts and their verify step timed.
+  const Result b = cli("bench model -m " + target + " --quantize -t 1 --prompt-tokens 12 --gen-tokens 4 --reps 1 --json --assistant " +
+                       dir + "/assistant");
+  ASSERT_EQ(b.rc, 0) << b.out;
+  const nlohmann::json bj = json_of(b)["assistant"];
+  ASSERT_EQ(bj["drafts"].size(), 4u) << bj.dump();
+  EXPECT_EQ(bj["drafts"][3]["k"], 4);
+  EXPECT_GT(bj["drafts"][0]["draft_ms"].get<double>(), 0.0);
+  EXPECT_GT(bj["drafts"][0]["verify_ms"].get<double>(), 0.0);
+  EXPECT_GT(bj["plain_ms"].get<double>(), 0.0);
+  EXPECT_NE(bj["drafter"].get<std::string>().find("gemma4_assistant"), std::string::npos);
   // serve: every slot's draft step in one pass; alone and under concurrent load, the plain ids.
   nvfp4::test::ServeProcess srv({"serve", "-m", target, "--quantize", "--port", "0", "-t", "2", "--ctx", "96", "--parallel", "3",
                                  "-md", dir + "/assistant", "--spec-allow-low-acceptance", "--draft-max", "3", "--spec-min-speedup", "0"});

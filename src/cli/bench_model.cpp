@@ -35,6 +35,7 @@ struct Opt {
   bool peer_skip_nvfp4 = false;  // only the Q4_0 column
   int verify_drafts = 0;          // --verify-drafts K: a verify step's cost for k = 1 .. K
   std::string dflash;             // --dflash DIR: a DFlash drafter's step cost against a plain step
+  std::string assistant;          // --assistant DIR: a Gemma 4 assistant's step cost against a plain step
   bool draft_quantize = false;    // --draft-quantize: that drafter's float layers quantized to NVFP4
   bool gen_varied = false;        // --gen-varied: generated inputs continue the prompt's ids, not the greedy pick
 };
@@ -311,6 +312,12 @@ int run(const Opt& o) {
     j["dflash"] = dflash_cost(*L.model, d, context_options(o.m).kv, L.threads, o.prompt, 16, std::max(3, o.reps));
     j["dflash"]["drafter"] = d.describe();
   }
+  if (!o.assistant.empty()) {
+    const Gemma4Assistant a(o.assistant, *L.model, o.draft_quantize);
+    if (!o.json) std::cerr << "nvfp4: " << a.describe() << "\n";
+    j["assistant"] = assistant_cost(*L.model, a, context_options(o.m).kv, L.threads, o.prompt, 16, std::max(3, o.reps));
+    j["assistant"]["drafter"] = a.describe();
+  }
   const std::string common = peer_args(o, L.threads);
   // Our weights go before llama.cpp maps the file: a model near the size of RAM would otherwise
   // push its pages out while it runs.
@@ -397,6 +404,15 @@ int run(const Opt& o) {
                   e["k"].get<int>(), e["draft_ms"].get<double>(), e["verify_ms"].get<double>(), e["observe_ms"].get<double>(),
                   e["break_even_accepted"].get<double>(), e["speedup_all_accepted"].get<double>());
   }
+  if (j.contains("assistant")) {
+    const auto& v = j["assistant"];
+    std::printf("Gemma 4 assistant (plain step %.2f ms): ms per step, k chained drafts then the k + 1 tokens verified\n",
+                v["plain_ms"].get<double>());
+    for (const auto& e : v["drafts"])
+      std::printf("  k=%-3d draft %8.2f  verify %8.2f  break-even at %5.2f accepted, %5.2fx if all are\n", e["k"].get<int>(),
+                  e["draft_ms"].get<double>(), e["verify_ms"].get<double>(), e["break_even_accepted"].get<double>(),
+                  e["speedup_all_accepted"].get<double>());
+  }
   if (j.contains("verify")) {
     const auto& v = j["verify"];
     std::printf("verify step of k drafts (snapshots and rollback included) against a plain step:");
@@ -441,7 +457,10 @@ const BenchRegistrar reg("model", "end-to-end prompt and generation speed, roofl
   app.add_option("--dflash", o->dflash,
                  "speculative: also time a DFlash drafter (its directory) against plain decoding: its draft step, the verify step "
                  "of its block, and the acceptance a step must reach to pay");
-  app.add_flag("--draft-quantize", o->draft_quantize, "--dflash: quantize the drafter's float layers to NVFP4 at load");
+  app.add_option("--assistant", o->assistant,
+                 "speculative: also time a Gemma 4 assistant (its directory) against plain decoding: k = 1 .. 4 chained draft "
+                 "steps, the verify step, and the acceptance a step must reach to pay");
+  app.add_flag("--draft-quantize", o->draft_quantize, "--dflash / --assistant: quantize the drafter's float layers to NVFP4 at load");
   app.add_flag("--json", o->json, "one JSON object");
   return [o] { return run(*o); };
 });

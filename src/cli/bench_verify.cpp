@@ -164,4 +164,71 @@ nlohmann::json dflash_cost(const Model& m, const DflashDrafter& d, KvType kv, in
   return j;
 }
 
+nlohmann::json assistant_cost(const Model& m, const Gemma4Assistant& a, KvType kv, int threads, int64_t prompt, int steps, int reps) {
+  ThreadPool pool(threads);
+  const int64_t nv = m.config().n_vocab, dim = m.config().n_embd, kmax = 4;
+  const int64_t n_ctx = prompt + static_cast<int64_t>(steps) * reps * (kmax + 1) + kmax + 2;
+  Sequence plain(m, n_ctx, kv), spec(m, n_ctx, kv);
+  Workspace ws(m, 64);
+  AssistantProposer prop(a);
+  std::vector<float> logits(static_cast<size_t>(nv) * static_cast<size_t>(kmax + 1)), hidden(static_cast<size_t>(64 * dim));
+  std::vector<StepToken> step;
+  const auto token = [&](int64_t i) { return static_cast<int32_t>(100 + (i * 7919) % (nv - 200)); };
+  std::vector<int32_t> history;
+  for (int64_t i = 0; i < prompt; ++i) history.push_back(token(i));
+  for (Sequence* seq : {&plain, &spec})
+    for (int64_t s = 0; s < prompt; s += 64) {
+      step.clear();
+      for (int64_t i = s; i < std::min(prompt, s + 64); ++i) step.push_back({token(i), seq, i, i + 1 == prompt});
+      forward(m, step, ws, pool, logits.data(), seq == &spec ? hidden.data() : nullptr);
+      if (seq == &spec) prop.observe(s, hidden.data(), static_cast<int64_t>(step.size()));
+    }
+  std::vector<double> plain_ms;
+  std::vector<std::vector<double>> draft_ms(kmax), verify_ms(kmax);
+  for (int r = 0; r < reps; ++r) {
+    double t0 = bench::now_ms();
+    for (int s = 0; s < steps; ++s) {
+      step.assign(1, {token(plain.pos()), &plain, plain.pos(), true});
+      forward(m, step, ws, pool, logits.data());
+    }
+    plain_ms.push_back((bench::now_ms() - t0) / steps);
+    for (int64_t k = 1; k <= kmax; ++k) {
+      double dr = 0, ve = 0;
+      for (int s = 0; s < steps; ++s) {
+        const int64_t p0 = spec.pos();
+        history.resize(static_cast<size_t>(p0));
+        history.push_back(token(p0));
+        t0 = bench::now_ms();
+        const std::vector<int32_t> draft = prop.propose(history, static_cast<int>(k), spec, pool);
+        const double t1 = bench::now_ms();
+        begin_verify(spec, draft.size());
+        step.clear();
+        step.push_back({history.back(), &spec, p0, true});
+        for (size_t i = 0; i < draft.size(); ++i) step.push_back({draft[i], &spec, p0 + 1 + static_cast<int64_t>(i), true});
+        forward(m, step, ws, pool, logits.data(), hidden.data());
+        prop.observe(p0, hidden.data(), static_cast<int64_t>(step.size()));
+        const double t2 = bench::now_ms();
+        end_verify(spec, p0, 0);  // every draft rejected: one token a step, as the plain steps
+        dr += t1 - t0;
+        ve += t2 - t1;
+      }
+      draft_ms[static_cast<size_t>(k - 1)].push_back(dr / steps);
+      verify_ms[static_cast<size_t>(k - 1)].push_back(ve / steps);
+    }
+  }
+  const bench::Stats p = bench::stats_of(plain_ms);
+  nlohmann::json j = {{"steps", steps}, {"reps", reps}, {"prompt", prompt}, {"plain_ms", p.median_ms}, {"plain_ms_min", p.min_ms},
+                      {"plain_ms_max", p.max_ms}, {"assistant_mib", static_cast<double>(a.weight_bytes()) / (1 << 20)},
+                      {"target_mib_per_token", static_cast<double>(m.bytes_per_token()) / (1 << 20)}, {"drafts", nlohmann::json::array()}};
+  for (int64_t k = 1; k <= kmax; ++k) {
+    const bench::Stats dr = bench::stats_of(draft_ms[static_cast<size_t>(k - 1)]), ve = bench::stats_of(verify_ms[static_cast<size_t>(k - 1)]);
+    const double cost = dr.median_ms + ve.median_ms;
+    j["drafts"].push_back({{"k", k}, {"draft_ms", dr.median_ms}, {"draft_ms_min", dr.min_ms}, {"draft_ms_max", dr.max_ms},
+                           {"verify_ms", ve.median_ms}, {"verify_ms_min", ve.min_ms}, {"verify_ms_max", ve.max_ms},
+                           {"break_even_accepted", cost / p.median_ms - 1.0},
+                           {"speedup_all_accepted", static_cast<double>(k + 1) * p.median_ms / cost}});
+  }
+  return j;
+}
+
 }  // namespace nvfp4::cli

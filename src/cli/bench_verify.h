@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nvfp4/dflash_draft.h"
+#include "nvfp4/gemma4_assistant.h"
 #include "nvfp4/model.h"
 
 namespace nvfp4::cli {
@@ -26,5 +27,11 @@ nlohmann::json verify_cost(const Model& m, KvType kv, int threads, int64_t promp
 // "break_even_accepted" (the accepted drafts a step needs to match plain decoding),
 // "speedup_all_accepted"}]}.
 nlohmann::json dflash_cost(const Model& m, const DflashDrafter& d, KvType kv, int threads, int64_t prompt, int steps, int reps);
+
+// `bench model --assistant DIR`: the same for Gemma 4's assistant, for k = 1 .. 4 chained drafts:
+// its k draft steps, then the verify step of the k + 1 tokens (every draft rejected) with the hidden
+// states handed over (observe). {"plain_ms", "drafts": [{"k", "draft_ms", "verify_ms",
+// "break_even_accepted", "speedup_all_accepted"}]}.
+nlohmann::json assistant_cost(const Model& m, const Gemma4Assistant& a, KvType kv, int threads, int64_t prompt, int steps, int reps);
 
 }  // namespace nvfp4::cli
