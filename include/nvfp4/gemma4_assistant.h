@@ -106,8 +106,10 @@ class AssistantProposer {
 
  private:
   struct Slot;
+  struct Ropes;  // each layer's RoPE table, grown as positions do (not rebuilt per draft)
   const Gemma4Assistant& a_;
   std::vector<std::unique_ptr<Slot>> slots_;
+  std::unique_ptr<Ropes> ropes_;
   int64_t evaluated_ = 0;
 };
 

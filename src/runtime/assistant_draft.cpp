@@ -26,9 +26,16 @@ struct AssistantProposer::Slot {
   std::vector<float> logits;  // the last drafts' logits [steps][n_vocab]
 };
 
-AssistantProposer::AssistantProposer(const Gemma4Assistant& a, int slots) : a_(a) {
+struct AssistantProposer::Ropes {
+  std::vector<RopeTable> t;
+};
+
+AssistantProposer::AssistantProposer(const Gemma4Assistant& a, int slots) : a_(a), ropes_(std::make_unique<Ropes>()) {
   if (slots < 1) throw Error(a.impl().dir, "", "--spec mtp: the assistant's slots", "at least 1", std::to_string(slots));
   for (int i = 0; i < slots; ++i) slots_.push_back(std::make_unique<Slot>());
+  const auto& layers = a.impl().layers;
+  ropes_->t.resize(layers.size());
+  for (size_t l = 0; l < layers.size(); ++l) ropes_->t[l].init(layers[l].rope, layers[l].head_dim, layers[l].n_rot);
 }
 
 AssistantProposer::~AssistantProposer() = default;
@@ -102,13 +109,10 @@ void AssistantProposer::propose(std::span<const Ask> asks, ThreadPool& pool) {
   std::vector<float> h(items.size() * static_cast<size_t>(B));
   for (size_t i = 0; i < items.size(); ++i)
     std::copy_n(items[i].s->hidden.data() + (items[i].P - 1 - items[i].s->p0) * B, B, h.data() + i * static_cast<size_t>(B));
-  std::vector<RopeTable> ropes(m.layers.size());
+  std::vector<RopeTable>& ropes = ropes_->t;
   int64_t far = 0;
   for (const Item& it : items) far = std::max(far, it.P + 1);
-  for (size_t l = 0; l < m.layers.size(); ++l) {
-    ropes[l].init(m.layers[l].rope, m.layers[l].head_dim, m.layers[l].n_rot);
-    ropes[l].reserve(far);
-  }
+  for (RopeTable& r : ropes) r.reserve(far);  // grows by doubling: nothing to do once it covers P
   LinearScratch scratch;
   std::vector<float> x, hx, xn, q, att, o, g, u, hn, logits, cl, ordered, attn_scratch;
   std::vector<double> top_p;
