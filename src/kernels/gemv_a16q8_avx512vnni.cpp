@@ -29,6 +29,7 @@
 #include <algorithm>
 
 #include "kernels/packed.h"
+#include "kernels/vnni_bcast_avx512.h"
 
 namespace nvfp4::kern {
 
@@ -42,12 +43,6 @@ inline __m512 q9_ps(const uint8_t* s16) {
       _mm512_castsi512_ps(_mm512_add_epi32(_mm512_slli_epi32(v, 20), _mm512_set1_epi32(129 << 23)));
   const __mmask16 sub = _mm512_cmplt_epu32_mask(v, _mm512_set1_epi32(8));
   return _mm512_mask_cvtepi32_ps(normal, sub, v);
-}
-
-inline int32_t load4(const int8_t* p) {
-  int32_t v;
-  __builtin_memcpy(&v, p, 4);
-  return v;
 }
 
 // The 64-entry byte table of vpermb: kU12 four times, so that an index's bits 4-5 (the other
@@ -81,10 +76,10 @@ inline __m512 pow2_minus10(__m512i emin) {
 }
 inline __m512i group_sum(const Decoded& d, const int8_t* qg, int32_t corr) {
   __m512i s = _mm512_set1_epi32(corr);
-  s = _mm512_dpbusd_epi32(s, d.w0, _mm512_set1_epi32(load4(qg)));
-  s = _mm512_dpbusd_epi32(s, d.w1, _mm512_set1_epi32(load4(qg + 4)));
-  s = _mm512_dpbusd_epi32(s, d.w2, _mm512_set1_epi32(load4(qg + 8)));
-  return _mm512_dpbusd_epi32(s, d.w3, _mm512_set1_epi32(load4(qg + 12)));
+  s = dpbusd_bcst(s, d.w0, qg);
+  s = dpbusd_bcst(s, d.w1, qg + 4);
+  s = dpbusd_bcst(s, d.w2, qg + 8);
+  return dpbusd_bcst(s, d.w3, qg + 12);
 }
 
 // Block b of one tile, columns [c0, c0 + NC): t[c] = float(T) * 2^-10 (see above); p walks the
@@ -233,16 +228,7 @@ void pair_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
         }
         for (int c = 0; c < NC; ++c) {
           const int8_t* q = qb + c * kGroup;
-          const __m512i corr = _mm512_set1_epi32(cb[c]);
-          const __m512i q0 = _mm512_set1_epi32(load4(q)), q1 = _mm512_set1_epi32(load4(q + 4));
-          const __m512i q2 = _mm512_set1_epi32(load4(q + 8)), q3 = _mm512_set1_epi32(load4(q + 12));
-          for (int u = 0; u < 2; ++u) {
-            __m512i s = _mm512_dpbusd_epi32(corr, d[u].w0, q0);
-            s = _mm512_dpbusd_epi32(s, d[u].w1, q1);
-            s = _mm512_dpbusd_epi32(s, d[u].w2, q2);
-            s = _mm512_dpbusd_epi32(s, d[u].w3, q3);
-            acc_i[u][c] = _mm512_dpwssd_epi32(acc_i[u][c], s, mult[u]);
-          }
+          for (int u = 0; u < 2; ++u) acc_i[u][c] = _mm512_dpwssd_epi32(acc_i[u][c], group_sum(d[u], q, cb[c]), mult[u]);
         }
       }
       for (int u = 0; u < 2; ++u) {
