@@ -227,7 +227,9 @@ void clear_forced_prefetch() { g_forced_prefetch.store(-1, std::memory_order_rel
 // (pinned_dense*.cpp).
 namespace pinned_dense_detail {
 void rows_scalar(const void*, int, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
+template <class Pf>
 void rows_avx2(const void*, int, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
+template <class Pf>
 void rows_avx512(const void*, int, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
 }  // namespace pinned_dense_detail
 
@@ -262,7 +264,7 @@ const KernelTable& table_of(Isa isa) {
                                 gemv_f64_scalar, "gemv_f64_ref",
                                 gemv_dense_avx2, "gemv_dense_avx2",
                                 attention_item_avx2, attention_phase_avx2, swiglu_avx2, silu_avx2, geglu_avx2, to_half_avx2,
-                                rows_avx2, "gemv_pinned16_avx2",
+                                rows_avx2<Pf>, "gemv_pinned16_avx2",
                                 head_q8_avx2, "head_q8_avx2",
                                 delta_head_avx2, "delta_head_avx2",
                                 gemv_fp8s_avx2, "gemv_fp8s_avx2",
@@ -276,7 +278,7 @@ const KernelTable& table_of(Isa isa) {
                                   gemv_f64_scalar, "gemv_f64_ref",
                                   gemv_dense_avx512, "gemv_dense_avx512",
                                   attention_item_avx512, attention_phase_avx512, swiglu_avx512, silu_avx512, geglu_avx512, to_half_avx512,
-                                  rows_avx512, "gemv_pinned16_avx512",
+                                  rows_avx512<Pf>, "gemv_pinned16_avx512",
                                   head_q8_avx512vnni, "head_q8_avx512vnni",
                                   delta_head_avx512, "delta_head_avx512",
                                   gemv_fp8s_avx512, "gemv_fp8s_avx512",

@@ -76,11 +76,15 @@ struct Packed {
 // L1 distance reads more (BENCHMARKS 31 and 32: one thread 87.5% of DRAM against 78%, two 71.5%
 // against 60.5%). A plan is a type, so each kernel is compiled once per plan with its distances
 // as constants; kFar 0 prefetches nothing into L2.
-struct PrefetchL1 {       // Prefetch::l1: 2 KiB ahead into L1
+// kRowNear / kRowFar: the same for PinnedDense's rows (pinned_dense.h RowAhead), F16 or F32 rows
+// read side by side.
+struct PrefetchL1 {       // Prefetch::l1: 2 KiB ahead into L1 (rows: 1 KiB)
   static constexpr int64_t kNear = 2048, kFar = 0;
+  static constexpr int64_t kRowNear = 1024, kRowFar = 0;
 };
-struct PrefetchL1L2 {     // Prefetch::l1_l2: 1 KiB ahead into L1, 6 KiB ahead into L2
+struct PrefetchL1L2 {     // Prefetch::l1_l2: 1 KiB ahead into L1, 6 KiB ahead into L2 (rows: 512 B, 2 KiB)
   static constexpr int64_t kNear = 1024, kFar = 6144;
+  static constexpr int64_t kRowNear = 512, kRowFar = 2048;
 };
 // The three lines of the record at far into L2 (when the plan has one) and those of the record at
 // near into L1. Always inlined: GCC may find an out-of-line prefetch helper "pure" and delete its

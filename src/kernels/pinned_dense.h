@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "nvfp4/dense.h"
@@ -54,16 +55,19 @@ class PinnedDense {
 };
 
 namespace pinned_dense_detail {
-// Software prefetch for a block of R rows read side by side (esz bytes per weight): at input i,
-// each row's line kAhead bytes further on; past a row's end, the same line of the row R further
-// on (the next block's), so the stream runs on from block to block without a cold start. Called
-// once per 16 inputs; it asks only where a 64-byte line starts (every step for F32, every other
-// for F16). Measured on the head's shape (49152 x 2048 F16, one core, weights in DRAM, BENCHMARKS
-// 15): 16.3-16.4 GB/s at 512-2048 bytes ahead, against 11.3 for the whole next block prefetched
-// ahead (32 KiB: the rows this one reads were by then evicted or late) and 13.4 for none.
-template <int R, int64_t kEsz>
+// Software prefetch for a block of R rows read side by side (esz bytes per weight), at the
+// distances of the prefetch plan Pf (kernels/packed.h: Pf::kRowNear into L1 and, where the plan
+// has one, Pf::kRowFar into L2): at input i, each row's line that far on; past a row's end, the
+// same line of the row R further on (the next block's), so the stream runs on from block to block
+// without a cold start. Called once per 16 inputs; it asks only where a 64-byte line starts (every
+// step for F32, every other for F16). Measured on the head's shape (49152 x 2048 F16, one core,
+// weights in DRAM, BENCHMARKS 15, the SPR-class guest): 16.3-16.4 GB/s at 512-2048 bytes into L1,
+// against 11.3 for the whole next block prefetched ahead (32 KiB: the rows this one reads were by
+// then evicted or late) and 13.4 for none. On the Zen 4 guest one L1 distance left one core at
+// 17.6 GB/s (49152 x 2816 F16, Gemma 4's head); 512 bytes into L1 and 2 KiB into L2 read 27.5
+// (BENCHMARKS 46): L2's requests do not hold L1's few miss buffers.
+template <int R, int64_t kEsz, class Pf>
 struct RowAhead {
-  static constexpr int64_t kAhead = 1024;
   const char* p = nullptr;
   int64_t row_bytes = 0;
   int next_rows = 0;
@@ -74,11 +78,16 @@ struct RowAhead {
   // prefetch) and deletes the calls, prefetches and all.
   [[gnu::always_inline]] void at(int64_t i) const {
     if ((i * kEsz) % 64 != 0) return;
-    const int64_t off = i * kEsz + kAhead;
+    if constexpr (Pf::kRowFar > 0) lines(i * kEsz + Pf::kRowFar, std::integral_constant<int, 2>());
+    lines(i * kEsz + Pf::kRowNear, std::integral_constant<int, 3>());
+  }
+  // The line at byte off of each row (past the row's end: of the next block's rows), at locality L.
+  template <int L>
+  [[gnu::always_inline]] void lines(int64_t off, std::integral_constant<int, L>) const {
     const bool here = off < row_bytes;
     const char* q = here ? p + off : p + R * row_bytes + (off - row_bytes);
     const int n = here ? R : next_rows;
-    for (int k = 0; k < n; ++k, q += row_bytes) __builtin_prefetch(q, 0, 3);
+    for (int k = 0; k < n; ++k, q += row_bytes) __builtin_prefetch(q, 0, L);
   }
 };
 
@@ -86,7 +95,9 @@ struct RowAhead {
 using RowsFn = void (*)(const void* w, int elem, int64_t n_in, int64_t n_out, const float* x,
                         int64_t n, float* y, int64_t r0, int64_t r1);
 void rows_scalar(const void*, int, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
+template <class Pf>
 void rows_avx2(const void*, int, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
+template <class Pf>
 void rows_avx512(const void*, int, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
 }  // namespace pinned_dense_detail
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "kernels/packed.h"
 #include "kernels/pinned_dense.h"
 
 namespace nvfp4::pinned_dense_detail {
@@ -55,11 +56,11 @@ inline __m256 load_x(const float* x, int64_t valid) {
 // equals adding +0 to a lane that started at +0); blocking rows only adds independent chains and
 // memory streams. Each row is prefetched ahead (RowAhead): a decode step reads the head once,
 // from beyond the caches. R = 6 keeps the 12 accumulators and two temporaries in the 16 ymm.
-template <int E, int R>
+template <class Pf, int E, int R>
 void block(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n, float* y,
            int64_t r) {
   const int64_t full = n_in & ~int64_t{15};
-  const RowAhead<R, E == kF32 ? 4 : 2> next(w, n_in, n_out, r);
+  const RowAhead<R, E == kF32 ? 4 : 2, Pf> next(w, n_in, n_out, r);
   for (int64_t t = 0; t < n; ++t) {
     const float* xt = x + t * n_in;
     __m256 lo[R], hi[R];
@@ -86,13 +87,13 @@ void block(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n
 }
 // R rows for T tokens side by side (verify steps: 2-4 tokens): each row's 16 weights are read and
 // widened once for the T tokens, each token's activations read from L1 as they are multiplied, so
-// every (row, token) sum keeps the pinned order and the bits of block<E, R>. R = 2 and T <= 3 keep
+// every (row, token) sum keeps the pinned order and the bits of block(). R = 2 and T <= 3 keep
 // the 12 accumulators and the two weight registers in the 16 ymm.
-template <int E, int R, int T>
+template <class Pf, int E, int R, int T>
 void block_tokens(const void* w, int64_t n_in, int64_t n_out, const float* x, float* y, int64_t r,
                   bool ahead) {
   const int64_t full = n_in & ~int64_t{15};
-  const RowAhead<R, E == kF32 ? 4 : 2> next(w, n_in, n_out, r);
+  const RowAhead<R, E == kF32 ? 4 : 2, Pf> next(w, n_in, n_out, r);
   __m256 lo[T][R], hi[T][R];
   for (int t = 0; t < T; ++t)
     for (int k = 0; k < R; ++k) lo[t][k] = hi[t][k] = _mm256_setzero_ps();
@@ -123,37 +124,41 @@ void block_tokens(const void* w, int64_t n_in, int64_t n_out, const float* x, fl
     for (int k = 0; k < R; ++k) y[t * n_out + r + k] = reduce16(lo[t][k], hi[t][k]);
 }
 // Rows [r, r + 2) for every token, in groups of up to 3 tokens.
-template <int E>
+template <class Pf, int E>
 void block_many(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n, float* y, int64_t r) {
   for (int64_t t = 0; t < n; t += 3) {
     const float* xt = x + t * n_in;
     float* yt = y + t * n_out;
     switch (std::min<int64_t>(3, n - t)) {
-      case 3: block_tokens<E, 2, 3>(w, n_in, n_out, xt, yt, r, t == 0); break;
-      case 2: block_tokens<E, 2, 2>(w, n_in, n_out, xt, yt, r, t == 0); break;
-      default: block_tokens<E, 2, 1>(w, n_in, n_out, xt, yt, r, t == 0); break;
+      case 3: block_tokens<Pf, E, 2, 3>(w, n_in, n_out, xt, yt, r, t == 0); break;
+      case 2: block_tokens<Pf, E, 2, 2>(w, n_in, n_out, xt, yt, r, t == 0); break;
+      default: block_tokens<Pf, E, 2, 1>(w, n_in, n_out, xt, yt, r, t == 0); break;
     }
   }
 }
-template <int E>
+template <class Pf, int E>
 void rows(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n, float* y,
           int64_t r0, int64_t r1) {
   int64_t r = r0;
   if (n >= 2) {
-    for (; r + 2 <= r1; r += 2) block_many<E>(w, n_in, n_out, x, n, y, r);
+    for (; r + 2 <= r1; r += 2) block_many<Pf, E>(w, n_in, n_out, x, n, y, r);
   } else {
-    for (; r + 6 <= r1; r += 6) block<E, 6>(w, n_in, n_out, x, n, y, r);
-    for (; r + 2 <= r1; r += 2) block<E, 2>(w, n_in, n_out, x, n, y, r);
+    for (; r + 6 <= r1; r += 6) block<Pf, E, 6>(w, n_in, n_out, x, n, y, r);
+    for (; r + 2 <= r1; r += 2) block<Pf, E, 2>(w, n_in, n_out, x, n, y, r);
   }
-  for (; r < r1; ++r) block<E, 1>(w, n_in, n_out, x, n, y, r);
+  for (; r < r1; ++r) block<Pf, E, 1>(w, n_in, n_out, x, n, y, r);
 }
 }  // namespace
 
+template <class Pf>
 void rows_avx2(const void* w, int elem, int64_t n_in, int64_t n_out, const float* x, int64_t n,
                float* y, int64_t r0, int64_t r1) {
-  if (elem == kF16) rows<kF16>(w, n_in, n_out, x, n, y, r0, r1);
-  else if (elem == kBF16) rows<kBF16>(w, n_in, n_out, x, n, y, r0, r1);
-  else rows<kF32>(w, n_in, n_out, x, n, y, r0, r1);
+  if (elem == kF16) rows<Pf, kF16>(w, n_in, n_out, x, n, y, r0, r1);
+  else if (elem == kBF16) rows<Pf, kBF16>(w, n_in, n_out, x, n, y, r0, r1);
+  else rows<Pf, kF32>(w, n_in, n_out, x, n, y, r0, r1);
 }
+
+template void rows_avx2<kern::PrefetchL1>(const void*, int, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
+template void rows_avx2<kern::PrefetchL1L2>(const void*, int, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
 
 }  // namespace nvfp4::pinned_dense_detail

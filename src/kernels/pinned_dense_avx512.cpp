@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "kernels/packed.h"
 #include "kernels/pinned_dense.h"
 
 namespace nvfp4::pinned_dense_detail {
@@ -32,11 +33,11 @@ inline __m512 load_w(const void* w, int64_t k, __mmask16 m) {
 // R rows for every token. Each row's sum keeps the one pinned order (16 lanes, i ascending);
 // blocking rows only adds independent chains and memory streams. Each row is prefetched ahead
 // (RowAhead): a decode step reads the head once, from beyond the caches.
-template <int E, int R>
+template <class Pf, int E, int R>
 void block(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n, float* y,
            int64_t r) {
   const int64_t full = n_in & ~int64_t{15};
-  const RowAhead<R, E == kF32 ? 4 : 2> next(w, n_in, n_out, r);
+  const RowAhead<R, E == kF32 ? 4 : 2, Pf> next(w, n_in, n_out, r);
   for (int64_t t = 0; t < n; ++t) {
     const float* xt = x + t * n_in;
     __m512 acc[R];
@@ -59,15 +60,15 @@ void block(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n
 }
 // R rows for T tokens side by side (verify steps and prompts' heads: 2-4 tokens): each row's 16
 // weights are read and widened once for the T tokens, then multiplied and added into each token's
-// own accumulator, so every (row, token) sum keeps the pinned order and the bits of block<E, R>.
+// own accumulator, so every (row, token) sum keeps the pinned order and the bits of block().
 // On the Qwen3.6-27B head (49152 x 5120 F16, two threads) four tokens took 1.94x one token's time
 // when each token widened the weights again: the widening (2 uops) and the load were per token.
 // R = 6 and T <= 4 keep 24 accumulators, 4 activations and the weights in the 32 zmm.
-template <int E, int R, int T>
+template <class Pf, int E, int R, int T>
 void block_tokens(const void* w, int64_t n_in, int64_t n_out, const float* x, float* y, int64_t r,
                   bool ahead) {
   const int64_t full = n_in & ~int64_t{15};
-  const RowAhead<R, E == kF32 ? 4 : 2> next(w, n_in, n_out, r);
+  const RowAhead<R, E == kF32 ? 4 : 2, Pf> next(w, n_in, n_out, r);
   __m512 acc[T][R];
   for (int t = 0; t < T; ++t)
     for (int k = 0; k < R; ++k) acc[t][k] = _mm512_setzero_ps();
@@ -94,38 +95,42 @@ void block_tokens(const void* w, int64_t n_in, int64_t n_out, const float* x, fl
     for (int k = 0; k < R; ++k) y[t * n_out + r + k] = reduce16(acc[t][k]);
 }
 // Rows [r, r + 6) for every token, in groups of up to 4 tokens.
-template <int E>
+template <class Pf, int E>
 void block_many(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n, float* y, int64_t r) {
   for (int64_t t = 0; t < n; t += 4) {
     const float* xt = x + t * n_in;
     float* yt = y + t * n_out;
     switch (std::min<int64_t>(4, n - t)) {
-      case 4: block_tokens<E, 6, 4>(w, n_in, n_out, xt, yt, r, t == 0); break;
-      case 3: block_tokens<E, 6, 3>(w, n_in, n_out, xt, yt, r, t == 0); break;
-      case 2: block_tokens<E, 6, 2>(w, n_in, n_out, xt, yt, r, t == 0); break;
-      default: block_tokens<E, 6, 1>(w, n_in, n_out, xt, yt, r, t == 0); break;
+      case 4: block_tokens<Pf, E, 6, 4>(w, n_in, n_out, xt, yt, r, t == 0); break;
+      case 3: block_tokens<Pf, E, 6, 3>(w, n_in, n_out, xt, yt, r, t == 0); break;
+      case 2: block_tokens<Pf, E, 6, 2>(w, n_in, n_out, xt, yt, r, t == 0); break;
+      default: block_tokens<Pf, E, 6, 1>(w, n_in, n_out, xt, yt, r, t == 0); break;
     }
   }
 }
-template <int E>
+template <class Pf, int E>
 void rows(const void* w, int64_t n_in, int64_t n_out, const float* x, int64_t n, float* y,
           int64_t r0, int64_t r1) {
   int64_t r = r0;
   if (n >= 2) {
-    for (; r + 6 <= r1; r += 6) block_many<E>(w, n_in, n_out, x, n, y, r);
+    for (; r + 6 <= r1; r += 6) block_many<Pf, E>(w, n_in, n_out, x, n, y, r);
   } else {
-    for (; r + 8 <= r1; r += 8) block<E, 8>(w, n_in, n_out, x, n, y, r);
+    for (; r + 8 <= r1; r += 8) block<Pf, E, 8>(w, n_in, n_out, x, n, y, r);
   }
-  for (; r + 4 <= r1; r += 4) block<E, 4>(w, n_in, n_out, x, n, y, r);
-  for (; r < r1; ++r) block<E, 1>(w, n_in, n_out, x, n, y, r);
+  for (; r + 4 <= r1; r += 4) block<Pf, E, 4>(w, n_in, n_out, x, n, y, r);
+  for (; r < r1; ++r) block<Pf, E, 1>(w, n_in, n_out, x, n, y, r);
 }
 }  // namespace
 
+template <class Pf>
 void rows_avx512(const void* w, int elem, int64_t n_in, int64_t n_out, const float* x, int64_t n,
                  float* y, int64_t r0, int64_t r1) {
-  if (elem == kF16) rows<kF16>(w, n_in, n_out, x, n, y, r0, r1);
-  else if (elem == kBF16) rows<kBF16>(w, n_in, n_out, x, n, y, r0, r1);
-  else rows<kF32>(w, n_in, n_out, x, n, y, r0, r1);
+  if (elem == kF16) rows<Pf, kF16>(w, n_in, n_out, x, n, y, r0, r1);
+  else if (elem == kBF16) rows<Pf, kBF16>(w, n_in, n_out, x, n, y, r0, r1);
+  else rows<Pf, kF32>(w, n_in, n_out, x, n, y, r0, r1);
 }
+
+template void rows_avx512<kern::PrefetchL1>(const void*, int, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
+template void rows_avx512<kern::PrefetchL1L2>(const void*, int, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t);
 
 }  // namespace nvfp4::pinned_dense_detail
