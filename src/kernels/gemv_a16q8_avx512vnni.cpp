@@ -45,6 +45,12 @@ inline __m512 q9_ps(const uint8_t* s16) {
   return _mm512_mask_cvtepi32_ps(normal, sub, v);
 }
 
+inline int32_t load4(const int8_t* p) {
+  int32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return v;
+}
+
 // The 64-entry byte table of vpermb: kU12 four times, so that an index's bits 4-5 (the other
 // nibble, or the neighbour's bits after vpsrlw) do not matter: the low nibble decodes without a
 // mask, the high one after one shift.
@@ -74,12 +80,24 @@ inline Decoded decode(const uint8_t* p, __m512i lut) {
 inline __m512 pow2_minus10(__m512i emin) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(emin, _mm512_set1_epi32(117)), 23));
 }
+// The group sum s of one column. Windows of 5-8 columns (prompts) take the activations as
+// vpdpbusd's embedded broadcast (vnni_bcast_avx512.h: 1.03x on prompts); windows of 1-4 columns
+// (decode, whose tiles run in pairs) keep separate broadcasts: with the embedded ones the pair loop
+// read 5% less from DRAM on the Zen 4 guest although 10% more from cache (BENCHMARKS 46).
+template <int NC>
 inline __m512i group_sum(const Decoded& d, const int8_t* qg, int32_t corr) {
   __m512i s = _mm512_set1_epi32(corr);
-  s = dpbusd_bcst(s, d.w0, qg);
-  s = dpbusd_bcst(s, d.w1, qg + 4);
-  s = dpbusd_bcst(s, d.w2, qg + 8);
-  return dpbusd_bcst(s, d.w3, qg + 12);
+  if constexpr (NC >= 5) {
+    s = dpbusd_bcst(s, d.w0, qg);
+    s = dpbusd_bcst(s, d.w1, qg + 4);
+    s = dpbusd_bcst(s, d.w2, qg + 8);
+    return dpbusd_bcst(s, d.w3, qg + 12);
+  } else {
+    s = _mm512_dpbusd_epi32(s, d.w0, _mm512_set1_epi32(load4(qg)));
+    s = _mm512_dpbusd_epi32(s, d.w1, _mm512_set1_epi32(load4(qg + 4)));
+    s = _mm512_dpbusd_epi32(s, d.w2, _mm512_set1_epi32(load4(qg + 8)));
+    return _mm512_dpbusd_epi32(s, d.w3, _mm512_set1_epi32(load4(qg + 12)));
+  }
 }
 
 // Block b of one tile, columns [c0, c0 + NC): t[c] = float(T) * 2^-10 (see above); p walks the
@@ -107,8 +125,8 @@ inline void block_narrow(const Packed& w, const ActQ8& a, int64_t tile, int64_t 
       const __m512i mult = _mm512_or_si512(scale_mult(p + 128, base),
                                            _mm512_slli_epi32(scale_mult(p + kRecordBytes + 128, base), 16));
       for (int c = 0; c < NC; ++c) {
-        const __m512i s0 = group_sum(d0, qb + c * kGroup, cb[c]);
-        const __m512i s1 = group_sum(d1, qb + qstride + c * kGroup, cb[ActQ8::kChunk + c]);
+        const __m512i s0 = group_sum<NC>(d0, qb + c * kGroup, cb[c]);
+        const __m512i s1 = group_sum<NC>(d1, qb + qstride + c * kGroup, cb[ActQ8::kChunk + c]);
         const __m512i s = _mm512_mask_blend_epi16(0xAAAAAAAAu, s0, _mm512_slli_epi32(s1, 16));
         acc_i[c] = _mm512_dpwssd_epi32(acc_i[c], s, mult);
       }
@@ -119,7 +137,7 @@ inline void block_narrow(const Packed& w, const ActQ8& a, int64_t tile, int64_t 
     const Decoded d = decode(p, lut);
     const __m512i mult = scale_mult(p + 128, base);
     for (int c = 0; c < NC; ++c) {
-      acc_i[c] = _mm512_dpwssd_epi32(acc_i[c], group_sum(d, qb + c * kGroup, cb[c]), mult);
+      acc_i[c] = _mm512_dpwssd_epi32(acc_i[c], group_sum<NC>(d, qb + c * kGroup, cb[c]), mult);
     }
   }
   for (int c = 0; c < NC; ++c) t[c] = _mm512_mul_ps(_mm512_cvtepi32_ps(acc_i[c]), pow2_minus10(emin));
@@ -139,7 +157,7 @@ inline void block_wide(const ActQ8& a, int64_t b, int64_t c0, const uint8_t*& p,
     const Decoded d = decode(p, lut);
     const __m512 sc = q9_ps(p + 128);
     for (int c = 0; c < NC; ++c) {
-      const __m512 pr = _mm512_mul_ps(_mm512_cvtepi32_ps(group_sum(d, qb + c * kGroup, cb[c])), sc);
+      const __m512 pr = _mm512_mul_ps(_mm512_cvtepi32_ps(group_sum<NC>(d, qb + c * kGroup, cb[c])), sc);
       tl[c] = _mm512_add_pd(tl[c], _mm512_cvtps_pd(_mm512_castps512_ps256(pr)));
       th[c] = _mm512_add_pd(th[c], _mm512_cvtps_pd(_mm512_extractf32x8_ps(pr, 1)));
     }
@@ -228,7 +246,16 @@ void pair_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
         }
         for (int c = 0; c < NC; ++c) {
           const int8_t* q = qb + c * kGroup;
-          for (int u = 0; u < 2; ++u) acc_i[u][c] = _mm512_dpwssd_epi32(acc_i[u][c], group_sum(d[u], q, cb[c]), mult[u]);
+          const __m512i corr = _mm512_set1_epi32(cb[c]);
+          const __m512i q0 = _mm512_set1_epi32(load4(q)), q1 = _mm512_set1_epi32(load4(q + 4));
+          const __m512i q2 = _mm512_set1_epi32(load4(q + 8)), q3 = _mm512_set1_epi32(load4(q + 12));
+          for (int u = 0; u < 2; ++u) {
+            __m512i s = _mm512_dpbusd_epi32(corr, d[u].w0, q0);
+            s = _mm512_dpbusd_epi32(s, d[u].w1, q1);
+            s = _mm512_dpbusd_epi32(s, d[u].w2, q2);
+            s = _mm512_dpbusd_epi32(s, d[u].w3, q3);
+            acc_i[u][c] = _mm512_dpwssd_epi32(acc_i[u][c], s, mult[u]);
+          }
         }
       }
       for (int u = 0; u < 2; ++u) {

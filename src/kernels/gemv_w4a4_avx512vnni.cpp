@@ -8,7 +8,6 @@
 #include <algorithm>
 
 #include "kernels/packed.h"
-#include "kernels/vnni_bcast_avx512.h"
 #include "nvfp4/codec.h"
 
 namespace nvfp4::kern {
@@ -22,6 +21,12 @@ inline __m512i q9_epi32(const uint8_t* s16) {
   const __m512i sh = _mm512_sub_epi32(_mm512_srli_epi32(v, 3), _mm512_set1_epi32(1));
   const __m512i normal = _mm512_sllv_epi32(mant, sh);
   return _mm512_mask_mov_epi32(normal, _mm512_cmplt_epu32_mask(v, _mm512_set1_epi32(8)), v);
+}
+
+inline int32_t load4(const int8_t* p) {
+  int32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return v;
 }
 
 template <int NC, class Pf>
@@ -43,10 +48,10 @@ void tile_pass(const Packed& w, const ActFp4& a, int64_t tile, int64_t c0, float
       const int64_t col = c0 + c;
       const int8_t* qg = a.qg(g, col);
       __m512i s = _mm512_set1_epi32(a.corr[g * a.n + col]);
-      s = dpbusd_bcst(s, w0, qg);
-      s = dpbusd_bcst(s, w1, qg + 4);
-      s = dpbusd_bcst(s, w2, qg + 8);
-      s = dpbusd_bcst(s, w3, qg + 12);
+      s = _mm512_dpbusd_epi32(s, w0, _mm512_set1_epi32(load4(qg)));
+      s = _mm512_dpbusd_epi32(s, w1, _mm512_set1_epi32(load4(qg + 4)));
+      s = _mm512_dpbusd_epi32(s, w2, _mm512_set1_epi32(load4(qg + 8)));
+      s = _mm512_dpbusd_epi32(s, w3, _mm512_set1_epi32(load4(qg + 12)));
       const __m512i pw = _mm512_mullo_epi32(s, sw);
       const __m512i sa = _mm512_set1_epi32(a.q9[g * a.n + col]);
       te[c] = _mm512_add_epi64(te[c], _mm512_mul_epi32(pw, sa));

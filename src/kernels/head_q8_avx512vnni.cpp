@@ -13,10 +13,15 @@
 #include <vector>
 
 #include "kernels/head_q8.h"
-#include "kernels/vnni_bcast_avx512.h"
 
 namespace nvfp4::kern {
 namespace {
+
+inline int32_t load4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
 
 template <int T>
 void group_cols16(const HeadQ8& w, const ActQ8& a, const int32_t* off, int64_t g, int64_t t0, __mmask16 m, float* y) {
@@ -44,7 +49,7 @@ void group_cols16(const HeadQ8& w, const ActQ8& a, const int32_t* off, int64_t g
       for (int k = 0; k < 8; ++k) {
         const __m512i uk = _mm512_loadu_si512(u + k * kHeadUnit);
         #pragma GCC unroll 8
-        for (int t = 0; t < T; ++t) is[t] = dpbusd_bcst(is[t], uk, qa[t][k / 4] + k % 4 * 4);
+        for (int t = 0; t < T; ++t) is[t] = _mm512_dpbusd_epi32(is[t], uk, _mm512_set1_epi32(load4(qa[t][k / 4] + k % 4 * 4)));
       }
       const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.scales(g, j))));
       #pragma GCC unroll 8
