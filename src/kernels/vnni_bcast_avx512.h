@@ -3,6 +3,8 @@
 // _mm512_set1_epi32 of a load into vpdpbusd and emits a separate vpbroadcastd, which Zen 4 runs on
 // a vector pipe beside the VNNI ones: 8 vpdpbusd and 8 vpbroadcastd take 8.6 cycles there, 8
 // vpdpbusd with embedded broadcasts 8.0 (BENCHMARKS 46). The integer result is vpdpbusd's either way.
+// Used where a broadcast feeds one vpdpbusd and the loop is compute-bound (a16q8's prompt windows);
+// where one broadcast feeds several (decode's tile pairs) the separate one stays.
 #pragma once
 #include <immintrin.h>
 
