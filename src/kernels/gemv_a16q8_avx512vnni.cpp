@@ -81,7 +81,7 @@ inline __m512 pow2_minus10(__m512i emin) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(emin, _mm512_set1_epi32(117)), 23));
 }
 // The group sum s of one column. Windows of 5-8 columns (prompts) take the activations as
-// vpdpbusd's embedded broadcast (vnni_bcast_avx512.h: 1.03x on prompts); windows of 1-4 columns
+// vpdpbusd's embedded broadcast (vnni_bcast_avx512.h: prompts 1.03-1.04x); windows of 1-4 columns
 // (decode, whose tiles run in pairs) keep separate broadcasts: with the embedded ones the pair loop
 // read 5% less from DRAM on the Zen 4 guest although 10% more from cache (BENCHMARKS 46).
 template <int NC>

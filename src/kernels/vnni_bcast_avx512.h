@@ -1,8 +1,10 @@
 // acc + vpdpbusd(u, the 4 signed bytes at q broadcast to every lane), with the broadcast as the
-// instruction's {1to16} memory operand: one load, no vector pipe. GCC 12 does not fold
-// _mm512_set1_epi32 of a load into vpdpbusd and emits a separate vpbroadcastd, which Zen 4 runs on
-// a vector pipe beside the VNNI ones: 8 vpdpbusd and 8 vpbroadcastd take 8.6 cycles there, 8
-// vpdpbusd with embedded broadcasts 8.0 (BENCHMARKS 46). The integer result is vpdpbusd's either way.
+// instruction's {1to16} memory operand. GCC 12 does not fold _mm512_set1_epi32 of a load into
+// vpdpbusd and emits a separate vpbroadcastd: 21 instructions instead of 13 for a16q8's column step
+// over two groups. In a probe loop of those instructions alone the two forms run at the same rate
+// on Zen 4 (9 cycles, the VNNI pipes' bound); in the prompt kernel, with its decode, loads and
+// prefetches around them, the embedded form measured 1.06x from cache and 1.03-1.04x on whole
+// prompts (BENCHMARKS 46). The integer result is vpdpbusd's either way.
 // Used where a broadcast feeds one vpdpbusd and the loop is compute-bound (a16q8's prompt windows);
 // where one broadcast feeds several (decode's tile pairs) the separate one stays.
 #pragma once
