@@ -199,24 +199,30 @@ void judge_acceptance(double a, int64_t positions, const std::string& dir, const
 }
 }  // namespace
 
-std::unique_ptr<DflashDrafter> load_dflash(const std::string& dir, const Loaded& L, bool allow_low, bool quiet, double* check,
-                                           bool quantize) {
-  auto d = std::make_unique<DflashDrafter>(dir, *L.model, quantize);
+namespace {
+// A drafter of type D at `dir` for L's model, loaded and judged on the check text by
+// acceptance(drafter, ids, pool, &positions).
+template <class D, class Acceptance>
+std::unique_ptr<D> load_judged(const std::string& dir, const Loaded& L, bool allow_low, bool quiet, double* check, bool quantize,
+                               Acceptance acceptance, const std::string& flag, const std::string& what) {
+  auto d = std::make_unique<D>(dir, *L.model, quantize);
   ThreadPool pool(L.threads);
   int64_t positions = 0;
-  const double a = dflash_acceptance(*d, check_ids(L), pool, &positions);
-  judge_acceptance(a, positions, dir, "--spec dflash", "DFlash assistant", d->describe(), allow_low, quiet, check);
+  const double a = acceptance(*d, check_ids(L), pool, &positions);
+  judge_acceptance(a, positions, dir, flag, what, d->describe(), allow_low, quiet, check);
   return d;
+}
+}  // namespace
+
+std::unique_ptr<DflashDrafter> load_dflash(const std::string& dir, const Loaded& L, bool allow_low, bool quiet, double* check,
+                                           bool quantize) {
+  return load_judged<DflashDrafter>(dir, L, allow_low, quiet, check, quantize, dflash_acceptance, "--spec dflash", "DFlash assistant");
 }
 
 std::unique_ptr<Gemma4Assistant> load_assistant(const std::string& dir, const Loaded& L, bool allow_low, bool quiet, double* check,
                                                 bool quantize) {
-  auto d = std::make_unique<Gemma4Assistant>(dir, *L.model, quantize);
-  ThreadPool pool(L.threads);
-  int64_t positions = 0;
-  const double a = assistant_acceptance(*d, check_ids(L), pool, &positions);
-  judge_acceptance(a, positions, dir, "--spec mtp", "Gemma 4 assistant", d->describe(), allow_low, quiet, check);
-  return d;
+  return load_judged<Gemma4Assistant>(dir, L, allow_low, quiet, check, quantize, assistant_acceptance, "--spec mtp",
+                                      "Gemma 4 assistant");
 }
 
 bool resolve_spec(std::string& spec, const std::string& draft_model, const std::string& mtp_file) {
