@@ -82,8 +82,9 @@ inline __m512 pow2_minus10(__m512i emin) {
 }
 // The group sum s of one column. Windows of 5-8 columns (prompts) take the activations as
 // vpdpbusd's embedded broadcast (vnni_bcast_avx512.h: prompts 1.03-1.04x); windows of 1-4 columns
-// (decode, whose tiles run in pairs) keep separate broadcasts: with the embedded ones the pair loop
-// read 5% less from DRAM on the Zen 4 guest although 10% more from cache (BENCHMARKS 46).
+// (decode, whose tiles run in pairs and share each broadcast) keep separate ones: with the embedded
+// ones the pair loop measured 1.10x from cache but 0.95x from DRAM on the Zen 4 guest, no clear
+// gain where decode runs (BENCHMARKS 46).
 template <int NC>
 inline __m512i group_sum(const Decoded& d, const int8_t* qg, int32_t corr) {
   __m512i s = _mm512_set1_epi32(corr);
