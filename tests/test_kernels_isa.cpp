@@ -160,14 +160,18 @@ TEST_P(ForcedIsa, A16Q8AndW4A4EqualTheReferenceBitForBit) {
 TEST_P(ForcedIsa, PrefillWindowEqualsTheReference) {
   // n >= 32 takes the GEMM path; at n_in 14352 its column blocks hold 72 columns (AVX-512) or 32
   // (AVX2), so n = 80 runs two or three blocks, the last a partial one. n = 33 and 40 end in a
-  // partial window of 8. Edge weights (mostly wide blocks), realistic ones (narrow) and kind 4
-  // (a narrow and a wide half in each block).
+  // partial window of 8. Edge weights (mostly wide blocks), realistic ones (narrow), kind 2 (narrow
+  // at the int32 bound: with a column of +1s and one of -1s, AVX2's unsigned activations reach
+  // |A| = 16 * 255 * 12 * 1920 per group, gemm_a16q8_avx2_signed.h) and kind 4 (a narrow and a
+  // wide half in each block).
   for (const Shape s : {Shape{37, 576}, Shape{17, 14352}}) {
-    for (int kind : {0, 1, 4}) {
+    for (int kind : {0, 1, 2, 4}) {
       RowMatrix w = weights_of_kind(kind, s.n_out, s.n_in, 5);
       Linear lin = Linear::prepare(w.view());
       for (const int64_t n : {int64_t{33}, s.n_in > 1000 ? int64_t{80} : int64_t{40}}) {
         std::vector<float> x = edge_activations(s.n_in, n, 6);
+        std::fill_n(x.begin() + 9 * s.n_in, s.n_in, 1.0f);
+        std::fill_n(x.begin() + 10 * s.n_in, s.n_in, -1.0f);
         std::vector<float> want(n * s.n_out), y(n * s.n_out);
         matvec_ref(Mode::a16q8, w.view(), x.data(), n, want.data());
         for (int threads : {1, 2}) {
