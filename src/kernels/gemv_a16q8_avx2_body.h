@@ -375,7 +375,8 @@ void gemv(const Packed& w, const ActQ8& a, int64_t tb, int64_t te, float* y) {
 // Prefill (N >= kPrefillN): the columns cut into blocks whose int8 activations fit in half a
 // MiB (L2 of most AVX2 cores is 0.5-2 MiB: 128 columns of 4096); for each block, every tile of
 // this thread streams once and runs the block in windows of 8 (the tile's records stay in L1/L2
-// across the windows). Same arithmetic per (row, column) as the decode kernel.
+// across the windows). Same arithmetic per (row, column) as the decode kernel. AVX-VNNI's prefill;
+// plain AVX2's is gemm_signed (gemm_a16q8_avx2_signed.h: each block decoded once per tile).
 template <bool kVnni, class Pf>
 void gemm(const Packed& w, const ActQ8& a, int64_t tb, int64_t te, float* y) {
   const int64_t cb = std::max<int64_t>(8, ((int64_t{1} << 19) / std::max<int64_t>(1, a.n_in)) / 8 * 8);
