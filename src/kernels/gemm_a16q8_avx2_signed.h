@@ -78,12 +78,6 @@ inline void decode_signed(const uint8_t* p, int64_t count, const uint8_t* emin, 
   sb.corr128[1] = _mm256_slli_epi32(c[1], 7);
 }
 
-inline __m256i bcast4u(const uint8_t* p) {
-  int32_t v;
-  __builtin_memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
-}
-
 // Half h of a decoded block, columns [c0, c0 + NC): t[c] = float(S) * 2^(emin - 10); xb: the
 // unsigned activations of the block's first group and column c0.
 template <int NC>
@@ -94,11 +88,11 @@ inline void signed_half(const SignedBlock& sb, int h, int64_t count, const uint8
     const __m256i* e = sb.e[g][h];
     const __m256i e0 = e[0], e1 = e[1], e2 = e[2], e3 = e[3], mult = sb.mult[g][h];
     for (int c = 0; c < NC; ++c) {
-      const uint8_t* x = xb + c * kGroup;
-      __m256i s = _mm256_maddubs_epi16(bcast4u(x), e0);
-      s = _mm256_add_epi16(s, _mm256_maddubs_epi16(bcast4u(x + 4), e1));
-      s = _mm256_add_epi16(s, _mm256_maddubs_epi16(bcast4u(x + 8), e2));
-      s = _mm256_add_epi16(s, _mm256_maddubs_epi16(bcast4u(x + 12), e3));
+      const int8_t* x = reinterpret_cast<const int8_t*>(xb) + c * kGroup;
+      __m256i s = _mm256_maddubs_epi16(bcast4(x), e0);
+      s = _mm256_add_epi16(s, _mm256_maddubs_epi16(bcast4(x + 4), e1));
+      s = _mm256_add_epi16(s, _mm256_maddubs_epi16(bcast4(x + 8), e2));
+      s = _mm256_add_epi16(s, _mm256_maddubs_epi16(bcast4(x + 12), e3));
       acc[c] = _mm256_add_epi32(acc[c], _mm256_madd_epi16(s, mult));
     }
   }
@@ -130,11 +124,10 @@ void store_cols(const Packed& w, int64_t tile, int64_t c0, AccRow* acc, float* y
   store_tile<NC>(w, tile, c0, reinterpret_cast<float (*)[16]>(acc), y);
 }
 
-template <class Pf>
 using BlockColsFn = void (*)(const Packed&, const ActQ8&, const SignedBlock*, const uint8_t*, int64_t, int64_t, int64_t,
                              const uint8_t*, AccRow*);
 template <class Pf>
-constexpr BlockColsFn<Pf> kBlockCols[9] = {nullptr,
+constexpr BlockColsFn kBlockCols[9] = {nullptr,
                                            block_cols<Pf, 1>, block_cols<Pf, 2>, block_cols<Pf, 3>, block_cols<Pf, 4>,
                                            block_cols<Pf, 5>, block_cols<Pf, 6>, block_cols<Pf, 7>, block_cols<Pf, 8>};
 using StoreColsFn = void (*)(const Packed&, int64_t, int64_t, AccRow*, float*);
@@ -146,7 +139,7 @@ constexpr StoreColsFn kStoreCols[9] = {nullptr,           store_cols<1>, store_c
 // run for every window of 8 columns of the column block.
 template <class Pf>
 void gemm_signed(const Packed& w, const ActQ8& a, int64_t tb, int64_t te, float* y) {
-  const int64_t cb = std::max<int64_t>(8, ((int64_t{1} << 19) / std::max<int64_t>(1, a.n_in)) / 8 * 8);
+  const int64_t cb = prefill_cols(a.n_in);
   const int64_t chunk_bytes = a.groups * kQStride;
   std::vector<uint8_t> xu;
   std::vector<AccRow> acc;

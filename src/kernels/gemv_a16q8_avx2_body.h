@@ -377,9 +377,12 @@ void gemv(const Packed& w, const ActQ8& a, int64_t tb, int64_t te, float* y) {
 // this thread streams once and runs the block in windows of 8 (the tile's records stay in L1/L2
 // across the windows). Same arithmetic per (row, column) as the decode kernel. AVX-VNNI's prefill;
 // plain AVX2's is gemm_signed (gemm_a16q8_avx2_signed.h: each block decoded once per tile).
+inline int64_t prefill_cols(int64_t n_in) {
+  return std::max<int64_t>(8, ((int64_t{1} << 19) / std::max<int64_t>(1, n_in)) / 8 * 8);
+}
 template <bool kVnni, class Pf>
 void gemm(const Packed& w, const ActQ8& a, int64_t tb, int64_t te, float* y) {
-  const int64_t cb = std::max<int64_t>(8, ((int64_t{1} << 19) / std::max<int64_t>(1, a.n_in)) / 8 * 8);
+  const int64_t cb = prefill_cols(a.n_in);
   for (int64_t b0 = 0; b0 < a.n; b0 += cb) {
     const int64_t b1 = std::min<int64_t>(a.n, b0 + cb);
     for (int64_t t = tb; t < te; ++t) run_window<kVnni, Pf>(w, a, t, b0, b1, y);
