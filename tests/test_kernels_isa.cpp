@@ -18,7 +18,9 @@
 #include "nvfp4/dense.h"
 #include "nvfp4/error.h"
 #include "nvfp4/kernels.h"
+#include "nvfp4/layout.h"
 #include "nvfp4/linear.h"
+#include "nvfp4/thread_pool.h"
 #include "nvfp4/quantize.h"
 #include "test_util.h"
 
@@ -379,6 +381,51 @@ TEST(Dispatch, PackUnpackRoundTrips) {
   }
 }
 
+// Packing from a GGUF tensor's ggml blocks (where the file maps them) gives the bytes and block
+// summary that packing its row layout gives, serially and with two threads, every byte written:
+// the padding rows of the last tile are zero codes and zero scales even where the memory was not.
+TEST(Dispatch, PackFromGgmlBlocksEqualsPackFromRows) {
+  ThreadPool two(2);
+  for (int kind : {0, 1, 2, 3, 4, 5})
+    for (const auto& [n_out, n_in] : std::vector<std::pair<int64_t, int64_t>>{{21, 64}, {37, 576}, {64, 128}, {5, 4096}}) {
+      SCOPED_TRACE("kind " + std::to_string(kind) + ", " + std::to_string(n_out) + "x" + std::to_string(n_in));
+      const RowMatrix w = weights_of_kind(kind, n_out, n_in, 7 + kind);
+      const GgmlMatrix g = row_to_ggml(w.view(), "w");
+      const kern::Packed want = kern::pack_weights(w.view());
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two}) {
+        {  // leave dirty memory where the stream's block may come from (small blocks: the heap)
+          volatile uint8_t* dirty = static_cast<uint8_t*>(::operator new(want.bytes.size(), std::align_val_t{64}));
+          for (size_t i = 0; i < want.bytes.size(); ++i) dirty[i] = 0xA5;
+          ::operator delete(const_cast<uint8_t*>(dirty), std::align_val_t{64});
+        }
+        const kern::Packed got = kern::pack_weights(g.view(), {}, pool);
+        const kern::Packed rows = kern::pack_weights(w.view(), {}, pool);
+        for (const kern::Packed* p : {&got, &rows}) {
+          ASSERT_EQ(p->tiles, want.tiles);
+          ASSERT_EQ(p->groups, want.groups);
+          EXPECT_EQ(p->scale2, want.scale2);
+          ASSERT_TRUE(std::equal(p->bytes.begin(), p->bytes.end(), want.bytes.begin(), want.bytes.end()));
+          EXPECT_EQ(p->emin, want.emin);
+          EXPECT_EQ(p->narrow, want.narrow);
+        }
+        const int64_t last = want.tiles - 1;
+        for (int64_t gi = 0; gi < want.groups; ++gi)
+          for (int r = 0; r < 16; ++r) {
+            if (last * 16 + r < n_out) continue;
+            const uint8_t* rec = got.tile(last) + gi * kern::kRecordBytes;
+            for (int j = 0; j < 4; ++j) ASSERT_EQ(rec[4 * r + j] | rec[64 + 4 * r + j], 0);
+            ASSERT_EQ(rec[128 + r], 0);
+          }
+      }
+    }
+  // A ggml tensor's width is a whole number of 64-value blocks.
+  GgmlMatrix odd;
+  odd.n_out = 16;
+  odd.n_in = 48;
+  odd.blocks.assign(16 * 48 / 64 * 36 + 36, 0);
+  EXPECT_THROW(kern::pack_weights(odd.view()), Error);
+}
+
 // The per-block scale summary beside the packed stream: emin is the smallest E over the row's
 // nonzero scales of the 256-block, narrow says every row of the half spans <= kNarrowRange binades,
 // and q9 = M * 2^E with M = v - 8E <= 15 (the factorization the narrow kernels use) for every byte.
@@ -474,6 +521,28 @@ TEST(Dispatch, PrefetchPlansParseAndEachHasItsOwnKernels) {
   EXPECT_EQ(active_prefetch(), Prefetch::l1_l2);
   clear_forced_prefetch();
   EXPECT_EQ(active_prefetch(), prefetch_from_env_value(std::getenv("NVFP4_PREFETCH")));
+}
+
+// Decode's pair passes walk tiles t, t + 2, ... (stream 0) and t + 1, t + 3, ... (stream 1) side
+// by side; a lead of L bytes from a record must land on the record L bytes on in its own stream,
+// for tiles shorter than the lead too (SmolLM2's 5184-byte tiles under the 6144-byte far lead).
+TEST(Dispatch, PairedPrefetchLeadStaysOnItsOwnStream) {
+  for (int64_t groups : {1, 2, 5, 20, 36, 42, 43, 128}) {
+    const int64_t S = groups * kern::kRecordBytes;
+    // Room for every address formed below (they are compared, never read).
+    const std::vector<uint8_t> room(static_cast<size_t>(2 * (3 * S + kern::PrefetchL1L2::kFar + 2 * S)));
+    const uint8_t* base = room.data();
+    const auto at = [&](int u, int64_t pos) { return base + u * S + (pos / S) * 2 * S + pos % S; };
+    for (int u = 0; u < 2; ++u) {
+      for (int64_t pos = 0; pos < 3 * S; pos += kern::kRecordBytes) {
+        const uint8_t* end = at(u, pos - pos % S) + S;
+        for (int64_t lead : {kern::PrefetchL1::kNear, kern::PrefetchL1L2::kNear, kern::PrefetchL1L2::kFar, int64_t{0}, int64_t{144}}) {
+          EXPECT_EQ(kern::paired_ahead(at(u, pos) + lead, end, S), at(u, pos + lead))
+              << "groups " << groups << " stream " << u << " pos " << pos << " lead " << lead;
+        }
+      }
+    }
+  }
 }
 
 TEST(Dispatch, EnvironmentValueChoosesTheIsaAndForceWins) {

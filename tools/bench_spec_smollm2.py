@@ -4,7 +4,8 @@ plain decoding, prompt lookup (--spec ngram) and the trained MTP head (fixtures/
 settings, each `nvfp4 run --chat --json` in interleaved rounds over the same prompts (held out of
 the head's training: tools/train_mtp_smollm2.py's CHAT_EVAL and three more).
 
-    python3 tools/bench_spec_smollm2.py [--rounds 3] [-n 128] [-t 2] [--variant NAME=ARGS ...]
+    python3 tools/bench_spec_smollm2.py [--rounds 3] [-n 128] [-t 2] [--model GGUF [--no-quantize]]
+                                        [--variant NAME=ARGS ...]
 
 Prints, per variant, generation tok/s median (min-max) over every run, the median of the per-prompt
 ratios to plain decoding of the same round, acceptance (min-max), runs backed off, and whether every
@@ -38,9 +39,9 @@ DEFAULT_VARIANTS = {
 }
 
 
-def run(binary, model, prompt, n, threads, extra):
-    cmd = [binary, "run", "-m", model, "--quantize", "--chat", "-p", prompt, "-n", str(n), "-t", str(threads),
-           "--json"] + shlex.split(extra)
+def run(binary, model, prompt, n, threads, extra, quantize):
+    cmd = [binary, "run", "-m", model] + (["--quantize"] if quantize else []) + [
+        "--chat", "-p", prompt, "-n", str(n), "-t", str(threads), "--json"] + shlex.split(extra)
     r = subprocess.run(cmd, capture_output=True, text=True, check=True)
     return json.loads(r.stdout)
 
@@ -49,6 +50,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--binary", default=str(ROOT / "build" / "nvfp4"))
     ap.add_argument("--model", default=None)
+    ap.add_argument("--no-quantize", action="store_true",
+                    help="run the model as stored (an NVFP4 GGUF such as the quickstart's), not quantized at load")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("-n", type=int, default=128)
     ap.add_argument("-t", type=int, default=2)
@@ -68,7 +71,7 @@ def main():
         for pi, prompt in enumerate(PROMPTS[:a.prompts]):
             plain = None
             for k, extra in variants.items():
-                j = run(a.binary, model, prompt, a.n, a.t, extra)
+                j = run(a.binary, model, prompt, a.n, a.t, extra, not a.no_quantize)
                 if k == "plain":
                     plain = j
                 res[k].append((j, plain))

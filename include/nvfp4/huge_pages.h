@@ -16,6 +16,7 @@
 #include <new>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace nvfp4 {
@@ -76,11 +77,24 @@ struct HugePageAllocator {
   using propagate_on_container_swap = std::true_type;
   bool huge = true;
   std::shared_ptr<HugeArena> arena;
+  // Elements a container makes without a value (vector(n, alloc), resize(n)) are
+  // default-initialized, not zeroed: for a buffer its owner writes in full (the packed weight
+  // stream, whose pages are then first touched by the threads that pack it).
+  bool no_init = false;
   HugePageAllocator() = default;
   explicit HugePageAllocator(bool h) : huge(h) {}
   explicit HugePageAllocator(std::shared_ptr<HugeArena> a) : arena(std::move(a)) {}
   template <class U>
-  HugePageAllocator(const HugePageAllocator<U>& o) : huge(o.huge), arena(o.arena) {}  // NOLINT(google-explicit-constructor)
+  HugePageAllocator(const HugePageAllocator<U>& o) : huge(o.huge), arena(o.arena), no_init(o.no_init) {}  // NOLINT(google-explicit-constructor)
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+  template <class U>
+  void construct(U* p) {
+    if (no_init) ::new (static_cast<void*>(p)) U;
+    else ::new (static_cast<void*>(p)) U();
+  }
   T* allocate(size_t n) {
     return static_cast<T*>(arena ? arena->take(n * sizeof(T)) : huge_alloc(n * sizeof(T), huge));
   }

@@ -47,7 +47,11 @@ class Linear {
   // stream goes (a model's loader passes one, so small layers share huge pages); null: a mapping
   // of its own when it is 2 MiB or more (nvfp4/huge_pages.h).
   static Linear prepare(const RowView& w, float input_scale = 0.0f, const std::string& name = "",
-                        std::shared_ptr<HugeArena> arena = nullptr);
+                        std::shared_ptr<HugeArena> arena = nullptr, ThreadPool* pool = nullptr);
+  // The same from ggml's NVFP4 blocks (a GGUF tensor where the file maps it), packed straight
+  // into the kernels' layout. pool (either form): its threads pack the tiles side by side.
+  static Linear prepare(const GgmlView& w, float input_scale = 0.0f, const std::string& name = "",
+                        std::shared_ptr<HugeArena> arena = nullptr, ThreadPool* pool = nullptr);
 
   int64_t n_out() const;
   int64_t n_in() const;

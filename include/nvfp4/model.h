@@ -196,6 +196,9 @@ struct LoadOptions {
   // while a step of a few tokens computes. Off by default: on random weights the guess was right
   // for 38% of the reads and generation slower (docs/BENCHMARKS.md section 34).
   bool experts_read_ahead = false;
+  // Threads that pack the NVFP4 weights into the kernels' layout at load (the same bytes however
+  // many); the CLI passes its -t.
+  int threads = 1;
 };
 
 // The KV cache's element: float, IEEE half, or FP8 E4M3 (`--kv fp8`: each attention layer's keys

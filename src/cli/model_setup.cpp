@@ -284,6 +284,7 @@ Loaded load_model(const ModelArgs& a, bool quiet) {
   lo.experts_budget = experts_budget_bytes(a.experts_budget);
   lo.experts_file = a.experts_file;
   lo.experts_read_ahead = a.experts_read_ahead;
+  lo.threads = L.threads;
   if (!a.experts_file.empty() && a.experts_budget.empty())
     throw Error(a.experts_file, "--experts-file", "the experts' file is read with a budget", "--experts-budget GIB|auto", "none");
   if (!a.calibrate.empty()) {

@@ -49,12 +49,31 @@ Linear::~Linear() = default;
 Linear::Linear(Linear&&) noexcept = default;
 Linear& Linear::operator=(Linear&&) noexcept = default;
 
-Linear Linear::prepare(const RowView& w, float input_scale, const std::string& name, std::shared_ptr<HugeArena> arena) {
+Linear Linear::prepare(const RowView& w, float input_scale, const std::string& name, std::shared_ptr<HugeArena> arena,
+                       ThreadPool* pool) {
   check_n_in(w.n_in, false, "", name);
   check_scale_bytes(w.scales, w.n_out * w.scale_row_bytes(), "", name);
   Linear l;
   l.impl_ = std::make_unique<Impl>();
-  l.impl_->w = kern::pack_weights(w, HugePageAllocator<uint8_t>(std::move(arena)));
+  l.impl_->w = kern::pack_weights(w, HugePageAllocator<uint8_t>(std::move(arena)), pool);
+  l.impl_->input_scale = input_scale;
+  l.impl_->name = name;
+  return l;
+}
+
+Linear Linear::prepare(const GgmlView& w, float input_scale, const std::string& name, std::shared_ptr<HugeArena> arena,
+                       ThreadPool* pool) {
+  check_n_in(w.n_in, true, "", name);
+  // The scale bytes: the first 4 of each 36-byte block (the maximum first, validate.h).
+  const int64_t nb = w.n_out * (w.n_in / kGgmlBlock);
+  uint8_t top = 0;
+  for (int64_t b = 0; b < nb; ++b)
+    for (int j = 0; j < 4; ++j) top = std::max(top, w.blocks[b * kGgmlBlockBytes + j]);
+  if (top >= 0x7F)
+    for (int64_t b = 0; b < nb; ++b) check_scale_bytes(w.blocks + b * kGgmlBlockBytes, 4, "", name);
+  Linear l;
+  l.impl_ = std::make_unique<Impl>();
+  l.impl_->w = kern::pack_weights(w, HugePageAllocator<uint8_t>(std::move(arena)), pool);
   l.impl_->input_scale = input_scale;
   l.impl_->name = name;
   return l;

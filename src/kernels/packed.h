@@ -30,6 +30,7 @@
 #include "nvfp4/kernels.h"
 #include "nvfp4/kernels_ref.h"
 #include "nvfp4/matrix.h"
+#include "nvfp4/thread_pool.h"
 
 namespace nvfp4::kern {
 
@@ -111,16 +112,30 @@ template <class Pf>
 // (`end`) jumps the other tile (`skip` bytes, the tile stride) to the tile this stream takes next.
 // (Plain prefetch_record there fetched lines of the other tile that its own stream had just read,
 // and left the next pair's second tile to the hardware.)
+// paired_ahead: where a lead `at` (a record's address plus a distance) lands in such a stream
+// whose tile ends at `end`: each step past a tile's end jumps the other stream's tile, and the
+// next tile of this stream ends 2 * skip further on. Tiles shorter than the far distance (n_in
+// below 683: 43 groups of 144 bytes) need more than one step; with one jump, the first kFar - S
+// bytes of every tile were never requested ahead into L2 (SmolLM2's n_in 576: 960 of 5184 bytes,
+// generation 0.90x of stepping on; BENCHMARKS 49).
+[[gnu::always_inline]] inline const uint8_t* paired_ahead(const uint8_t* at, const uint8_t* end, int64_t skip) {
+  while (at >= end) {
+    at += skip;
+    end += 2 * skip;
+  }
+  return at;
+}
 template <class Pf>
 [[gnu::always_inline]] inline void prefetch_record_paired(const uint8_t* rec, const uint8_t* end, int64_t skip) {
-  const uint8_t* near = rec + Pf::kNear;
-  const uint8_t* far = rec + Pf::kFar;
-  prefetch_lines<Pf>(near >= end ? near + skip : near, far >= end ? far + skip : far);
+  prefetch_lines<Pf>(paired_ahead(rec + Pf::kNear, end, skip), paired_ahead(rec + Pf::kFar, end, skip));
 }
 // E of q9 = M * 2^E for a scale byte (see above).
 inline int scale_e(uint8_t v) { return std::max((v >> 3) - 1, 0); }
 
-Packed pack_weights(const RowView& w, const HugePageAllocator<uint8_t>& alloc = {});
+// The packed stream of an NVFP4 matrix in the row layout, or in ggml's blocks (GGUF, read where
+// the file maps them: no row-layout copy between). pool: tiles packed side by side (the same bytes).
+Packed pack_weights(const RowView& w, const HugePageAllocator<uint8_t>& alloc = {}, ThreadPool* pool = nullptr);
+Packed pack_weights(const GgmlView& w, const HugePageAllocator<uint8_t>& alloc = {}, ThreadPool* pool = nullptr);
 // Rows of tile t back in the row layout (16 rows, padding included): for fallbacks and tests.
 void unpack_tile(const Packed& p, int64_t t, RowMatrix& out);
 

@@ -37,6 +37,8 @@ struct Loader {
   // than to the shared arena.
   bool experts_own = false;
   std::shared_ptr<HugeArena> expert_arena = std::make_shared<HugeArena>();
+  // Packs the NVFP4 layers' tiles side by side (LoadOptions::threads > 1), else null.
+  ThreadPool* pool = nullptr;
 
   const gguf::Value& meta(const std::string& key) const {
     const gguf::Value* v = ck.meta(key);
@@ -146,11 +148,18 @@ struct Loader {
       return m;
     }
     if (e.storage == Storage::nvfp4) {
-      const RowMatrix w = ck.nvfp4(name);
       m.pre_scale = ck.pre_quant_scale(name);  // NVFP4_AWQ (the reader checked its length)
       m.nvfp4 = true;
-      m.lin = Linear::prepare(w.view(), e.input_scale, base, where);
-      m.bytes = w.codes.size() + w.scales.size() + 4;
+      m.bytes = static_cast<size_t>(n_out * n_in / 2 + n_out * (n_in / kGroup) + 4);
+      uint32_t gtype = 0;
+      const void* gdata = nullptr;
+      if (ck.raw_ggml(name, gtype, gdata) && gtype == ggml::NVFP4) {  // GGUF: packed from its blocks
+        m.lin = Linear::prepare(GgmlView{n_out, n_in, static_cast<const uint8_t*>(gdata), e.scale2}, e.input_scale, base,
+                                where, pool);
+      } else {
+        const RowMatrix w = ck.nvfp4(name);
+        m.lin = Linear::prepare(w.view(), e.input_scale, base, where, pool);
+      }
       return m;
     }
     const bool integer = opt.mode == Mode::a16q8 || opt.mode == Mode::w4a4;

@@ -186,6 +186,11 @@ std::unique_ptr<Model> Model::build(const Checkpoint& ck, const LoadOptions& opt
   const std::string& path = ck.info().path;
   Loader L{ck, opt, path, {}, std::make_shared<HugeArena>()};
   L.check_only = check_only;
+  std::unique_ptr<ThreadPool> pack_pool;
+  if (opt.threads > 1 && !check_only) {
+    pack_pool = std::make_unique<ThreadPool>(opt.threads);
+    L.pool = pack_pool.get();
+  }
   std::unique_ptr<Model> model(new Model());
   Impl& m = *model->impl_;
   m.source = path;
