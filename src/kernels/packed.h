@@ -116,8 +116,9 @@ template <class Pf>
 // whose tile ends at `end`: each step past a tile's end jumps the other stream's tile, and the
 // next tile of this stream ends 2 * skip further on. Tiles shorter than the far distance (n_in
 // below 683: 43 groups of 144 bytes) need more than one step; with one jump, the first kFar - S
-// bytes of every tile were never requested ahead into L2 (SmolLM2's n_in 576: 960 of 5184 bytes,
-// generation 0.90x of stepping on; BENCHMARKS 49).
+// bytes of every tile were never requested ahead into L2 (SmolLM2's n_in 576: 960 of 5184 bytes).
+// Stepping on measured the same as one jump within the host's noise (BENCHMARKS 49): the
+// hardware prefetcher had those lines.
 [[gnu::always_inline]] inline const uint8_t* paired_ahead(const uint8_t* at, const uint8_t* end, int64_t skip) {
   while (at >= end) {
     at += skip;
