@@ -1,6 +1,8 @@
 // The GGUF checkpoint: llama.cpp's NVFP4 form (fixtures written by PyPI gguf), every refusal rule
 // that applies to it, and the real SmolLM2 file.
 #include <gtest/gtest.h>
+
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
@@ -13,6 +15,7 @@
 #include "nvfp4/ggml_types.h"
 #include "nvfp4/model.h"
 #include "nvfp4/tokenizer.h"
+#include "nvfp4/thread_pool.h"
 #include "test_util.h"
 
 using namespace nvfp4;
@@ -160,3 +163,31 @@ TEST(CheckpointGguf, NoPageOfTheFileStaysResidentAfterTheLoad) {
   ASSERT_NE(model, nullptr);
   EXPECT_EQ(resident_kb_of(path), 0) << path;
 }
+
+// NVFP4 layers are packed straight from the mapped ggml blocks, their tiles split over
+// LoadOptions::threads: the model's logits are the same bits for any number of packing threads
+// (stacked experts and a hybrid's layers included).
+TEST(CheckpointGguf, PackingThreadsAtLoadChangeNoBit) {
+  for (const char* f : {"moe/qwen3_moe_i64/llamacpp-modelopt-nvfp4.gguf", "hybrid/qwen3_5/llamacpp-modelopt-nvfp4.gguf"}) {
+    SCOPED_TRACE(f);
+    auto ck = Checkpoint::open(test::fixture_path(f));
+    std::vector<std::vector<float>> out;
+    for (int threads : {1, 3}) {
+      LoadOptions lo;
+      lo.threads = threads;
+      auto model = Model::load(*ck, lo);
+      ASSERT_NE(model, nullptr);
+      ThreadPool pool(1);
+      ContextOptions co;
+      co.n_ctx = 8;
+      Context ctx(*model, co, pool);
+      const std::vector<int32_t> ids = {1, 5, 9, 2, 7, 3};
+      std::vector<float> logits(ids.size() * static_cast<size_t>(model->config().n_vocab));
+      ctx.eval(ids.data(), static_cast<int64_t>(ids.size()), logits.data(), true);
+      out.push_back(std::move(logits));
+    }
+    ASSERT_EQ(out[0].size(), out[1].size());
+    EXPECT_EQ(0, std::memcmp(out[0].data(), out[1].data(), out[0].size() * sizeof(float)));
+  }
+}
+
