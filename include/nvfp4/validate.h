@@ -9,6 +9,10 @@ namespace nvfp4 {
 // flat index of the first bad byte.
 void check_scale_bytes(const uint8_t* bytes, int64_t count, const std::string& file,
                        const std::string& tensor);
+// check_scale_bytes of ggml's NVFP4 blocks (the first 4 bytes of each 36-byte block), the index
+// named within the first bad block.
+void check_ggml_scale_bytes(const uint8_t* blocks, int64_t n_blocks, const std::string& file,
+                            const std::string& tensor);
 // Refuses a tensor scale that is not finite and positive.
 void check_tensor_scale(float scale2, const std::string& file, const std::string& tensor);
 // An activation scale (amax / 2688): finite, positive and within [1e-9, 1e9], i.e. a calibrated

@@ -38,6 +38,15 @@ void check_scale_bytes(const uint8_t* bytes, int64_t count, const std::string& f
   }
 }
 
+void check_ggml_scale_bytes(const uint8_t* blocks, int64_t n_blocks, const std::string& file,
+                            const std::string& tensor) {
+  uint8_t top = 0;  // as check_scale_bytes: the maximum first
+  for (int64_t b = 0; b < n_blocks; ++b)
+    for (int j = 0; j < 4; ++j) top = std::max(top, blocks[b * 36 + j]);
+  if (top < 0x7F) return;
+  for (int64_t b = 0; b < n_blocks; ++b) check_scale_bytes(blocks + b * 36, 4, file, tensor);
+}
+
 void check_tensor_scale(float scale2, const std::string& file, const std::string& tensor) {
   if (!std::isfinite(scale2) || !(scale2 > 0.0f)) {
     throw Error(file, tensor, "tensor scale must be finite and positive", "> 0",

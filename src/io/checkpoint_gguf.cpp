@@ -1,7 +1,6 @@
 #include "io/checkpoint_gguf.h"
 #include "io/finite_check.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <unordered_map>
@@ -207,12 +206,7 @@ class GgufCheckpoint final : public Checkpoint {
       if (t.type == ggml::NVFP4) {
         check_n_in(t.ne[0], true, info_.path, t.name);
         // Scale bytes: the first 4 bytes of every 36-byte block.
-        // (Refused bytes are those >= 0x7F, validate.h: the maximum first, the message per block.)
-        uint8_t top = 0;
-        for (int64_t b = 0; b < t.nbytes / 36; ++b)
-          for (int j = 0; j < 4; ++j) top = std::max(top, t.data[36 * b + j]);
-        if (top >= 0x7F)
-          for (int64_t b = 0; b < t.nbytes / 36; ++b) check_scale_bytes(t.data + 36 * b, 4, info_.path, t.name);
+        check_ggml_scale_bytes(t.data, t.nbytes / 36, info_.path, t.name);
         // The check touched every page of the tensor: let them go until the load copies it (else
         // the whole file stays resident beside the packed weights until each tensor's release).
         file_.drop(t.data, static_cast<size_t>(t.nbytes));

@@ -64,13 +64,7 @@ Linear Linear::prepare(const RowView& w, float input_scale, const std::string& n
 Linear Linear::prepare(const GgmlView& w, float input_scale, const std::string& name, std::shared_ptr<HugeArena> arena,
                        ThreadPool* pool) {
   check_n_in(w.n_in, true, "", name);
-  // The scale bytes: the first 4 of each 36-byte block (the maximum first, validate.h).
-  const int64_t nb = w.n_out * (w.n_in / kGgmlBlock);
-  uint8_t top = 0;
-  for (int64_t b = 0; b < nb; ++b)
-    for (int j = 0; j < 4; ++j) top = std::max(top, w.blocks[b * kGgmlBlockBytes + j]);
-  if (top >= 0x7F)
-    for (int64_t b = 0; b < nb; ++b) check_scale_bytes(w.blocks + b * kGgmlBlockBytes, 4, "", name);
+  check_ggml_scale_bytes(w.blocks, w.n_out * (w.n_in / kGgmlBlock), "", name);
   Linear l;
   l.impl_ = std::make_unique<Impl>();
   l.impl_->w = kern::pack_weights(w, HugePageAllocator<uint8_t>(std::move(arena)), pool);
