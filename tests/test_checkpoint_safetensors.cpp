@@ -3,6 +3,8 @@
 // ModelOpt == compressed-tensors, FP8 dequantization, and one test per SPEC section 6 rule on
 // variants written into a scratch directory.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -118,6 +120,37 @@ TEST(CheckpointSafetensors, ModelOptShardedDirWithPermutedQk) {
   }
   EXPECT_EQ(ck->tensor("blk.0.attn_k.weight").shape, (std::vector<int64_t>{32, 64}));
   EXPECT_EQ(ck->tensor("blk.0.ffn_up.weight").input_scale, 0.0078125f);
+}
+
+// nvfp4_view (the loader's zero-copy read) shows every NVFP4 tensor as nvfp4() copies it: the
+// q/k rows in the permuted order, the CSF-decoded or stored scales, the tensor scale.
+TEST(CheckpointSafetensors, Nvfp4ViewEqualsTheCopy) {
+  int viewed = 0, permuted = 0;
+  for (const char* d : {"modelopt", "ct"}) {
+    const auto ck = Checkpoint::open(hf(d));
+    for (const TensorEntry& e : ck->tensors()) {
+      if (e.storage != Storage::nvfp4) continue;
+      const RowMatrix m = ck->nvfp4(e.name);
+      RowView v;
+      std::vector<int64_t> rows;
+      ASSERT_TRUE(ck->nvfp4_view(e.name, v, rows)) << e.name;
+      ASSERT_EQ(v.n_out, m.n_out);
+      ASSERT_EQ(v.n_in, m.n_in);
+      EXPECT_EQ(v.scale2, m.scale2);
+      const RowView c = m.view();
+      for (int64_t r = 0; r < m.n_out; ++r) {
+        ASSERT_TRUE(std::equal(c.row_codes(r), c.row_codes(r) + c.code_row_bytes(), v.row_codes(r))) << e.name << " row " << r;
+        ASSERT_TRUE(std::equal(c.row_scales(r), c.row_scales(r) + c.scale_row_bytes(), v.row_scales(r))) << e.name << " row " << r;
+      }
+      ++viewed;
+      permuted += !rows.empty();
+    }
+  }
+  EXPECT_GT(viewed, 0);
+  EXPECT_GT(permuted, 0);  // the q/k permutation is exercised
+  RowView v;
+  std::vector<int64_t> rows;
+  EXPECT_FALSE(Checkpoint::open(hf("float"))->nvfp4_view("blk.0.attn_q.weight", v, rows));
 }
 
 TEST(CheckpointSafetensors, CompressedTensorsEqualsModelOpt) {

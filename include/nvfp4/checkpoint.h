@@ -89,6 +89,10 @@ class Checkpoint {
   // For ggml block storage (GGUF): the ggml type and a pointer to the stored blocks (zero copy);
   // false otherwise (the default).
   virtual bool raw_ggml(const std::string& name, uint32_t& type, const void*& data) const;
+  // For an NVFP4 tensor stored in the row layout (safetensors): a view of its bytes where the
+  // file maps them (zero copy; rows: the row order nvfp4() would give, filled when it is not the
+  // stored one), valid while the checkpoint is; false otherwise (the default).
+  virtual bool nvfp4_view(const std::string& name, RowView& view, std::vector<int64_t>& rows) const;
   // For an FP8 E4M3 layer in its stored row order: its bytes [n_out][n_in] (zero copy) and its
   // scale, one value or one per output row (weight = e4m3 * scale); false otherwise (the default).
   virtual bool raw_fp8(const std::string& name, const uint8_t*& codes, std::vector<float>& scale) const;

@@ -20,11 +20,16 @@ struct RowView {
   const uint8_t* codes = nullptr;
   const uint8_t* scales = nullptr;
   float scale2 = 1.0f;
+  // Optional: the stored row that holds logical row r (a view of a file's rows in another order,
+  // e.g. HF q/k rows in the order RoPE's adjacent pairs want); null: row r itself. codes and
+  // scales hold n_out whole rows either way.
+  const int64_t* rows = nullptr;
 
   int64_t code_row_bytes() const { return n_in / 2; }
   int64_t scale_row_bytes() const { return n_in / kGroup; }
-  const uint8_t* row_codes(int64_t r) const { return codes + r * code_row_bytes(); }
-  const uint8_t* row_scales(int64_t r) const { return scales + r * scale_row_bytes(); }
+  int64_t stored_row(int64_t r) const { return rows ? rows[r] : r; }
+  const uint8_t* row_codes(int64_t r) const { return codes + stored_row(r) * code_row_bytes(); }
+  const uint8_t* row_scales(int64_t r) const { return scales + stored_row(r) * scale_row_bytes(); }
   // The 4-bit code of element (r, i).
   uint8_t code(int64_t r, int64_t i) const {
     uint8_t b = row_codes(r)[i >> 1];

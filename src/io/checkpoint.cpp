@@ -57,6 +57,7 @@ Error Checkpoint::in_own_names(const Error& e) const {
 }
 void Checkpoint::forget_meta(const std::string&) {}
 bool Checkpoint::raw_ggml(const std::string&, uint32_t&, const void*&) const { return false; }
+bool Checkpoint::nvfp4_view(const std::string&, RowView&, std::vector<int64_t>&) const { return false; }
 bool Checkpoint::raw_fp8(const std::string&, const uint8_t*&, std::vector<float>&) const { return false; }
 bool Checkpoint::raw_fp8_scaled(const std::string&, DType&, const uint8_t*&, const void*&) const { return false; }
 bool Checkpoint::stored_fp8(const std::string&, StoredFp8&) const { return false; }

@@ -131,6 +131,20 @@ class StCheckpoint final : public Checkpoint {
     return m;
   }
 
+  bool nvfp4_view(const std::string& name, RowView& view, std::vector<int64_t>& rows) const override {
+    const TensorEntry& e = tensor(name);
+    const Source& s = src_.at(name);
+    if (s.kind != Source::nvfp4) return false;
+    view = RowView{s.n_out, s.n_in, s.w.t->data, s.csf.empty() ? s.scale.t->data : s.csf.data(), e.scale2};
+    rows.clear();
+    if (s.heads) {  // as nvfp4() copies them
+      rows.resize(static_cast<size_t>(s.n_out));
+      for (int64_t r = 0; r < s.n_out; ++r) rows[static_cast<size_t>(r)] = hf::permuted_source_row(r, s.n_out, s.heads);
+      view.rows = rows.data();
+    }
+    return true;
+  }
+
   std::vector<float> pre_quant_scale(const std::string& name) const override { return src_.at(tensor(name).name).pqs; }
 
   std::vector<float> to_f32(const std::string& name) const override {

@@ -156,9 +156,15 @@ struct Loader {
       if (ck.raw_ggml(name, gtype, gdata) && gtype == ggml::NVFP4) {  // GGUF: packed from its blocks
         m.lin = Linear::prepare(GgmlView{n_out, n_in, static_cast<const uint8_t*>(gdata), e.scale2}, e.input_scale, base,
                                 where, pool);
-      } else {
-        const RowMatrix w = ck.nvfp4(name);
-        m.lin = Linear::prepare(w.view(), e.input_scale, base, where, pool);
+      } else {  // the row layout: where the file maps it (safetensors), else a copy
+        RowView v;
+        std::vector<int64_t> rows;
+        RowMatrix copy;
+        if (!ck.nvfp4_view(name, v, rows)) {
+          copy = ck.nvfp4(name);
+          v = copy.view();
+        }
+        m.lin = Linear::prepare(v, e.input_scale, base, where, pool);
       }
       return m;
     }
