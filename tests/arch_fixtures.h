@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -230,6 +231,33 @@ inline size_t greedy_agrees(const Model& m, const std::vector<int32_t>& ids, con
     ctx.eval(&t, 1, row.data());
   }
   return want.size();
+}
+
+// How a check feeds each prompt: whole (eval_all) or in steps of 7 (against_stepped).
+enum class Feed { whole, stepped };
+
+// The issues' float32 check of `m` against transformers' logits (the oracle's set "float"): every
+// logit within `bound`, the same argmax wherever the reference's top two are apart, logits that are
+// not all near zero; then each prompt's greedy tokens compared until a near tie ends the comparison
+// (greedy_agrees), at least `min_greedy` of them equal. `label` names the run in the printed line.
+inline void expect_f32_matches_transformers(const ArchOracle& o, const Model& m, const std::string& label, ThreadPool& pool, Feed feed,
+                                            size_t min_greedy, double bound = 5e-5) {
+  Diff d;
+  if (feed == Feed::stepped) {
+    against_stepped(o, m, "float", pool, d);
+  } else {
+    against(o, m, "float", pool, d);
+  }
+  std::printf("%s f32 vs transformers: max |diff| %.3g (|logit| <= %.3g), argmax differs %d/%d\n", label.c_str(), d.max_abs, d.max_ref,
+              d.argmax_differ, d.argmax_checked);
+  EXPECT_LE(d.max_abs, bound);
+  EXPECT_EQ(d.argmax_differ, 0);
+  EXPECT_GT(d.max_ref, 0.5);
+  for (size_t p = 0; p < o.prompts(); ++p) {
+    const size_t n = greedy_agrees(m, o.ids(p), o.greedy(p), pool);
+    std::printf("  prompt %zu: greedy equal for %zu of 16 tokens (then %s)\n", p, n, n == 16 ? "done" : "a near tie");
+    EXPECT_GE(n, min_greedy) << "prompt " << p;
+  }
 }
 
 }  // namespace nvfp4::test

@@ -13,8 +13,6 @@ using namespace nvfp4::test;
 
 namespace {
 
-constexpr double kF32Bound = 5e-5;
-
 std::string root() { return fixture_path("gemma4-unified"); }
 std::string dir_of(const std::string& form) { return root() + "/" + form; }
 ArchOracle oracle() { return ArchOracle("", root()); }
@@ -60,17 +58,7 @@ TEST_F(Gemma4Unified, F32MatchesTransformers) {
     SCOPED_TRACE(form);
     auto ck = Checkpoint::open(dir_of(form));
     auto m = load_in(*ck, Mode::f32);
-    Diff d;
-    against_stepped(o, *m, "float", pool_, d);
-    std::printf("gemma4-unified %s f32 vs transformers: max |diff| %.3g (|logit| <= %.3g), argmax differs %d/%d\n", form, d.max_abs,
-                d.max_ref, d.argmax_differ, d.argmax_checked);
-    EXPECT_LE(d.max_abs, kF32Bound);
-    EXPECT_EQ(d.argmax_differ, 0);
-    EXPECT_GT(d.max_ref, 0.5);
-    for (size_t p = 0; p < o.prompts(); ++p) {
-      const size_t n = greedy_agrees(*m, o.ids(p), o.greedy(p), pool_);
-      std::printf("  prompt %zu: greedy equal for %zu of 16 tokens (then %s)\n", p, n, n == 16 ? "done" : "a near tie");
-    }
+    expect_f32_matches_transformers(o, *m, std::string("gemma4-unified ") + form, pool_, Feed::stepped, 0);
   }
 }
 

@@ -55,18 +55,7 @@ TEST_P(HybridFixture, F32MatchesTransformers) {
     SCOPED_TRACE(form);
     auto ck = Checkpoint::open(dir_of(GetParam(), form));
     auto m = load_in(*ck, Mode::f32);
-    Diff d;
-    against(o, *m, "float", pool_, d);
-    std::printf("%s %s f32 vs transformers: max |diff| %.3g (|logit| <= %.3g), argmax differs %d/%d\n", GetParam().c_str(),
-                form.c_str(), d.max_abs, d.max_ref, d.argmax_differ, d.argmax_checked);
-    EXPECT_LE(d.max_abs, kF32Bound);
-    EXPECT_EQ(d.argmax_differ, 0);
-    EXPECT_GT(d.max_ref, 0.5);
-    for (size_t p = 0; p < o.prompts(); ++p) {
-      const size_t n = greedy_agrees(*m, o.ids(p), o.greedy(p), pool_);
-      std::printf("  prompt %zu: greedy equal for %zu of 16 tokens (then %s)\n", p, n, n == 16 ? "done" : "a near tie");
-      EXPECT_GE(n, 4u) << "prompt " << p;
-    }
+    expect_f32_matches_transformers(o, *m, GetParam() + " " + form, pool_, Feed::whole, 4);
   }
 }
 

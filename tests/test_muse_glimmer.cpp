@@ -68,18 +68,7 @@ TEST_F(MuseGlimmer, F32MatchesTransformers) {
   const ArchOracle o = oracle();
   auto ck = Checkpoint::open(dir_of("float"));
   auto m = load_in(*ck, Mode::f32);
-  Diff d;
-  against_stepped(o, *m, "float", pool_, d);
-  std::printf("muse_glimmer f32 vs transformers: max |diff| %.3g (|logit| <= %.3g), argmax differs %d/%d\n", d.max_abs, d.max_ref,
-              d.argmax_differ, d.argmax_checked);
-  EXPECT_LE(d.max_abs, kF32Bound);
-  EXPECT_EQ(d.argmax_differ, 0);
-  EXPECT_GT(d.max_ref, 0.5);
-  for (size_t p = 0; p < o.prompts(); ++p) {
-    const size_t n = greedy_agrees(*m, o.ids(p), o.greedy(p), pool_);
-    std::printf("  prompt %zu: greedy equal for %zu of 16 tokens (then %s)\n", p, n, n == 16 ? "done" : "a near tie");
-    EXPECT_GE(n, 1u) << "prompt " << p;
-  }
+  expect_f32_matches_transformers(o, *m, "muse_glimmer", pool_, Feed::stepped, 1);
 }
 
 // ModelOpt's export against transformers on its own dequantization of the exported weights

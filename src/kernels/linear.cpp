@@ -44,6 +44,19 @@ struct Linear::Impl {
   std::string name;
 };
 
+namespace {
+// The Impl of a layer packed from `w` (a row view or the file's ggml blocks, checked by the caller).
+template <class View>
+std::unique_ptr<Linear::Impl> packed_impl(const View& w, float input_scale, const std::string& name, std::shared_ptr<HugeArena> arena,
+                                          ThreadPool* pool) {
+  auto impl = std::make_unique<Linear::Impl>();
+  impl->w = kern::pack_weights(w, HugePageAllocator<uint8_t>(std::move(arena)), pool);
+  impl->input_scale = input_scale;
+  impl->name = name;
+  return impl;
+}
+}  // namespace
+
 Linear::Linear() = default;
 Linear::~Linear() = default;
 Linear::Linear(Linear&&) noexcept = default;
@@ -54,10 +67,7 @@ Linear Linear::prepare(const RowView& w, float input_scale, const std::string& n
   check_n_in(w.n_in, false, "", name);
   check_scale_bytes(w.scales, w.n_out * w.scale_row_bytes(), "", name);
   Linear l;
-  l.impl_ = std::make_unique<Impl>();
-  l.impl_->w = kern::pack_weights(w, HugePageAllocator<uint8_t>(std::move(arena)), pool);
-  l.impl_->input_scale = input_scale;
-  l.impl_->name = name;
+  l.impl_ = packed_impl(w, input_scale, name, std::move(arena), pool);
   return l;
 }
 
@@ -66,10 +76,7 @@ Linear Linear::prepare(const GgmlView& w, float input_scale, const std::string& 
   check_n_in(w.n_in, true, "", name);
   check_ggml_scale_bytes(w.blocks, w.n_out * (w.n_in / kGgmlBlock), "", name);
   Linear l;
-  l.impl_ = std::make_unique<Impl>();
-  l.impl_->w = kern::pack_weights(w, HugePageAllocator<uint8_t>(std::move(arena)), pool);
-  l.impl_->input_scale = input_scale;
-  l.impl_->name = name;
+  l.impl_ = packed_impl(w, input_scale, name, std::move(arena), pool);
   return l;
 }
 
