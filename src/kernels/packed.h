@@ -112,23 +112,19 @@ template <class Pf>
 // (`end`) jumps the other tile (`skip` bytes, the tile stride) to the tile this stream takes next.
 // (Plain prefetch_record there fetched lines of the other tile that its own stream had just read,
 // and left the next pair's second tile to the hardware.)
-// paired_ahead: where a lead `at` (a record's address plus a distance) lands in such a stream
-// whose tile ends at `end`: each step past a tile's end jumps the other stream's tile, and the
-// next tile of this stream ends 2 * skip further on. Tiles shorter than the far distance (n_in
-// below 683: 43 groups of 144 bytes) need more than one step; with one jump, the first kFar - S
-// bytes of every tile were never requested ahead into L2 (SmolLM2's n_in 576: 960 of 5184 bytes).
-// Stepping on measured the same as one jump within the host's noise (BENCHMARKS 49): the
-// hardware prefetcher had those lines.
-[[gnu::always_inline]] inline const uint8_t* paired_ahead(const uint8_t* at, const uint8_t* end, int64_t skip) {
-  while (at >= end) {
-    at += skip;
-    end += 2 * skip;
-  }
-  return at;
+// paired_lead: where a lead `at` (a record's address plus a distance) is requested in such a
+// stream whose tile ends at `end`: one jump of the other tile. That is the record the lead names
+// in this stream wherever the tile is at least as long as the lead (n_in >= 683 at the far lead of
+// 6 KiB); shorter tiles (SmolLM2's n_in 576) leave the first kFar - S bytes of each tile to the
+// hardware prefetcher. Stepping on in a loop until the lead was in this stream's tile ran decode
+// 2-3x slower on the Zen 4 guest at every shape, 4096x4096 from L3 included (BENCHMARKS 50), and
+// two conditional steps were 5-10% slower at 4096x4096 from DRAM: kept the one jump.
+[[gnu::always_inline]] inline const uint8_t* paired_lead(const uint8_t* at, const uint8_t* end, int64_t skip) {
+  return at >= end ? at + skip : at;
 }
 template <class Pf>
 [[gnu::always_inline]] inline void prefetch_record_paired(const uint8_t* rec, const uint8_t* end, int64_t skip) {
-  prefetch_lines<Pf>(paired_ahead(rec + Pf::kNear, end, skip), paired_ahead(rec + Pf::kFar, end, skip));
+  prefetch_lines<Pf>(paired_lead(rec + Pf::kNear, end, skip), paired_lead(rec + Pf::kFar, end, skip));
 }
 // E of q9 = M * 2^E for a scale byte (see above).
 inline int scale_e(uint8_t v) { return std::max((v >> 3) - 1, 0); }
