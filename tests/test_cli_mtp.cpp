@@ -100,6 +100,20 @@ TEST(CliMtp, AModuleBelowTheAcceptanceFloorIsRefused) {
   EXPECT_LT(a, 0.2);
 }
 
+// --draft-quantize with --spec mtp: the release's own MTP layers (BF16 here) quantized to NVFP4 at
+// load, the trunk as stored (float, run in f32: drift allowed); the load log says what each holds.
+TEST(CliMtp, DraftQuantizeQuantizesTheReleasesMtpLayersOnly) {
+  const std::string m = nvfp4::test::fixture_path("hybrid/qwen3_5/float-vlm");
+  const std::string args = " -p 'hello world, hello' -n 8 --ctx 64 -t 2 --spec mtp --spec-allow-low-acceptance --spec-allow-drift";
+  const Result as_stored = cli("run -m " + m + args, true);
+  ASSERT_EQ(as_stored.rc, 0) << as_stored.out;
+  EXPECT_NE(as_stored.out.find("0 NVFP4 and"), std::string::npos) << as_stored.out;
+  const Result q = cli("run -m " + m + args + " --draft-quantize", true);
+  ASSERT_EQ(q.rc, 0) << q.out;
+  EXPECT_NE(q.out.find("linear layers: 0 NVFP4"), std::string::npos) << q.out;  // the trunk as stored
+  EXPECT_NE(q.out.find("and 0 float linear layers"), std::string::npos) << q.out;  // the module all NVFP4
+}
+
 TEST(CliMtp, WithoutMtpLayersItIsRefusedByName) {
   const std::string m = nvfp4::test::fixture_path("hybrid/qwen3_5/float");
   const Result r = cli("run -m " + m + " --quantize -p hi -n 4 --spec mtp", true);

@@ -10,6 +10,7 @@
 
 #include "arch_fixtures.h"
 #include "model_path.h"
+#include "step_checks.h"
 #include "nvfp4/generate.h"
 #include "nvfp4/mtp_draft.h"
 
@@ -25,13 +26,14 @@ struct Loaded {
   std::unique_ptr<Model> m;
 };
 
-Loaded load(const std::string& gguf, Mode mode, bool quantize) {
+Loaded load(const std::string& gguf, Mode mode, bool quantize, bool mtp_quantize = false) {
   Loaded L;
   L.ck = Checkpoint::open(gguf);
   L.side = Checkpoint::open(mtp_file());
   LoadOptions lo;
   lo.mode = mode;
   lo.quantize = quantize;
+  lo.mtp_quantize = mtp_quantize;
   lo.mtp = true;
   lo.mtp_source = L.side.get();
   L.m = Model::load(*L.ck, lo);
@@ -140,6 +142,28 @@ TEST(MtpSmolLM2, SpecMtpGivesThePlainTokensWithRealAcceptance) {
   MtpProposer whole(*L.m, 128, 16);
   EXPECT_EQ(whole.set_draft_vocab(0), L.m->config().n_vocab);
   EXPECT_EQ(whole.set_draft_vocab(1 << 20), L.m->config().n_vocab);
+}
+
+// --draft-quantize with --spec mtp (LoadOptions::mtp_quantize): the module's F16 layers become
+// NVFP4 (a quarter of the bytes an MTP step reads), the trunk is loaded as it is stored (the same
+// logits, bit for bit), and the quantized module still drafts above the acceptance floor.
+TEST(MtpSmolLM2, DraftQuantizeQuantizesTheModuleNotTheTrunk) {
+  NVFP4_REQUIRE_SMOLLM2(path);
+  Loaded F = load(path, Mode::f32, false);
+  Loaded Q = load(path, Mode::f32, false, true);
+  EXPECT_EQ(Q.m->weight_bytes(), F.m->weight_bytes());
+  const size_t fb = F.m->mtp()->weight_bytes(), qb = Q.m->mtp()->weight_bytes();
+  std::printf("SmolLM2 MTP module: %zu bytes as stored (F16), %zu quantized\n", fb, qb);
+  EXPECT_LT(qb * 3, fb);
+  ThreadPool pool(2);
+  const Tokenizer tok = Tokenizer::from_checkpoint(*F.ck);
+  const std::vector<int32_t> ids = tok.encode("The library opens at nine and closes at five");
+  EXPECT_TRUE(same_bits(eval_all(*F.m, ids, pool), eval_all(*Q.m, ids, pool)));
+  std::vector<int32_t> check;
+  for (int32_t id : tok.encode(kMtpCheckText)) check.push_back(id);
+  const double f = mtp_acceptance(*F.m, check, pool), q = mtp_acceptance(*Q.m, check, pool);
+  std::printf("SmolLM2 MTP head on the check text: acceptance %.3f as stored, %.3f quantized\n", f, q);
+  EXPECT_GE(q, 0.2);
 }
 
 }  // namespace

@@ -183,6 +183,9 @@ struct LoadOptions {
   // OpenOptions::mtp). Each tensor in its own storage (BF16, FP8, NVFP4), never the trunk's.
   bool mtp = false;
   const Checkpoint* mtp_source = nullptr;
+  // The MTP module's float linear layers quantized to NVFP4 at load (`--draft-quantize`), the
+  // trunk as stored: a cheaper draft step; its drafts are verified, so the output is the same.
+  bool mtp_quantize = false;
   // Routed NVFP4 experts read from disk on demand (src/models/expert_store.h): at most
   // experts_budget bytes of them resident, the rest in experts_file (the kernels' packed layout,
   // written at load unless it holds them already). < 0, or a budget that holds every expert: all

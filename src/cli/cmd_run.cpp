@@ -47,6 +47,7 @@ int run(RunArgs& a) {
   const auto kwargs = a.chat_kwargs.empty() ? std::map<std::string, std::string>{}
                                             : chat_template_kwargs(a.chat_kwargs, "--chat-template-kwargs");
   a.m.mtp = a.spec == "mtp" && !assistant;  // the checkpoint's own MTP layers
+  a.m.mtp_quantize = a.m.mtp && a.draft_quantize;
   Loaded L = load_model(a.m, a.json);
   // The draft model: its own weights (its default precision unless --draft-precision), checked to
   // share the target's vocabulary before anything runs.
@@ -275,7 +276,7 @@ const Registrar reg("run", "generate text from a prompt", [](CLI::App& app) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   app.add_option("--draft-precision", a->draft_precision, "draft model: a16q8, a16, w4a4, f32 (default: its own default)")
       ->check(CLI::IsMember({"a16q8", "a16", "w4a4", "f32"}));
-  app.add_flag("--draft-quantize", a->draft_quantize, "draft model, DFlash drafter or Gemma 4 assistant: quantize its float linear layers to NVFP4 at load");
+  app.add_flag("--draft-quantize", a->draft_quantize, "draft model, MTP module, DFlash drafter or Gemma 4 assistant: quantize its float linear layers to NVFP4 at load");
   app.add_option("--spec-ngram-min", a->g.ngram.n_min, "speculative: shortest n-gram looked up (default 1)")->check(CLI::Range(1, 16));
   app.add_option("--spec-ngram-max", a->g.ngram.n_max, "speculative: longest n-gram looked up (default 4)")->check(CLI::Range(1, 16));
   app.add_flag("--spec-allow-drift", a->allow_drift, "allow speculation in a16/f32, where output may drift from plain decoding");

@@ -85,6 +85,7 @@ int serve(ServeArgs a) {
   try {
     const bool assistant = resolve_spec(a.spec, a.draft_model, a.m.mtp_file);
     a.m.mtp = a.spec == "mtp" && !assistant;  // the checkpoint's own MTP layers
+    a.m.mtp_quantize = a.m.mtp && a.draft_quantize;
     a.m.sequences = a.parallel;  // (--experts-budget auto leaves their KV caches room)
     L = load_model(a.m, false);
     a.so.mtp = a.m.mtp;
@@ -246,7 +247,7 @@ const Registrar reg("serve", "OpenAI-compatible HTTP server with continuous batc
   app.add_option("--model-draft,--spec-draft-model", a->draft_model,
                  "speculative: the draft model, also -md (same vocabulary as the target; implies --spec draft), a DFlash "
                  "assistant's directory (implies --spec dflash) or a Gemma 4 assistant's (implies --spec mtp)");
-  app.add_flag("--draft-quantize", a->draft_quantize, "draft model, DFlash drafter or Gemma 4 assistant: quantize its float linear layers to NVFP4 at load");
+  app.add_flag("--draft-quantize", a->draft_quantize, "draft model, MTP module, DFlash drafter or Gemma 4 assistant: quantize its float linear layers to NVFP4 at load");
   app.add_option("--draft-precision", a->draft_precision, "draft model: a16q8, a16, w4a4, f32 (default: its own default)")
       ->check(CLI::IsMember({"a16q8", "a16", "w4a4", "f32"}));
   app.add_option("--draft-max,--draft,--draft-n,--spec-draft-n-max", a->so.draft_max,

@@ -281,6 +281,7 @@ Loaded load_model(const ModelArgs& a, bool quiet) {
   lo.quantize = a.quantize;
   lo.mtp = a.mtp;
   lo.mtp_source = L.mtp_ck.get();
+  lo.mtp_quantize = a.mtp_quantize;
   lo.experts_budget = experts_budget_bytes(a.experts_budget);
   lo.experts_file = a.experts_file;
   lo.experts_read_ahead = a.experts_read_ahead;

@@ -28,6 +28,7 @@ struct ModelArgs {
   bool mtp = false;
   std::string mtp_file;
   bool mtp_allow_low = false;  // --spec-allow-low-acceptance: run an MTP module below the floor
+  bool mtp_quantize = false;   // --draft-quantize with --spec mtp: the module's float layers to NVFP4
   // --experts-budget GIB|auto and --experts-file PATH (LoadOptions::experts_budget / experts_file).
   std::string experts_budget;
   std::string experts_file;

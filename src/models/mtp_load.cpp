@@ -110,16 +110,24 @@ int64_t declared_layers(const Checkpoint& ck, const std::string& key) {
 
 void load_mtp(const Loader& L, const Family& family, const Model::Impl& trunk, Model::Impl& mtp) {
   const ModelConfig& tc = trunk.cfg;
+  // LoadOptions::mtp_quantize: the module's float linear layers quantized to NVFP4, the trunk's not.
+  LoadOptions mo = L.opt;
+  mo.quantize = L.opt.quantize || L.opt.mtp_quantize;
   if (!L.opt.mtp_source) {
     const std::string key = L.meta("general.architecture").as_string("general.architecture") + ".nextn_predict_layers";
     const std::string arch = L.meta("general.architecture").as_string("general.architecture");
-    load_into(L, family, trunk, mtp, tc.n_layer, module_kinds(L.ck, arch, declared_layers(L.ck, key)));
+    Loader Q{L.ck, mo, L.path, {}, L.arena};
+    Q.check_only = L.check_only;
+    Q.pool = L.pool;
+    load_into(Q, family, trunk, mtp, tc.n_layer, module_kinds(L.ck, arch, declared_layers(L.ck, key)));
+    L.used.insert(Q.used.begin(), Q.used.end());
     return;
   }
   // A side file: its own loader, every tensor of it used; its norms as its container holds them
   // (a zero-centred family's GGUF holds them with the 1 added, its safetensors without).
   const Checkpoint& side = *L.opt.mtp_source;
-  Loader M{side, L.opt, side.info().path, {}, L.arena};
+  Loader M{side, mo, side.info().path, {}, L.arena};
+  M.pool = L.pool;
   M.norm_offset = side.info().container != "gguf" && tc.info && tc.info->gated_delta ? 1.0f : 0.0f;
   int64_t index = tc.n_layer;
   if (const gguf::Value* a = side.meta("general.architecture")) {
