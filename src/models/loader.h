@@ -40,6 +40,19 @@ struct Loader {
   // Packs the NVFP4 layers' tiles side by side (LoadOptions::threads > 1), else null.
   ThreadPool* pool = nullptr;
 
+  // This loader reading with options `o` (kept alive by the caller): the same checkpoint, arenas
+  // and settings, its own `used` (merge it back).
+  Loader with_options(const LoadOptions& o) const {
+    Loader r{ck, o, path, {}, arena};
+    r.check_only = check_only;
+    r.first_block = first_block;
+    r.experts_own = experts_own;
+    r.expert_arena = expert_arena;
+    r.pool = pool;
+    r.norm_offset = norm_offset;
+    return r;
+  }
+
   const gguf::Value& meta(const std::string& key) const {
     const gguf::Value* v = ck.meta(key);
     if (!v) throw Error(path, "", "missing metadata '" + key + "'", "present", "absent");

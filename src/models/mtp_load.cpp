@@ -116,9 +116,7 @@ void load_mtp(const Loader& L, const Family& family, const Model::Impl& trunk, M
   if (!L.opt.mtp_source) {
     const std::string key = L.meta("general.architecture").as_string("general.architecture") + ".nextn_predict_layers";
     const std::string arch = L.meta("general.architecture").as_string("general.architecture");
-    Loader Q{L.ck, mo, L.path, {}, L.arena};
-    Q.check_only = L.check_only;
-    Q.pool = L.pool;
+    const Loader Q = L.with_options(mo);
     load_into(Q, family, trunk, mtp, tc.n_layer, module_kinds(L.ck, arch, declared_layers(L.ck, key)));
     L.used.insert(Q.used.begin(), Q.used.end());
     return;
