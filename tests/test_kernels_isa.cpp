@@ -525,9 +525,10 @@ TEST(Dispatch, PrefetchPlansParseAndEachHasItsOwnKernels) {
 
 // Decode's pair passes walk tiles t, t + 2, ... (stream 0) and t + 1, t + 3, ... (stream 1) side
 // by side; a lead of L bytes from a record is requested at the record L bytes on in its own
-// stream wherever the tile is at least as long as the lead (one jump of the other tile: packed.h).
+// stream wherever the tile is at least as long as the lead (one jump of the other tile: packed.h),
+// and with paired_lead_short (the passes over tiles shorter than the far lead) down to half of it.
 TEST(Dispatch, PairedPrefetchLeadStaysOnItsOwnStream) {
-  for (int64_t groups : {1, 8, 36, 43, 44, 128, 256}) {
+  for (int64_t groups : {1, 8, 21, 22, 36, 43, 44, 128, 256}) {
     const int64_t S = groups * kern::kRecordBytes;
     // Room for every address formed below (they are compared, never read).
     const std::vector<uint8_t> room(static_cast<size_t>(2 * (3 * S + kern::PrefetchL1L2::kFar + 2 * S)));
@@ -537,7 +538,11 @@ TEST(Dispatch, PairedPrefetchLeadStaysOnItsOwnStream) {
       for (int64_t pos = 0; pos < 3 * S; pos += kern::kRecordBytes) {
         const uint8_t* end = at(u, pos - pos % S) + S;
         for (int64_t lead : {kern::PrefetchL1::kNear, kern::PrefetchL1L2::kNear, kern::PrefetchL1L2::kFar, int64_t{0}, int64_t{144}}) {
-          if (lead > S) continue;  // a tile shorter than its lead: the hardware prefetcher's
+          // The short form (two jumps at most): tiles down to half the lead.
+          if (lead <= 2 * S)
+            EXPECT_EQ(kern::paired_lead_short(at(u, pos) + lead, end, S), at(u, pos + lead))
+                << "short, groups " << groups << " stream " << u << " pos " << pos << " lead " << lead;
+          if (lead > S) continue;  // a tile shorter than its lead: the short form's
           EXPECT_EQ(kern::paired_lead(at(u, pos) + lead, end, S), at(u, pos + lead))
               << "groups " << groups << " stream " << u << " pos " << pos << " lead " << lead;
         }

@@ -209,7 +209,7 @@ inline void narrow_both(const uint8_t* p, int64_t count, const uint8_t* emin, co
 // narrow_both of one column for tiles at p0 and p1 = p0 + the tile stride (decode): the two
 // record streams walked side by side, each group's activation broadcasts shared by the two
 // tiles. The same integer sums as narrow_both, per tile.
-template <bool kVnni, class Pf>
+template <bool kVnni, class Pf, bool Short>
 inline void narrow_both_pair(const uint8_t* p0, const uint8_t* p1, const uint8_t* end0, int64_t stride,
                              int64_t count, const uint8_t* emin0,
                              const uint8_t* emin1, const int8_t* qb, const int32_t* cb, __m256 t[2][2]) {
@@ -217,8 +217,8 @@ inline void narrow_both_pair(const uint8_t* p0, const uint8_t* p1, const uint8_t
   const __m256i base1 = _mm256_add_epi16(row_words(emin1), _mm256_set1_epi16(1));
   __m256i a00 = _mm256_setzero_si256(), a01 = a00, a10 = a00, a11 = a00;
   for (int64_t g = 0; g < count; ++g, p0 += kRecordBytes, p1 += kRecordBytes, qb += kQStride, cb += ActQ8::kChunk) {
-    prefetch_record_paired<Pf>(p0, end0, stride);
-    prefetch_record_paired<Pf>(p1, end0 + stride, stride);
+    prefetch_record_paired<Pf, Short>(p0, end0, stride);
+    prefetch_record_paired<Pf, Short>(p1, end0 + stride, stride);
     const Bcast x = bcast(qb, cb);
     const Mults m0 = scale_mults<kVnni>(p0 + 128, base0);
     a00 = accumulate<kVnni>(a00, group_sum<kVnni>(decode(p0), x), m0.m0);
@@ -328,8 +328,8 @@ void tile_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
 
 // Tiles `tile` and `tile + 1`, one column (decode): where both tiles' block is narrow, their two
 // record streams are walked side by side (narrow_both_pair); otherwise each tile's block as in
-// tile_pass. The same bits as two tile_pass<1>.
-template <bool kVnni, class Pf>
+// tile_pass. The same bits as two tile_pass<1>. Short: tiles shorter than the far prefetch lead.
+template <bool kVnni, class Pf, bool Short>
 void pair_pass(const Packed& w, const ActQ8& a, int64_t tile, float* y) {
   alignas(32) float acc[2][1][16] = {};
   const uint8_t* p = w.tile(tile);
@@ -341,7 +341,7 @@ void pair_pass(const Packed& w, const ActQ8& a, int64_t tile, float* y) {
     __m256 tt[2][2][1];
     if (w.narrow_at(tile, b) == 3 && w.narrow_at(tile + 1, b) == 3) {
       __m256 t4[2][2];
-      narrow_both_pair<kVnni, Pf>(p, p + stride, end0, stride, count, w.emin_at(tile, b), w.emin_at(tile + 1, b), a.qg(g0, 0),
+      narrow_both_pair<kVnni, Pf, Short>(p, p + stride, end0, stride, count, w.emin_at(tile, b), w.emin_at(tile + 1, b), a.qg(g0, 0),
                               kVnni ? a.corrg(g0, 0) : a.corr16g(g0, 0), t4);
       for (int u = 0; u < 2; ++u) for (int h = 0; h < 2; ++h) tt[u][h][0] = t4[u][h];
     } else {
@@ -368,7 +368,10 @@ void run_window(const Packed& w, const ActQ8& a, int64_t t, int64_t c0, int64_t 
 template <bool kVnni, class Pf>
 void gemv(const Packed& w, const ActQ8& a, int64_t tb, int64_t te, float* y) {
   int64_t t = tb;
-  if (a.n == 1) for (; t + 2 <= te; t += 2) pair_pass<kVnni, Pf>(w, a, t, y);
+  if (a.n == 1) {
+    const auto pair = w.groups * kRecordBytes < Pf::kFar ? pair_pass<kVnni, Pf, true> : pair_pass<kVnni, Pf, false>;
+    for (; t + 2 <= te; t += 2) pair(w, a, t, y);
+  }
   for (; t < te; ++t) run_window<kVnni, Pf>(w, a, t, 0, a.n, y);
 }
 

@@ -216,7 +216,7 @@ void tile_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
 // core, weights in DRAM): 1.2-1.4x the stream rate of one tile at a time, which left the core
 // waiting on memory and computing by turns. Each tile's integer sums and float steps are
 // tile_pass's, so the bits are the same.
-template <int NC, class Pf>
+template <int NC, class Pf, bool Short>
 void pair_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float* y) {
   const __m512i lut = lut64();
   alignas(64) float acc[2][NC][16] = {};
@@ -240,7 +240,7 @@ void pair_pass(const Packed& w, const ActQ8& a, int64_t tile, int64_t c0, float*
         Decoded d[2];
         __m512i mult[2];
         for (int u = 0; u < 2; ++u) {
-          prefetch_record_paired<Pf>(p[u], end[u], stride);
+          prefetch_record_paired<Pf, Short>(p[u], end[u], stride);
           d[u] = decode(p[u], lut);
           mult[u] = scale_mult(p[u] + 128, base[u]);
           p[u] += kRecordBytes;
@@ -281,8 +281,8 @@ template <class Pf>
 constexpr PassFn kPass[9] = {nullptr,              tile_pass<1, Pf>, tile_pass<2, Pf>, tile_pass<3, Pf>,
                              tile_pass<4, Pf>,     tile_pass<5, Pf>, tile_pass<6, Pf>, tile_pass<7, Pf>,
                              tile_pass<8, Pf>};
-template <class Pf>
-constexpr PassFn kPair[5] = {nullptr, pair_pass<1, Pf>, pair_pass<2, Pf>, pair_pass<3, Pf>, pair_pass<4, Pf>};
+template <class Pf, bool Short>
+constexpr PassFn kPair[5] = {nullptr, pair_pass<1, Pf, Short>, pair_pass<2, Pf, Short>, pair_pass<3, Pf, Short>, pair_pass<4, Pf, Short>};
 
 }  // namespace
 
@@ -292,7 +292,8 @@ template <class Pf>
 void gemv_a16q8_avx512vnni(const Packed& w, const ActQ8& a, int64_t tb, int64_t te, float* y) {
   if (a.n <= 4) {  // decode and small windows: tiles in pairs
     int64_t t = tb;
-    for (; t + 2 <= te; t += 2) kPair<Pf>[a.n](w, a, t, 0, y);
+    const PassFn pair = w.groups * kRecordBytes < Pf::kFar ? kPair<Pf, true>[a.n] : kPair<Pf, false>[a.n];
+    for (; t + 2 <= te; t += 2) pair(w, a, t, 0, y);
     if (t < te) kPass<Pf>[a.n](w, a, t, 0, y);
     return;
   }

@@ -116,15 +116,27 @@ template <class Pf>
 // stream whose tile ends at `end`: one jump of the other tile. That is the record the lead names
 // in this stream wherever the tile is at least as long as the lead (n_in >= 683 at the far lead of
 // 6 KiB); shorter tiles (SmolLM2's n_in 576) leave the first kFar - S bytes of each tile to the
-// hardware prefetcher. Stepping on in a loop until the lead was in this stream's tile ran decode
-// 2-3x slower on the Zen 4 guest at every shape, 4096x4096 from L3 included (BENCHMARKS 50), and
-// two conditional steps were 5-10% slower at 4096x4096 from DRAM: kept the one jump.
+// hardware prefetcher, or to paired_lead_short. Stepping on in a loop until the lead was in this
+// stream's tile ran decode 2-3x slower on the Zen 4 guest at every shape, 4096x4096 from L3
+// included (BENCHMARKS 50); two conditional steps for every matrix were 5-10% slower at 4096x4096
+// from DRAM, so the pair passes take them as a template choice, for short tiles only.
 [[gnu::always_inline]] inline const uint8_t* paired_lead(const uint8_t* at, const uint8_t* end, int64_t skip) {
   return at >= end ? at + skip : at;
 }
-template <class Pf>
+// paired_lead_short: up to two jumps (exact for tiles down to half the lead), for tiles shorter
+// than the far lead (SmolLM2's n_in 576: 1536x576 decode 1.2x faster from DRAM on AVX-512,
+// BENCHMARKS 50). The pass picks the form once per matrix (a template parameter).
+[[gnu::always_inline]] inline const uint8_t* paired_lead_short(const uint8_t* at, const uint8_t* end, int64_t skip) {
+  at = paired_lead(at, end, skip);
+  return at >= end + 2 * skip ? at + skip : at;
+}
+template <class Pf, bool Short = false>
 [[gnu::always_inline]] inline void prefetch_record_paired(const uint8_t* rec, const uint8_t* end, int64_t skip) {
-  prefetch_lines<Pf>(paired_lead(rec + Pf::kNear, end, skip), paired_lead(rec + Pf::kFar, end, skip));
+  if constexpr (Short) {
+    prefetch_lines<Pf>(paired_lead_short(rec + Pf::kNear, end, skip), paired_lead_short(rec + Pf::kFar, end, skip));
+  } else {
+    prefetch_lines<Pf>(paired_lead(rec + Pf::kNear, end, skip), paired_lead(rec + Pf::kFar, end, skip));
+  }
 }
 // E of q9 = M * 2^E for a scale byte (see above).
 inline int scale_e(uint8_t v) { return std::max((v >> 3) - 1, 0); }
