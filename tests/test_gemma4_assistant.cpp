@@ -107,10 +107,12 @@ TEST(Gemma4Assistant, ChainedDraftsMatchTransformers) {
   }
   EXPECT_EQ(cases, 12);
   EXPECT_EQ(kept_checked, 2 * 4 * 4 * 16);  // 2 ordered assistants x 4 cases x 4 steps x 16 centroids of one token
-  // The first two steps within 5e-5; the chain then amplifies rounding on this random model (one
+  // The first two steps within 1e-4; the chain then amplifies rounding on this random model (one
   // case's third and fourth steps: transformers' own float32 logits differ from its float64 ones
-  // by 3.5e-4 and 8.2e-4 there, ours from its float32 by 3.4e-4 and 7.8e-4).
-  EXPECT_LT(first, 5e-5) << "max |ref| " << max_ref;
+  // by 3.5e-4 and 8.2e-4 there, ours from its float32 by 3.4e-4 and 7.8e-4). The first two steps
+  // measured under 5e-5 on AVX-512 and 5.29e-5 on a Zen 3 core's AVX2 float kernels (8-lane sums:
+  // another rounding order, 2e-5 of max |ref| 2.8).
+  EXPECT_LT(first, 1e-4) << "max |ref| " << max_ref;
   EXPECT_LT(worst, 2e-3) << "max |ref| " << max_ref;
   std::printf("  gemma4 assistant: logits max |diff| %.3g in the first two steps, %.3g in all four (max |ref| %.3g), %d cases\n",
               first, worst, max_ref, cases);
