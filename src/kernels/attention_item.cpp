@@ -27,6 +27,11 @@ void geglu_rows(float* g, const float* u, int64_t n) { kern::table(active_isa())
 
 namespace {
 // 16 F16 values widened one by one (baseline x86-64 has no F16C).
+// Baseline x86-64 (SSE2): 4 float lanes, 16 xmm registers.
+struct ShapeSse2 {
+  static constexpr int kW = 4, kRegs = 16;
+  static constexpr int64_t kKeys = 32, kDims = 16;
+};
 inline void widen16_scalar(const uint16_t* h, float* f) {
   for (int i = 0; i < 16; ++i) f[i] = half_to_float(h[i]);
 }
@@ -40,10 +45,10 @@ struct WidenE4m3Scalar {
 }  // namespace
 
 void attention_item_scalar(const void* it) {
-  attention_item<32, 16, WidenE4m3Scalar>(*static_cast<const AttnItem*>(it), exp_shifted_scalar_body, widen16_scalar);
+  attention_item<ShapeSse2, WidenE4m3Scalar>(*static_cast<const AttnItem*>(it), exp_shifted_scalar_body, widen16_scalar);
 }
 void attention_phase_scalar(const void* it, int phase, int64_t b, int64_t e) {
-  attention_phase<32, 16, WidenE4m3Scalar>(*static_cast<const AttnItem*>(it), static_cast<AttnPhase>(phase), b, e,
+  attention_phase<ShapeSse2, WidenE4m3Scalar>(*static_cast<const AttnItem*>(it), static_cast<AttnPhase>(phase), b, e,
                           exp_shifted_scalar_body, widen16_scalar);
 }
 

@@ -94,85 +94,147 @@ inline float elem(const uint8_t* p, int64_t i, float mul) { return e4m3_widened(
 template <class E>
 inline constexpr int64_t kLine = 64 / static_cast<int64_t>(sizeof(E));
 
+// The chunks' vectors: GCC vector types of S::kW float lanes (4 on SSE2, 8 on AVX2, 16 on
+// AVX-512), each operation lane by lane the IEEE one (no contraction), loaded and stored with
+// memcpy. Written as vectors so that every accumulator has its own register: with float arrays
+// and the vectorizer, GCC 12 kept the score accumulators of a grouped item on the stack (a load,
+// an add and a store per key vector and dimension; AVX2 scores at a quarter of the ports' rate).
+template <int W>
+struct Lanes {
+  typedef float V __attribute__((vector_size(4 * W)));
+};
+template <class V>
+inline V load_lanes(const float* p) {
+  V v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+template <class V>
+inline void store_lanes(float* p, V v) {
+  __builtin_memcpy(p, &v, sizeof v);
+}
+
+// An ISA's register shape (S): kW float lanes a vector, kRegs vector registers, key chunks of at
+// most kKeys keys and output chunks of at most kDims dimensions (16, 32 or 64). A chunk of n
+// vectors per head holds G * n accumulators, its n loaded row vectors (shared by the G heads when
+// G > 1) and the broadcast weight and a product: chunks are cut so that these fit the registers
+// (with one more accumulator or row than fit, GCC spilled accumulators to the stack, each then a
+// load, an add and a store per key row or value row). The order per key and per dimension never
+// changes, however the chunks are cut.
+template <class S, int G>
+constexpr bool fits_registers(int64_t n) {
+  return G * n + (G > 1 ? n : 0) + 2 <= S::kRegs;
+}
+template <class S, int G>
+constexpr int64_t key_chunk() {
+  int64_t c = S::kKeys;
+  while (c > kTile && !fits_registers<S, G>(c / S::kW)) c -= kTile;
+  return c;
+}
+template <class S, int G>
+constexpr int64_t dim_chunk() {
+  int64_t d = S::kDims;
+  while (d > 16 && !fits_registers<S, G>(d / S::kW)) d /= 2;
+  return d;
+}
+
 // Scores of keys [j0, j0 + C) (j0 and C multiples of kTile) for the G heads: per key, d
-// ascending, in local arrays (registers) across d, one load of each tile row for all heads.
+// ascending, in register-held vectors across d, one load of each tile row for all heads.
 // noinline: inlined into the item function, GCC 12 kept the G = 1 accumulators on the stack.
 // dst[h]: where head h's C scores go (a.s[h] + j0, or a tile's buffer for the last keys).
-template <int G, int64_t C, class E, class Widen>
+template <class S, int G, int64_t C, class E, class Widen>
 __attribute__((noinline)) void score_chunk(const AttnItem& a, int64_t j0, Widen widen, float* const* dst) {
-  static_assert(C % kTile == 0);
-  constexpr int64_t T = kTile, NT = C / T;  // keys per tile, tiles in the chunk
+  static_assert(C % kTile == 0 && kTile % S::kW == 0);
+  using V = typename Lanes<S::kW>::V;
+  constexpr int64_t T = kTile, NT = C / T, VT = T / S::kW;  // keys per tile, tiles, vectors per tile
   const E* __restrict kt = static_cast<const E*>(a.K) + (j0 / kTile) * a.hd * kTile + j0 % kTile;
-  float acc[G][NT][T];
+  V acc[G][NT * VT];
+#pragma GCC unroll 64
   for (int h = 0; h < G; ++h)
-    for (int64_t t = 0; t < NT; ++t)
-      for (int64_t jj = 0; jj < T; ++jj) acc[h][t][jj] = 0.0f;
+#pragma GCC unroll 64
+    for (int64_t v = 0; v < NT * VT; ++v) acc[h][v] = V{};
   for (int64_t d = 0; d < a.hd; ++d) {
     // The same row of the next chunk's tiles (one 64-byte line per tile and float row, per two
     // F16 rows or per four E4M3 rows): a chunk's C x hd keys ahead.
     if (sizeof(E) == 4 || d % (4 / static_cast<int64_t>(sizeof(E))) == 0)
+#pragma GCC unroll 64
       for (int64_t t = 0; t < NT; ++t) __builtin_prefetch(kt + ((NT + t) * a.hd + d) * kTile, 0, 3);
-    float buf[NT][T];  // an F16 chunk's rows at d, widened
+    alignas(64) float buf[NT][T];  // an F16 or E4M3 chunk's rows at d, widened
     widen_rows<NT>(kt + d * kTile, a.hd * kTile, buf[0], widen);
+#pragma GCC unroll 64
     for (int h = 0; h < G; ++h) {
       const float qd = a.q[h][d];
+#pragma GCC unroll 64
       for (int64_t t = 0; t < NT; ++t) {
         const float* __restrict kd = row(kt + (t * a.hd + d) * kTile, buf[t]);
-        for (int64_t jj = 0; jj < T; ++jj) acc[h][t][jj] = acc[h][t][jj] + qd * kd[jj];
+#pragma GCC unroll 64
+        for (int64_t v = 0; v < VT; ++v) acc[h][t * VT + v] = acc[h][t * VT + v] + qd * load_lanes<V>(kd + v * S::kW);
       }
     }
   }
+#pragma GCC unroll 64
   for (int h = 0; h < G; ++h)
-    for (int64_t t = 0; t < NT; ++t)
-      for (int64_t jj = 0; jj < T; ++jj) dst[h][t * T + jj] = acc[h][t][jj];
+#pragma GCC unroll 64
+    for (int64_t v = 0; v < NT * VT; ++v) store_lanes(dst[h] + v * S::kW, acc[h][v]);
 }
 
 // Output dimensions [d0, d0 + C) (C a multiple of 16) for the G heads: per dimension, j ascending.
-template <int G, int64_t C, class E, class Widen>
+template <class S, int G, int64_t C, class E, class Widen>
 __attribute__((noinline)) void output_chunk(const AttnItem& a, int64_t d0, Widen widen) {
-  static_assert(C % 16 == 0);
-  float acc[G][C];
+  static_assert(C % 16 == 0 && C % S::kW == 0);
+  using V = typename Lanes<S::kW>::V;
+  constexpr int64_t NV = C / S::kW;
+  V acc[G][NV];
+#pragma GCC unroll 64
   for (int h = 0; h < G; ++h)
-    for (int64_t dd = 0; dd < C; ++dd) acc[h][dd] = 0.0f;
+#pragma GCC unroll 64
+    for (int64_t v = 0; v < NV; ++v) acc[h][v] = V{};
   for (int64_t j = 0; j < a.len; ++j) {
     const E* __restrict vj = static_cast<const E*>(a.V) + j * a.hd + d0;
     // The row kPrefetchRows ahead, one 64-byte line at a time.
     for (int64_t dd = 0; dd < C; dd += kLine<E>) __builtin_prefetch(vj + kPrefetchRows * a.hd + dd, 0, 3);
-    float buf[C];  // an F16 row's C values, widened
+    alignas(64) float buf[C];  // an F16 or E4M3 row's C values, widened
     widen_rows<C / 16>(vj, 16, buf, widen);
     const float* __restrict vd = row(vj, buf);
+#pragma GCC unroll 64
     for (int h = 0; h < G; ++h) {
       const float w = a.s[h][j];
-      for (int64_t dd = 0; dd < C; ++dd) acc[h][dd] = acc[h][dd] + w * vd[dd];
+#pragma GCC unroll 64
+      for (int64_t v = 0; v < NV; ++v) acc[h][v] = acc[h][v] + w * load_lanes<V>(vd + v * S::kW);
     }
   }
+#pragma GCC unroll 64
   for (int h = 0; h < G; ++h)
-    for (int64_t dd = 0; dd < C; ++dd) a.o[h][d0 + dd] = acc[h][dd];
+#pragma GCC unroll 64
+    for (int64_t v = 0; v < NV; ++v) store_lanes(a.o[h] + d0 + v * S::kW, acc[h][v]);
 }
 
 // Softmax of G heads' scores in place, each head's own: scale, max, pinned exp, sum in double j
 // ascending, times 1/sum. The G sums run side by side (G independent add chains: one head's
 // chain alone waits on the add's latency at every key), each in its own order.
-template <int G, class ExpShifted>
+template <int W, int G, class ExpShifted>
 inline void softmax_rows(float* const* s, int64_t len, float scale, ExpShifted exp_shifted) {
   for (int h = 0; h < G; ++h) {
     float* __restrict r = s[h];
-    // Scale, then the maximum in 16 lanes (which of two equal zeros wins cannot change s - max;
-    // a NaN is never taken). The lanes as one GCC vector: written per lane, the ternary stayed
-    // scalar (it is no IEEE max, so GCC does not vectorize it by itself).
+    // Scale, then the maximum in two vectors of W lanes (which of two equal zeros wins cannot
+    // change s - max; a NaN is never taken: the ternary is maxps with the new value first). As
+    // GCC vectors of the ISA's width: written per lane, the ternary stayed scalar (it is no IEEE
+    // max, so GCC does not vectorize it by itself), and a 16-lane vector on AVX2 went lane by
+    // lane through the stack (a quarter of the softmax's time).
     for (int64_t j = 0; j < len; ++j) r[j] = r[j] * scale;
-    typedef float Lanes __attribute__((vector_size(64)));
-    Lanes lane_max;
-    for (int l = 0; l < 16; ++l) lane_max[l] = -INFINITY;
+    using V = typename Lanes<W>::V;
+    V m0, m1;
+    for (int l = 0; l < W; ++l) m0[l] = m1[l] = -INFINITY;
     int64_t j = 0;
-    for (; j + 16 <= len; j += 16) {
-      Lanes v;
-      __builtin_memcpy(&v, r + j, sizeof v);
-      lane_max = lane_max < v ? v : lane_max;
+    for (; j + 2 * W <= len; j += 2 * W) {
+      const V v0 = load_lanes<V>(r + j), v1 = load_lanes<V>(r + j + W);
+      m0 = m0 < v0 ? v0 : m0;
+      m1 = m1 < v1 ? v1 : m1;
     }
-    for (; j < len; ++j) lane_max[0] = lane_max[0] < r[j] ? r[j] : lane_max[0];
     float mx = -INFINITY;
-    for (int l = 0; l < 16; ++l) mx = mx < lane_max[l] ? lane_max[l] : mx;
+    for (int l = 0; l < W; ++l) mx = mx < m0[l] ? m0[l] : mx;
+    for (int l = 0; l < W; ++l) mx = mx < m1[l] ? m1[l] : mx;
+    for (; j < len; ++j) mx = mx < r[j] ? r[j] : mx;
     exp_shifted(r, mx, r, len);
   }
   double sum[G];
@@ -186,22 +248,18 @@ inline void softmax_rows(float* const* s, int64_t len, float scale, ExpShifted e
   }
 }
 
-// kKeys / kDims: keys (scores) and head dimensions (output) per register-held chunk for one head,
-// chosen per ISA (8 x 16 lanes of keys on AVX-512, 8 x 8 on AVX2, 8 x 4 on SSE2); with G heads
-// the key chunk is halved to fit the registers. kDims must not exceed the head dimension (64
-// here) to be used at all. The order per key and per dimension never changes.
 // (Items of 8 heads, reading a key once for a whole Qwen3 group, measured no faster than 4.)
 // Scores of keys [j0, j1) (j0 a multiple of 16; j1 = len or a multiple of 16).
-template <int G, int64_t kKeys, class E, class Widen>
+template <class S, int G, class E, class Widen>
 inline void scores_range(const AttnItem& a, int64_t j0, int64_t j1, Widen widen) {
-  constexpr int64_t kC = G == 1 ? kKeys : kKeys / 2;
+  constexpr int64_t kC = key_chunk<S, G>();
   float* dst[G];
   const auto at = [&](int64_t j) {
     for (int h = 0; h < G; ++h) dst[h] = a.s[h] + j;
     return dst;
   };
-  for (; j0 + kC <= j1; j0 += kC) score_chunk<G, kC, E>(a, j0, widen, at(j0));
-  for (; j0 + 16 <= j1; j0 += 16) score_chunk<G, 16, E>(a, j0, widen, at(j0));
+  for (; j0 + kC <= j1; j0 += kC) score_chunk<S, G, kC, E>(a, j0, widen, at(j0));
+  for (; j0 + 16 <= j1; j0 += 16) score_chunk<S, G, 16, E>(a, j0, widen, at(j0));
   // The rest lies in one tile (j0 a multiple of 16): the cache (and a window's gathered keys)
   // holds the whole tile, so the whole tile's scores are computed into a buffer and its first n
   // kept. Each key's score is its own sum over d ascending: the unused keys change no bit (a
@@ -210,18 +268,20 @@ inline void scores_range(const AttnItem& a, int64_t j0, int64_t j1, Widen widen)
   if (n == 0) return;
   float tile[G][kTile];
   for (int h = 0; h < G; ++h) dst[h] = tile[h];
-  score_chunk<G, kTile, E>(a, j0, widen, dst);
+  score_chunk<S, G, kTile, E>(a, j0, widen, dst);
   for (int h = 0; h < G; ++h)
     for (int64_t j = 0; j < n; ++j) a.s[h][j0 + j] = tile[h][j];
 }
 
-// Output dimensions [d0, d1) (d0 a multiple of kDims or of 16; d1 = hd or a multiple of 16).
-template <int G, int64_t kDims, class E, class Widen>
+// Output dimensions [d0, d1) (d0 a multiple of the chunk or of 16; d1 = hd or a multiple of 16).
+template <class S, int G, class E, class Widen>
 inline void output_range(const AttnItem& a, int64_t d0, int64_t d1, Widen widen) {
-  for (; d0 + kDims <= d1; d0 += kDims) output_chunk<G, kDims, E>(a, d0, widen);
-  if constexpr (kDims > 32)
-    for (; d0 + 32 <= d1; d0 += 32) output_chunk<G, 32, E>(a, d0, widen);
-  for (; d0 + 16 <= d1; d0 += 16) output_chunk<G, 16, E>(a, d0, widen);
+  constexpr int64_t kD = dim_chunk<S, G>();
+  for (; d0 + kD <= d1; d0 += kD) output_chunk<S, G, kD, E>(a, d0, widen);
+  if constexpr (kD > 32)
+    for (; d0 + 32 <= d1; d0 += 32) output_chunk<S, G, 32, E>(a, d0, widen);
+  if constexpr (kD > 16)
+    for (; d0 + 16 <= d1; d0 += 16) output_chunk<S, G, 16, E>(a, d0, widen);
   // The rest: fewer than 16 dimensions (a head dimension not a multiple of 16), element by element.
   const int64_t n = d1 - d0;
   if (n == 0) return;
@@ -239,77 +299,64 @@ inline void output_range(const AttnItem& a, int64_t d0, int64_t d1, Widen widen)
   }
 }
 
-// kKeys / kDims: keys (scores) and head dimensions (output) per register-held chunk for one head,
-// chosen per ISA (8 x 16 lanes of keys on AVX-512, 8 x 8 on AVX2, 8 x 4 on SSE2); with G heads
-// the key chunk is halved to fit the registers. The order per key and per dimension never
-// changes, however the keys and dimensions are cut into ranges and chunks.
-template <int G, int64_t kKeys, int64_t kDims, class E, class ExpShifted, class WidenK, class WidenV>
+// S: the ISA's register shape (key_chunk, dim_chunk above). The order per key and per dimension
+// never changes, however the keys and dimensions are cut into ranges and chunks.
+template <class S, int G, class E, class ExpShifted, class WidenK, class WidenV>
 inline void attention_group(const AttnItem& a, ExpShifted exp_shifted, WidenK widen_k, WidenV widen_v) {
-  scores_range<G, kKeys, E>(a, 0, a.len, widen_k);  // for each key j, sum over d ascending of q[d] * K[d][j]
-  softmax_rows<G>(a.s, a.len, a.scale, exp_shifted);
-  output_range<G, kDims, E>(a, 0, a.hd, widen_v);  // for each value row j ascending, o[d] += w[j] * V[j][d]
+  scores_range<S, G, E>(a, 0, a.len, widen_k);  // for each key j, sum over d ascending of q[d] * K[d][j]
+  softmax_rows<S::kW, G>(a.s, a.len, a.scale, exp_shifted);
+  output_range<S, G, E>(a, 0, a.hd, widen_v);  // for each value row j ascending, o[d] += w[j] * V[j][d]
 }
 
 // The three phases alone, for decoding one token split across threads by keys, by heads and by
 // dimensions (attention.cpp): the same arithmetic as attention_group.
 enum class AttnPhase { scores, softmax, output };
-template <int64_t kKeys, int64_t kDims, class E, class ExpShifted, class WidenK, class WidenV>
-inline void attention_phase_typed(const AttnItem& a, AttnPhase phase, int64_t b, int64_t e, ExpShifted exp_shifted,
+template <class S, int G, class E, class ExpShifted, class WidenK, class WidenV>
+inline void attention_phase_group(const AttnItem& a, AttnPhase phase, int64_t b, int64_t e, ExpShifted exp_shifted,
                                   WidenK widen_k, WidenV widen_v) {
   switch (phase) {
-    case AttnPhase::scores:
-      switch (a.g) {
-        case 1: scores_range<1, kKeys, E>(a, b, e, widen_k); break;
-        case 2: scores_range<2, kKeys, E>(a, b, e, widen_k); break;
-        case 3: scores_range<3, kKeys, E>(a, b, e, widen_k); break;
-        default: scores_range<4, kKeys, E>(a, b, e, widen_k); break;
-      }
-      break;
-    case AttnPhase::softmax:
-      switch (a.g) {
-        case 1: softmax_rows<1>(a.s, a.len, a.scale, exp_shifted); break;
-        case 2: softmax_rows<2>(a.s, a.len, a.scale, exp_shifted); break;
-        case 3: softmax_rows<3>(a.s, a.len, a.scale, exp_shifted); break;
-        default: softmax_rows<4>(a.s, a.len, a.scale, exp_shifted); break;
-      }
-      break;
-    case AttnPhase::output:
-      switch (a.g) {
-        case 1: output_range<1, kDims, E>(a, b, e, widen_v); break;
-        case 2: output_range<2, kDims, E>(a, b, e, widen_v); break;
-        case 3: output_range<3, kDims, E>(a, b, e, widen_v); break;
-        default: output_range<4, kDims, E>(a, b, e, widen_v); break;
-      }
-      break;
+    case AttnPhase::scores: scores_range<S, G, E>(a, b, e, widen_k); break;
+    case AttnPhase::softmax: softmax_rows<S::kW, G>(a.s, a.len, a.scale, exp_shifted); break;
+    case AttnPhase::output: output_range<S, G, E>(a, b, e, widen_v); break;
+  }
+}
+template <class S, class E, class ExpShifted, class WidenK, class WidenV>
+inline void attention_phase_typed(const AttnItem& a, AttnPhase phase, int64_t b, int64_t e, ExpShifted exp_shifted,
+                                  WidenK widen_k, WidenV widen_v) {
+  switch (a.g) {
+    case 1: attention_phase_group<S, 1, E>(a, phase, b, e, exp_shifted, widen_k, widen_v); break;
+    case 2: attention_phase_group<S, 2, E>(a, phase, b, e, exp_shifted, widen_k, widen_v); break;
+    case 3: attention_phase_group<S, 3, E>(a, phase, b, e, exp_shifted, widen_k, widen_v); break;
+    default: attention_phase_group<S, 4, E>(a, phase, b, e, exp_shifted, widen_k, widen_v); break;
   }
 }
 
 // Widen16: widens 16 F16 values (a function); Widen8: a functor type built from a float mul
 // (256 * scale) whose call widens 16 E4M3 bytes at it, one for the keys and one for the values.
-template <int64_t kKeys, int64_t kDims, class Widen8, class ExpShifted, class Widen16>
+template <class S, class Widen8, class ExpShifted, class Widen16>
 inline void attention_phase(const AttnItem& a, AttnPhase phase, int64_t b, int64_t e, ExpShifted exp_shifted,
                             Widen16 widen16) {
-  if (a.elem == kElemF16) attention_phase_typed<kKeys, kDims, uint16_t>(a, phase, b, e, exp_shifted, widen16, widen16);
+  if (a.elem == kElemF16) attention_phase_typed<S, uint16_t>(a, phase, b, e, exp_shifted, widen16, widen16);
   else if (a.elem == kElemE4m3)
-    attention_phase_typed<kKeys, kDims, uint8_t>(a, phase, b, e, exp_shifted, Widen8{a.k_mul}, Widen8{a.v_mul});
-  else attention_phase_typed<kKeys, kDims, float>(a, phase, b, e, exp_shifted, widen16, widen16);
+    attention_phase_typed<S, uint8_t>(a, phase, b, e, exp_shifted, Widen8{a.k_mul}, Widen8{a.v_mul});
+  else attention_phase_typed<S, float>(a, phase, b, e, exp_shifted, widen16, widen16);
 }
 
-template <int64_t kKeys, int64_t kDims, class E, class ExpShifted, class WidenK, class WidenV>
+template <class S, class E, class ExpShifted, class WidenK, class WidenV>
 inline void attention_item_typed(const AttnItem& a, ExpShifted exp_shifted, WidenK widen_k, WidenV widen_v) {
   switch (a.g) {
-    case 1: attention_group<1, kKeys, kDims, E>(a, exp_shifted, widen_k, widen_v); break;
-    case 2: attention_group<2, kKeys, kDims, E>(a, exp_shifted, widen_k, widen_v); break;
-    case 3: attention_group<3, kKeys, kDims, E>(a, exp_shifted, widen_k, widen_v); break;
-    default: attention_group<4, kKeys, kDims, E>(a, exp_shifted, widen_k, widen_v); break;
+    case 1: attention_group<S, 1, E>(a, exp_shifted, widen_k, widen_v); break;
+    case 2: attention_group<S, 2, E>(a, exp_shifted, widen_k, widen_v); break;
+    case 3: attention_group<S, 3, E>(a, exp_shifted, widen_k, widen_v); break;
+    default: attention_group<S, 4, E>(a, exp_shifted, widen_k, widen_v); break;
   }
 }
 
-template <int64_t kKeys, int64_t kDims, class Widen8, class ExpShifted, class Widen16>
+template <class S, class Widen8, class ExpShifted, class Widen16>
 inline void attention_item(const AttnItem& a, ExpShifted exp_shifted, Widen16 widen16) {
-  if (a.elem == kElemF16) attention_item_typed<kKeys, kDims, uint16_t>(a, exp_shifted, widen16, widen16);
-  else if (a.elem == kElemE4m3) attention_item_typed<kKeys, kDims, uint8_t>(a, exp_shifted, Widen8{a.k_mul}, Widen8{a.v_mul});
-  else attention_item_typed<kKeys, kDims, float>(a, exp_shifted, widen16, widen16);
+  if (a.elem == kElemF16) attention_item_typed<S, uint16_t>(a, exp_shifted, widen16, widen16);
+  else if (a.elem == kElemE4m3) attention_item_typed<S, uint8_t>(a, exp_shifted, Widen8{a.k_mul}, Widen8{a.v_mul});
+  else attention_item_typed<S, float>(a, exp_shifted, widen16, widen16);
 }
 
 // SwiGLU in place: g[i] = silu(g[i]) * u[i] (pinned SiLU, float product).

@@ -8,6 +8,12 @@
 
 namespace nvfp4 {
 namespace {
+// 8 float lanes, 16 ymm registers (key_chunk / dim_chunk: 96, 32, 16, 16 keys and 64, 32, 16,
+// 16 output dimensions for groups of 1 to 4 heads).
+struct ShapeAvx2 {
+  static constexpr int kW = 8, kRegs = 16;
+  static constexpr int64_t kKeys = 96, kDims = 64;
+};
 // 16 F16 values widened with F16C (exact, as half_to_float).
 inline void widen16_avx2(const uint16_t* h, float* f) {
   _mm256_storeu_ps(f, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h))));
@@ -30,10 +36,10 @@ struct WidenE4m3Avx2 {
 }  // namespace
 
 void attention_item_avx2(const void* item) {
-  attention_item<64, 32, WidenE4m3Avx2>(*static_cast<const AttnItem*>(item), pinned::exp_shifted_avx2, widen16_avx2);
+  attention_item<ShapeAvx2, WidenE4m3Avx2>(*static_cast<const AttnItem*>(item), pinned::exp_shifted_avx2, widen16_avx2);
 }
 void attention_phase_avx2(const void* item, int phase, int64_t b, int64_t e) {
-  attention_phase<64, 32, WidenE4m3Avx2>(*static_cast<const AttnItem*>(item), static_cast<AttnPhase>(phase), b, e,
+  attention_phase<ShapeAvx2, WidenE4m3Avx2>(*static_cast<const AttnItem*>(item), static_cast<AttnPhase>(phase), b, e,
                             pinned::exp_shifted_avx2, widen16_avx2);
 }
 void to_half_avx2(const float* f, uint16_t* h, int64_t n) {

@@ -9,6 +9,12 @@
 namespace nvfp4 {
 namespace {
 // 16 F16 values widened with F16C (exact, as half_to_float).
+// 16 float lanes, 32 zmm registers (key_chunk / dim_chunk: 128, 128, 112, 96 keys and 64
+// output dimensions for groups of 1 to 4 heads).
+struct ShapeAvx512 {
+  static constexpr int kW = 16, kRegs = 32;
+  static constexpr int64_t kKeys = 128, kDims = 64;
+};
 inline void widen16_avx512(const uint16_t* h, float* f) {
   _mm512_storeu_ps(f, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h))));
 }
@@ -27,10 +33,10 @@ struct WidenE4m3Avx512 {
 }  // namespace
 
 void attention_item_avx512(const void* item) {
-  attention_item<128, 64, WidenE4m3Avx512>(*static_cast<const AttnItem*>(item), pinned::exp_shifted_avx512, widen16_avx512);
+  attention_item<ShapeAvx512, WidenE4m3Avx512>(*static_cast<const AttnItem*>(item), pinned::exp_shifted_avx512, widen16_avx512);
 }
 void attention_phase_avx512(const void* item, int phase, int64_t b, int64_t e) {
-  attention_phase<128, 64, WidenE4m3Avx512>(*static_cast<const AttnItem*>(item), static_cast<AttnPhase>(phase), b, e,
+  attention_phase<ShapeAvx512, WidenE4m3Avx512>(*static_cast<const AttnItem*>(item), static_cast<AttnPhase>(phase), b, e,
                             pinned::exp_shifted_avx512, widen16_avx512);
 }
 void to_half_avx512(const float* f, uint16_t* h, int64_t n) {

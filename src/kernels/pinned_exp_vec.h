@@ -12,42 +12,78 @@
 namespace nvfp4::pinned {
 namespace {
 
-template <class V>
-inline typename V::D exp_vec(typename V::D x) {
-  // The clamps as the scalar ternaries: a NaN fails both comparisons and stays NaN.
-  x = V::select_lt(x, V::set(-700.0), V::set(-700.0));
-  x = V::select_gt(x, V::set(709.0), V::set(709.0));
-  const typename V::D round = V::set(6755399441055744.0);
-  const typename V::D k = V::sub(V::add(V::mul(x, V::set(1.4426950408889634)), round), round);
-  const typename V::D r = V::sub(V::sub(x, V::mul(k, V::set(6.93147180369123816490e-01))),
-                                 V::mul(k, V::set(1.90821492927058770002e-10)));
-  typename V::D p = V::set(1.0 / 6227020800.0);
+// An empty asm that claims to change v: the value is in a register here, after what came before.
+// (GCC's expansion of single-use chains, TER, otherwise regathers each vector's polynomial into
+// one run, undoing the side-by-side order below.) It changes no value.
+template <class D>
+inline void settle(D& v) {
+  asm("" : "+v"(v));
+}
+
+// exp of N vectors, each lane pinned::exp's operations in its order; the N vectors go step by
+// step side by side. The polynomial is one chain of dependent multiplies and adds per vector:
+// written vector after vector, the chains reached the scheduler one after another and the FP
+// ports waited on latency (AVX2 softmax at ~9 cycles a value); interleaved, N chains overlap.
+template <class V, int N>
+inline void exp_vec_n(typename V::D (&x)[N]) {
+  using D = typename V::D;
+  D k[N], r[N], p[N];
+#pragma GCC unroll 8
+  for (int i = 0; i < N; ++i) {
+    // The clamps as the scalar ternaries: a NaN fails both comparisons and stays NaN.
+    x[i] = V::select_lt(x[i], V::set(-700.0), V::set(-700.0));
+    x[i] = V::select_gt(x[i], V::set(709.0), V::set(709.0));
+  }
+  const D round = V::set(6755399441055744.0);
+#pragma GCC unroll 8
+  for (int i = 0; i < N; ++i) k[i] = V::sub(V::add(V::mul(x[i], V::set(1.4426950408889634)), round), round);
+#pragma GCC unroll 8
+  for (int i = 0; i < N; ++i)
+    r[i] = V::sub(V::sub(x[i], V::mul(k[i], V::set(6.93147180369123816490e-01))),
+                  V::mul(k[i], V::set(1.90821492927058770002e-10)));
+#pragma GCC unroll 8
+  for (int i = 0; i < N; ++i) p[i] = V::set(1.0 / 6227020800.0);
   const double c[] = {1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0,
                       1.0 / 40320.0,     1.0 / 5040.0,     1.0 / 720.0,     1.0 / 120.0,
                       1.0 / 24.0,        1.0 / 6.0,        0.5,             1.0,
                       1.0};
-  for (double ci : c) p = V::add(V::mul(p, r), V::set(ci));
+#pragma GCC unroll 16
+  for (double ci : c)
+#pragma GCC unroll 8
+    for (int i = 0; i < N; ++i) {
+      p[i] = V::add(V::mul(p[i], r[i]), V::set(ci));
+      if constexpr (N > 1) settle(p[i]);
+    }
   // 2^k: k is an integer in [-1010, 1023], exact in int32.
-  return V::mul(p, V::pow2(k));
+#pragma GCC unroll 8
+  for (int i = 0; i < N; ++i) x[i] = V::mul(p[i], V::pow2(k[i]));
+}
+
+template <class V>
+inline typename V::D exp_vec(typename V::D x) {
+  typename V::D v[1] = {x};
+  exp_vec_n<V, 1>(v);
+  return v[0];
 }
 
 // out[j] = float(exp(double(s[j] - mx))) for j in [0, n); out may be s.
 template <class V>
 inline void exp_shifted_vec(const float* s, float mx, float* out, int64_t n) {
   int64_t j = 0;
-  // Four vectors an iteration: the polynomial is one chain of dependent multiplies and adds, and
-  // four independent chains keep the FP ports busy (one alone waited on their latency).
+  // Eight vectors an iteration side by side (exp_vec_n: with four, the chains' latency still
+  // bounded AVX2), then four, then one at a time.
   constexpr int64_t L = V::kLanes;
-  for (; j + 4 * L <= n; j += 4 * L) {
-    const typename V::D x0 = exp_vec<V>(V::load_f_minus(s + j, mx));
-    const typename V::D x1 = exp_vec<V>(V::load_f_minus(s + j + L, mx));
-    const typename V::D x2 = exp_vec<V>(V::load_f_minus(s + j + 2 * L, mx));
-    const typename V::D x3 = exp_vec<V>(V::load_f_minus(s + j + 3 * L, mx));
-    V::store_f(out + j, V::to_f(x0));
-    V::store_f(out + j + L, V::to_f(x1));
-    V::store_f(out + j + 2 * L, V::to_f(x2));
-    V::store_f(out + j + 3 * L, V::to_f(x3));
-  }
+  const auto block = [&]<int N>() {
+    typename V::D x[N];
+#pragma GCC unroll 8
+    for (int i = 0; i < N; ++i) x[i] = V::load_f_minus(s + j + i * L, mx);
+    exp_vec_n<V, N>(x);
+#pragma GCC unroll 8
+    for (int i = 0; i < N; ++i) V::store_f(out + j + i * L, V::to_f(x[i]));
+    j += N * L;
+  };
+  while (j + 8 * L <= n) block.template operator()<8>();
+  if (j + 4 * L <= n) block.template operator()<4>();
   for (; j + L <= n; j += L) V::store_f(out + j, V::to_f(exp_vec<V>(V::load_f_minus(s + j, mx))));
   if (j == n) return;
   // The rest in one vector through a buffer padded with mx (its lanes unused): each lane is the
@@ -66,9 +102,10 @@ inline void swiglu_vec(float* g, const float* u, int64_t n) {
   // Two vectors an iteration (each exp is one dependent chain), then one.
   for (; i + 2 * L <= n; i += 2 * L) {
     const typename V::D a = V::load_f(g + i), b = V::load_f(g + i + L);
-    const typename V::D ea = exp_vec<V>(V::neg(a)), eb = exp_vec<V>(V::neg(b));
-    V::store_f_times(g + i, V::to_f(V::div(a, V::add(V::set(1.0), ea))), u + i);
-    V::store_f_times(g + i + L, V::to_f(V::div(b, V::add(V::set(1.0), eb))), u + i + L);
+    typename V::D e[2] = {V::neg(a), V::neg(b)};
+    exp_vec_n<V, 2>(e);
+    V::store_f_times(g + i, V::to_f(V::div(a, V::add(V::set(1.0), e[0]))), u + i);
+    V::store_f_times(g + i + L, V::to_f(V::div(b, V::add(V::set(1.0), e[1]))), u + i + L);
   }
   for (; i + L <= n; i += L) {
     const typename V::D x = V::load_f(g + i);
@@ -108,9 +145,10 @@ inline void silu_vec(float* x, int64_t n) {
   int64_t i = 0;
   for (; i + 2 * L <= n; i += 2 * L) {
     const typename V::D a = V::load_f(x + i), b = V::load_f(x + i + L);
-    const typename V::D ea = exp_vec<V>(V::neg(a)), eb = exp_vec<V>(V::neg(b));
-    V::store_f(x + i, V::to_f(V::div(a, V::add(V::set(1.0), ea))));
-    V::store_f(x + i + L, V::to_f(V::div(b, V::add(V::set(1.0), eb))));
+    typename V::D e[2] = {V::neg(a), V::neg(b)};
+    exp_vec_n<V, 2>(e);
+    V::store_f(x + i, V::to_f(V::div(a, V::add(V::set(1.0), e[0]))));
+    V::store_f(x + i + L, V::to_f(V::div(b, V::add(V::set(1.0), e[1]))));
   }
   for (; i < n; ++i) x[i] = silu(x[i]);
 }
