@@ -178,9 +178,11 @@ __attribute__((noinline)) void score_chunk(const AttnItem& a, int64_t j0, Widen 
     for (int64_t v = 0; v < NT * VT; ++v) store_lanes(dst[h] + v * S::kW, acc[h][v]);
 }
 
-// Output dimensions [d0, d0 + C) (C a multiple of 16) for the G heads: per dimension, j ascending.
+// Output dimensions [d0, d0 + C) (C a multiple of 16) for the G heads over value rows [j0, j1):
+// per dimension, j ascending, continuing the sums in a.o (from zero when j0 == 0; a float stored
+// and loaded again is the same float, so cutting j into blocks changes no bit).
 template <class S, int G, int64_t C, class E, class Widen>
-__attribute__((noinline)) void output_chunk(const AttnItem& a, int64_t d0, Widen widen) {
+__attribute__((noinline)) void output_chunk(const AttnItem& a, int64_t d0, int64_t j0, int64_t j1, Widen widen) {
   static_assert(C % 16 == 0 && C % S::kW == 0);
   using V = typename Lanes<S::kW>::V;
   constexpr int64_t NV = C / S::kW;
@@ -188,8 +190,8 @@ __attribute__((noinline)) void output_chunk(const AttnItem& a, int64_t d0, Widen
 #pragma GCC unroll 64
   for (int h = 0; h < G; ++h)
 #pragma GCC unroll 64
-    for (int64_t v = 0; v < NV; ++v) acc[h][v] = V{};
-  for (int64_t j = 0; j < a.len; ++j) {
+    for (int64_t v = 0; v < NV; ++v) acc[h][v] = j0 == 0 ? V{} : load_lanes<V>(a.o[h] + d0 + v * S::kW);
+  for (int64_t j = j0; j < j1; ++j) {
     const E* __restrict vj = static_cast<const E*>(a.V) + j * a.hd + d0;
     // The row kPrefetchRows ahead, one 64-byte line at a time.
     for (int64_t dd = 0; dd < C; dd += kLine<E>) __builtin_prefetch(vj + kPrefetchRows * a.hd + dd, 0, 3);
@@ -273,28 +275,39 @@ inline void scores_range(const AttnItem& a, int64_t j0, int64_t j1, Widen widen)
     for (int64_t j = 0; j < n; ++j) a.s[h][j0 + j] = tile[h][j];
 }
 
+// Value rows per block of the output: each block's rows are read by every dimension chunk in
+// turn (the first from memory, the rest from L1: 8 KiB of F16 rows of 64), where a pass over all
+// rows per chunk read a KV head's values from memory once per chunk (4000 rows of 64 F16 values
+// are 512 KiB, more than L2; twice the value traffic with AVX2's 16-dimension chunks).
+inline constexpr int64_t kValueBlock = 64;
+
 // Output dimensions [d0, d1) (d0 a multiple of the chunk or of 16; d1 = hd or a multiple of 16).
 template <class S, int G, class E, class Widen>
 inline void output_range(const AttnItem& a, int64_t d0, int64_t d1, Widen widen) {
   constexpr int64_t kD = dim_chunk<S, G>();
-  for (; d0 + kD <= d1; d0 += kD) output_chunk<S, G, kD, E>(a, d0, widen);
-  if constexpr (kD > 32)
-    for (; d0 + 32 <= d1; d0 += 32) output_chunk<S, G, 32, E>(a, d0, widen);
-  if constexpr (kD > 16)
-    for (; d0 + 16 <= d1; d0 += 16) output_chunk<S, G, 16, E>(a, d0, widen);
-  // The rest: fewer than 16 dimensions (a head dimension not a multiple of 16), element by element.
-  const int64_t n = d1 - d0;
-  if (n == 0) return;
-  for (int h = 0; h < G; ++h)
-    for (int64_t d = d0; d < d1; ++d) a.o[h][d] = 0.0f;
-  for (int64_t j = 0; j < a.len; ++j) {
-    const E* vj = static_cast<const E*>(a.V) + j * a.hd + d0;
-    float v[16];
-    for (int64_t d = 0; d < n; ++d) v[d] = elem(vj, d, a.v_mul);
-    for (int h = 0; h < G; ++h) {
-      const float w = a.s[h][j];
-      float* __restrict o = a.o[h] + d0;
-      for (int64_t d = 0; d < n; ++d) o[d] = o[d] + w * v[d];
+  for (int64_t j0 = 0; j0 < a.len; j0 += kValueBlock) {
+    const int64_t j1 = std::min(a.len, j0 + kValueBlock);
+    int64_t d = d0;
+    for (; d + kD <= d1; d += kD) output_chunk<S, G, kD, E>(a, d, j0, j1, widen);
+    if constexpr (kD > 32)
+      for (; d + 32 <= d1; d += 32) output_chunk<S, G, 32, E>(a, d, j0, j1, widen);
+    if constexpr (kD > 16)
+      for (; d + 16 <= d1; d += 16) output_chunk<S, G, 16, E>(a, d, j0, j1, widen);
+    // The rest: fewer than 16 dimensions (a head dimension not a multiple of 16), element by element.
+    const int64_t n = d1 - d;
+    if (n == 0) continue;
+    if (j0 == 0)
+      for (int h = 0; h < G; ++h)
+        for (int64_t e = d; e < d1; ++e) a.o[h][e] = 0.0f;
+    for (int64_t j = j0; j < j1; ++j) {
+      const E* vj = static_cast<const E*>(a.V) + j * a.hd + d;
+      float v[16];
+      for (int64_t e = 0; e < n; ++e) v[e] = elem(vj, e, a.v_mul);
+      for (int h = 0; h < G; ++h) {
+        const float w = a.s[h][j];
+        float* __restrict o = a.o[h] + d;
+        for (int64_t e = 0; e < n; ++e) o[e] = o[e] + w * v[e];
+      }
     }
   }
 }
