@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -33,7 +34,7 @@ inline std::string to_hex(const uint8_t* p, size_t n) {
 
 inline bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
-// A fresh empty directory under TMPDIR, removed (with its files) at destruction.
+// A fresh empty directory under TMPDIR, removed with all it holds at destruction.
 struct ScratchDir {
   std::string path;
   ScratchDir() {
@@ -54,9 +55,11 @@ struct ScratchDir {
     }
     return out;
   }
+  // Everything under it, subdirectories too (a test that writes an HF directory inside it left
+  // the directory behind when only the top level's files were unlinked).
   ~ScratchDir() {
-    for (const auto& e : entries()) ::unlink((path + "/" + e).c_str());
-    ::rmdir(path.c_str());
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
   }
   std::string operator/(const std::string& name) const { return path + "/" + name; }
 };

@@ -59,7 +59,9 @@ TEST_P(CliHybrid, InspectRunServeBenchQualityConvert) {
   const Result plain = cli("run -m " + m + args + " -t 2", true);
   ASSERT_EQ(plain.rc, 0) << plain.out;
   EXPECT_NE(plain.out.find("Gated DeltaNet layers"), std::string::npos) << plain.out;
-  if (f.vlm) EXPECT_NE(plain.out.find("left out: vision tower"), std::string::npos) << plain.out;
+  if (f.vlm) {
+    EXPECT_NE(plain.out.find("left out: vision tower"), std::string::npos) << plain.out;
+  }
 
   for (const char* prec : {"f32", "a16q8"}) {
     if (!f.quantized && std::string(prec) == "a16q8") continue;
