@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "cli/bench_registry.h"
 #include "cli/bench_util.h"
@@ -27,13 +26,6 @@ struct Options {
   std::string isa;
   int reps = 9;
 };
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string t; std::getline(ss, t, ',');) if (!t.empty()) out.push_back(t);
-  return out;
-}
 
 KvType kv_type(const std::string& s) {
   if (s == "f32") return KvType::f32;
@@ -75,18 +67,18 @@ int run(const Options& o) {
     throw Error("", "--heads/--kv-heads/--head-dim", "bad attention shape", "heads a positive multiple of KV heads",
                 std::to_string(o.n_head) + "/" + std::to_string(o.n_kv));
   std::vector<KvType> types;
-  for (const auto& s : split(o.kvs)) types.push_back(kv_type(s));
-  const std::vector<std::string> names = split(o.kvs);
+  for (const auto& s : bench::split_list(o.kvs)) types.push_back(kv_type(s));
+  const std::vector<std::string> names = bench::split_list(o.kvs);
   std::printf("nvfp4 bench attention: %lld heads / %lld KV heads of %lld, ISA %s; us per layer and token\n",
               static_cast<long long>(o.n_head), static_cast<long long>(o.n_kv), static_cast<long long>(o.head_dim),
               std::string(isa_name(active_isa())).c_str());
   Lcg g;
   std::vector<float> q(static_cast<size_t>(o.n_head * o.head_dim)), out(q.size()), scratch;
   for (auto& x : q) x = g.next();
-  for (const auto& cs : split(o.ctxs)) {
+  for (const auto& cs : bench::split_list(o.ctxs)) {
     const int64_t ctx = std::stoll(cs);
     if (ctx <= 0) throw Error("", "--ctx", "bad context length", "> 0", cs);
-    for (const auto& res : split(o.residency)) {
+    for (const auto& res : bench::split_list(o.residency)) {
       const bool dram = res == "dram";
       if (!dram && res != "cache") throw Error("", "--residency", "bad residency", "dram or cache", res);
       // Layers per type: enough that one pass over them reads 8x the L3 (dram), or one (cache).
@@ -100,7 +92,7 @@ int run(const Options& o) {
         calls.push_back(std::max<int64_t>(n_layer.back(), 16));
         caches.push_back(make_cache(o, t, n_layer.back(), ctx));
       }
-      for (const auto& ts : split(o.threads)) {
+      for (const auto& ts : bench::split_list(o.threads)) {
         ThreadPool pool(std::stoi(ts));
         const double bw = bench::dram_read_gbps(pool, int64_t{1} << 30);
         std::vector<std::vector<double>> us(types.size());

@@ -10,7 +10,6 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "cli/bench_registry.h"
 #include "cli/bench_util.h"
@@ -32,13 +31,6 @@ struct Options {
   std::string isa;
   int reps = 9;
 };
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string t; std::getline(ss, t, ',');) if (!t.empty()) out.push_back(t);
-  return out;
-}
 
 // One prepared copy of a layer in a form: its forward, bytes and kernel name.
 struct Layer {
@@ -92,7 +84,7 @@ int run(const Options& o) {
   if (!o.json)
     std::printf("nvfp4 bench fp8: ISA %s; DRAM cases rotate among copies totalling %.0f MiB\n",
                 std::string(isa_name(active_isa())).c_str(), dram_bytes / 1048576.0);
-  for (const auto& shape : split(o.shapes)) {
+  for (const auto& shape : bench::split_list(o.shapes)) {
     const size_t xpos = shape.find('x');
     if (xpos == std::string::npos) throw Error("", "--shapes", "bad --shapes entry", "n_outxn_in, e.g. 4096x4096", shape);
     const int64_t n_out = std::stoll(shape.substr(0, xpos)), n_in = std::stoll(shape.substr(xpos + 1));
@@ -102,16 +94,16 @@ int run(const Options& o) {
       s = s * 6364136223846793005ull + 1442695040888963407ull;
       c = static_cast<uint8_t>(((s >> 33) % 56 + 40) | ((s >> 60) & 1) << 7);
     }
-    for (const auto& form : split(o.forms)) {
+    for (const auto& form : bench::split_list(o.forms)) {
       std::vector<Layer> copies{make(form, codes, n_out, n_in)};
       while (static_cast<int64_t>(copies.size() * copies[0].bytes) < dram_bytes) copies.push_back(make(form, codes, n_out, n_in));
-      for (const auto& ts : split(o.threads)) {
+      for (const auto& ts : bench::split_list(o.threads)) {
         ThreadPool pool(std::stoi(ts));
-        for (const auto& nstr : split(o.ns)) {
+        for (const auto& nstr : bench::split_list(o.ns)) {
           const int64_t n = std::stoll(nstr);
           std::vector<float> x(static_cast<size_t>(n * n_in)), y(static_cast<size_t>(n * n_out));
           for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int64_t>(i * 2654435761u % 193) - 96) * 0.01f;
-          for (const auto& res : split(o.residency)) {
+          for (const auto& res : bench::split_list(o.residency)) {
             const bool dram = res == "dram";
             if (!dram && res != "cache") throw Error("", "--residency", "bad --residency entry", "dram or cache", res);
             const double bw = bench::dram_read_gbps(pool, int64_t{1} << 30);

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "cli/bench_registry.h"
 #include "cli/bench_util.h"
@@ -28,13 +27,6 @@ struct Options {
   std::string isa;
   int reps = 9;
 };
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string t; std::getline(ss, t, ',');) if (!t.empty()) out.push_back(t);
-  return out;
-}
 
 Head make_head(const std::string& type, const std::vector<float>& w, int64_t n_out, int64_t n_in, Mode mode) {
   if (type == "f16") {
@@ -60,14 +52,14 @@ int run(const Options& o) {
   const int64_t dram_bytes = 8 * bench::l3_bytes();
   std::printf("nvfp4 bench head: %lldx%lld, mode %s, ISA %s\n", static_cast<long long>(o.n_out),
               static_cast<long long>(o.n_in), std::string(mode_name(mode)).c_str(), std::string(isa_name(active_isa())).c_str());
-  for (const auto& type : split(o.types)) {
+  for (const auto& type : bench::split_list(o.types)) {
     std::vector<Head> copies;
     copies.push_back(make_head(type, w, o.n_out, o.n_in, mode));
     const int64_t nb = static_cast<int64_t>(copies[0].bytes());
     while (static_cast<int64_t>(copies.size()) * nb < dram_bytes) copies.push_back(make_head(type, w, o.n_out, o.n_in, mode));
-    for (const auto& ts : split(o.threads)) {
+    for (const auto& ts : bench::split_list(o.threads)) {
       ThreadPool pool(std::stoi(ts));
-      for (const auto& nstr : split(o.ns)) {
+      for (const auto& nstr : bench::split_list(o.ns)) {
         const int64_t n = std::stoll(nstr);
         std::vector<float> x(static_cast<size_t>(n * o.n_in), 0.25f), y(static_cast<size_t>(n * o.n_out));
         for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int64_t>(i % 97) - 48) * 0.03f;

@@ -12,7 +12,6 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "cli/bench_registry.h"
 #include "cli/bench_util.h"
@@ -40,14 +39,6 @@ struct Options {
   double max_case_s = 3.0;
   int64_t dram_mib = 0;  // 0: 8x L3
 };
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 int64_t to_int(const std::string& s, const std::string& what) {
   try {
@@ -93,7 +84,7 @@ int run(const Options& o) {
   getloadavg(load, 3);
   const std::string isa(isa_name(active_isa()));
   std::vector<Prefetch> plans;
-  for (const auto& p : split(o.prefetch)) plans.push_back(parse_prefetch(p));
+  for (const auto& p : bench::split_list(o.prefetch)) plans.push_back(parse_prefetch(p));
   if (plans.empty()) plans.push_back(active_prefetch());
   if (!o.json) {
     std::printf("nvfp4 bench kernels: %s, L3 %.0f MiB, ISA %s, load %.2f %.2f %.2f\n", cpu_model().c_str(),
@@ -105,9 +96,9 @@ int run(const Options& o) {
                 "median_ms", "min-max_ms", "GB/s", "%DRAM", "ns/blk/col", "ggml_ms", "x_ggml");
   }
   std::vector<Mode> modes;
-  for (const auto& m : split(o.modes)) modes.push_back(parse_mode(m));
+  for (const auto& m : bench::split_list(o.modes)) modes.push_back(parse_mode(m));
   const std::string wfile = "/tmp/nvfp4-bench-peer-" + std::to_string(getpid()) + ".bin";
-  for (const auto& shape : split(o.shapes)) {
+  for (const auto& shape : bench::split_list(o.shapes)) {
     const size_t xpos = shape.find('x');
     if (xpos == std::string::npos) throw Error("", "--shapes", "bad --shapes entry", "n_outxn_in, e.g. 14336x4096", shape);
     const int64_t n_out = to_int(shape.substr(0, xpos), "n_out"), n_in = to_int(shape.substr(xpos + 1), "n_in");
@@ -115,7 +106,7 @@ int run(const Options& o) {
     Linear base = Linear::prepare(w.view(), 0.01f, shape);
     const int64_t copies_n = std::max<int64_t>(2, (dram_bytes + base.weight_bytes() - 1) / base.weight_bytes());
     std::vector<Linear> copies, copies4k;  // dram4k: the same stream on 4 KiB pages
-    const auto rs = split(o.residency);
+    const auto rs = bench::split_list(o.residency);
     const auto wants = [&](const char* r) { return std::find(rs.begin(), rs.end(), r) != rs.end(); };
     // dram: the copies back to back in one arena, as a model's layers lie (each on a mapping of
     // its own would leave every copy's tail past its last 2 MiB boundary on 4 KiB pages).
@@ -130,16 +121,16 @@ int run(const Options& o) {
       peer_ok = static_cast<bool>(f);
     }
     int64_t rot = 0;
-    for (const auto& ts : split(o.threads)) {
+    for (const auto& ts : bench::split_list(o.threads)) {
       const int threads = static_cast<int>(to_int(ts, "--threads"));
       ThreadPool pool(threads);
-      for (const auto& nstr : split(o.ns)) {
+      for (const auto& nstr : bench::split_list(o.ns)) {
         const int64_t n = to_int(nstr, "--n");
         std::vector<float> x(n * n_in), y(n * n_out);
         uint64_t s = 99;
         for (auto& v : x) { s = s * 6364136223846793005ull + 1442695040888963407ull; v = static_cast<float>(static_cast<int64_t>(s >> 40) - (1 << 23)) * 0x1p-23f; }
         for (Mode mode : modes) {
-          for (const auto& res : split(o.residency)) {
+          for (const auto& res : bench::split_list(o.residency)) {
             const bool dram = res == "dram" || res == "dram4k";
             if (!dram && res != "cache") throw Error("", "--residency", "bad --residency entry", "dram, dram4k or cache", res);
             const std::vector<Linear>& from = res == "dram" ? copies : copies4k;

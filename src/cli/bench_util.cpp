@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <immintrin.h>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +22,14 @@
 #include "nvfp4/kernels.h"
 
 namespace nvfp4::cli::bench {
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string t; std::getline(ss, t, ',');)
+    if (!t.empty()) out.push_back(t);
+  return out;
+}
 
 Stats stats_of(std::vector<double> ms) {
   Stats s;

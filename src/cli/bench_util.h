@@ -11,6 +11,9 @@
 
 namespace nvfp4::cli::bench {
 
+// A comma-separated option ("1,2", "f16,fp8") as its non-empty items, in order.
+std::vector<std::string> split_list(const std::string& s);
+
 struct Stats {
   double median_ms = 0, min_ms = 0, max_ms = 0;
 };
