@@ -1,5 +1,5 @@
 // The pool's contract beyond "every item once" (test_linear.cpp): the ranges it hands out are
-// fixed by (count, threads, align) whatever the timing, a thread that stalls inside its chunk
+// fixed by (count, threads, align, chunks per thread) whatever the timing, a thread that stalls inside its chunk
 // does not keep the others from the rest, and dispatches() counts the hand-offs.
 #include <gtest/gtest.h>
 
@@ -15,13 +15,21 @@
 
 using namespace nvfp4;
 
+// (align, chunks per thread): the default, one stretch per thread (decode's matvecs), and two.
+constexpr std::pair<int64_t, int> kCases[] = {{1, ThreadPool::kChunksPerThread}, {16, ThreadPool::kChunksPerThread},
+                                              {1, ThreadPool::kStreamChunksPerThread},
+                                              {16, ThreadPool::kStreamChunksPerThread}, {1, 2}, {16, 2}};
+
 TEST(ThreadPool, RangesAreTheFixedChunksWhateverTheTiming) {
   for (int threads : {2, 3}) {
     ThreadPool pool(threads);
     for (int64_t count : {2, 7, 64, 1000, 4097}) {
-      for (int64_t align : {1, 16}) {
-        const int n = pool.chunks(count, align);
-        EXPECT_EQ(n, std::min<int64_t>((count + align - 1) / align, threads * ThreadPool::kChunksPerThread));
+      for (const auto& [align, per] : kCases) {
+        const int n = pool.chunks(count, align, per);
+        EXPECT_EQ(n, std::min<int64_t>((count + align - 1) / align, threads * per));
+        if (per == ThreadPool::kChunksPerThread) {
+          EXPECT_EQ(n, pool.chunks(count, align));
+        }
         std::vector<std::pair<int64_t, int64_t>> want;
         for (int i = 0; i < n; ++i) {
           int64_t b, e;
@@ -35,13 +43,14 @@ TEST(ThreadPool, RangesAreTheFixedChunksWhateverTheTiming) {
             if ((b / std::max<int64_t>(1, align)) % 3 == rep % 3) std::this_thread::yield();  // vary the timing
             std::lock_guard<std::mutex> lock(mu);
             got.emplace_back(b, e);
-          }, align);
+          }, align, per);
           std::sort(got.begin(), got.end());
           if (count <= align) {
             ASSERT_EQ(got.size(), 1u);
             continue;
           }
-          ASSERT_EQ(got, want) << threads << " threads, count " << count << ", align " << align;
+          ASSERT_EQ(got, want) << threads << " threads, count " << count << ", align " << align << ", " << per
+                               << " chunks per thread";
         }
       }
     }

@@ -6,7 +6,12 @@
 // Who runs a chunk is not fixed: the caller and the workers claim the chunks in order from one
 // counter. A worker that another process has descheduled therefore stalls nobody unless it was
 // preempted inside a chunk; the others take the chunks it did not start. There are a few chunks
-// per thread (kChunksPerThread) so that what one preempted thread holds is small.
+// per thread (kChunksPerThread) so that what one preempted thread holds is small. A caller may
+// ask for fewer: a decode matvec streams its weights from DRAM, and each chunk a thread claims
+// starts a stream of its own (the claims alternate between threads, so a thread's chunks are not
+// adjacent): the software prefetch's lead is lost at every start, a cost that is a large share of
+// a small layer's few microseconds. Those calls pass kStreamChunksPerThread (one contiguous
+// stretch per thread: per_thread_for(); docs/BENCHMARKS.md section 53).
 //
 // Hand-off: a decode step dispatches a few hundred short jobs (tens of microseconds each), so
 // waking sleeping threads through the kernel for each one costs a large share of the step.
@@ -36,14 +41,21 @@ class ThreadPool {
   // Calls fn(begin, end) for each chunk of [0, count) (chunks(count, align) of them, see
   // partition()); ranges are aligned to `align` items (the last takes the rest). Returns when all
   // are done. Not reentrant: one run() at a time, from one thread.
-  void run(int64_t count, const std::function<void(int64_t, int64_t)>& fn, int64_t align = 1);
-  // How many chunks run() splits count items into: min(units, threads * kChunksPerThread), one
-  // when threads == 1.
-  int chunks(int64_t count, int64_t align) const;
+  void run(int64_t count, const std::function<void(int64_t, int64_t)>& fn, int64_t align = 1,
+           int per_thread = kChunksPerThread);
+  // How many chunks run() splits count items into: min(units, threads * per_thread), one when
+  // threads == 1.
+  int chunks(int64_t count, int64_t align, int per_thread = kChunksPerThread) const;
   // run() calls so far that handed work to the workers (hand-offs); 0 with one thread.
   uint64_t dispatches() const { return dispatches_.load(std::memory_order_relaxed); }
 
   static constexpr int kChunksPerThread = 4;
+  static constexpr int kStreamChunksPerThread = 1;
+  // Chunks per thread for a dispatch over weight rows that computes `cols` columns: one stretch
+  // per thread while the weights' stream bounds the time (decode, a verify of one draft), the
+  // default beyond, where the kernels are compute-bound and more chunks even out the threads.
+  static constexpr int64_t kStreamMaxCols = 2;
+  static int per_thread_for(int64_t cols) { return cols <= kStreamMaxCols ? kStreamChunksPerThread : kChunksPerThread; }
 
  private:
   void worker();

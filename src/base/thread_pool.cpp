@@ -66,10 +66,11 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-int ThreadPool::chunks(int64_t count, int64_t align) const {
+int ThreadPool::chunks(int64_t count, int64_t align, int per_thread) const {
   if (threads_ == 1) return 1;
   const int64_t units = (count + std::max<int64_t>(1, align) - 1) / std::max<int64_t>(1, align);
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(units, int64_t{threads_} * kChunksPerThread)));
+  return static_cast<int>(
+      std::max<int64_t>(1, std::min<int64_t>(units, int64_t{threads_} * std::max(1, per_thread))));
 }
 
 void ThreadPool::drain(uint64_t gen) {
@@ -118,13 +119,13 @@ void ThreadPool::worker() {
   }
 }
 
-void ThreadPool::run(int64_t count, const std::function<void(int64_t, int64_t)>& fn, int64_t align) {
+void ThreadPool::run(int64_t count, const std::function<void(int64_t, int64_t)>& fn, int64_t align, int per_thread) {
   align = std::max<int64_t>(1, align);
   if (threads_ == 1 || count <= align) {
     if (count > 0) fn(0, count);
     return;
   }
-  const int n = chunks(count, align);
+  const int n = chunks(count, align, per_thread);
   // Close the finished generation first. A worker may still hold a ticket of it that it read
   // before its last chunk was claimed; if it then read this job's chunk count (larger) and
   // claimed against the old ticket, it would run a chunk of a job that is not its own and count

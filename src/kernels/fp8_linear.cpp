@@ -61,7 +61,9 @@ void Fp8Linear::forward(const float* x, int64_t n, float* y, ThreadPool& pool) c
   a.shape(n, w.n_in);
   if (n < 16) k.prep_q8(x, 0, n, a);
   else pool.run(n, [&](int64_t b, int64_t e) { k.prep_q8(x, b, e, a); });
-  pool.run(w.n_out, [&](int64_t b, int64_t e) { k.fp8_q8(w, a, b, e, y); }, kern::kFp8RowPad);
+  // One stretch of rows per thread for decode-sized windows (thread_pool.h).
+  pool.run(w.n_out, [&](int64_t b, int64_t e) { k.fp8_q8(w, a, b, e, y); }, kern::kFp8RowPad,
+           ThreadPool::per_thread_for(n));
 }
 
 }  // namespace nvfp4

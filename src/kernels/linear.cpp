@@ -153,23 +153,23 @@ void Linear::forward(Mode mode, const float* x, int64_t n, float* y, ThreadPool&
       kern::ActQ8& a = (scratch ? *scratch : local.emplace()).impl().q8;
       prepare_q8_pooled(k, x, n, w.n_in, a, pool);
       const kern::Q8Fn fn = n >= kern::kPrefillN ? k.a16q8_gemm : k.a16q8;
-      pool.run(w.tiles, [&](int64_t b, int64_t e) { fn(w, a, b, e, y); });
+      pool.run(w.tiles, [&](int64_t b, int64_t e) { fn(w, a, b, e, y); }, 1, ThreadPool::per_thread_for(n));
       break;
     }
     case Mode::w4a4: {
       kern::ActFp4 a;
       kern::prepare_fp4(x, n, w.n_in, impl_->input_scale, a);
-      pool.run(w.tiles, [&](int64_t b, int64_t e) { k.w4a4(w, a, b, e, y); });
+      pool.run(w.tiles, [&](int64_t b, int64_t e) { k.w4a4(w, a, b, e, y); }, 1, ThreadPool::per_thread_for(n));
       break;
     }
     case Mode::a16:
-      pool.run(w.tiles, [&](int64_t b, int64_t e) { k.a16(w, x, n, b, e, y); });
+      pool.run(w.tiles, [&](int64_t b, int64_t e) { k.a16(w, x, n, b, e, y); }, 1, ThreadPool::per_thread_for(n));
       break;
     case Mode::f32:
-      pool.run(w.tiles, [&](int64_t b, int64_t e) { k.f32(w, x, n, b, e, y); });
+      pool.run(w.tiles, [&](int64_t b, int64_t e) { k.f32(w, x, n, b, e, y); }, 1, ThreadPool::per_thread_for(n));
       break;
     case Mode::f64:
-      pool.run(w.tiles, [&](int64_t b, int64_t e) { k.f64(w, x, n, b, e, y); });
+      pool.run(w.tiles, [&](int64_t b, int64_t e) { k.f64(w, x, n, b, e, y); }, 1, ThreadPool::per_thread_for(n));
       break;
   }
 }
@@ -217,7 +217,7 @@ void Linear::forward_group(Mode mode, std::span<const Linear* const> layers, con
       const int64_t lo = std::max(b, first[i]), hi = std::min(e, first[i + 1]);
       if (lo < hi) run_tiles(i, lo - first[i], hi - first[i]);
     }
-  });
+  }, 1, ThreadPool::per_thread_for(n));
 }
 
 void Linear::forward_rows(Mode mode, std::span<const Linear* const> layers, const float* x, int64_t n,
@@ -254,7 +254,7 @@ void Linear::forward_rows(Mode mode, std::span<const Linear* const> layers, cons
       }
     }
     rows(tb * kern::kTileRows, std::min(n_out, te * kern::kTileRows));
-  });
+  }, 1, ThreadPool::per_thread_for(n));
 }
 
 namespace {
@@ -285,7 +285,7 @@ void dispatch_many(Mode mode, const kern::ActQ8* const* q8,
       const int64_t lo = std::max(b, first[i]), hi = std::min(e, first[i + 1]);
       if (lo < hi) run_tiles(i, lo - first[i], hi - first[i]);
     }
-  });
+  }, 1, ThreadPool::per_thread_for(*std::max_element(ns.begin(), ns.end())));
 }
 }  // namespace
 

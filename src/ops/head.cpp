@@ -91,7 +91,10 @@ void Head::forward(Mode mode, const float* x, int64_t n, float* y, ThreadPool& p
     a.shape(n, n_in_);
     k.prep_q8(x, 0, n, a);
     const kern::HeadQ8Fn fn = k.head_q8;
-    pool.run(n_out_, [&](int64_t b, int64_t e) { fn(q8_, a, b, e, y); }, kern::kHeadRowPad);
+    // One stretch of rows per thread for a few columns (the rows stream from DRAM, see
+    // thread_pool.h); the default chunks for a prompt's windows.
+    pool.run(n_out_, [&](int64_t b, int64_t e) { fn(q8_, a, b, e, y); }, kern::kHeadRowPad,
+             ThreadPool::per_thread_for(n));
     return;
   }
   dense_.forward(x, n, y, pool);
