@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_contract.h"
 #include "isa_scope.h"
 #include "nvfp4/codec.h"
 #include "nvfp4/kernels.h"
@@ -61,28 +62,11 @@ void fill(const Shape& sh, int64_t n_ctx, KvType type, uint32_t seed, Seq& s) {
 
 // One query head of one token, in the documented order.
 void reference_head(const Shape& sh, const Seq& s, int64_t pos, int64_t h, const float* q, float* o) {
-  const int64_t hd = sh.hd, kvh = h / (sh.n_head / sh.n_kv), kv = sh.n_kv * hd, len = pos + 1;
-  std::vector<float> w(static_cast<size_t>(len));
+  const int64_t hd = sh.hd, kvh = h / (sh.n_head / sh.n_kv), kv = sh.n_kv * hd;
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
-  for (int64_t j = 0; j < len; ++j) {
-    float acc = 0.0f;
-    for (int64_t d = 0; d < hd; ++d) acc = acc + q[d] * s.k[static_cast<size_t>(j * kv + kvh * hd + d)];
-    w[static_cast<size_t>(j)] = acc * scale;
-  }
-  float mx = -INFINITY;
-  for (float x : w) mx = mx < x ? x : mx;
-  double sum = 0.0;
-  for (float& x : w) {
-    x = static_cast<float>(pinned::exp(static_cast<double>(x - mx)));
-    sum += x;
-  }
-  const double inv = 1.0 / sum;
-  for (float& x : w) x = static_cast<float>(x * inv);
-  for (int64_t d = 0; d < hd; ++d) {
-    float acc = 0.0f;
-    for (int64_t j = 0; j < len; ++j) acc = acc + w[static_cast<size_t>(j)] * s.v[static_cast<size_t>(j * kv + kvh * hd + d)];
-    o[d] = acc;
-  }
+  test::contract_head(
+      q, hd, pos + 1, scale, [&](int64_t j, int64_t d) { return s.k[static_cast<size_t>(j * kv + kvh * hd + d)]; },
+      [&](int64_t j, int64_t d) { return s.v[static_cast<size_t>(j * kv + kvh * hd + d)]; }, o);
 }
 
 }  // namespace

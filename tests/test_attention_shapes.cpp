@@ -19,6 +19,7 @@
 #include "kernels/attention_item.h"
 #pragma GCC diagnostic pop
 #include "kernels/attention_kernels.h"
+#include "attention_contract.h"
 #include "kernels/pinned_math.h"
 
 namespace nvfp4 {
@@ -106,10 +107,8 @@ std::vector<float> run_shape(int elem, int g, int64_t len, int64_t hd, uint32_t 
   return d.o;
 }
 
-// The contract written out plainly (docs/DETERMINISM.md, scores / softmax / output): per key,
-// sum over d ascending of q[d] * K[d][j] in float, times the scale; max; float(exp(double(s - max)));
-// their sum in double j ascending; w = float(e * (1 / sum)); per dimension, sum over j ascending
-// of w[j] * V[j][d] in float. Keys and values as widened (F16 exactly, E4M3 at its mul).
+// The contract written out plainly (attention_contract.h) over this item's layouts: keys and
+// values as widened (F16 exactly, E4M3 at its mul).
 std::vector<float> run_plain(int elem, int g, int64_t len, int64_t hd, uint32_t seed) {
   ItemData d;
   make(d, elem, g, len, hd, seed);
@@ -122,28 +121,7 @@ std::vector<float> run_plain(int elem, int g, int64_t len, int64_t hd, uint32_t 
     const int64_t i = j * hd + dd;
     return elem == kElemF32 ? d.vf[i] : elem == kElemF16 ? half_to_float(d.vh[i]) : e4m3_widened(d.vb[i], a.v_mul);
   };
-  for (int h = 0; h < g; ++h) {
-    std::vector<float> sc(static_cast<size_t>(len));
-    float mx = -INFINITY;
-    for (int64_t j = 0; j < len; ++j) {
-      float acc = 0.0f;
-      for (int64_t dd = 0; dd < hd; ++dd) acc = acc + a.q[h][dd] * key(j, dd);
-      sc[j] = acc * a.scale;
-      mx = mx < sc[j] ? sc[j] : mx;
-    }
-    double sum = 0.0;
-    for (auto& x : sc) {
-      x = static_cast<float>(pinned::exp(static_cast<double>(x - mx)));
-      sum += x;
-    }
-    const double inv = 1.0 / sum;
-    for (auto& x : sc) x = static_cast<float>(x * inv);
-    for (int64_t dd = 0; dd < hd; ++dd) {
-      float acc = 0.0f;
-      for (int64_t j = 0; j < len; ++j) acc = acc + sc[j] * value(j, dd);
-      d.o[h * hd + dd] = acc;
-    }
-  }
+  for (int h = 0; h < g; ++h) test::contract_head(a.q[h], hd, len, a.scale, key, value, d.o.data() + h * hd);
   return d.o;
 }
 
