@@ -24,7 +24,9 @@ TEST(ThreadPool, RangesAreTheFixedChunksWhateverTheTiming) {
   for (int threads : {2, 3}) {
     ThreadPool pool(threads);
     for (int64_t count : {2, 7, 64, 1000, 4097}) {
-      for (const auto& [align, per] : kCases) {
+      for (const auto& c : kCases) {
+        const int64_t align = c.first;  // named locals: the lambda below captures them
+        const int per = c.second;
         const int n = pool.chunks(count, align, per);
         EXPECT_EQ(n, std::min<int64_t>((count + align - 1) / align, threads * per));
         if (per == ThreadPool::kChunksPerThread) {
