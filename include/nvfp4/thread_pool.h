@@ -38,7 +38,7 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int threads() const { return threads_; }
-  // Calls fn(begin, end) for each chunk of [0, count) (chunks(count, align) of them, see
+  // Calls fn(begin, end) for each chunk of [0, count) (chunks(count, align, per_thread) of them, see
   // partition()); ranges are aligned to `align` items (the last takes the rest). Returns when all
   // are done. Not reentrant: one run() at a time, from one thread.
   void run(int64_t count, const std::function<void(int64_t, int64_t)>& fn, int64_t align = 1,
