@@ -4,10 +4,10 @@
 //
 // a16q8 on AVX2: the packed 16-row tile read as two halves of 8 rows (one int32 lane per row),
 // a window of up to 8 columns per pass; each 256-block runs half by half (the second half reads
-// the block's 2.3 KiB of records from L1), or both halves in one loop for windows of 1-2 columns
-// when both are narrow; one column (decode) runs tiles in pairs, the two record streams side by
-// side (narrow_both_pair). Which path a half takes, and its emin, come from the block summary
-// built with the packed stream (Packed::emin / narrow, see packed.h).
+// the block's 2.3 KiB of records from L1), or both halves in one loop for windows of up to
+// kBothMaxCols columns when both are narrow; one column (decode) runs tiles in pairs, the two
+// record streams side by side (narrow_both_pair). Which path a half takes, and its emin, come
+// from the block summary built with the packed stream (Packed::emin / narrow, see packed.h).
 //
 // Why the result equals the reference bit for bit (the AVX-512 kernel's argument, see
 // gemv_a16q8_avx512vnni.cpp, with the group sum formed in int16):
@@ -53,6 +53,12 @@ namespace {
 namespace a16q8_avx2_body {
 
 inline constexpr int64_t kQStride = ActQ8::kChunk * kGroup;  // one group of a chunk's 8 columns
+// Windows of up to this many columns run a narrow block's two halves in one loop (narrow_both);
+// wider ones half by half. AVX2: 4 (a Zen 3 core, one thread: 3 and 4 columns take 0.77-0.90x
+// the half-by-half time, 5-8 parity; docs/BENCHMARKS.md section 54). AVX-VNNI keeps 2 (not
+// measured on a VNNI core).
+template <bool kVnni>
+inline constexpr int kBothMaxCols = kVnni ? 2 : 4;
 
 inline __m256i bcast4(const int8_t* p) {
   int32_t v;
@@ -177,9 +183,10 @@ inline void narrow_half(const uint8_t* p, int h, int64_t count, const uint8_t* e
   for (int c = 0; c < NC; ++c) t[c] = _mm256_mul_ps(_mm256_cvtepi32_ps(acc[c]), pow2);
 }
 
-// Both halves narrow, windows of 1-2 columns (decode): one loop over the block reads each record
-// once and shares the activation broadcasts between the halves (the decoded halves, their
-// multipliers and 2 * NC sums still fit the 16 ymm). The same integer sums as narrow_half.
+// Both halves narrow, windows of up to kBothMaxCols columns (decode, a verify of 1-3 drafts): one
+// loop over the block reads each record once and forms its multipliers once (half by half they
+// are formed per half; the decoded half, both multipliers and 2 * NC sums fit the 16 ymm up to 4
+// columns, the broadcasts reloaded per half). The same integer sums as narrow_half.
 template <bool kVnni, class Pf, int NC>
 inline void narrow_both(const uint8_t* p, int64_t count, const uint8_t* emin, const int8_t* qb,
                         const int32_t* cb, __m256 t[2][NC]) {
@@ -263,7 +270,7 @@ inline void block_t(const Packed& w, const ActQ8& a, int64_t tile, int64_t b, in
   const int32_t* cb = kVnni ? a.corrg(g0, c0) : a.corr16g(g0, c0);  // VNNI: int32 corr, AVX2: its low half
   const uint8_t* emin = w.emin_at(tile, b);
   const int narrow = w.narrow_at(tile, b);
-  if (NC <= 2 && narrow == 3) {
+  if (NC <= kBothMaxCols<kVnni> && narrow == 3) {
     narrow_both<kVnni, Pf, NC>(p, count, emin, qb, cb, tt);
     return;
   }
