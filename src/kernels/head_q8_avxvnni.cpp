@@ -7,6 +7,7 @@ namespace {
 struct DotVnni {
   static constexpr int kCols = 2;  // columns per weight load
   static constexpr bool kOffset = true;
+  static __m256i prep(__m256i u) { return u; }
   static __m256i dot(__m256i acc, __m256i u, __m256i qa) { return _mm256_dpbusd_avx_epi32(acc, u, qa); }
 };
 }  // namespace

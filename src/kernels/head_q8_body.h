@@ -5,7 +5,8 @@
 // group (padding rows) and a partial row range just store fewer lanes.
 //
 // Integer part of one (8 rows, 32-block): 8 units, each 8 rows x 4 codes u = q_w + 128 against the
-// column's 4 codes q_a broadcast to every lane; Dot::dot adds the 4 products per lane to an int32
+// column's 4 codes q_a broadcast to every lane; Dot::prep forms what the columns share of a weight
+// load, and Dot::dot adds the 4 products per lane to an int32
 // accumulator started at Dot::kOffset ? off_j (head_q8_off: -128 * sum q_a) : 0, so it ends at
 // isum_j exactly (integers, any order). AVX-VNNI: vpdpbusd(u, q_a). AVX2: q_w = u ^ 0x80, then
 // |q_w| (vpsignb q_w, q_w: -128 reads as the unsigned 128) times sign(q_w) * q_a (|q_a| <= 127)
@@ -56,8 +57,8 @@ void group_cols8x2(const HeadQ8& w, const ActQ8& a, const int32_t* off, int64_t 
       }
       #pragma GCC unroll 8
       for (int k = 0; k < 8; ++k) {
-        const __m256i u0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(u + k * kHeadUnit));
-        const __m256i u1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(u + k * kHeadUnit + 32));
+        const auto u0 = Dot::prep(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(u + k * kHeadUnit)));
+        const auto u1 = Dot::prep(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(u + k * kHeadUnit + 32)));
         #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
           const __m256i av = _mm256_set1_epi32(load4(qa[t][k / 4] + k % 4 * 4));
