@@ -54,11 +54,12 @@ namespace a16q8_avx2_body {
 
 inline constexpr int64_t kQStride = ActQ8::kChunk * kGroup;  // one group of a chunk's 8 columns
 // Windows of up to this many columns run a narrow block's two halves in one loop (narrow_both);
-// wider ones half by half. AVX2: 4 (a Zen 3 core, one thread: 3 and 4 columns take 0.77-0.90x
-// the half-by-half time, 5-8 parity; docs/BENCHMARKS.md section 54). AVX-VNNI keeps 2 (not
-// measured on a VNNI core).
-template <bool kVnni>
-inline constexpr int kBothMaxCols = kVnni ? 2 : 4;
+// wider ones half by half. Streamed weights (every layer of a step is read once), one thread:
+// AVX2 on a Zen 3 core, 3 and 4 columns 0.77-0.90x the half-by-half time (docs/BENCHMARKS.md
+// section 54); on a Xeon (AVX2 and AVX-VNNI) 0.75-0.89x from DRAM and L3, parity from L2 at
+// 3 columns, 1.04-1.12x from L2 at 4 on matrices under 2 MiB (section 55), a reuse no forward
+// pass makes. 5-8 columns: parity both ways.
+inline constexpr int kBothMaxCols = 4;
 
 inline __m256i bcast4(const int8_t* p) {
   int32_t v;
@@ -270,7 +271,7 @@ inline void block_t(const Packed& w, const ActQ8& a, int64_t tile, int64_t b, in
   const int32_t* cb = kVnni ? a.corrg(g0, c0) : a.corr16g(g0, c0);  // VNNI: int32 corr, AVX2: its low half
   const uint8_t* emin = w.emin_at(tile, b);
   const int narrow = w.narrow_at(tile, b);
-  if (NC <= kBothMaxCols<kVnni> && narrow == 3) {
+  if (NC <= kBothMaxCols && narrow == 3) {
     narrow_both<kVnni, Pf, NC>(p, count, emin, qb, cb, tt);
     return;
   }
