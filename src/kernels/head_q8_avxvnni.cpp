@@ -5,7 +5,10 @@
 namespace nvfp4::kern {
 namespace {
 struct DotVnni {
-  static constexpr int kCols = 2;  // columns per weight load
+  // Columns per weight load: 4 (a Xeon core forced to AVX-VNNI, one thread: 3, 4 and 8 columns
+  // in 0.85-0.95x, 0.79-0.88x and 0.79-0.84x the time of 2 a load, 1-2 columns at parity;
+  // docs/BENCHMARKS.md section 55).
+  static constexpr int kCols = 4;
   static constexpr bool kOffset = true;
   static __m256i prep(__m256i u) { return u; }
   static __m256i dot(__m256i acc, __m256i u, __m256i qa) { return _mm256_dpbusd_avx_epi32(acc, u, qa); }
