@@ -49,6 +49,16 @@ inline constexpr int64_t kFp8RowPad = 16;
 inline constexpr int64_t kFp8Unit = 64;  // bytes: 16 rows x 4 inputs
 // Software prefetch distance in a group's stream (bytes), as the Q8_0 head's.
 inline constexpr int64_t kFp8PrefetchBytes = 2048;
+// Prefetch for the unit at p: kFp8PrefetchBytes ahead into L1, and at a 4 KiB page's first unit
+// the next page's first line into L2, so that page's stream starts (the hardware's L2 streamer
+// stops at page ends) before the L1 lead reaches it. On a Xeon from DRAM, AVX-512, n = 1-2: 0.89-0.97x
+// the time at one thread and 0.90-0.96x at two (L1 leads of 3-8 KiB instead were slower; the AVX2
+// form, compute-bound, does not change; docs/BENCHMARKS.md section 55). Always inlined (GCC may
+// drop an out-of-line prefetch helper).
+[[gnu::always_inline]] inline void fp8_prefetch_unit(const uint8_t* p) {
+  __builtin_prefetch(p + kFp8PrefetchBytes, 0, 3);
+  if ((reinterpret_cast<uintptr_t>(p) & 4095) == 0) __builtin_prefetch(p + 4096, 0, 2);
+}
 
 struct Fp8Q8 {
   int64_t n_out = 0, n_in = 0, rows = 0, units = 0;  // rows: n_out padded to 16; units: n_in / 4

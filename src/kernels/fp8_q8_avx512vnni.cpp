@@ -62,7 +62,7 @@ void group_cols(const Fp8Q8& w, const ActQ8& a, const int8_t* qc, int64_t g, int
       #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
         const uint8_t* p = w.unit(g, 4 * j + k);
-        __builtin_prefetch(p + kFp8PrefetchBytes, 0, 3);
+        fp8_prefetch_unit(p);
         const __m512i v = _mm512_loadu_si512(p);
         const __mmask64 neg = _mm512_movepi8_mask(v);
         const __m512i pa = _mm512_permutex2var_epi8(ta0, v, ta1);
