@@ -56,9 +56,9 @@ inline constexpr int64_t kQStride = ActQ8::kChunk * kGroup;  // one group of a c
 // Windows of up to this many columns run a narrow block's two halves in one loop (narrow_both);
 // wider ones half by half. Streamed weights (every layer of a step is read once), one thread:
 // AVX2 on a Zen 3 core, 3 and 4 columns 0.77-0.90x the half-by-half time (docs/BENCHMARKS.md
-// section 54); on a Xeon (AVX2 and AVX-VNNI) 0.75-0.89x from DRAM and L3, parity from L2 at
-// 3 columns, 1.04-1.12x from L2 at 4 on matrices under 2 MiB (section 55), a reuse no forward
-// pass makes. 5-8 columns: parity both ways.
+// section 54); on a Xeon (AVX2 and AVX-VNNI) 0.75-0.98x from DRAM and L3, from L2 (matrices
+// under 2 MiB called again, a reuse no forward pass makes) 0.97-1.04x at 3 columns and
+// 1.08-1.12x at 4 (section 55). 5-8 columns: parity both ways.
 inline constexpr int kBothMaxCols = 4;
 
 inline __m256i bcast4(const int8_t* p) {
