@@ -15,8 +15,11 @@
 
 namespace nvfp4::test {
 
+// tiny: when given, counts the weights in (0, 2^-101) (where the kernels' products may take
+// their exact form).
 template <class Key, class Value>
-void contract_head(const float* q, int64_t hd, int64_t len, float scale, Key key, Value value, float* o) {
+void contract_head(const float* q, int64_t hd, int64_t len, float scale, Key key, Value value, float* o,
+                   int64_t* tiny = nullptr) {
   std::vector<float> w(static_cast<size_t>(len));
   float mx = -INFINITY;
   for (int64_t j = 0; j < len; ++j) {
@@ -31,7 +34,10 @@ void contract_head(const float* q, int64_t hd, int64_t len, float scale, Key key
     sum += x;
   }
   const double inv = 1.0 / sum;
-  for (float& x : w) x = static_cast<float>(x * inv);
+  for (float& x : w) {
+    x = static_cast<float>(x * inv);
+    if (tiny && x > 0.0f && x < 0x1p-101f) ++*tiny;
+  }
   for (int64_t d = 0; d < hd; ++d) {
     float acc = 0.0f;
     for (int64_t j = 0; j < len; ++j) acc = acc + w[static_cast<size_t>(j)] * value(j, d);

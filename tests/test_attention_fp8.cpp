@@ -180,10 +180,13 @@ TEST(KvFp8, DirectReadEqualsF32CacheOfWidenedValues) {
     for (int64_t p = 0; p < 40; ++p) two.push_back({static_cast<int>(p % 2) * 2, 30 + p});
     steps.push_back(whole);
     steps.push_back(two);
+    // q of N(0, 1), and 30 times wider: most weights then subnormal or tiny (the kernels' exact
+    // products, attention_item.h), at the E4M3 cache's threshold and the F32 cache's.
+    for (const float q_sd : {1.0f, 30.0f})
     for (size_t si = 0; si < steps.size(); ++si) {
       const auto& toks = steps[si];
       std::mt19937 rng(seed++);
-      std::normal_distribution<float> nd(0.0f, 1.0f);
+      std::normal_distribution<float> nd(0.0f, q_sd);
       std::vector<float> q(toks.size() * static_cast<size_t>(mc.q_dim()));
       for (float& x : q) x = nd(rng);
       const int64_t l = static_cast<int64_t>(si % 2);
@@ -194,7 +197,7 @@ TEST(KvFp8, DirectReadEqualsF32CacheOfWidenedValues) {
             SCOPED_TRACE(std::string(isa_name(isa)) + ", " + std::to_string(threads) + " threads, heads " +
                          std::to_string(sh.n_head) + "/" + std::to_string(sh.n_kv) + " x " + std::to_string(sh.hd) +
                          ", step " + std::to_string(si) + " (" + std::to_string(toks.size()) + " tokens), window " +
-                         std::to_string(window));
+                         std::to_string(window) + ", q sd " + std::to_string(q_sd));
             test::IsaEnv env(isa);
             ThreadPool pool(threads);
             const std::vector<float> a = run(mc, caches, true, toks, l, window, q, pool);

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "nvfp4/codec.h"
 #include "kernels/pinned_math.h"
@@ -102,6 +103,7 @@ inline constexpr int64_t kLine = 64 / static_cast<int64_t>(sizeof(E));
 template <int W>
 struct Lanes {
   typedef float V __attribute__((vector_size(4 * W)));
+  typedef double D __attribute__((vector_size(8 * W)));  // the same lanes in double
 };
 template <class V>
 inline V load_lanes(const float* p) {
@@ -178,11 +180,47 @@ __attribute__((noinline)) void score_chunk(const AttnItem& a, int64_t j0, Widen 
     for (int64_t v = 0; v < NT * VT; ++v) store_lanes(dst[h] + v * S::kW, acc[h][v]);
 }
 
+// Subnormal weights. A float multiply whose operand or result is subnormal takes a microcode
+// assist on Intel cores (about 95 cycles a vector instruction on a Xeon of 2026, against 2 for a
+// normal one; additions and conversions with subnormals take none), and softmax weights of keys
+// far below the maximum (s - max < -87) are subnormal: on Gemma 4's global layers (unscaled
+// normed q and k, head size 512) the output products took 1.25 ms a layer against 0.21 ms. A
+// value block holding a weight w with 0 < w < tiny_weight (below which a product with a nonzero
+// cache value may be subnormal) runs the exact form: each such row's products as
+// float(double(w) * double(v)), exact in double (24 by 24 bits) and rounded once to float,
+// subnormals included, which is the IEEE float product w * v bit for bit, with no float multiply
+// on a subnormal. The threshold only picks the form: either gives the same bits for any weight.
+// The smallest nonzero magnitude a value row can hold: F16 2^-24, E4M3 2^-17 (the byte 0x01 in
+// its F16 form) times 256 * scale; a float cache any, taken as F16's (its rows hold activations).
+template <class E>
+inline float tiny_weight(const AttnItem& a) {
+  const double vmin = sizeof(E) == 1 ? 0x1p-17 * static_cast<double>(a.v_mul) : 0x1p-24;
+  return vmin > 0x1p-125 ? static_cast<float>(0x1p-125 / vmin) : 1.0f;
+}
+
+// Whether rows [j0, j1) hold a weight of the G heads in (0, tiny).
+template <int G>
+inline bool block_has_tiny(const AttnItem& a, int64_t j0, int64_t j1, float tiny) {
+  bool any = false;
+  for (int h = 0; h < G; ++h)
+    for (int64_t j = j0; j < j1; ++j) any |= a.s[h][j] > 0.0f && a.s[h][j] < tiny;
+  return any;
+}
+
+// acc += w * x[0, lanes) with each product as float(double(w) * double(x)): the IEEE float
+// product (see above). (By reference: a vector returned by value changes the ABI in the baseline
+// file, which holds the wider shapes too.)
+template <class V, class D>
+inline void add_product_exact(V& acc, float w, const float* x) {
+  acc = acc + __builtin_convertvector(__builtin_convertvector(load_lanes<V>(x), D) * static_cast<double>(w), V);
+}
+
 // Output dimensions [d0, d0 + C) (C a multiple of 16) for the G heads over value rows [j0, j1):
 // per dimension, j ascending, continuing the sums in a.o (from zero when j0 == 0; a float stored
-// and loaded again is the same float, so cutting j into blocks changes no bit).
-template <class S, int G, int64_t C, class E, class Widen>
-__attribute__((noinline)) void output_chunk(const AttnItem& a, int64_t d0, int64_t j0, int64_t j1, Widen widen) {
+// and loaded again is the same float, so cutting j into blocks changes no bit). Exact: the block
+// holds weights below `tiny`, whose rows take add_product_exact (the same bits).
+template <class S, int G, int64_t C, class E, bool Exact, class Widen>
+__attribute__((noinline)) void output_chunk(const AttnItem& a, int64_t d0, int64_t j0, int64_t j1, float tiny, Widen widen) {
   static_assert(C % 16 == 0 && C % S::kW == 0);
   using V = typename Lanes<S::kW>::V;
   constexpr int64_t NV = C / S::kW;
@@ -201,6 +239,12 @@ __attribute__((noinline)) void output_chunk(const AttnItem& a, int64_t d0, int64
 #pragma GCC unroll 64
     for (int h = 0; h < G; ++h) {
       const float w = a.s[h][j];
+      if (Exact && w > 0.0f && w < tiny) {
+        using D = typename Lanes<S::kW>::D;
+#pragma GCC unroll 64
+        for (int64_t v = 0; v < NV; ++v) add_product_exact<V, D>(acc[h][v], w, vd + v * S::kW);
+        continue;
+      }
 #pragma GCC unroll 64
       for (int64_t v = 0; v < NV; ++v) acc[h][v] = acc[h][v] + w * load_lanes<V>(vd + v * S::kW);
     }
@@ -285,14 +329,20 @@ inline constexpr int64_t kValueBlock = 64;
 template <class S, int G, class E, class Widen>
 inline void output_range(const AttnItem& a, int64_t d0, int64_t d1, Widen widen) {
   constexpr int64_t kD = dim_chunk<S, G>();
+  const float tiny = tiny_weight<E>(a);
   for (int64_t j0 = 0; j0 < a.len; j0 += kValueBlock) {
     const int64_t j1 = std::min(a.len, j0 + kValueBlock);
+    const bool exact = block_has_tiny<G>(a, j0, j1, tiny);
+    const auto chunk = [&](auto c, int64_t d) {
+      if (exact) output_chunk<S, G, decltype(c)::value, E, true>(a, d, j0, j1, tiny, widen);
+      else output_chunk<S, G, decltype(c)::value, E, false>(a, d, j0, j1, tiny, widen);
+    };
     int64_t d = d0;
-    for (; d + kD <= d1; d += kD) output_chunk<S, G, kD, E>(a, d, j0, j1, widen);
+    for (; d + kD <= d1; d += kD) chunk(std::integral_constant<int64_t, kD>{}, d);
     if constexpr (kD > 32)
-      for (; d + 32 <= d1; d += 32) output_chunk<S, G, 32, E>(a, d, j0, j1, widen);
+      for (; d + 32 <= d1; d += 32) chunk(std::integral_constant<int64_t, 32>{}, d);
     if constexpr (kD > 16)
-      for (; d + 16 <= d1; d += 16) output_chunk<S, G, 16, E>(a, d, j0, j1, widen);
+      for (; d + 16 <= d1; d += 16) chunk(std::integral_constant<int64_t, 16>{}, d);
     // The rest: fewer than 16 dimensions (a head dimension not a multiple of 16), element by element.
     const int64_t n = d1 - d;
     if (n == 0) continue;
