@@ -44,4 +44,7 @@ TEST(CliBenchAttention, BadOptionsAreRefusedByName) {
   const Result res = cli("bench attention --ctx 16 --threads 1 --residency l2 --reps 1", true);
   EXPECT_NE(res.rc, 0);
   EXPECT_NE(res.out.find("--residency"), std::string::npos) << res.out;
+  const Result scale = cli("bench attention --ctx 16 --threads 1 --residency cache --reps 1 --scale -2", true);
+  EXPECT_NE(scale.rc, 0);
+  EXPECT_NE(scale.out.find("--scale"), std::string::npos) << scale.out;
 }

@@ -3,6 +3,7 @@
 // (as many layers as hold 8x the L3, one after another, as a model's layers are) and from cache
 // (one layer again and again). The types of a case run interleaved rep by rep, so their ratio is
 // taken under the same host conditions; the DRAM read roofline is measured right before each case.
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -19,6 +20,7 @@ namespace {
 struct Options {
   bool json = false;
   int64_t n_head = 9, n_kv = 3, head_dim = 64;  // SmolLM2's attention
+  double scale = 0;  // the scores' scale; 0: 1/sqrt(head_dim)
   std::string kvs = "f16,fp8,f32";
   std::string ctxs = "512,4096";
   std::string threads = "1,2";
@@ -66,6 +68,8 @@ int run(const Options& o) {
   if (o.n_head <= 0 || o.n_kv <= 0 || o.n_head % o.n_kv != 0 || o.head_dim <= 0)
     throw Error("", "--heads/--kv-heads/--head-dim", "bad attention shape", "heads a positive multiple of KV heads",
                 std::to_string(o.n_head) + "/" + std::to_string(o.n_kv));
+  if (!(o.scale >= 0) || !std::isfinite(o.scale))
+    throw Error("", "--scale", "bad scores' scale", "0 (1/sqrt(head-dim)) or a positive number", std::to_string(o.scale));
   std::vector<KvType> types;
   for (const auto& s : bench::split_list(o.kvs)) types.push_back(kv_type(s));
   const std::vector<std::string> names = bench::split_list(o.kvs);
@@ -100,6 +104,7 @@ int run(const Options& o) {
         view.head_dim = o.head_dim;
         view.n_head = o.n_head;
         view.n_kv = o.n_kv;
+        view.scale = static_cast<float>(o.scale > 0 ? o.scale : 1.0 / std::sqrt(static_cast<double>(o.head_dim)));
         for (int r = -1; r < o.reps; ++r) {  // r = -1: a warm-up pass
           for (size_t i = 0; i < types.size(); ++i) {
             AttnToken tok{&caches[i], ctx - 1};
@@ -123,7 +128,7 @@ int run(const Options& o) {
             std::cout << nlohmann::json{{"kv", names[i]}, {"ctx", ctx}, {"threads", std::stoi(ts)}, {"residency", res},
                                         {"layers", n_layer[i]}, {"median_us", st.median_ms}, {"min_us", st.min_ms},
                                         {"max_us", st.max_ms}, {"vs_first", st.median_ms / base},
-                                        {"kv_gbps", gbps}, {"dram_gbps", bw}, {"isa", isa_name(active_isa())}}
+                                        {"kv_gbps", gbps}, {"dram_gbps", bw}, {"scale", view.scale}, {"isa", isa_name(active_isa())}}
                              .dump()
                       << std::endl;
           } else {
@@ -145,6 +150,9 @@ const BenchRegistrar reg("attention", "time decode attention per KV cache type (
   app.add_option("--heads", o->n_head, "query heads")->capture_default_str();
   app.add_option("--kv-heads", o->n_kv, "KV heads")->capture_default_str();
   app.add_option("--head-dim", o->head_dim, "head dimension")->capture_default_str();
+  app.add_option("--scale", o->scale,
+                 "the scores' scale (default 1/sqrt(head-dim); 1: Gemma 4's unscaled normed q and k, whose weights reach the subnormals)")
+      ->capture_default_str();
   app.add_option("--kv", o->kvs, "cache types (list; ratios are to the first)")->capture_default_str();
   app.add_option("--ctx", o->ctxs, "positions attended (list)")->capture_default_str();
   app.add_option("--threads", o->threads, "thread counts (list)")->capture_default_str();
