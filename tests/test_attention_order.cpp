@@ -72,6 +72,20 @@ int64_t reference_head(const Shape& sh, const Seq& s, int64_t pos, int64_t h, co
   return tiny;
 }
 
+// attention() of the step on every ISA this CPU runs at 1 .. max_threads threads: the bits of want.
+void expect_on_every_isa(const ModelConfig& mc, const AttnStep& st, const std::vector<float>& q, const std::vector<float>& want,
+                         int max_threads, const std::string& what) {
+  for (Isa isa : supported_isas())
+    for (int threads = 1; threads <= max_threads; ++threads) {
+      SCOPED_TRACE(std::string(isa_name(isa)) + ", " + std::to_string(threads) + " threads, " + what);
+      test::IsaEnv env(isa);
+      ThreadPool pool(threads);
+      std::vector<float> got(q.size(), -1.0f), scratch;
+      attention(mc, st, 0, q.data(), got.data(), scratch, pool);
+      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float))) << "attention differs from the documented order";
+    }
+}
+
 // Every step of `shapes` over both cache types, q drawn N(0, q_sd): held to the documented order
 // on every ISA at 1 to 3 threads. Returns how many of the reference's weights lay in (0, 2^-101),
 // where products with a cache value may be subnormal (attention_item.h: the exact form).
@@ -108,19 +122,10 @@ int64_t check_steps(const std::vector<Shape>& shapes, float q_sd, uint32_t seed)
         for (const auto& [si, pos] : toks) at.push_back(AttnToken{&seqs[static_cast<size_t>(si)].cache, pos});
         AttnStep st;
         st.set(at);
-        for (Isa isa : supported_isas())
-          for (int threads : {1, 2, 3}) {
-            SCOPED_TRACE(std::string(isa_name(isa)) + ", " + std::to_string(threads) + " threads, heads " +
-                         std::to_string(sh.n_head) + "/" + std::to_string(sh.n_kv) + " x " + std::to_string(sh.hd) +
-                         (type == KvType::f16 ? ", F16" : ", F32") + ", " + std::to_string(toks.size()) +
-                         " tokens, first at " + std::to_string(toks[0].second) + ", q sd " + std::to_string(q_sd));
-            test::IsaEnv env(isa);
-            ThreadPool pool(threads);
-            std::vector<float> got(q.size(), -1.0f), scratch;
-            attention(mc, st, 0, q.data(), got.data(), scratch, pool);
-            EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-                << "attention differs from the documented order";
-          }
+        expect_on_every_isa(mc, st, q, want, 3,
+                            "heads " + std::to_string(sh.n_head) + "/" + std::to_string(sh.n_kv) + " x " + std::to_string(sh.hd) +
+                                (type == KvType::f16 ? ", F16" : ", F32") + ", " + std::to_string(toks.size()) +
+                                " tokens, first at " + std::to_string(toks[0].second) + ", q sd " + std::to_string(q_sd));
       }
     }
   return tiny;
@@ -188,17 +193,7 @@ TEST(AttentionOrder, SubnormalProductsAreTheFloatMultiplys) {
       }
       AttnStep st;
       st.set(std::vector<AttnToken>{AttnToken{&s.cache, pos}});
-      for (Isa isa : supported_isas())
-        for (int threads : {1, 2}) {
-          SCOPED_TRACE(std::string(isa_name(isa)) + ", " + std::to_string(threads) + " threads, " +
-                       (type == KvType::f16 ? "F16" : "F32") + ", position " + std::to_string(pos));
-          test::IsaEnv env(isa);
-          ThreadPool pool(threads);
-          std::vector<float> got(q.size(), -1.0f), scratch;
-          attention(mc, st, 0, q.data(), got.data(), scratch, pool);
-          EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-              << "attention differs from the documented order";
-        }
+      expect_on_every_isa(mc, st, q, want, 2, std::string(type == KvType::f16 ? "F16" : "F32") + ", position " + std::to_string(pos));
     }
   }
 }
