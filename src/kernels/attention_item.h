@@ -55,6 +55,10 @@ struct AttnItem {
   float scale;
   float* s[kMaxGroup];  // scratch [len] each
   float* o[kMaxGroup];  // [hd] each
+  // [g]: per head, whether its weights hold one in (0, tiny_weight) (the softmax writes it, the
+  // output reads it: no value block of a head set without one is checked); null: unknown, every
+  // value block is checked.
+  uint8_t* tiny = nullptr;
 };
 
 // out[j] = float(exp(double(s[j] - mx))) for j < n; out may be s.
@@ -201,7 +205,8 @@ inline float tiny_weight(const AttnItem& a) {
 // (or NaN), so w lies in (0, tiny) exactly when bits(w) - 1 < bits(tiny) - 1 as unsigned (+0
 // wraps to the largest): one unsigned minimum over the block, which vectorizes (a compare pair
 // per weight, as written first, stayed scalar and cost SmolLM2's 64-dimension heads, one output
-// chunk a block, about a quarter of the output phase).
+// chunk a block, about a quarter of the output phase). Run only for an item whose softmax saw such
+// a weight (AttnItem::tiny): checking every block cost 2-4% at that shape.
 template <int G>
 inline bool block_has_tiny(const AttnItem& a, int64_t j0, int64_t j1, float tiny) {
   uint32_t lo = ~0u, t;
@@ -278,8 +283,11 @@ __attribute__((noinline)) void output_chunk(const AttnItem& a, int64_t d0, int64
 // Softmax of G heads' scores in place, each head's own: scale, max, pinned exp, sum in double j
 // ascending, times 1/sum. The G sums run side by side (G independent add chains: one head's
 // chain alone waits on the add's latency at every key), each in its own order.
+// tiny_out (when not null): per head, whether a weight lies in (0, tiny) (block_has_tiny's test,
+// taken in the last pass, which writes the weights).
 template <int W, int G, class ExpShifted>
-inline void softmax_rows(float* const* s, int64_t len, float scale, ExpShifted exp_shifted) {
+inline void softmax_rows(float* const* s, int64_t len, float scale, ExpShifted exp_shifted, float tiny = 0.0f,
+                         uint8_t* tiny_out = nullptr) {
   for (int h = 0; h < G; ++h) {
     float* __restrict r = s[h];
     // Scale, then the maximum in two vectors of W lanes (which of two equal zeros wins cannot
@@ -307,10 +315,24 @@ inline void softmax_rows(float* const* s, int64_t len, float scale, ExpShifted e
   for (int h = 0; h < G; ++h) sum[h] = 0.0;
   for (int64_t i = 0; i < len; ++i)
     for (int h = 0; h < G; ++h) sum[h] += s[h][i];
+  uint32_t t;
+  __builtin_memcpy(&t, &tiny, 4);
   for (int h = 0; h < G; ++h) {
     float* __restrict r = s[h];
     const double inv = 1.0 / sum[h];
-    for (int64_t i = 0; i < len; ++i) r[i] = static_cast<float>(r[i] * inv);
+    if (!tiny_out) {
+      for (int64_t i = 0; i < len; ++i) r[i] = static_cast<float>(r[i] * inv);
+      continue;
+    }
+    uint32_t lo = ~0u;
+    for (int64_t i = 0; i < len; ++i) {
+      const float x = static_cast<float>(r[i] * inv);
+      r[i] = x;
+      uint32_t b;
+      __builtin_memcpy(&b, &x, 4);
+      lo = std::min(lo, b - 1u);
+    }
+    tiny_out[h] = lo < t - 1u;
   }
 }
 
@@ -365,10 +387,12 @@ template <class S, int G, class E, bool Exact, class Widen>
 template <class S, int G, class E, class Widen>
 inline void output_range(const AttnItem& a, int64_t d0, int64_t d1, Widen widen) {
   const float tiny = tiny_weight<E>(a);
+  bool maybe = !a.tiny;  // a tiny weight may lie in some block (unknown, or the softmax saw one)
+  for (int h = 0; h < G && !maybe; ++h) maybe = a.tiny[h] != 0;
   for (int64_t j0 = 0; j0 < a.len; j0 += kValueBlock) {
     const int64_t j1 = std::min(a.len, j0 + kValueBlock);
-    int64_t d = block_has_tiny<G>(a, j0, j1, tiny) ? output_chunks<S, G, E, true>(a, d0, d1, j0, j1, tiny, widen)
-                                                   : output_chunks<S, G, E, false>(a, d0, d1, j0, j1, tiny, widen);
+    int64_t d = maybe && block_has_tiny<G>(a, j0, j1, tiny) ? output_chunks<S, G, E, true>(a, d0, d1, j0, j1, tiny, widen)
+                                                            : output_chunks<S, G, E, false>(a, d0, d1, j0, j1, tiny, widen);
     // The rest: fewer than 16 dimensions (a head dimension not a multiple of 16), element by element.
     const int64_t n = d1 - d;
     if (n == 0) continue;
@@ -393,8 +417,11 @@ inline void output_range(const AttnItem& a, int64_t d0, int64_t d1, Widen widen)
 template <class S, int G, class E, class ExpShifted, class WidenK, class WidenV>
 inline void attention_group(const AttnItem& a, ExpShifted exp_shifted, WidenK widen_k, WidenV widen_v) {
   scores_range<S, G, E>(a, 0, a.len, widen_k);  // for each key j, sum over d ascending of q[d] * K[d][j]
-  softmax_rows<S::kW, G>(a.s, a.len, a.scale, exp_shifted);
-  output_range<S, G, E>(a, 0, a.hd, widen_v);  // for each value row j ascending, o[d] += w[j] * V[j][d]
+  uint8_t tiny[G];
+  softmax_rows<S::kW, G>(a.s, a.len, a.scale, exp_shifted, tiny_weight<E>(a), tiny);
+  AttnItem b = a;
+  b.tiny = tiny;
+  output_range<S, G, E>(b, 0, a.hd, widen_v);  // for each value row j ascending, o[d] += w[j] * V[j][d]
 }
 
 // The three phases alone, for decoding one token split across threads by keys, by heads and by
@@ -405,7 +432,7 @@ inline void attention_phase_group(const AttnItem& a, AttnPhase phase, int64_t b,
                                   WidenK widen_k, WidenV widen_v) {
   switch (phase) {
     case AttnPhase::scores: scores_range<S, G, E>(a, b, e, widen_k); break;
-    case AttnPhase::softmax: softmax_rows<S::kW, G>(a.s, a.len, a.scale, exp_shifted); break;
+    case AttnPhase::softmax: softmax_rows<S::kW, G>(a.s, a.len, a.scale, exp_shifted, tiny_weight<E>(a), a.tiny); break;
     case AttnPhase::output: output_range<S, G, E>(a, b, e, widen_v); break;
   }
 }
