@@ -189,7 +189,7 @@ __attribute__((noinline)) void score_chunk(const AttnItem& a, int64_t j0, Widen 
 // far below the maximum (s - max < -87) are subnormal: on Gemma 4's global layers (unscaled
 // normed q and k, head size 512) the output products took 1.25 ms a layer against 0.21 ms. A
 // value block holding a weight w with 0 < w < tiny_weight (below which a product with a nonzero
-// cache value may be subnormal) runs the exact form: each such row's products as
+// cache value may be subnormal) runs the exact form: each such weight's products as
 // float(double(w) * double(v)), exact in double (24 by 24 bits) and rounded once to float,
 // subnormals included, which is the IEEE float product w * v bit for bit, with no float multiply
 // on a subnormal. The threshold only picks the form: either gives the same bits for any weight.
@@ -201,25 +201,28 @@ inline float tiny_weight(const AttnItem& a) {
   return vmin > 0x1p-125 ? static_cast<float>(0x1p-125 / vmin) : 1.0f;
 }
 
-// Whether rows [j0, j1) hold a weight of the G heads in (0, tiny). The weights are +0 or positive
-// (or NaN), so w lies in (0, tiny) exactly when bits(w) - 1 < bits(tiny) - 1 as unsigned (+0
-// wraps to the largest): one unsigned minimum over the block, which vectorizes (a compare pair
-// per weight, as written first, stayed scalar and cost SmolLM2's 64-dimension heads, one output
-// chunk a block, about a quarter of the output phase). Run only for an item whose softmax saw such
-// a weight (AttnItem::tiny): checking every block cost 2-4% at that shape.
+// The weights are +0 or positive (or NaN), so w lies in (0, tiny) exactly when bits(w) - 1 <
+// bits(tiny) - 1 as unsigned (+0 wraps to the largest): whether a set of weights holds one is one
+// unsigned minimum of weight_key over them, which vectorizes (a compare pair per weight, as
+// written first, stayed scalar and cost SmolLM2's 64-dimension heads, one output chunk a block,
+// about a quarter of the output phase).
+inline uint32_t weight_key(float w) {
+  uint32_t b;
+  __builtin_memcpy(&b, &w, 4);
+  return b - 1u;
+}
+inline bool key_is_tiny(uint32_t lo, float tiny) { return lo < weight_key(tiny); }
+
+// Whether rows [j0, j1) hold a weight of the G heads in (0, tiny). Run only for an item whose
+// softmax saw such a weight (AttnItem::tiny): checking every block cost 2-4% at SmolLM2's shape.
 template <int G>
 inline bool block_has_tiny(const AttnItem& a, int64_t j0, int64_t j1, float tiny) {
-  uint32_t lo = ~0u, t;
-  __builtin_memcpy(&t, &tiny, 4);
+  uint32_t lo = ~0u;
   for (int h = 0; h < G; ++h) {
     const float* __restrict w = a.s[h];
-    for (int64_t j = j0; j < j1; ++j) {
-      uint32_t b;
-      __builtin_memcpy(&b, w + j, 4);
-      lo = std::min(lo, b - 1u);
-    }
+    for (int64_t j = j0; j < j1; ++j) lo = std::min(lo, weight_key(w[j]));
   }
-  return lo < t - 1u;
+  return key_is_tiny(lo, tiny);
 }
 
 // Output dimensions [d0, d0 + C) (C a multiple of 16) for the G heads over value rows [j0, j1):
@@ -315,8 +318,6 @@ inline void softmax_rows(float* const* s, int64_t len, float scale, ExpShifted e
   for (int h = 0; h < G; ++h) sum[h] = 0.0;
   for (int64_t i = 0; i < len; ++i)
     for (int h = 0; h < G; ++h) sum[h] += s[h][i];
-  uint32_t t;
-  __builtin_memcpy(&t, &tiny, 4);
   for (int h = 0; h < G; ++h) {
     float* __restrict r = s[h];
     const double inv = 1.0 / sum[h];
@@ -326,13 +327,10 @@ inline void softmax_rows(float* const* s, int64_t len, float scale, ExpShifted e
     }
     uint32_t lo = ~0u;
     for (int64_t i = 0; i < len; ++i) {
-      const float x = static_cast<float>(r[i] * inv);
-      r[i] = x;
-      uint32_t b;
-      __builtin_memcpy(&b, &x, 4);
-      lo = std::min(lo, b - 1u);
+      r[i] = static_cast<float>(r[i] * inv);
+      lo = std::min(lo, weight_key(r[i]));
     }
-    tiny_out[h] = lo < t - 1u;
+    tiny_out[h] = key_is_tiny(lo, tiny);
   }
 }
 
