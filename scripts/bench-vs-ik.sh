@@ -20,7 +20,7 @@
 # 4. prints the table (medians over rounds of each tool's own median/mean; min-max over rounds in
 #    brackets) and writes every raw record to --out (JSON lines; default
 #    build-ik/bench-vs-ik-<date>.jsonl).
-# Needs: cmake, ninja, a C++ compiler, python3 with numpy and gguf (.pyvenv or the tools venv) for
+# Needs: cmake, ninja, a C++ compiler, python3 with numpy and gguf ($PYTHON, .pyvenv or .venv) for
 # the F16 source, and build/nvfp4 (the README's build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,8 +48,12 @@ done
   { echo "bench-vs-ik: $src is not an ik_llama.cpp source tree (no examples/llama-bench, ggml/src/iqk)" >&2; exit 2; }
 nvfp4="$root/build/nvfp4"
 [ -x "$nvfp4" ] || { echo "bench-vs-ik: $nvfp4 missing: build the project first (README)" >&2; exit 2; }
-py=python3
-for p in "$root/.pyvenv/bin/python" "$root/.venv/bin/python"; do [ -x "$p" ] && { py=$p; break; }; done
+# The first python that has numpy and gguf: $PYTHON, the project's venvs, then python3.
+py=""
+for p in ${PYTHON:-} "$root/.pyvenv/bin/python" "$root/.venv/bin/python" python3; do
+  "$p" -c 'import numpy, gguf' 2>/dev/null && { py=$p; break; }
+done
+[ -n "$py" ] || { echo "bench-vs-ik: no python with numpy and gguf (set PYTHON=...)" >&2; exit 2; }
 ik_commit=$(git -C "$src" rev-parse --short=8 HEAD 2>/dev/null || echo "${IK_COMMIT:-unknown}")
 mkdir -p build-ik models/bench
 out=${out:-build-ik/bench-vs-ik-$(date -u +%Y-%m-%d).jsonl}
