@@ -71,7 +71,9 @@ RowMatrix edge_weights(int64_t n_out, int64_t n_in, uint64_t seed) {
 // kNarrowRange: the int32 bound), or 0x4F (E = 8: range 8, the wide path); kind 4: rows 0-7 of each tile as kind
 // 2 and rows 8-15 as kind 3 (the AVX2 kernel chooses per 8-row half: one narrow, one wide half in
 // the same block); kind 5: whole tiles as kind 2 or 3, alternating by tile and by 256-block (the
-// AVX-512 decode pairs two tiles: both narrow, or one of each in either order); kind 0: edge_weights.
+// AVX-512 decode pairs two tiles: both narrow, or one of each in either order); kind 6: as kind 2 with
+// 0x3F (E = 6) in place of 0x47, the widest range AMX's five planes take (gemm_a16q8_amx.cpp: its
+// int32 bound; kind 2 is the first its tiles leave to the AVX-512 kernel); kind 0: edge_weights.
 RowMatrix weights_of_kind(int kind, int64_t n_out, int64_t n_in, uint64_t seed) {
   if (kind == 0) return edge_weights(n_out, n_in, seed);
   if (kind == 1) {
@@ -87,7 +89,7 @@ RowMatrix weights_of_kind(int kind, int64_t n_out, int64_t n_in, uint64_t seed) 
   for (int64_t r = 0; r < n_out; ++r) {
     for (int64_t g = 0; g < n_in / 16; ++g) {
       const bool narrow = kind == 2 || (kind == 4 && r % 16 < 8) || (kind == 5 && (r / 16 + g / 16) % 2 == 0);
-      w.scales[r * (n_in / 16) + g] = g % 16 == 0 ? 0x08 : (narrow ? 0x47 : 0x4F);
+      w.scales[r * (n_in / 16) + g] = g % 16 == 0 ? 0x08 : kind == 6 ? 0x3F : (narrow ? 0x47 : 0x4F);
     }
   }
   for (int64_t i = 0; i < n_in / 2; ++i) w.codes[i] = 0x77;  // row 0: the largest positive codes
@@ -165,9 +167,9 @@ TEST_P(ForcedIsa, PrefillWindowEqualsTheReference) {
   // partial window of 8. Edge weights (mostly wide blocks), realistic ones (narrow), kind 2 (narrow
   // at the int32 bound: with a column of +1s and one of -1s, AVX2's unsigned activations reach
   // |A| = 16 * 255 * 12 * 1920 per group, gemm_a16q8_avx2_signed.h) and kind 4 (a narrow and a
-  // wide half in each block).
+  // wide half in each block); kind 6 (AMX's widest, at its int32 bound).
   for (const Shape s : {Shape{37, 576}, Shape{17, 14352}}) {
-    for (int kind : {0, 1, 2, 4}) {
+    for (int kind : {0, 1, 2, 4, 6}) {
       RowMatrix w = weights_of_kind(kind, s.n_out, s.n_in, 5);
       Linear lin = Linear::prepare(w.view());
       for (const int64_t n : {int64_t{33}, s.n_in > 1000 ? int64_t{80} : int64_t{40}}) {
@@ -310,9 +312,9 @@ TEST_P(ForcedIsa, KernelNameSaysTheIsa) {
     EXPECT_EQ(name, "gemv_a16q8_avxvnni");
     EXPECT_EQ(lin.kernel_name(Mode::a16q8, 64), "gemm_a16q8_avxvnni");
   }
-  if (GetParam() == Isa::avx512 || GetParam() == Isa::amx) {  // (amx: the AVX-512 table but its FP8 windows)
+  if (GetParam() == Isa::avx512 || GetParam() == Isa::amx) {  // (amx: the AVX-512 table but its FP8 windows and prompts)
     EXPECT_EQ(name, "gemv_a16q8_avx512vnni");
-    EXPECT_EQ(lin.kernel_name(Mode::a16q8, 64), "gemm_a16q8_avx512vnni");
+    EXPECT_EQ(lin.kernel_name(Mode::a16q8, 64), GetParam() == Isa::amx ? "gemm_a16q8_amx" : "gemm_a16q8_avx512vnni");
   }
 }
 

@@ -300,12 +300,14 @@ const KernelTable& table_of(Isa isa) {
   }();
 #endif
 #ifdef NVFP4_HAVE_AMX
-  // The AVX-512 table with the FP8 layers' windows on AMX-INT8 tiles.
+  // The AVX-512 table with the FP8 layers' windows and a16q8 prompts on AMX-INT8 tiles.
   static const KernelTable amx = [] {
     KernelTable t = avx512;
     t.isa = Isa::amx;
     t.fp8_q8 = fp8_q8_amx;
     t.fp8_q8_name = "fp8_q8_amx";
+    t.a16q8_gemm = gemm_a16q8_amx<Pf>;
+    t.a16q8_gemm_name = "gemm_a16q8_amx";
     return t;
   }();
 #endif

@@ -327,6 +327,7 @@ void prepare_q8_cols_avx512(const float*, int64_t, int64_t, ActQ8&);
 void prepare_q8_avx512(const float* x, int64_t n, int64_t n_in, ActQ8& out);  // shape, then all columns
 template <class Pf> void gemv_a16q8_avx512vnni(const Packed&, const ActQ8&, int64_t, int64_t, float*);
 template <class Pf> void gemm_a16q8_avx512vnni(const Packed&, const ActQ8&, int64_t, int64_t, float*);
+template <class Pf> void gemm_a16q8_amx(const Packed&, const ActQ8&, int64_t, int64_t, float*);  // AMX builds only
 template <class Pf> void gemv_w4a4_avx512vnni(const Packed&, const ActFp4&, int64_t, int64_t, float*);
 void gemv_a16_avx512(const Packed&, const float*, int64_t, int64_t, int64_t, float*);
 void gemv_f32_avx512(const Packed&, const float*, int64_t, int64_t, int64_t, float*);
