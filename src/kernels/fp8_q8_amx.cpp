@@ -26,6 +26,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/amx_tiles.h"
 #include "kernels/fp8_q8.h"
 #include "kernels/fp8_q8_factors_avx512.h"
 
@@ -45,14 +46,6 @@ constexpr SignedPlanes make_planes() {
   return t;
 }
 constexpr SignedPlanes kPlanes = make_planes();
-
-struct TileConfig {
-  uint8_t palette = 1, start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-static_assert(sizeof(TileConfig) == 64, "LDTILECFG reads 64 bytes");
 
 constexpr int64_t kBlockUnits = kQ8Block / 4;  // units of a 256-block
 // The planes of a block are made before its tile products run: prefetch a block and more ahead.

@@ -31,6 +31,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/amx_tiles.h"
 #include "kernels/packed.h"
 
 namespace nvfp4::kern {
@@ -38,14 +39,6 @@ namespace {
 
 constexpr int kMaxPlanes = 5;
 constexpr int64_t kBand = 8;  // row tiles whose accumulators a block's pass keeps
-
-struct TileConfig {
-  uint8_t palette = 1, start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-static_assert(sizeof(TileConfig) == 64, "LDTILECFG reads 64 bytes");
 
 // A 64-byte aligned buffer of int8 / float.
 template <class T>
