@@ -180,8 +180,8 @@ TEST(KvFp8, DirectReadEqualsF32CacheOfWidenedValues) {
     for (int64_t p = 0; p < 40; ++p) two.push_back({static_cast<int>(p % 2) * 2, 30 + p});
     steps.push_back(whole);
     steps.push_back(two);
-    // q of N(0, 1), and 30 times wider: most weights then subnormal or tiny (the kernels' exact
-    // products, attention_item.h), at the E4M3 cache's threshold and the F32 cache's.
+    // q of N(0, 1), and 30 times wider: most weights then subnormal or tiny (below 2^-101 the
+    // order makes them +0, attention_item.h).
     for (const float q_sd : {1.0f, 30.0f})
     for (size_t si = 0; si < steps.size(); ++si) {
       const auto& toks = steps[si];

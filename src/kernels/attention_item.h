@@ -55,10 +55,6 @@ struct AttnItem {
   float scale;
   float* s[kMaxGroup];  // scratch [len] each
   float* o[kMaxGroup];  // [hd] each
-  // [g]: per head, whether its weights hold one in (0, tiny_weight) (the softmax writes it, the
-  // output reads it: no value block of a head set without one is checked); null: unknown, every
-  // value block is checked.
-  uint8_t* tiny = nullptr;
 };
 
 // out[j] = float(exp(double(s[j] - mx))) for j < n; out may be s.
@@ -106,7 +102,6 @@ inline constexpr int64_t kLine = 64 / static_cast<int64_t>(sizeof(E));
 template <int W>
 struct Lanes {
   typedef float V __attribute__((vector_size(4 * W)));
-  typedef double D __attribute__((vector_size(8 * W)));  // the same lanes in double
 };
 template <class V>
 inline V load_lanes(const float* p) {
@@ -183,54 +178,24 @@ __attribute__((noinline)) void score_chunk(const AttnItem& a, int64_t j0, Widen 
     for (int64_t v = 0; v < NT * VT; ++v) store_lanes(dst[h] + v * S::kW, acc[h][v]);
 }
 
-// Subnormal weights. A float multiply whose operand or result is subnormal takes a microcode
+// Tiny weights are zero. A float multiply whose operand or result is subnormal takes a microcode
 // assist on Intel cores (about 95 cycles a vector instruction on a Xeon of 2026, against 2 for a
 // normal one; additions and conversions with subnormals take none), and softmax weights of keys
-// far below the maximum (s - max < -87) are subnormal: on Gemma 4's global layers (unscaled
-// normed q and k, head size 512) the output products took 1.25 ms a layer against 0.21 ms. A
-// value block holding a weight w with 0 < w < tiny_weight (below which a product with a nonzero
-// cache value may be subnormal) runs the exact form: each such weight's products as
-// float(double(w) * double(v)), exact in double (24 by 24 bits) and rounded once to float,
-// subnormals included, which is the IEEE float product w * v bit for bit, with no float multiply
-// on a subnormal. The threshold only picks the form: either gives the same bits for any weight.
-// The smallest nonzero magnitude a value row can hold: F16 2^-24, E4M3 2^-17 (the byte 0x01 in
-// its F16 form) times 256 * scale; a float cache any, taken as F16's (its rows hold activations).
-template <class E>
-inline float tiny_weight(const AttnItem& a) {
-  const double vmin = sizeof(E) == 1 ? 0x1p-17 * static_cast<double>(a.v_mul) : 0x1p-24;
-  return vmin > 0x1p-125 ? static_cast<float>(0x1p-125 / vmin) : 1.0f;
-}
-
-// The weights are +0 or positive (or NaN), so w lies in (0, tiny) exactly when bits(w) - 1 <
-// bits(tiny) - 1 as unsigned (+0 wraps to the largest): whether a set of weights holds one is one
-// unsigned minimum of weight_key over them, which vectorizes (a compare pair per weight, as
-// written first, stayed scalar and cost SmolLM2's 64-dimension heads, one output chunk a block,
-// about a quarter of the output phase).
-inline uint32_t weight_key(float w) {
-  uint32_t b;
-  __builtin_memcpy(&b, &w, 4);
-  return b - 1u;
-}
-inline bool key_is_tiny(uint32_t lo, float tiny) { return lo < weight_key(tiny); }
-
-// Whether rows [j0, j1) hold a weight of the G heads in (0, tiny). Run only for an item whose
-// softmax saw such a weight (AttnItem::tiny): checking every block cost 2-4% at SmolLM2's shape.
-template <int G>
-inline bool block_has_tiny(const AttnItem& a, int64_t j0, int64_t j1, float tiny) {
-  uint32_t lo = ~0u;
-  for (int h = 0; h < G; ++h) {
-    const float* __restrict w = a.s[h];
-    for (int64_t j = j0; j < j1; ++j) lo = std::min(lo, weight_key(w[j]));
-  }
-  return key_is_tiny(lo, tiny);
-}
+// far below the maximum are tiny: on Gemma 4 (unscaled normed q and k) most of a global layer's
+// weights and about a tenth of a sliding layer's. The softmax therefore writes +0 for a weight
+// below kTinyWeight = 2^-101: with an F16 value (at least 2^-24 where nonzero) every product of a
+// weight at or above it is a normal float, and each product a dropped weight would have added is
+// below 2^-101 times its value. (Until BENCHMARKS 60 such products were kept, computed exactly in double
+// so as to avoid the assist: the output phase then took 2-3x its time on Gemma 4.) A cache of
+// E4M3 values at a small scale, or of F32 values below 2^-24, may still meet a subnormal product:
+// the same bits, only slower.
+inline constexpr float kTinyWeight = 0x1p-101f;
 
 // Output dimensions [d0, d0 + C) (C a multiple of 16) for the G heads over value rows [j0, j1):
 // per dimension, j ascending, continuing the sums in a.o (from zero when j0 == 0; a float stored
-// and loaded again is the same float, so cutting j into blocks changes no bit). Exact: the block
-// holds weights below `tiny`, whose products take the exact form (the same bits).
-template <class S, int G, int64_t C, class E, bool Exact, class Widen>
-__attribute__((noinline)) void output_chunk(const AttnItem& a, int64_t d0, int64_t j0, int64_t j1, float tiny, Widen widen) {
+// and loaded again is the same float, so cutting j into blocks changes no bit).
+template <class S, int G, int64_t C, class E, class Widen>
+__attribute__((noinline)) void output_chunk(const AttnItem& a, int64_t d0, int64_t j0, int64_t j1, Widen widen) {
   static_assert(C % 16 == 0 && C % S::kW == 0);
   using V = typename Lanes<S::kW>::V;
   constexpr int64_t NV = C / S::kW;
@@ -246,30 +211,6 @@ __attribute__((noinline)) void output_chunk(const AttnItem& a, int64_t d0, int64
     alignas(64) float buf[C];  // an F16 or E4M3 row's C values, widened
     widen_rows<C / 16>(vj, 16, buf, widen);
     const float* __restrict vd = row(vj, buf);
-    if constexpr (Exact) {
-      // A row with a tiny weight: its values widened to double once for the G heads, the tiny
-      // heads' products exact, the others' plain (each accumulator's adds in the same order).
-      // (Every head's in the exact form, branch-free, measured 1.7x slower on AVX-512 and 7x on
-      // AVX2; each head its own exact loop, widening again, 3.5x slower on AVX2.)
-      bool t[G], any = false;
-#pragma GCC unroll 64
-      for (int h = 0; h < G; ++h) any |= t[h] = a.s[h][j] > 0.0f && a.s[h][j] < tiny;
-      if (any) {
-        using D = typename Lanes<S::kW>::D;
-#pragma GCC unroll 64
-        for (int64_t v = 0; v < NV; ++v) {
-          const V x = load_lanes<V>(vd + v * S::kW);
-          const D xd = __builtin_convertvector(x, D);
-#pragma GCC unroll 64
-          for (int h = 0; h < G; ++h) {
-            const float w = a.s[h][j];
-            if (t[h]) acc[h][v] = acc[h][v] + __builtin_convertvector(xd * static_cast<double>(w), V);
-            else acc[h][v] = acc[h][v] + w * x;
-          }
-        }
-        continue;
-      }
-    }
 #pragma GCC unroll 64
     for (int h = 0; h < G; ++h) {
       const float w = a.s[h][j];
@@ -286,11 +227,9 @@ __attribute__((noinline)) void output_chunk(const AttnItem& a, int64_t d0, int64
 // Softmax of G heads' scores in place, each head's own: scale, max, pinned exp, sum in double j
 // ascending, times 1/sum. The G sums run side by side (G independent add chains: one head's
 // chain alone waits on the add's latency at every key), each in its own order.
-// tiny_out (when not null): per head, whether a weight lies in (0, tiny) (block_has_tiny's test,
-// taken in the last pass, which writes the weights).
+// A weight below kTinyWeight is written as +0 (above; a NaN stays NaN).
 template <int W, int G, class ExpShifted>
-inline void softmax_rows(float* const* s, int64_t len, float scale, ExpShifted exp_shifted, float tiny = 0.0f,
-                         uint8_t* tiny_out = nullptr) {
+inline void softmax_rows(float* const* s, int64_t len, float scale, ExpShifted exp_shifted) {
   for (int h = 0; h < G; ++h) {
     float* __restrict r = s[h];
     // Scale, then the maximum in two vectors of W lanes (which of two equal zeros wins cannot
@@ -321,16 +260,10 @@ inline void softmax_rows(float* const* s, int64_t len, float scale, ExpShifted e
   for (int h = 0; h < G; ++h) {
     float* __restrict r = s[h];
     const double inv = 1.0 / sum[h];
-    if (!tiny_out) {
-      for (int64_t i = 0; i < len; ++i) r[i] = static_cast<float>(r[i] * inv);
-      continue;
-    }
-    uint32_t lo = ~0u;
     for (int64_t i = 0; i < len; ++i) {
-      r[i] = static_cast<float>(r[i] * inv);
-      lo = std::min(lo, weight_key(r[i]));
+      const float w = static_cast<float>(r[i] * inv);
+      r[i] = w < kTinyWeight ? 0.0f : w;
     }
-    tiny_out[h] = key_is_tiny(lo, tiny);
   }
 }
 
@@ -369,28 +302,23 @@ inline constexpr int64_t kValueBlock = 64;
 // fewer than 16 left; returns where they end. Always inlined, and no lambda between: the widening
 // function reaches output_chunk as the constant it is (through a closure GCC called it through
 // the pointer, once a value row, and SmolLM2's output phase took 1.8x its time).
-template <class S, int G, class E, bool Exact, class Widen>
-[[gnu::always_inline]] inline int64_t output_chunks(const AttnItem& a, int64_t d, int64_t d1, int64_t j0, int64_t j1, float tiny,
-                                                    Widen widen) {
+template <class S, int G, class E, class Widen>
+[[gnu::always_inline]] inline int64_t output_chunks(const AttnItem& a, int64_t d, int64_t d1, int64_t j0, int64_t j1, Widen widen) {
   constexpr int64_t kD = dim_chunk<S, G>();
-  for (; d + kD <= d1; d += kD) output_chunk<S, G, kD, E, Exact>(a, d, j0, j1, tiny, widen);
+  for (; d + kD <= d1; d += kD) output_chunk<S, G, kD, E>(a, d, j0, j1, widen);
   if constexpr (kD > 32)
-    for (; d + 32 <= d1; d += 32) output_chunk<S, G, 32, E, Exact>(a, d, j0, j1, tiny, widen);
+    for (; d + 32 <= d1; d += 32) output_chunk<S, G, 32, E>(a, d, j0, j1, widen);
   if constexpr (kD > 16)
-    for (; d + 16 <= d1; d += 16) output_chunk<S, G, 16, E, Exact>(a, d, j0, j1, tiny, widen);
+    for (; d + 16 <= d1; d += 16) output_chunk<S, G, 16, E>(a, d, j0, j1, widen);
   return d;
 }
 
 // Output dimensions [d0, d1) (d0 a multiple of the chunk or of 16; d1 = hd or a multiple of 16).
 template <class S, int G, class E, class Widen>
 inline void output_range(const AttnItem& a, int64_t d0, int64_t d1, Widen widen) {
-  const float tiny = tiny_weight<E>(a);
-  bool maybe = !a.tiny;  // a tiny weight may lie in some block (unknown, or the softmax saw one)
-  for (int h = 0; h < G && !maybe; ++h) maybe = a.tiny[h] != 0;
   for (int64_t j0 = 0; j0 < a.len; j0 += kValueBlock) {
     const int64_t j1 = std::min(a.len, j0 + kValueBlock);
-    int64_t d = maybe && block_has_tiny<G>(a, j0, j1, tiny) ? output_chunks<S, G, E, true>(a, d0, d1, j0, j1, tiny, widen)
-                                                            : output_chunks<S, G, E, false>(a, d0, d1, j0, j1, tiny, widen);
+    const int64_t d = output_chunks<S, G, E>(a, d0, d1, j0, j1, widen);
     // The rest: fewer than 16 dimensions (a head dimension not a multiple of 16), element by element.
     const int64_t n = d1 - d;
     if (n == 0) continue;
@@ -415,11 +343,8 @@ inline void output_range(const AttnItem& a, int64_t d0, int64_t d1, Widen widen)
 template <class S, int G, class E, class ExpShifted, class WidenK, class WidenV>
 inline void attention_group(const AttnItem& a, ExpShifted exp_shifted, WidenK widen_k, WidenV widen_v) {
   scores_range<S, G, E>(a, 0, a.len, widen_k);  // for each key j, sum over d ascending of q[d] * K[d][j]
-  uint8_t tiny[G];
-  softmax_rows<S::kW, G>(a.s, a.len, a.scale, exp_shifted, tiny_weight<E>(a), tiny);
-  AttnItem b = a;
-  b.tiny = tiny;
-  output_range<S, G, E>(b, 0, a.hd, widen_v);  // for each value row j ascending, o[d] += w[j] * V[j][d]
+  softmax_rows<S::kW, G>(a.s, a.len, a.scale, exp_shifted);
+  output_range<S, G, E>(a, 0, a.hd, widen_v);  // for each value row j ascending, o[d] += w[j] * V[j][d]
 }
 
 // The three phases alone, for decoding one token split across threads by keys, by heads and by
@@ -430,7 +355,7 @@ inline void attention_phase_group(const AttnItem& a, AttnPhase phase, int64_t b,
                                   WidenK widen_k, WidenV widen_v) {
   switch (phase) {
     case AttnPhase::scores: scores_range<S, G, E>(a, b, e, widen_k); break;
-    case AttnPhase::softmax: softmax_rows<S::kW, G>(a.s, a.len, a.scale, exp_shifted, tiny_weight<E>(a), a.tiny); break;
+    case AttnPhase::softmax: softmax_rows<S::kW, G>(a.s, a.len, a.scale, exp_shifted); break;
     case AttnPhase::output: output_range<S, G, E>(a, b, e, widen_v); break;
   }
 }

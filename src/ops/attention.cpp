@@ -147,7 +147,6 @@ struct Call {
   float* out;
   float* scores;  // [n][n_head][max_len]
   float scale;
-  uint8_t* tiny = nullptr;  // decoding: [n][n_head], each head's AttnItem::tiny (the phases share it)
 
   AttnItem item(int64_t t, int64_t kvh, int64_t part) const {
     const AttnToken& tk = st.tok[static_cast<size_t>(t)];
@@ -166,7 +165,6 @@ struct Call {
     a.len = tk.pos + 1;
     a.hd = hd;
     a.scale = scale;
-    if (tiny) a.tiny = tiny + t * v.n_head + kvh * group + part * gs;
     return a;
   }
 };
@@ -289,12 +287,9 @@ void attention_layer(const AttnView& v, const AttnStep& st, const float* q, floa
   // (the phases share them), of one item per pool chunk for a prompt window (an item's scores
   // live only while it runs).
   const int64_t max_len = st.max_len;
-  // Decoding, after the scores: a byte per (token, head) for AttnItem::tiny.
-  const size_t scores = static_cast<size_t>(few ? n * v.n_head * max_len : n_chunks * gs * max_len);
-  const size_t need = scores + (few ? static_cast<size_t>(n * v.n_head + 3) / 4 : 0);
+  const size_t need = static_cast<size_t>(few ? n * v.n_head * max_len : n_chunks * gs * max_len);
   if (scratch.size() < need) scratch.resize(need);
   Call call{v, st, layer, hd, group, gs, v.n_head * hd, max_len, q, out, scratch.data(), v.scale};
-  if (few) call.tiny = reinterpret_cast<uint8_t*>(scratch.data() + scores);
   if (few) {
     // Few items (decoding): two dispatches. Each cuts the step's work into one contiguous run
     // per thread, items in order: the scores by whole key tiles (16 keys), the output by
