@@ -185,10 +185,10 @@ __attribute__((noinline)) void score_chunk(const AttnItem& a, int64_t j0, Widen 
 // weights and about a tenth of a sliding layer's. The softmax therefore writes +0 for a weight
 // below kTinyWeight = 2^-101: with an F16 value (at least 2^-24 where nonzero) every product of a
 // weight at or above it is a normal float, and each product a dropped weight would have added is
-// below 2^-101 times its value. (Until BENCHMARKS 60 such products were kept, computed exactly in double
-// so as to avoid the assist: the output phase then took 2-3x its time on Gemma 4.) A cache of
-// E4M3 values at a small scale, or of F32 values below 2^-24, may still meet a subnormal product:
-// the same bits, only slower.
+// below 2^-101 times its value. (Until BENCHMARKS 60 such products were kept, computed exactly
+// in double so as to avoid the assist: the output phase then took 2-3x its time on Gemma 4.) A
+// cache of E4M3 values at a small scale, or of F32 values below 2^-24, may still meet a subnormal
+// product: the same bits, only slower.
 inline constexpr float kTinyWeight = 0x1p-101f;
 
 // Output dimensions [d0, d0 + C) (C a multiple of 16) for the G heads over value rows [j0, j1):

@@ -98,9 +98,8 @@ void fp8_q8_amx(const Fp8Q8& w, const ActQ8& a, int64_t r_b, int64_t r_e, float*
     cfg.rows[k] = static_cast<uint8_t>(kc / 4);
   }
   _tile_loadconfig(&cfg);
-  std::vector<int8_t> planes_buf(4 * kBlockUnits * kFp8Unit + 64);
-  auto* planes = reinterpret_cast<int8_t(*)[kBlockUnits * kFp8Unit]>(
-      reinterpret_cast<uintptr_t>(planes_buf.data() + 63) & ~uintptr_t{63});
+  Aligned<int8_t> planes_buf(4 * kBlockUnits * kFp8Unit);
+  auto* planes = reinterpret_cast<int8_t(*)[kBlockUnits * kFp8Unit]>(planes_buf.p);
   alignas(64) int32_t cb[4][16][16];
   std::vector<float> acc(static_cast<size_t>(tiles * 16 * 16));
   for (int64_t g = r_b / kFp8RowPad; g * kFp8RowPad < r_e; ++g) {

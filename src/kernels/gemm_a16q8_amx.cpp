@@ -40,16 +40,6 @@ namespace {
 constexpr int kMaxPlanes = 5;
 constexpr int64_t kBand = 8;  // row tiles whose accumulators a block's pass keeps
 
-// A 64-byte aligned buffer of int8 / float.
-template <class T>
-struct Aligned {
-  std::vector<T> v;
-  T* p = nullptr;
-  explicit Aligned(size_t n) : v(n + 64 / sizeof(T)) {
-    p = reinterpret_cast<T*>((reinterpret_cast<uintptr_t>(v.data()) + 63) & ~uintptr_t{63});
-  }
-};
-
 // code -> c, a of |e2m1_q1(code)| = c * 2^a (codes 0 and 8: c = 0).
 // |e| by code: 0 1 2 3 4 6 8 12 (and the same negated for codes 8-15).
 inline __m512i tab_c() { return _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 1, 3, 1, 3, 1, 3, 0, 1, 1, 3, 1, 3, 1, 3)); }
