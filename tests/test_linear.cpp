@@ -183,13 +183,16 @@ TEST(Linear, RowsWithSwigluEqualsForwardThenSwiglu) {
 }
 
 // forward_many (a MoE layer's experts, each over the tokens routed to it): each layer over its own
-// input and column count, one of them empty, gives its own forward()'s bits in every mode.
+// input and column count, one of them empty, gives its own forward()'s bits in every mode. The
+// widths differ (as Nemotron-H's shared down beside its experts' downs), so the dispatch's share
+// of records by bytes must still run every tile of every layer once.
 TEST(Linear, ManyEqualsOneByOne) {
   test::Rng rng(13);
-  const int64_t n_in = 320;
+  const int64_t n_ins[4] = {320, 256, 640, 320};
   std::vector<RowMatrix> ws;
   std::vector<Linear> lins;
   for (int64_t n_out : {64, 16, 100, 48}) {
+    const int64_t n_in = n_ins[lins.size()];
     std::vector<float> wf(n_out * n_in);
     for (auto& v : wf) v = rng.gauss() * 0.05f;
     ws.push_back(quantize(wf.data(), n_out, n_in));
@@ -198,13 +201,13 @@ TEST(Linear, ManyEqualsOneByOne) {
   const int64_t ns[4] = {1, 0, 37, 5};  // 37: the GEMM path beside GEMV ones
   std::vector<std::vector<float>> xs(4);
   for (int i = 0; i < 4; ++i) {
-    xs[i].resize(static_cast<size_t>(std::max<int64_t>(ns[i], 1) * n_in));
+    xs[i].resize(static_cast<size_t>(std::max<int64_t>(ns[i], 1) * n_ins[i]));
     for (auto& v : xs[i]) v = rng.gauss();
   }
   const Linear* ls[4] = {&lins[0], &lins[1], &lins[2], &lins[3]};
   const float* xp[4] = {xs[0].data(), xs[1].data(), xs[2].data(), xs[3].data()};
   for (Mode mode : {Mode::a16q8, Mode::a16, Mode::w4a4, Mode::f32, Mode::f64}) {
-    for (int threads : {1, 2, 3}) {
+    for (int threads : {1, 2, 3, 5}) {
       ThreadPool pool(threads);
       LinearScratch scratch;
       std::vector<std::vector<float>> want(4), got(4);

@@ -260,13 +260,23 @@ void Linear::forward_rows(Mode mode, std::span<const Linear* const> layers, cons
 namespace {
 // One dispatch over the union of the row tiles of the layers w with ns[i] > 0: layer i runs its kernel
 // for mode over its prepared activations (q8[i] or fp4[i]) or its float columns xs[i].
+//
+// The layers may differ in width (Nemotron-H's shared expert reads twice an expert's inputs), so
+// the pool shares out their bytes, not their tiles: layer i's tile t is the span of records
+// [first[i] + t g_i, first[i] + (t + 1) g_i) (g_i records a tile), and a chunk [b, e) runs the
+// tiles whose first record lies in it. Each tile runs once, and where is still a formula of the
+// shapes and the thread count alone. (Shared out by tiles, the thread whose half held the shared
+// down read 4.5 experts' bytes to the other's 3.5, and waited for by 165 us a layer: BENCHMARKS 61.)
 void dispatch_many(Mode mode, const kern::ActQ8* const* q8,
                    const kern::ActFp4* fp4, std::span<const float* const> xs, std::span<const int64_t> ns,
                    std::span<float* const> ys, std::span<const kern::Packed* const> w, ThreadPool& pool) {
   const size_t m = w.size();
   const kern::KernelTable& k = kern::table(active_isa());
-  std::vector<int64_t> first(m + 1, 0);
-  for (size_t i = 0; i < m; ++i) first[i + 1] = first[i] + (ns[i] > 0 ? w[i]->tiles : 0);
+  std::vector<int64_t> first(m + 1, 0), per(m);
+  for (size_t i = 0; i < m; ++i) {
+    per[i] = std::max<int64_t>(1, w[i]->groups);
+    first[i + 1] = first[i] + (ns[i] > 0 ? w[i]->tiles * per[i] : 0);
+  }
   const auto run_tiles = [&](size_t i, int64_t tb, int64_t te) {
     const kern::Packed& wi = *w[i];
     const int64_t n = ns[i];
@@ -278,12 +288,17 @@ void dispatch_many(Mode mode, const kern::ActQ8* const* q8,
       case Mode::f64: k.f64(wi, xs[i], n, tb, te, ys[i]); break;
     }
   };
+  // The first tile of layer i whose first record is at or past u.
+  const auto tile_at = [&](size_t i, int64_t u) {
+    return std::clamp<int64_t>((u - first[i] + per[i] - 1) / per[i], 0, w[i]->tiles);
+  };
   pool.run(first.back(), [&](int64_t b, int64_t e) {
-    // The layers whose tiles [first[i], first[i + 1]) meet [b, e): found by binary search.
+    // The layers whose records [first[i], first[i + 1]) meet [b, e): found by binary search.
     size_t i = static_cast<size_t>(std::upper_bound(first.begin(), first.end(), b) - first.begin()) - 1;
     for (; i < m && first[i] < e; ++i) {
-      const int64_t lo = std::max(b, first[i]), hi = std::min(e, first[i + 1]);
-      if (lo < hi) run_tiles(i, lo - first[i], hi - first[i]);
+      if (first[i + 1] == first[i]) continue;
+      const int64_t lo = tile_at(i, std::max(b, first[i])), hi = tile_at(i, std::min(e, first[i + 1]));
+      if (lo < hi) run_tiles(i, lo, hi);
     }
   }, 1, ThreadPool::per_thread_for(*std::max_element(ns.begin(), ns.end())));
 }
