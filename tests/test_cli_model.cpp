@@ -109,15 +109,21 @@ TEST(CliModel, QualityAgainstItselfAndFloat) {
   std::filesystem::remove_all(dir);
 }
 
-// `nvfp4 bench model --json` carries the fields; without a usable llama.cpp peer its
-// columns are null, not made up.
+// `nvfp4 bench model --json --profile` carries the fields; without a usable llama.cpp
+// peer its columns are null, not made up.
 TEST(CliModel, BenchModelJson) {
   NVFP4_REQUIRE_SMOLLM2(path);
   if (kUnderSanitizer) GTEST_SKIP() << "the roofline streams 1 GiB: Release tree only";
   const Result r = cli("bench model -m " + path + " --quantize -t 2 --prompt-tokens 16 --gen-tokens 4 --reps 1 "
-                       "--peer-python /nonexistent/python --json");
+                       "--peer-python /nonexistent/python --json --profile");
   ASSERT_EQ(r.rc, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
+  // --profile: the parts of a generated token, and the share of its dispatches' time the two
+  // threads stood idle (a share, so within [0, 100)).
+  ASSERT_TRUE(j.contains("profile"));
+  EXPECT_FALSE(j["profile"]["parts"].empty());
+  EXPECT_GE(j["profile"]["pool_idle_pct"].get<double>(), 0.0);
+  EXPECT_LT(j["profile"]["pool_idle_pct"].get<double>(), 100.0);
   for (const char* k : {"prompt_tps", "gen_tps", "roofline_gen_tps", "dram_gbps", "peak_rss_mb",
                         "prompt_tps_min", "prompt_tps_max", "gen_tps_min", "gen_tps_max", "dispatches_per_token"}) {
     ASSERT_TRUE(j.contains(k)) << k;

@@ -1,6 +1,7 @@
 // The pool's contract beyond "every item once" (test_linear.cpp): the ranges it hands out are
 // fixed by (count, threads, align, chunks per thread) whatever the timing, a thread that stalls inside its chunk
-// does not keep the others from the rest, and dispatches() counts the hand-offs.
+// does not keep the others from the rest, dispatches() counts the hand-offs, and timing() the
+// share of a hand-off's time its threads stood idle.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -99,6 +100,30 @@ TEST(ThreadPool, DispatchesCountTheHandOffs) {
   two.run(1, [](int64_t, int64_t) {});  // one item: run on the caller, no hand-off
   EXPECT_EQ(one.dispatches(), 0u);
   EXPECT_EQ(two.dispatches(), 5u);
+}
+
+// Timing (bench model --profile's idle share): off, nothing is counted; on, a hand-off whose one
+// chunk sleeps 20 ms while the other returns at once leaves the two threads idle about half its
+// time, whichever thread ran which chunk (the caller alone: 20 ms busy of 2 x 20).
+TEST(ThreadPool, TimingCountsTheIdleShareOfAnUnevenHandOff) {
+  ThreadPool pool(2);
+  const auto uneven = [](int64_t b, int64_t) {
+    if (b == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  };
+  pool.run(2, uneven, 1, ThreadPool::kStreamChunksPerThread);
+  EXPECT_EQ(pool.timing().capacity_ns, 0);
+  EXPECT_EQ(pool.timing().busy_ns, 0);
+  pool.set_timing(true);
+  for (int i = 0; i < 3; ++i) pool.run(2, uneven, 1, ThreadPool::kStreamChunksPerThread);
+  pool.set_timing(false);
+  const ThreadPool::Timing t = pool.timing();
+  ASSERT_GT(t.capacity_ns, 0);
+  const double idle = 1.0 - static_cast<double>(t.busy_ns) / static_cast<double>(t.capacity_ns);
+  EXPECT_GT(t.busy_ns, 3 * 20'000'000 - 1'000'000);  // the sleeps at least (the clock's coarseness aside)
+  EXPECT_GT(idle, 0.35);
+  EXPECT_LT(idle, 0.7);  // (waking and a loaded machine add wall time, not busy time)
+  pool.run(2, uneven, 1, ThreadPool::kStreamChunksPerThread);  // off again: nothing more counted
+  EXPECT_EQ(pool.timing().capacity_ns, t.capacity_ns);
 }
 
 namespace {

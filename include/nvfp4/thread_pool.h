@@ -48,6 +48,15 @@ class ThreadPool {
   int chunks(int64_t count, int64_t align, int per_thread = kChunksPerThread) const;
   // run() calls so far that handed work to the workers (hand-offs); 0 with one thread.
   uint64_t dispatches() const { return dispatches_.load(std::memory_order_relaxed); }
+  // Diagnostics (bench model --profile): while timing is on, each hand-off adds threads x its wall
+  // time (from the job's publication to its last chunk's end) to `capacity_ns` and each chunk's
+  // own time to `busy_ns`; 1 - busy / capacity is the share of the dispatches' time the threads
+  // stood idle (waiting for a slower thread, or waking). Off by default: two clock reads a chunk.
+  struct Timing {
+    int64_t capacity_ns = 0, busy_ns = 0;
+  };
+  void set_timing(bool on) { timing_on_.store(on, std::memory_order_relaxed); }
+  Timing timing() const { return {capacity_ns_.load(std::memory_order_relaxed), busy_ns_.load(std::memory_order_relaxed)}; }
 
   static constexpr int kChunksPerThread = 4;
   static constexpr int kStreamChunksPerThread = 1;
@@ -80,6 +89,8 @@ class ThreadPool {
   std::atomic<bool> caller_sleeping_{false};
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> dispatches_{0};
+  std::atomic<bool> timing_on_{false};
+  std::atomic<int64_t> capacity_ns_{0}, busy_ns_{0};
 };
 
 // [begin, end) of part `index` of `parts` for `count` items aligned to `align`.

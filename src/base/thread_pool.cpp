@@ -31,6 +31,10 @@ constexpr uint64_t kClosed = 0x7fffffffu;
 // Spins until done() or spin_ns have passed; true when done() became true. After the first
 // 20 microseconds it yields between checks, so that on a busy machine a spinning thread gives
 // its core to the thread it waits for instead of burning the time slice.
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 template <class Done>
 bool spin_until(int64_t spin_ns, Done done) {
   if (spin_ns <= 0) return done();
@@ -88,7 +92,15 @@ void ThreadPool::drain(uint64_t gen) {
     const int n = chunks_.load(std::memory_order_relaxed);
     int64_t b, e;
     partition(count_.load(std::memory_order_relaxed), n, c, align_.load(std::memory_order_relaxed), b, e);
-    if (b < e) (*job_.load(std::memory_order_relaxed))(b, e);
+    if (b < e) {
+      if (timing_on_.load(std::memory_order_relaxed)) {
+        const int64_t t0 = now_ns();
+        (*job_.load(std::memory_order_relaxed))(b, e);
+        busy_ns_.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+      } else {
+        (*job_.load(std::memory_order_relaxed))(b, e);
+      }
+    }
     if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == n) {
       // The caller may be asleep: take the lock so the notify cannot fall between its check
       // of done_ and its wait.
@@ -138,6 +150,17 @@ void ThreadPool::run(int64_t count, const std::function<void(int64_t, int64_t)>&
   done_.store(0, std::memory_order_relaxed);
   chunks_.store(n, std::memory_order_release);
   dispatches_.fetch_add(1, std::memory_order_relaxed);
+  // Timing: from before the job is published (no chunk can start earlier) to its end.
+  const bool timed = timing_on_.load(std::memory_order_relaxed);
+  struct Capacity {  // the hand-off's wall time, however run() returns below
+    const ThreadPool* pool;
+    std::atomic<int64_t>* sum;
+    bool on;
+    int64_t t0;
+    ~Capacity() {
+      if (on) sum->fetch_add((now_ns() - t0) * pool->threads(), std::memory_order_relaxed);
+    }
+  } capacity{this, &capacity_ns_, timed, timed ? now_ns() : 0};
   uint64_t gen;
   bool wake;
   {

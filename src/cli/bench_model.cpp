@@ -62,6 +62,7 @@ struct Measured {
   double pp = 0, tg = 0;
   double dispatches_per_token = 0;  // pool hand-offs per generated token
   StepProfile prof;                 // --profile: one more generation pass, timed by part
+  double pool_idle_pct = 0;         // --profile: the share of that pass's dispatches' time the threads stood idle
   ExpertStats prompt_experts, gen_experts;  // --experts-budget: what the timed prompts and generations did
 };
 
@@ -109,6 +110,8 @@ Measured measure(const Loaded& L, const Opt& o, int threads) {
     ctx.reset();
     ctx.eval(prompt.data(), o.prompt, logits.data());
     ctx.set_profile(&m.prof);
+    const ThreadPool::Timing p0 = pool.timing();
+    pool.set_timing(true);
     for (int64_t g = 0; g < o.gen; ++g) {
       int32_t tok = 0;
       for (int64_t i = 1; i < nv; ++i) if (logits[static_cast<size_t>(i)] > logits[static_cast<size_t>(tok)]) tok = static_cast<int32_t>(i);
@@ -116,6 +119,10 @@ Measured measure(const Loaded& L, const Opt& o, int threads) {
       ctx.eval(&tok, 1, logits.data());
     }
     ctx.set_profile(nullptr);
+    pool.set_timing(false);
+    const ThreadPool::Timing p1 = pool.timing();
+    const int64_t cap = p1.capacity_ns - p0.capacity_ns;
+    if (cap > 0) m.pool_idle_pct = 100.0 * (1.0 - static_cast<double>(p1.busy_ns - p0.busy_ns) / static_cast<double>(cap));
   }
   m.pps = bench::stats_of(pp_ms);
   m.tgs = bench::stats_of(tg_ms);
@@ -289,7 +296,10 @@ int run(const Opt& o) {
   j["state_mib"] = state_mib;
   j["peak_rss_vs_weights_kv"] = rss / (w_mib + kv_mib + state_mib);
   j["dispatches_per_token"] = ms.dispatches_per_token;
-  if (o.profile) j["profile"] = profile_json(ms.prof, gbps);
+  if (o.profile) {
+    j["profile"] = profile_json(ms.prof, gbps);
+    j["profile"]["pool_idle_pct"] = ms.pool_idle_pct;
+  }
   if (const ExpertStats es = L.model->expert_stats(); es.slots > 0) {
     // The disk bound: the bytes a generated token read from the file at the file's sequential rate.
     const double disk = disk_read_gbps(es.file, int64_t{1} << 30);
@@ -380,7 +390,11 @@ int run(const Opt& o) {
   std::printf("peak RSS %.0f MiB = %.2fx (weights %.0f MiB + KV cache %.0f MiB%s)\n", rss, j["peak_rss_vs_weights_kv"].get<double>(),
               w_mib, kv_mib, state_mib > 0 ? (" + recurrent states " + std::to_string(static_cast<int>(state_mib + 0.5)) + " MiB").c_str() : "");
   std::printf("on 2 MiB pages: %.0f MiB (transparent huge pages: %s)\n", huge_mib, thp_mode().empty() ? "absent" : thp_mode().c_str());
-  if (o.profile) print_profile(j["profile"]);
+  if (o.profile) {
+    print_profile(j["profile"]);
+    std::printf("  the threads stood idle %.1f %% of the dispatches' time (waiting for a slower thread's share, or waking)\n",
+                ms.pool_idle_pct);
+  }
   if (j.contains("experts")) {
     const auto& e = j["experts"];
     std::printf("experts from %s: %lld slots of %.1f MiB for %lld experts; the file reads %.2f GB/s sequentially\n",
