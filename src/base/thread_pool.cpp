@@ -28,13 +28,13 @@ constexpr uint64_t kChunkMask = 0xffffffffu;
 // chunk count, and far from the generation bits.
 constexpr uint64_t kClosed = 0x7fffffffu;
 
-// Spins until done() or spin_ns have passed; true when done() became true. After the first
-// 20 microseconds it yields between checks, so that on a busy machine a spinning thread gives
-// its core to the thread it waits for instead of burning the time slice.
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// Spins until done() or spin_ns have passed; true when done() became true. After the first
+// 20 microseconds it yields between checks, so that on a busy machine a spinning thread gives
+// its core to the thread it waits for instead of burning the time slice.
 template <class Done>
 bool spin_until(int64_t spin_ns, Done done) {
   if (spin_ns <= 0) return done();
