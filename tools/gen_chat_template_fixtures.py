@@ -36,6 +36,7 @@ TEMPLATES = {
     "gemma2": ("<bos>", "<eos>"),
     "gemma4": ("<bos>", "<eos>"),
     "nemotron-3-nano": ("", "<|im_end|>"),
+    "muse-glimmer": ("<|begin_of_text|>", "<|end_of_text|>"),
     "deepseek-r1-distill-qwen": ("<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
     "phi3.5": ("<s>", "<|endoftext|>"),
     "chatml": ("", "<|im_end|>"),
@@ -82,7 +83,12 @@ EXTRAS = {"qwen3": THINKING, "qwen3.5": THINKING, "qwen3.5-small": THINKING,
           "qwen3.6": THINKING + [{"preserve_thinking": True}],
           "gemma4": THINKING,
           "nemotron-3-nano": THINKING + [{"truncate_history_thinking": False}],
+          "muse-glimmer": [{}, {"reasoning_strength": "low"},
+                           {"knowledge_cutoff": "2025-06-01", "current_date": "2026-12-08"}],
           "features": [{}, {"enable_thinking": False}]}
+# Templates whose file is derived from another one (the origin holds training-only tags): every
+# case must render to the same bytes through the origin (fixtures/chat_templates/README.md).
+ORIGINS = {"muse-glimmer": "sources/muse_glimmer_training.jinja"}
 
 
 def render(template, messages, agp, bos, eos, extra):
@@ -92,6 +98,20 @@ def render(template, messages, agp, bos, eos, extra):
                                        add_generation_prompt=agp, bos_token=bos, eos_token=eos,
                                        **extra)
     return out[0]
+
+
+def check_origin(name, case, msgs, agp, bos, eos, extra):
+    """The derived template renders what its origin renders (or raises the same)."""
+    if name not in ORIGINS:
+        return
+    with open(os.path.join(DIR, ORIGINS[name]), encoding="utf-8", newline="") as f:
+        origin = f.read()
+    try:
+        other = {"text": render(origin, msgs, agp, bos, eos, extra)}
+    except jinja2.exceptions.TemplateError as e:
+        other = {"error": str(e)}
+    if other.get("text") != case.get("text") or ("error" in other) != ("error" in case):
+        sys.exit(f"{name} differs from its origin {ORIGINS[name]} on {case['conversation']}")
 
 
 def check_apply_chat_template(template, bos, eos):
@@ -127,6 +147,7 @@ def main():
                         case["text"] = render(text, msgs, agp, bos, eos, extra)
                     except jinja2.exceptions.TemplateError as e:
                         case["error"] = str(e)
+                    check_origin(name, case, msgs, agp, bos, eos, extra)
                     cases.append(case)
         try:
             check_apply_chat_template(text, bos, eos)

@@ -39,6 +39,7 @@ TEMPLATES = {
     "nemotron-nano-v2": ("", "<SPECIAL_12>"),
     "nemotron-3-nano": ("", "<|im_end|>"),
     "gemma4": ("<bos>", "<eos>"),
+    "muse-glimmer": ("<|begin_of_text|>", "<|end_of_text|>"),
     "deepseek-r1-distill-qwen": ("<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
     "smollm2": ("<|im_start|>", "<|im_end|>"),
     "chatml": ("", "<|im_end|>"),
@@ -104,7 +105,10 @@ EXTRAS = {"qwen3": [{}, {"enable_thinking": False}],
           "qwen3.6": [{}, {"enable_thinking": False}, {"preserve_thinking": True}],
           "nemotron-nano-v2": [{}, {"enable_thinking": False}],
           "nemotron-3-nano": [{}, {"enable_thinking": False}, {"truncate_history_thinking": False}],
-          "gemma4": [{}, {"enable_thinking": True}]}
+          "gemma4": [{}, {"enable_thinking": True}],
+          "muse-glimmer": [{}, {"reasoning_strength": "medium"}]}
+# As in gen_chat_template_fixtures.py: a derived template renders what its origin renders.
+ORIGINS = {"muse-glimmer": "sources/muse_glimmer_training.jinja"}
 
 
 def wants_text_arguments(template):
@@ -145,6 +149,16 @@ def main():
                                               bos, eos, extra)
                     except (jinja2.exceptions.TemplateError, TypeError) as e:
                         case["error"] = type(e).__name__ + ": " + str(e)
+                    if name in ORIGINS:
+                        with open(os.path.join(DIR, ORIGINS[name]), encoding="utf-8", newline="") as f:
+                            origin = f.read()
+                        try:
+                            same = render(origin, as_given(msgs, wants_text_arguments(text)), tools, agp, bos, eos,
+                                          extra) == case.get("text")
+                        except (jinja2.exceptions.TemplateError, TypeError):
+                            same = "error" in case
+                        if not same:
+                            raise SystemExit(f"{name} differs from its origin {ORIGINS[name]} on {conv}")
                     cases.append(case)
     out = {"generator": "tools/gen_chat_tool_fixtures.py", "transformers": transformers.__version__,
            "jinja2": jinja2.__version__, "templates": templates,
