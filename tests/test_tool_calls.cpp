@@ -211,7 +211,7 @@ TEST(ToolCalls, FamilyFromTheTemplate) {
       {"hermes3-tool-use", ToolFormat::Hermes}, {"llama3.1", ToolFormat::Llama3}, {"llama3.2", ToolFormat::Llama3},
       {"mistral-nemo", ToolFormat::Mistral}, {"mistral-small-3.2", ToolFormat::Mistral},
       {"smollm2", ToolFormat::None},         {"chatml", ToolFormat::None},        {"gemma2", ToolFormat::None},
-      {"phi3.5", ToolFormat::None},          {"gemma4", ToolFormat::Gemma4}};
+      {"phi3.5", ToolFormat::None},          {"gemma4", ToolFormat::Gemma4},     {"muse-glimmer", ToolFormat::Atem}};
   for (const auto& [name, f] : want) {
     std::ifstream in(test::fixture_path("chat_templates/" + name + ".jinja"), std::ios::binary);
     std::stringstream ss;
@@ -369,6 +369,72 @@ TEST(ToolCalls, Gemma4RoundTripsThroughItsTemplate) {
   swapped = swapped.substr(0, c) + swapped.substr(d + 1, swapped.find(',', d + 1) - d - 1) + "," +
             swapped.substr(c, d - c) + swapped.substr(swapped.find(',', d + 1));
   EXPECT_FALSE(server::grammar_accepts(*g, swapped)) << swapped;
+}
+
+// Muse Glimmer: a reply is messages (to=self reasoning, to=NAME an Atem call, to=user the answer).
+// What its template writes for an assistant turn (reasoning, then calls) parses back to the same
+// reasoning and calls, whole and in every split; the answer after the reasoning is content.
+TEST(ToolCalls, MuseGlimmerRoundTripsThroughItsTemplate) {
+  const std::string args = R"({"city":"Paris","days":3,"scale":0.5,"exact":true,"where":{"lat":1.5,"tags":["a","b"]},"tags":[],"maybe":null,"note":"two\nlines <b>"})";
+  const std::string args2 = R"({"city":"Tokyo"})";
+  // kXmlTools with a description (the template writes it with tojson: transformers refuses a tool without one).
+  const std::string tools = R"([{"type":"function","function":{"name":"get_weather","description":"Weather.","parameters":{"type":"object",
+    "properties":{"city":{"type":"string"},"days":{"type":"integer"},"scale":{"type":"number"},"exact":{"type":"boolean"},
+    "where":{"type":"object"},"tags":{"type":"array"},"maybe":{"type":["integer","null"]},"note":{"type":"string"}}}}}])";
+  const ChatTemplate t = ChatTemplate::builtin("muse-glimmer");
+  const GenRequest r = parse_gen_request(std::string(R"({"messages":[{"role":"user","content":"weather?"},
+      {"role":"assistant","content":"","reasoning_content":"Two cities, so two calls.","tool_calls":[
+      {"id":"c1","type":"function","function":{"name":"get_weather","arguments":)") + nlohmann::json(args).dump() + R"(}},
+      {"id":"c2","type":"function","function":{"name":"get_weather","arguments":)" + nlohmann::json(args2).dump() + R"(}}]}],
+      "tools":)" + tools + "}", true);
+  ChatRenderOptions o;
+  o.tools_json = r.tools_json;
+  o.add_generation_prompt = false;
+  const std::string text = t.render(r.messages, o);
+  // The model's part of the turn: after the generation prompt (<|start|>assistant), up to its
+  // stop token (<|eot|>).
+  const std::string turn = "<|start|>assistant to=self<|message|>";
+  const size_t b = text.find(turn);
+  ASSERT_NE(b, std::string::npos) << text;
+  ASSERT_TRUE(text.ends_with("<|eot|>")) << text;
+  const std::string reply = text.substr(b + 18, text.size() - 7 - (b + 18));
+  std::vector<ChatMessage> user = {r.messages[0]};
+  o.add_generation_prompt = true;
+  const std::string prompt = t.render(user, o);
+  ASSERT_TRUE(prompt.ends_with("<|start|>assistant")) << prompt;
+  const ChatParseOptions pp = chat_parse_options(t.text(), r.tools_json, prompt);
+  EXPECT_TRUE(pp.channels);
+  EXPECT_EQ(pp.tools, ToolFormat::Atem);
+  std::mt19937 rng(7);
+  const ChatDelta w = whole(pp, reply);
+  EXPECT_EQ(w.reasoning, "Two cities, so two calls.") << reply;
+  EXPECT_EQ(w.content, "") << reply;
+  ASSERT_EQ(w.calls.size(), 2u) << reply;
+  EXPECT_EQ(w.calls[0].name, "get_weather");
+  EXPECT_EQ(nlohmann::json::parse(w.calls[0].arguments), nlohmann::json::parse(args)) << w.calls[0].arguments;
+  EXPECT_EQ(nlohmann::json::parse(w.calls[1].arguments), nlohmann::json::parse(args2));
+  for (size_t cut : {0, 1, 3, 0}) expect_same(pieces(pp, reply, cut, rng), w, "cut " + std::to_string(cut));
+  // Reasoning, then the answer; no tools offered: the same split.
+  const ChatParseOptions np = chat_parse_options(t.text(), "", prompt);
+  EXPECT_TRUE(np.channels);
+  EXPECT_EQ(np.tools, ToolFormat::None);
+  const std::string answer = " to=self<|message|>Say hello.<|eom|><|start|>assistant to=user<|message|>Hello <b>there</b>!";
+  for (size_t cut : {0, 1, 2, 5}) {
+    const ChatDelta d = pieces(np, answer, cut, rng);
+    EXPECT_EQ(d.reasoning, "Say hello.");
+    EXPECT_EQ(d.content, "Hello <b>there</b>!");
+    EXPECT_TRUE(d.calls.empty());
+  }
+  // A tool message that is not an Atem block, or a call without tools offered: content as written.
+  const std::string bad = " to=get_weather<|message|><atem:function_calls>\n<atem:invoke name=\"get_weather\">oops";
+  EXPECT_EQ(whole(pp, bad).content, bad);
+  const std::string call = reply.substr(reply.find(" to=get_weather"));
+  const ChatDelta nc = whole(np, call);
+  EXPECT_TRUE(nc.calls.empty());
+  EXPECT_NE(nc.content.find("<atem:invoke name=\"get_weather\">"), std::string::npos) << nc.content;
+  // No header: all content; a prompt without the generation prompt: no channels.
+  EXPECT_EQ(whole(np, "Just text.").content, "Just text.");
+  EXPECT_FALSE(chat_parse_options(t.text(), "", prompt + "x").channels);
 }
 
 TEST(ToolCalls, ResponseShapes) {

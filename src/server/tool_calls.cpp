@@ -143,13 +143,6 @@ std::vector<ParsedToolCall> mistral_calls(std::string_view s) {
   return out;
 }
 
-// The length of the longest suffix of s that is a proper prefix of m.
-size_t partial_suffix(std::string_view s, std::string_view m) {
-  for (size_t n = std::min(s.size(), m.size() - 1); n > 0; --n)
-    if (s.substr(s.size() - n) == m.substr(0, n)) return n;
-  return 0;
-}
-
 // The marker that ends a tool call block of `f` (Hermes's and QwenXml's </tool_call>).
 std::string_view block_close(ToolFormat f) { return f == ToolFormat::Gemma4 ? kGemmaCallClose : kHermesClose; }
 
@@ -162,7 +155,14 @@ bool valid_id(const std::string& id) {
 
 }  // namespace
 
+size_t partial_suffix(std::string_view s, std::string_view m) {
+  for (size_t n = std::min(s.size(), m.size() - 1); n > 0; --n)
+    if (s.substr(s.size() - n) == m.substr(0, n)) return n;
+  return 0;
+}
+
 ToolFormat tool_format_of(const std::string& t) {
+  if (t.find("<atem:function_calls>") != std::string::npos && t.find("<|message|>") != std::string::npos) return ToolFormat::Atem;
   if (t.find(kGemmaCallOpen) != std::string::npos && t.find(kGemmaCallClose) != std::string::npos) return ToolFormat::Gemma4;
   // Qwen3.5/3.6 write <tool_call> too, with XML-like <function=...><parameter=...> inside.
   if (t.find(kHermesOpen) != std::string::npos && t.find("<function=") != std::string::npos &&
@@ -183,6 +183,7 @@ const char* tool_format_name(ToolFormat f) {
     case ToolFormat::Llama3: return "llama3 (JSON)";
     case ToolFormat::Mistral: return "mistral ([TOOL_CALLS])";
     case ToolFormat::Gemma4: return "gemma4 (<|tool_call>call:NAME{...})";
+    case ToolFormat::Atem: return "atem (Muse Glimmer: to=NAME<|message|><atem:function_calls>)";
     default: return "none";
   }
 }
@@ -201,6 +202,7 @@ std::vector<ParsedToolCall> parse_tool_calls(ToolFormat f, std::string_view body
     case ToolFormat::Llama3: return objects_calls(body);
     case ToolFormat::Mistral: return mistral_calls(body);
     case ToolFormat::Gemma4: return gemma4_calls(body);
+    case ToolFormat::Atem: return atem_calls(body, types);
     default: return {};
   }
 }
@@ -219,17 +221,29 @@ ChatParseOptions chat_parse_options(const std::string& t, const std::string& too
   o.reasoning = t.find(o.think_close) != std::string::npos;
   size_t e = prompt.size();
   while (e > 0 && (prompt[e - 1] == '\n' || prompt[e - 1] == ' ')) --e;
+  // Muse Glimmer's messages: its template writes the reasoning channel (to=self) and the
+  // generation prompt opens a message header.
+  constexpr std::string_view kOpen = "<|start|>assistant";
+  if (t.find("to=self<|message|>") != std::string::npos && e >= kOpen.size() &&
+      prompt.compare(e - kOpen.size(), kOpen.size(), kOpen) == 0) {
+    o.channels = true;
+    o.reasoning = true;
+    o.in_reasoning = false;
+    return o;
+  }
   const size_t n = o.think_open.size();
   o.in_reasoning = o.reasoning && e >= n && prompt.compare(e - n, n, o.think_open) == 0;
   return o;
 }
 
 ChatOutputParser::ChatOutputParser(ChatParseOptions o, uint64_t id_seed) : o_(std::move(o)), rng_(id_seed) {
-  if (o_.reasoning && o_.in_reasoning) {
+  if (o_.channels) {
+    mode_ = Mode::Header;
+  } else if (o_.reasoning && o_.in_reasoning) {
     mode_ = Mode::Reasoning;
     label_pending_ = !o_.think_label.empty();
   }
-  if (o_.tools == ToolFormat::QwenXml) types_ = param_types_of(o_.tools_json);
+  if (o_.tools == ToolFormat::QwenXml || o_.tools == ToolFormat::Atem) types_ = param_types_of(o_.tools_json);
 }
 
 std::string ChatOutputParser::new_id() {
@@ -279,6 +293,11 @@ void ChatOutputParser::close_tail(ChatDelta& d) {
 }
 
 void ChatOutputParser::run(ChatDelta& d, bool at_end) {
+  if (o_.channels) {
+    while (run_channels(d, at_end)) {
+    }
+    return;
+  }
   for (;;) {
     switch (mode_) {
       case Mode::Reasoning: {
@@ -332,7 +351,9 @@ void ChatOutputParser::run(ChatDelta& d, bool at_end) {
           mode_ = Mode::Content;
         }
         return;
-      case Mode::Content: break;
+      case Mode::Content:
+      case Mode::Header:
+      case Mode::Body: break;
     }
     // Content: the earliest marker that switches mode, or all but what could begin one.
     std::vector<std::string_view> markers;

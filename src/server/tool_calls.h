@@ -20,6 +20,8 @@ enum class ToolFormat {
   Llama3,   // Llama 3.1-3.3: the whole reply is {"name": ..., "parameters": {...}} (or <|python_tag|>...)
   Mistral,  // [TOOL_CALLS][{"name": ..., "arguments": {...}}] (Nemo) or [TOOL_CALLS]name[ARGS]{...} (Small 3.2)
   Gemma4,   // Gemma 4: <|tool_call>call:NAME{key:<|"|>text<|"|>,n:5}<tool_call|>
+  Atem,     // Muse Glimmer: a message to=NAME whose body is <atem:function_calls><atem:invoke name="NAME">
+            // <atem:parameter name="KEY">VALUE</atem:parameter>...</atem:invoke></atem:function_calls>
 };
 
 // The family a chat template's own text shows (its tool call markers); None when it shows none.
@@ -52,6 +54,11 @@ struct ChatParseOptions {
   // The reasoning's markers: <think> and </think>, or Gemma 4's <|channel> and <channel|> with
   // the channel's label "thought\n" after the opener (not part of the reasoning).
   std::string think_open = "<think>", think_close = "</think>", think_label;
+  // Muse Glimmer: the reply is messages, each a header ` to=RECIPIENT` (after <|start|>assistant,
+  // which the generation prompt holds for the first) then <|message|> and a body that ends at
+  // <|eom|> (another message follows) or the reply's end. To self: reasoning; to user (or no
+  // recipient): content; to anyone else: a tool call, its body an Atem block.
+  bool channels = false;
 };
 
 // What a chat reply is parsed for: the template's tool call format when the request offers tools
@@ -69,8 +76,11 @@ class ChatOutputParser {
   int n_calls() const { return n_calls_; }
 
  private:
-  enum class Mode { Content, Reasoning, Block, Tail };
+  enum class Mode { Content, Reasoning, Block, Tail, Header, Body };
+  enum class Sink { Reasoning, Content, Call };
   void run(ChatDelta& d, bool at_end);
+  bool run_channels(ChatDelta& d, bool at_end);  // chat_channels.cpp; false: wait for more text
+  void end_message(ChatDelta& d);
   void emit_content(ChatDelta& d, std::string_view s);
   void close_block(ChatDelta& d, const std::string& body, bool closed);
   void close_tail(ChatDelta& d);
@@ -86,7 +96,13 @@ class ChatOutputParser {
   bool strip_ws_ = false;     // drop whitespace before the next content (after </think>, a call)
   bool said_content_ = false; // content given back already (Llama 3's JSON counts only at the start)
   int n_calls_ = 0;
+  Sink sink_ = Sink::Content;  // channels: where the current message's body goes
+  std::string call_body_;      // channels: a tool message's body, read when the message ends
 };
+
+// The length of the longest suffix of s that is a proper prefix of m (text held back while it
+// may still become the marker m).
+size_t partial_suffix(std::string_view s, std::string_view m);
 
 // Tool calls in a text of `f`'s format with no other text around them (a Block's or Tail's body):
 // the calls, or empty when the text is not that (then it is content). `types` serves QwenXml.
@@ -97,6 +113,11 @@ std::vector<ParsedToolCall> parse_tool_calls(ToolFormat f, std::string_view body
 // the schema does not name) as text, integer/number/boolean as such, others parsed as JSON (left
 // as text when they are not); "null" is null whatever the type.
 std::vector<ParsedToolCall> qwen_xml_calls(std::string_view body, const ParamTypes& types);
+
+// Atem's body of one tool message (Muse Glimmer): <atem:function_calls> holding one or more
+// <atem:invoke name="NAME">, each parameter's text a JSON value by its schema type as for QwenXml
+// (the template writes strings as they are, booleans true/false, null, objects and lists as JSON).
+std::vector<ParsedToolCall> atem_calls(std::string_view body, const ParamTypes& types);
 
 // Gemma4's body of one <|tool_call> block: call:NAME{ARGS} in the template's argument format
 // (tool_calls_gemma4.cpp says which), the arguments as a JSON object.

@@ -1,5 +1,6 @@
-// QwenXml tool calls (Qwen3.5/3.6, Qwen3-Coder): the body of one <tool_call> block to calls, each
-// parameter's text to a JSON value by the type the request's tool schema gives it (see tool_calls.h).
+// XML-like tool calls: QwenXml (Qwen3.5/3.6, Qwen3-Coder), the body of one <tool_call> block, and
+// Atem (Muse Glimmer), the body of one tool message; each parameter's text to a JSON value by the
+// type the request's tool schema gives it (see tool_calls.h).
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
@@ -16,6 +17,9 @@ using OJson = nlohmann::ordered_json;
 
 constexpr std::string_view kFunctionOpen = "<function=", kFunctionClose = "</function>";
 constexpr std::string_view kParamOpen = "<parameter=", kParamClose = "</parameter>";
+constexpr std::string_view kAtemOpen = "<atem:function_calls>", kAtemClose = "</atem:function_calls>";
+constexpr std::string_view kInvokeOpen = "<atem:invoke name=\"", kInvokeClose = "</atem:invoke>";
+constexpr std::string_view kAtemParamOpen = "<atem:parameter name=\"", kAtemParamClose = "</atem:parameter>";
 
 bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
@@ -176,6 +180,55 @@ std::vector<ParsedToolCall> qwen_xml_calls(std::string_view body, const ParamTyp
         if (const auto t = fit->second.find(pname); t != fit->second.end()) type = &t->second;
       args[pname] = value_of(unwrap(fbody.substr(0, ve)), type);
       fbody.remove_prefix(ve + skip);
+    }
+    c.arguments = args.dump(-1, ' ', false, OJson::error_handler_t::replace);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// As the template writes them (render_atem): <atem:function_calls>\n, then per call
+// <atem:invoke name="NAME">\n and per parameter <atem:parameter name="KEY">VALUE</atem:parameter>\n,
+// then </atem:invoke>\n</atem:function_calls>. Whitespace between the tags is free; anything else
+// outside a value makes the body not a call. A value is the text up to the first close.
+std::vector<ParsedToolCall> atem_calls(std::string_view body, const ParamTypes& types) {
+  std::string_view s = trim(body);
+  if (!starts_with(s, kAtemOpen)) return {};
+  s.remove_prefix(kAtemOpen.size());
+  const size_t close = s.rfind(kAtemClose);
+  if (close == std::string_view::npos || !trim(s.substr(close + kAtemClose.size())).empty()) return {};
+  s = trim(s.substr(0, close));
+  std::vector<ParsedToolCall> out;
+  while (!s.empty()) {
+    if (!starts_with(s, kInvokeOpen)) return {};
+    s.remove_prefix(kInvokeOpen.size());
+    const size_t q = s.find("\">");
+    if (q == std::string_view::npos) return {};
+    ParsedToolCall c;
+    c.name = std::string(s.substr(0, q));
+    if (!plain_name(c.name) || c.name.find('"') != std::string::npos) return {};
+    s.remove_prefix(q + 2);
+    const size_t ie = s.find(kInvokeClose);
+    if (ie == std::string_view::npos) return {};
+    std::string_view params = trim(s.substr(0, ie));
+    s = trim(s.substr(ie + kInvokeClose.size()));
+    const auto fit = types.find(c.name);
+    OJson args = OJson::object();
+    while (!params.empty()) {
+      if (!starts_with(params, kAtemParamOpen)) return {};
+      params.remove_prefix(kAtemParamOpen.size());
+      const size_t pq = params.find("\">");
+      if (pq == std::string_view::npos) return {};
+      const std::string pname(params.substr(0, pq));
+      if (!plain_name(pname) || pname.find('"') != std::string::npos) return {};
+      params.remove_prefix(pq + 2);
+      const size_t ve = params.find(kAtemParamClose);
+      if (ve == std::string_view::npos) return {};
+      const std::string* type = nullptr;
+      if (fit != types.end())
+        if (const auto t = fit->second.find(pname); t != fit->second.end()) type = &t->second;
+      args[pname] = value_of(params.substr(0, ve), type);
+      params = trim(params.substr(ve + kAtemParamClose.size()));
     }
     c.arguments = args.dump(-1, ' ', false, OJson::error_handler_t::replace);
     out.push_back(std::move(c));
