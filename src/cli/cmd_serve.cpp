@@ -148,12 +148,17 @@ int serve(ServeArgs a) {
         std::cerr << "nvfp4: no chat template, /v1/chat/completions refuses: " << e.what() << "\n";
       }
     }
-    if (b->chat)
+    if (b->chat) {
+      // What a reply is parsed for (a generation prompt of Muse Glimmer's form shows its messages).
+      const server::ChatParseOptions po = server::chat_parse_options(b->chat->text(), "", "<|start|>assistant");
       std::cerr << "nvfp4: chat template: " << b->chat->describe() << "\nnvfp4: chat: "
                 << (b->chat->takes_tools() ? "" : "the template does not use tools (requests' tools are ignored), ")
                 << "tool calls parsed as " << server::tool_format_name(server::tool_format_of(b->chat->text()))
-                << ", reasoning (<think>) " << (b->chat->text().find("</think>") != std::string::npos ? "split off" : "not split")
+                << (po.channels    ? ", reasoning (the to=self messages) split off"
+                    : po.reasoning ? ", reasoning (" + po.think_open + "..." + po.think_close + ") split off"
+                                   : std::string(", reasoning not split"))
                 << std::endl;
+    }
     if (L.tok.bos() >= 0) b->chat_opts.bos_token = L.tok.token_bytes(L.tok.bos());
     if (L.tok.eos() >= 0) b->chat_opts.eos_token = L.tok.token_bytes(L.tok.eos());
     b->chat_opts.json_vars = kwargs;
