@@ -435,6 +435,22 @@ TEST(ToolCalls, MuseGlimmerRoundTripsThroughItsTemplate) {
   // No header: all content; a prompt without the generation prompt: no channels.
   EXPECT_EQ(whole(np, "Just text.").content, "Just text.");
   EXPECT_FALSE(chat_parse_options(t.text(), "", prompt + "x").channels);
+  // tool_choice's grammar admits the template's own call of the schema's keys in its order, after
+  // the reasoning message or without it, and not a call with a key out of order or an untyped value.
+  const auto g = server::tool_call_grammar(ToolFormat::Atem, r.tools_json, "");
+  ASSERT_NE(g, nullptr);
+  const std::string second = reply.substr(reply.rfind(" to=get_weather"));  // {"city":"Tokyo"}
+  const std::string first = reply.substr(0, reply.find("<|eom|>", reply.find(" to=get_weather")));
+  EXPECT_TRUE(server::grammar_accepts(*g, second)) << second;
+  EXPECT_TRUE(server::grammar_accepts(*g, first)) << first;
+  EXPECT_TRUE(server::grammar_accepts(*g, first.substr(first.find(" to=get_weather")))) << first;
+  std::string swapped = second;
+  swapped.replace(swapped.find("city"), 4, "days");
+  EXPECT_FALSE(server::grammar_accepts(*g, swapped)) << swapped;
+  std::string untyped = first;
+  untyped.replace(untyped.find(">3<"), 3, ">x<");
+  EXPECT_FALSE(server::grammar_accepts(*g, untyped)) << untyped;
+  EXPECT_EQ(server::tool_call_grammar(ToolFormat::Atem, r.tools_json, "no_such_tool"), nullptr);
 }
 
 TEST(ToolCalls, ResponseShapes) {

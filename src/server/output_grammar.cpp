@@ -6,6 +6,7 @@
 #include "server/api_error.h"
 #include "server/ebnf_literal.h"
 #include "server/gemma4_call_ebnf.h"
+#include "server/atem_call_ebnf.h"
 #include "server/qwen_xml_call_ebnf.h"
 #include "server/schema_guard.h"
 
@@ -189,7 +190,8 @@ std::shared_ptr<const GrammarSpec> body_output_grammar(const std::string& body) 
 }
 
 // A call in a syntax of its own, from its EBNF builder (gemma4_call_ebnf.h: Gemma 4's
-// <|tool_call>call:NAME{...}; qwen_xml_call_ebnf.h: Qwen3.5/3.6's XML): one of the offered tools
+// <|tool_call>call:NAME{...}; qwen_xml_call_ebnf.h: Qwen3.5/3.6's XML; atem_call_ebnf.h: Muse
+// Glimmer's tool message): one of the offered tools
 // (the named one), its arguments held to the tool's parameters. `markers`: the special tokens'
 // texts the call holds.
 static std::shared_ptr<const GrammarSpec> ebnf_call_grammar(std::string (*build)(const OJson&, const std::string&), const char* markers,
@@ -228,6 +230,7 @@ std::shared_ptr<const GrammarSpec> tool_call_grammar(ToolFormat f, const std::st
 static std::shared_ptr<const GrammarSpec> call_grammar(ToolFormat f, const std::string& tools_json, const std::string& only) {
   if (f == ToolFormat::Gemma4) return ebnf_call_grammar(gemma4_call_ebnf, "<|tool_call><tool_call|><|\"|>", tools_json, only);
   if (f == ToolFormat::QwenXml) return ebnf_call_grammar(qwen_xml_call_ebnf, "<tool_call></tool_call>", tools_json, only);
+  if (f == ToolFormat::Atem) return ebnf_call_grammar(atem_call_ebnf, "<|message|><|eom|><|start|>", tools_json, only);
   const char* args_key = "arguments";
   std::string prefix, suffix;
   switch (f) {

@@ -45,7 +45,8 @@ std::shared_ptr<const GrammarSpec> json_schema_grammar(const nlohmann::ordered_j
 // empty, written as format `f` writes a call: Hermes <tool_call>\n{"name", "arguments"}\n</tool_call>,
 // Llama 3 {"name", "parameters"}, Mistral [TOOL_CALLS][{"name", "arguments"}], Gemma 4's
 // <|tool_call>call:NAME{...}<tool_call|> (gemma4_call_ebnf.h), Qwen3.5/3.6's XML call
-// (qwen_xml_call_ebnf.h). Null when the template shows no call format: such requests stay
+// (qwen_xml_call_ebnf.h), Muse Glimmer's message to=NAME (its reasoning message first or not,
+// atem_call_ebnf.h). Null when the template shows no call format: such requests stay
 // unconstrained. The JSON formats' parameters schemas are converted (400 naming
 // tools[i].function.parameters). `reasoning_close`: the prompt left a reasoning block open (Qwen3.5's
 // "<think>\n"): any reasoning first, then this marker (e.g. "</think>") and blank space, then the call.

@@ -20,13 +20,17 @@ jarr ::= "[" jws ( jv jws ( "," jws jv jws )* )? "]"
 jstr ::= "\"" ( [^"\\\n] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] ) )* "\""
 jnum ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [+\-]? [0-9]+ )?
 jws ::= [ ]?
+)";
+constexpr const char* kAnyParamEbnf = R"(
 pname ::= [^<>\n=]+
 anyparam ::= "<parameter=" pname ">\n" text "\n</parameter>\n"
 )";
 
+}  // namespace
+
 // The value rule for a property's schema, as the parser converts it: integers and numbers in the
 // range the parser converts (ebnf_literal.h), strings of a bounded length as the schema bounds them.
-std::string value_rule(const OJson& schema, std::vector<std::string>& extra, const std::string& prefix) {
+std::string xml_value_rule(const OJson& schema, std::vector<std::string>& extra, const std::string& prefix) {
   if (!schema.is_object()) return "text";
   if (const auto e = schema.find("enum"); e != schema.end() && e->is_array() && !e->empty()) {
     std::string alts;
@@ -65,7 +69,8 @@ std::string value_rule(const OJson& schema, std::vector<std::string>& extra, con
   return "text";
 }
 
-}  // namespace
+const char* xml_value_ebnf() { return kValueEbnf; }
+
 
 std::string qwen_xml_call_ebnf(const OJson& tools, const std::string& only) {
   std::string calls;
@@ -74,7 +79,7 @@ std::string qwen_xml_call_ebnf(const OJson& tools, const std::string& only) {
     const OJson& fn = tools[i]["function"];
     const std::string& name = fn["name"].get_ref<const std::string&>();
     if (!only.empty() && name != only) continue;
-    const std::string prefix = "t" + std::to_string(i) + "_";
+    const std::string prefix = std::string("t").append(std::to_string(i)).append("_");  // ("t" + to_string: GCC 12's false -Wrestrict)
     std::string params = "anyparam*";
     const auto p = fn.find("parameters");
     if (p != fn.end() && p->is_object() && p->contains("properties") && (*p)["properties"].is_object()) {
@@ -85,7 +90,7 @@ std::string qwen_xml_call_ebnf(const OJson& tools, const std::string& only) {
         bool required = false;
         if (req && req->is_array())
           for (const OJson& x : *req) required = required || (x.is_string() && x.get<std::string>() == it.key());
-        const std::string param = ebnf_literal("<parameter=" + it.key() + ">\n") + " " + value_rule(it.value(), extra, prefix) + " " +
+        const std::string param = ebnf_literal("<parameter=" + it.key() + ">\n") + " " + xml_value_rule(it.value(), extra, prefix) + " " +
                                   ebnf_literal("\n</parameter>\n");
         params += (params.empty() ? "" : " ") + (required ? param : "( " + param + " )?");
       }
@@ -97,7 +102,7 @@ std::string qwen_xml_call_ebnf(const OJson& tools, const std::string& only) {
   std::string out = "root ::= \"<tool_call>\\n<function=\" ( " + calls + " ) \"</function>\\n</tool_call>\"\n";
   for (const std::string& e : extra) out += e + "\n";
   // Text ends where the parser ends a value: at "</parameter>" or at the next "<parameter=".
-  return out + ebnf_text_without("text", {"</parameter>", "<parameter="}) + kValueEbnf;
+  return out + ebnf_text_without("text", {"</parameter>", "<parameter="}) + kValueEbnf + kAnyParamEbnf;
 }
 
 }  // namespace nvfp4::server

@@ -4,6 +4,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace nvfp4::server {
 
@@ -16,5 +17,12 @@ namespace nvfp4::server {
 // "<parameter=", where the parser would end the value. A tool without listed properties takes any
 // parameters.
 std::string qwen_xml_call_ebnf(const nlohmann::ordered_json& tools, const std::string& only);
+
+// Shared with atem_call_ebnf.cpp (Muse Glimmer's calls take the same value conversion): the value
+// rule for a property's schema (a rule name: integer, number, boolean, jv, text, or a rule it adds
+// to `extra` named from `prefix`), and the EBNF of those rules but `text`, which each format
+// defines as the text its parser ends a value at.
+std::string xml_value_rule(const nlohmann::ordered_json& schema, std::vector<std::string>& extra, const std::string& prefix);
+const char* xml_value_ebnf();
 
 }  // namespace nvfp4::server
