@@ -5,7 +5,7 @@
 // go through the framing check (accepted with a length within the limit, or refused 400, 405, 413
 // or 501); cut into tokens, they go through a TextStream with stop strings, whose output must be
 // valid UTF-8. The bytes are also a model's chat reply for the tool call parser of each family
-// (with and without reasoning): the reply parsed whole and pushed in 3-byte pieces must give the
+// (with and without reasoning; Muse Glimmer's messages too): the reply parsed whole and pushed in 3-byte pieces must give the
 // same reasoning, content and calls, and every call's arguments must be a JSON object. Matched by
 // xgrammar (grammar_compile.h) against the json_object grammar and the request's own constraint
 // (response_format, grammar, guided_*: the body's schema, GBNF or regex parsed by xgrammar), the
@@ -46,7 +46,7 @@ nvfp4::server::ChatDelta run_parser(const nvfp4::server::ChatParseOptions& o, co
 void check_tool_parsers(const std::string& text) {
   using namespace nvfp4::server;
   for (ToolFormat f : {ToolFormat::None, ToolFormat::Hermes, ToolFormat::QwenXml, ToolFormat::Llama3, ToolFormat::Mistral,
-                        ToolFormat::Gemma4}) {
+                        ToolFormat::Gemma4, ToolFormat::Atem}) {
     for (int r = 0; r < 3; ++r) {
       ChatParseOptions o;
       o.tools = f;
@@ -55,11 +55,12 @@ void check_tool_parsers(const std::string& text) {
         o.think_close = "<channel|>";
         o.think_label = "thought\n";
       }
-      if (f == ToolFormat::QwenXml)
+      if (f == ToolFormat::QwenXml || f == ToolFormat::Atem)
         o.tools_json = R"([{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{)"
                        R"("s":{"type":"string"},"i":{"type":"integer"},"n":{"type":"number"},"b":{"type":"boolean"},"o":{"type":"object"}}}}}])";
       o.reasoning = r > 0;
       o.in_reasoning = r == 2;
+      o.channels = f == ToolFormat::Atem && r > 0;  // Muse Glimmer's messages (chat_channels.cpp)
       const ChatDelta a = run_parser(o, text, text.size() + 1), b = run_parser(o, text, 3);
       if (a.reasoning != b.reasoning || a.content != b.content || a.calls.size() != b.calls.size()) std::abort();
       for (size_t i = 0; i < a.calls.size(); ++i) {
