@@ -1,6 +1,7 @@
 // See qwen_xml_call_ebnf.h.
 #include "server/qwen_xml_call_ebnf.h"
 
+#include <functional>
 #include <vector>
 
 #include "server/ebnf_literal.h"
@@ -71,10 +72,10 @@ std::string xml_value_rule(const OJson& schema, std::vector<std::string>& extra,
 
 const char* xml_value_ebnf() { return kValueEbnf; }
 
-
-std::string qwen_xml_call_ebnf(const OJson& tools, const std::string& only) {
+std::string xml_call_alternatives(const OJson& tools, const std::string& only, std::vector<std::string>& extra,
+                                  const std::function<std::string(const std::string&)>& head,
+                                  const std::function<std::string(const std::string&, const std::string&, const OJson&)>& param) {
   std::string calls;
-  std::vector<std::string> extra;
   for (size_t i = 0; i < tools.size(); ++i) {
     const OJson& fn = tools[i]["function"];
     const std::string& name = fn["name"].get_ref<const std::string&>();
@@ -90,14 +91,23 @@ std::string qwen_xml_call_ebnf(const OJson& tools, const std::string& only) {
         bool required = false;
         if (req && req->is_array())
           for (const OJson& x : *req) required = required || (x.is_string() && x.get<std::string>() == it.key());
-        const std::string param = ebnf_literal("<parameter=" + it.key() + ">\n") + " " + xml_value_rule(it.value(), extra, prefix) + " " +
-                                  ebnf_literal("\n</parameter>\n");
-        params += (params.empty() ? "" : " ") + (required ? param : "( " + param + " )?");
+        const std::string one = param(it.key(), xml_value_rule(it.value(), extra, prefix), it.value());
+        params += (params.empty() ? "" : " ") + (required ? one : "( " + one + " )?");
       }
       if (params.empty()) params = "\"\"";
     }
-    calls += (calls.empty() ? "" : " | ") + ebnf_literal(name + ">\n") + " " + params;
+    calls += (calls.empty() ? "" : " | ") + head(name) + " " + params;
   }
+  return calls;
+}
+
+std::string qwen_xml_call_ebnf(const OJson& tools, const std::string& only) {
+  std::vector<std::string> extra;
+  const std::string calls = xml_call_alternatives(
+      tools, only, extra, [](const std::string& name) { return ebnf_literal(name + ">\n"); },
+      [](const std::string& key, const std::string& value, const OJson&) {
+        return ebnf_literal("<parameter=" + key + ">\n") + " " + value + " " + ebnf_literal("\n</parameter>\n");
+      });
   if (calls.empty()) return "";
   std::string out = "root ::= \"<tool_call>\\n<function=\" ( " + calls + " ) \"</function>\\n</tool_call>\"\n";
   for (const std::string& e : extra) out += e + "\n";

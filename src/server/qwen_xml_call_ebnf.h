@@ -3,6 +3,7 @@
 // (tool_calls_xml.cpp reads it back), for tool_choice "required" or a named tool.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,5 +25,12 @@ std::string qwen_xml_call_ebnf(const nlohmann::ordered_json& tools, const std::s
 // defines as the text its parser ends a value at.
 std::string xml_value_rule(const nlohmann::ordered_json& schema, std::vector<std::string>& extra, const std::string& prefix);
 const char* xml_value_ebnf();
+// The calls of `tools` (or of `only`) as EBNF alternatives: each tool's head(name), then its
+// parameters as param(key, value rule, property schema) in the schema's order, the optional ones
+// in "( ... )?", or "anyparam*" (a rule the format defines) for a tool without listed properties.
+std::string xml_call_alternatives(
+    const nlohmann::ordered_json& tools, const std::string& only, std::vector<std::string>& extra,
+    const std::function<std::string(const std::string&)>& head,
+    const std::function<std::string(const std::string&, const std::string&, const nlohmann::ordered_json&)>& param);
 
 }  // namespace nvfp4::server
