@@ -19,19 +19,11 @@ constexpr std::string_view kMessage = "<|message|>", kStart = "<|start|>", kAssi
 constexpr std::array<std::string_view, 4> kEnds = {"<|eom|>", "<|eot|>", "<|start|>", "<|end_of_text|>"};
 constexpr size_t kMaxHeader = 512;  // a header longer than this is not one: the text is content
 
-bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_ws(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_ws(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 }  // namespace
 
 void ChatOutputParser::end_message(ChatDelta& d) {
   if (sink_ == Sink::Call) {
-    auto calls = o_.tools == ToolFormat::Atem ? atem_calls(call_body_, types_) : std::vector<ParsedToolCall>{};
+    auto calls = parse_tool_calls(o_.tools, call_body_, types_);  // none unless the request offered tools
     if (calls.empty()) {
       emit_content(d, opener_ + call_body_);
     } else {
@@ -62,13 +54,13 @@ bool ChatOutputParser::run_channels(ChatDelta& d, bool at_end) {
       }
       return !buf_.empty();
     }
-    std::string_view h = trim(std::string_view(buf_).substr(0, p));
-    if (h.substr(0, kStart.size()) == kStart) h = trim(h.substr(kStart.size()));
-    if (h.substr(0, kAssistant.size()) == kAssistant) h = trim(h.substr(kAssistant.size()));
+    std::string_view h = trim_ws(std::string_view(buf_).substr(0, p));
+    if (h.substr(0, kStart.size()) == kStart) h = trim_ws(h.substr(kStart.size()));
+    if (h.substr(0, kAssistant.size()) == kAssistant) h = trim_ws(h.substr(kAssistant.size()));
     std::string_view to;
     bool header = h.empty();
     if (h.substr(0, 3) == "to=") {
-      to = trim(h.substr(3));
+      to = trim_ws(h.substr(3));
       header = to.find_first_of(" \n<>") == std::string_view::npos;
     }
     // (to views buf_: the sink is chosen before buf_ changes.)

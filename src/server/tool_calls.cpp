@@ -155,6 +155,8 @@ bool valid_id(const std::string& id) {
 
 }  // namespace
 
+std::string_view trim_ws(std::string_view s) { return trim(s); }
+
 size_t partial_suffix(std::string_view s, std::string_view m) {
   for (size_t n = std::min(s.size(), m.size() - 1); n > 0; --n)
     if (s.substr(s.size() - n) == m.substr(0, n)) return n;

@@ -103,6 +103,8 @@ class ChatOutputParser {
 // The length of the longest suffix of s that is a proper prefix of m (text held back while it
 // may still become the marker m).
 size_t partial_suffix(std::string_view s, std::string_view m);
+// s without the blanks (space, newline, tab, CR) at either end.
+std::string_view trim_ws(std::string_view s);
 
 // Tool calls in a text of `f`'s format with no other text around them (a Block's or Tail's body):
 // the calls, or empty when the text is not that (then it is content). `types` serves QwenXml.
